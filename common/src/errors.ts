@@ -1,0 +1,35 @@
+/**
+ * @module Error codes that cross process boundaries (HTTP bodies, NATS headers,
+ * error interrupts). Each is stable: clients and models may match on it.
+ */
+export const ErrorCode = {
+  BadRequest: "bad_request",
+  InvalidJson: "invalid_json",
+  UnknownTool: "unknown_tool",
+  InvalidArguments: "invalid_arguments",
+  MalformedCall: "malformed_call",
+  ToolFailed: "tool_failed",
+  ToolTimeout: "tool_timeout",
+  NoRunners: "no_runners",
+  MaxDeliveries: "max_deliveries",
+  PayloadTooLarge: "payload_too_large",
+  ContextOverflow: "context_overflow",
+  Capacity: "capacity",
+  NotFound: "not_found",
+  Cancelled: "cancelled",
+  Internal: "internal",
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Base error with a fixed code, a name and an optional cause (nats.js/undici style). */
+export class InterlaceError extends Error {
+  override readonly name: string = "InterlaceError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

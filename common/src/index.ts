@@ -1,0 +1,12 @@
+/**
+ * @module The shared module: wire types, CML codec, errors, config, logging and
+ * probes. Imported by engine-pod and operator; imports nothing of theirs.
+ */
+export * from "./cml.js";
+export * from "./tools.js";
+export * from "./session.js";
+export * from "./errors.js";
+export * from "./logger.js";
+export * from "./probes.js";
+export * from "./shutdown.js";
+export * from "./config.js";

@@ -1,0 +1,145 @@
+/**
+ * @module Session wire types: the body of `POST /v1/sessions` and the events
+ * streamed by `GET /v1/sessions/{id}/events`. Plain JSON data only; the engine's
+ * HTTP server, the router, tests and benchmarks all speak these.
+ */
+import type { ToolSpec } from "./tools.js";
+
+/**
+ * How the engine treats tool calls (AsyncLM §6.1 baselines, all on one engine):
+ * - `async`: keep decoding; results arrive as interrupts.
+ * - `sync`: stop at each call, run it, re-enter with the result as a new request.
+ * - `syncParallel`: stop at the end of a turn's calls, run them concurrently, re-enter.
+ * `asyncNaive` runs client-side over the OpenAI-compatible endpoint.
+ */
+export type CallingMode = "async" | "sync" | "syncParallel";
+
+export type KvPolicy = "keep" | "swap" | "recompute" | "auto";
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+}
+
+/** One call of a scripted workload (the paper's "cheat sheet"). */
+export interface ScriptedCall {
+  id: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** Ids of calls whose results must be injected before this call may be emitted. */
+  dependsOn: string[];
+  /** Known tool duration, used by the LPT oracle to order ready calls (longest first). */
+  estimatedLatencyMs?: number;
+}
+
+/**
+ * A scripted policy decides which tokens come next while every token is still
+ * a real forward pass and every call, interrupt and trap goes through the real
+ * machinery. Sessions that carry one are labelled `scripted: true` in their output.
+ */
+export type ScriptedPolicySpec =
+  | {
+      /** Emit ready calls longest-first; trap when nothing is ready; finish when all results are in. */
+      type: "lpt-dag";
+      calls: ScriptedCall[];
+      /** Call body syntax: JSON (`{"name":..,"arguments":..}`) or Python (`name(a=1)`). Default json. */
+      callStyle?: "json" | "python";
+      /** Tokens of ordinary text generated between consecutive calls ("thinking"). Default 0. */
+      thinkTokens?: number;
+      /** Text generated after the last result arrives. */
+      finalText?: string;
+    }
+  | {
+      /** Emit exactly these text pieces in order (CML markers included), each token a forward pass. */
+      type: "text";
+      pieces: string[];
+    };
+
+/** Body of `POST /v1/sessions`. */
+export interface CreateSessionRequest {
+  /** The user input; or a full message list (a system message overrides `system`). */
+  prompt: string | ChatMessage[];
+  system?: string;
+  tools?: ToolSpec[];
+  mode?: CallingMode;
+  /** `sync` only: keep the previous request's KV cache as a prefix cache (default true). */
+  prefixReuse?: boolean;
+  maxTokens?: number;
+  temperature?: number;
+  seed?: number;
+  /** Constrain call bodies with a GBNF grammar built from the tools' schemas (default true). */
+  grammar?: boolean;
+  kvPolicy?: KvPolicy;
+  policy?: ScriptedPolicySpec;
+}
+
+export interface SessionUsage {
+  promptTokens: number;
+  /** Tokens evaluated as prompt/prefill (first fill, re-entries, recomputes). */
+  prefilledTokens: number;
+  /** Tokens produced by decode steps (sampled or scripted). */
+  decodedTokens: number;
+  /** Interrupt tokens appended to the live sequence. */
+  injectedTokens: number;
+  calls: number;
+  interrupts: number;
+  traps: number;
+}
+
+export interface SessionTimings {
+  /** Request accepted → first generated token. */
+  ttftMs: number;
+  /** Median time per decode step for this session. */
+  tpotMs: number;
+  /** First generated token → last token. */
+  e2eMs: number;
+  totalMs: number;
+}
+
+export type TrapDecision = "keep" | "swap" | "recompute";
+
+/** Server-sent events of a session. `t` is ms since the session was accepted. */
+export type SessionEvent =
+  | { type: "started"; sessionId: string; mode: CallingMode; promptTokens: number; scripted: boolean; t: number }
+  | { type: "text"; text: string; t: number }
+  | { type: "call"; callId: string; tool: string; arguments: Record<string, unknown>; t: number }
+  | { type: "call_error"; callId: string; code: string; message: string; t: number }
+  | {
+      type: "interrupt";
+      id: string;
+      kind: InterruptKind;
+      value: string;
+      tokens: number;
+      delayMs: number;
+      delayTokens: number;
+      t: number;
+    }
+  | {
+      type: "trap";
+      decision: TrapDecision;
+      expectedWaitMs: number;
+      contextTokens: number;
+      /** Cost of the chosen action once it is known (pause + resume), ms. */
+      costMs?: number;
+      t: number;
+    }
+  | { type: "resume"; decision: TrapDecision; costMs: number; t: number }
+  | {
+      type: "done";
+      reason: "eos" | "max_tokens" | "cancelled" | "error";
+      usage: SessionUsage;
+      timings: SessionTimings;
+      scripted: boolean;
+      t: number;
+    }
+  | { type: "error"; code: string; message: string; t: number };
+
+export type InterruptKind = "tool_result" | "tool_error" | "user" | "agent";
+
+/** Body of `POST /v1/sessions/{id}/interrupts`. */
+export interface PostInterruptRequest {
+  value: string;
+  kind?: "user" | "agent";
+  /** Defaults to a generated id. */
+  id?: string;
+}
