@@ -1,0 +1,103 @@
+/**
+ * @module The engine's public surface, as the HTTP server, the NATS executor's
+ * interrupt subscription and the benchmarks see it. The implementation lives
+ * beside this file; callers import only these types (through `engine/index.ts`).
+ */
+import type {
+  ChatMessage,
+  CreateSessionRequest,
+  InterruptKind,
+  SessionEvent,
+  ToolSpec,
+} from "../../../common/src/index.js";
+
+/** A session as seen from outside the decode loop. */
+export interface EngineSession {
+  readonly id: string;
+  /** Every event so far, in order (late subscribers replay from here). */
+  readonly events: readonly SessionEvent[];
+  /** Calls `listener` for each future event; returns an unsubscribe function. */
+  subscribe(listener: (event: SessionEvent) => void): () => void;
+  /** Resolves with the final `done` event (also on cancel or error). */
+  readonly finished: Promise<Extract<SessionEvent, { type: "done" }>>;
+}
+
+export interface InterruptInput {
+  /** Defaults to a generated id. */
+  id?: string;
+  kind: InterruptKind;
+  value: string;
+}
+
+/**
+ * One stateless completion with sync semantics (the OpenAI-compatible path):
+ * fill the messages, generate until EOS, max tokens or the end of the turn's
+ * call blocks, and return what was generated. Resident KV prefixes are reused.
+ */
+export interface CompletionRequest {
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  maxTokens?: number;
+  temperature?: number;
+  seed?: number;
+  /**
+   * `turn` (default): stop after the call blocks of the turn (OpenAI `tool_calls`).
+   * `never`: raw CML continuation for async-naive clients — calls do not stop
+   * generation; it ends at EOS, max tokens, or `[TRAP][END]`.
+   */
+  stopAtCalls?: "turn" | "never";
+  /** Continue the last assistant message instead of opening a new turn. */
+  continueAssistant?: boolean;
+  policy?: CreateSessionRequest["policy"];
+  signal?: AbortSignal;
+  /** Streaming callback for generated text (markers included when raw). */
+  onText?: (text: string) => void;
+}
+
+export interface CompletionResult {
+  /** Generated text outside call blocks. */
+  content: string;
+  /** Raw generated CML text. */
+  raw: string;
+  toolCalls: { id: string; name: string; arguments: Record<string, unknown> }[];
+  finishReason: "stop" | "length" | "tool_calls" | "trap";
+  usage: { promptTokens: number; completionTokens: number; prefilledTokens: number; reusedPrefixTokens: number };
+}
+
+export interface EngineStats {
+  activeSessions: number;
+  maxSessions: number;
+  /** KV cells in use across all sequences. */
+  kvCellsUsed: number;
+  kvCellsTotal: number;
+  /** Sequences in the last decode step. */
+  lastBatchSize: number;
+  tokensDecoded: number;
+  tokensPrefilled: number;
+  interruptsQueued: number;
+  interruptsInjected: number;
+  /** Interrupts that had to wait for a critical section (call block) to end. */
+  interruptsDeferred: number;
+  trapsByDecision: { keep: number; swap: number; recompute: number };
+}
+
+export interface Engine {
+  /**
+   * Validates and admits a session; throws `InterlaceError` with code
+   * `capacity` (all sequences busy), `context_overflow`, `unknown_tool`,
+   * `bad_request`.
+   */
+  createSession(request: CreateSessionRequest): EngineSession;
+  getSession(id: string): EngineSession | undefined;
+  /** Queues an interrupt for a live session; false when the session is unknown or done. */
+  interrupt(sessionId: string, input: InterruptInput): boolean;
+  /** Ends a session and frees its KV cells; false when unknown. */
+  cancel(sessionId: string): boolean;
+  complete(request: CompletionRequest): Promise<CompletionResult>;
+  stats(): EngineStats;
+  /** Tokens in a text under the model's tokenizer (for 400s on oversized prompts). */
+  countTokens(text: string): number;
+  readonly contextSize: number;
+  readonly ready: boolean;
+  close(): Promise<void>;
+}
