@@ -1,0 +1,65 @@
+/**
+ * @module The engine's options (one schema, parsed once at start-up from flags
+ * over environment variables over defaults). The HTTP server's `main.ts`
+ * parses them with {@link parseEngineOptions} and hands them to `createEngine`.
+ */
+import {
+  boolOpt,
+  enumOpt,
+  intOpt,
+  optionalStringOpt,
+  stringOpt,
+  type KvPolicy,
+  type Source,
+} from "../../../common/src/index.js";
+
+export type GpuOption = false | "cuda" | "auto";
+
+export interface EngineOptions {
+  /** Path of the GGUF file to serve. */
+  modelPath: string;
+  /** `false` (CPU), `"cuda"` or `"auto"`. */
+  gpu: GpuOption;
+  /** Parallel sequences in the one context: the most sessions the engine holds at once. */
+  sequences: number;
+  /** Tokens per sequence (each sequence has its own KV stream of this size). */
+  contextSize: number;
+  /** Decode threads. 1 on small CPU machines: more threads than cores is catastrophic (ENGINE-NOTES). */
+  threads: number;
+  /** Pool-wide trap decision override; `auto` asks the KV cost model. */
+  kvPolicy: KvPolicy;
+  /** Default generated-token limit of a session or completion. */
+  maxTokens: number;
+  /** Idle finished sequences kept resident as a prefix cache (LRU, bounded by free sequences). */
+  prefixCache: boolean;
+  /** Directory for swapped-out sequence state (tmpfs is best). */
+  swapDir?: string;
+}
+
+export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
+  gpu: false,
+  sequences: 8,
+  contextSize: 2048,
+  threads: 1,
+  kvPolicy: "auto",
+  maxTokens: 512,
+  prefixCache: true,
+};
+
+/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--swap-dir`. */
+export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
+  const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
+  const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
+  const swapDir = optionalStringOpt(src, "swap-dir") ?? d.swapDir;
+  return {
+    modelPath: stringOpt(src, "model", defaults.modelPath ?? ""),
+    gpu: gpuRaw === "false" ? false : gpuRaw,
+    sequences: intOpt(src, "sequences", d.sequences, { min: 1, max: 256 }),
+    contextSize: intOpt(src, "context-size", d.contextSize, { min: 64 }),
+    threads: intOpt(src, "threads", d.threads, { min: 0, max: 256 }),
+    kvPolicy: enumOpt(src, "kv-policy", ["keep", "swap", "recompute", "auto"] as const, d.kvPolicy),
+    maxTokens: intOpt(src, "max-tokens", d.maxTokens, { min: 1 }),
+    prefixCache: boolOpt(src, "prefix-cache", d.prefixCache),
+    ...(swapDir !== undefined ? { swapDir } : {}),
+  };
+}
