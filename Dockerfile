@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1.7
+# One image, three entrypoints (engine, operator, toolrunner).
+#   CPU (default):  docker build -t interlace .
+#   CUDA:           docker build --build-arg VARIANT=cuda -t interlace:cuda .
+# The CUDA variant adds node-llama-cpp's prebuilt CUDA binary package (same
+# version as the CPU one) on an NVIDIA CUDA runtime base; the engine picks it
+# with `--gpu cuda` (or `auto`). Nothing else differs: same code, same lockfile.
+ARG VARIANT=cpu
+ARG NODE_VERSION=20
+ARG CUDA_BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04
+
+FROM node:${NODE_VERSION}-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY common ./common
+COPY engine-pod ./engine-pod
+COPY operator ./operator
+COPY hack ./hack
+COPY bench ./bench
+RUN npm run build && npm prune --omit=dev
+
+FROM build AS deps-cpu
+FROM build AS deps-cuda
+# .npmrc omits optional packages; install the CUDA binary explicitly, pinned to node-llama-cpp's version.
+RUN npm install --no-save --include=optional "@node-llama-cpp/linux-x64-cuda@$(node -p 'require("./node_modules/node-llama-cpp/package.json").version')"
+FROM deps-${VARIANT} AS deps
+
+FROM node:${NODE_VERSION}-bookworm-slim AS runtime-cpu
+
+FROM ${CUDA_BASE} AS runtime-cuda
+ARG NODE_VERSION
+COPY --from=node:20-bookworm-slim /usr/local/bin/node /usr/local/bin/node
+
+FROM runtime-${VARIANT} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /src/node_modules ./node_modules
+COPY --from=deps /src/dist ./dist
+COPY --from=deps /src/package.json ./package.json
+# Non-root; the chart also sets readOnlyRootFilesystem, so models and swap
+# files live on mounted volumes (/models, /tmp as emptyDir).
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["node"]
+# Pick the component with the command: dist/engine-pod/src/main.js (default),
+# dist/operator/src/main.js, dist/operator/src/toolrunner/main.js
+CMD ["dist/engine-pod/src/main.js"]
