@@ -23,14 +23,14 @@ RUN npm run build && npm prune --omit=dev
 
 FROM build AS deps-cpu
 FROM build AS deps-cuda
-# .npmrc omits optional packages; install the CUDA binary explicitly, pinned to node-llama-cpp's version.
-RUN npm install --no-save --include=optional "@node-llama-cpp/linux-x64-cuda@$(node -p 'require("./node_modules/node-llama-cpp/package.json").version')"
+# .npmrc omits optional packages; a package named on the command line is installed
+# regardless, pinned here to node-llama-cpp's own version.
+RUN npm install --no-save --omit=dev "@node-llama-cpp/linux-x64-cuda@$(node -p 'require("./node_modules/node-llama-cpp/package.json").version')"
 FROM deps-${VARIANT} AS deps
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime-cpu
 
 FROM ${CUDA_BASE} AS runtime-cuda
-ARG NODE_VERSION
 COPY --from=node:20-bookworm-slim /usr/local/bin/node /usr/local/bin/node
 
 FROM runtime-${VARIANT} AS runtime

@@ -23,13 +23,26 @@ export interface TokenMonitor {
   push(token: number, text: string): MonitorEvent[];
   /** True between `[CALL]` and its `[END]` (and inside `[TRAP] ... [END]`). */
   readonly inCriticalSection: boolean;
-  /** Text held back because it may be the start of a split marker. */
+  /**
+   * True outside any block with no partial marker held back: the only point
+   * where injecting interrupt tokens cannot split a model's marker in two.
+   */
+  readonly safeToInject: boolean;
+  /** Text currently held back because it may be the start of a split marker. */
+  readonly heldText: string;
+  /** Releases text held back (it may be the start of a split marker) at end of stream; an open block becomes `malformed`. */
   flush(): MonitorEvent[];
 }
 
 export interface MonitorOptions {
   /** Token ids of markers when the model has them as single control tokens. */
   markerTokens?: ReadonlyMap<number, CmlMarker>;
+  /**
+   * Also recognise markers spelled as plain text (possibly split across
+   * tokens). Defaults to true exactly when `markerTokens` is empty or absent:
+   * with control tokens, marker-looking text stays text so it cannot be forged.
+   */
+  textMarkers?: boolean;
 }
 
 export type ParsedCall =
