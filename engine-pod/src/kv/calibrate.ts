@@ -1,0 +1,206 @@
+/**
+ * @module Calibrating the trap handler's cost model on the loaded model: a
+ * short measurement at engine start (prefill at a few chunk sizes, a few
+ * decode steps, save and load of the state at each size) fitted into a
+ * `CostModel`.
+ */
+import { unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import type { CostModel } from "./cost-model.js";
+
+export interface CalibrateOptions {
+  /** Directory for the state files (a tmpfs). */
+  swapDir: string;
+  /** Prefill chunk sizes, ascending; the largest bounds calibration time. Default [32, 96, 192]. */
+  sizes?: number[];
+  /** Decode steps timed. Default 8. */
+  decodeSteps?: number;
+  /** Tokens to evaluate; default: the model's tokenization of a filler text. */
+  tokens?: readonly Token[];
+}
+
+/**
+ * Measures the loaded model on `sequence` (a free one; it is left empty) and
+ * returns the fitted cost model. Takes well under a second on the test model
+ * and a few seconds on a 10–30 ms/token model.
+ */
+export async function calibrateCostModel(sequence: LlamaContextSequence, options: CalibrateOptions): Promise<CostModel> {
+  const started = performance.now();
+  const sizes = [...(options.sizes ?? [32, 96, 192])].sort((a, b) => a - b).filter((n) => n > 0 && n < sequence.contextSize);
+  if (sizes.length === 0) throw new Error("calibration needs at least one chunk size below the context size");
+  const largest = sizes[sizes.length - 1] ?? 1;
+  const tokens = options.tokens ?? fillerTokens(sequence.model, largest + 16);
+  if (tokens.length < largest + 1) throw new Error(`calibration needs ${largest + 1} tokens, got ${tokens.length}`);
+
+  if (sequence.nextTokenIndex > 0) await sequence.clearHistory();
+  // Warm-up: the first evaluation allocates compute buffers.
+  await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(0, 8));
+  await sequence.clearHistory();
+
+  const prefill: Point[] = [];
+  const save: Point[] = [];
+  const load: Point[] = [];
+  const bytes: Point[] = [];
+  for (const n of sizes) {
+    const t0 = performance.now();
+    await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(0, n));
+    prefill.push({ x: n, y: performance.now() - t0 });
+    const file = join(options.swapDir, `calibrate-${randomUUID()}.kv`);
+    try {
+      // Best of two: save and load are short and easily disturbed by a busy machine.
+      let saveMs = Infinity;
+      let loadMs = Infinity;
+      let size = 0;
+      for (let rep = 0; rep < 2; rep++) {
+        const s0 = performance.now();
+        size = (await sequence.saveStateToFile(file)).fileSize;
+        saveMs = Math.min(saveMs, performance.now() - s0);
+        await sequence.clearHistory();
+        const l0 = performance.now();
+        await sequence.loadStateFromFile(file, { acceptRisk: true });
+        loadMs = Math.min(loadMs, performance.now() - l0);
+      }
+      save.push({ x: size, y: saveMs });
+      load.push({ x: size, y: loadMs });
+      bytes.push({ x: n, y: size });
+    } finally {
+      await unlink(file).catch(() => undefined);
+    }
+    await sequence.clearHistory();
+  }
+
+  const decodeMsPerToken = await measureDecode(sequence, tokens, options.decodeSteps ?? 8);
+  await sequence.clearHistory();
+
+  const prefillFit = fitPrefill(prefill);
+  const bytesFit = fitLine(bytes);
+  const saveFit = fitBandwidth(save);
+  const loadFit = fitBandwidth(load);
+  const last = prefill[prefill.length - 1] ?? { x: 1, y: 1 };
+  return {
+    ...prefillFit,
+    prefillTokensPerS: (last.x / Math.max(last.y, 1e-3)) * 1000,
+    decodeMsPerToken,
+    stateBytesPerToken: Math.max(bytesFit.slope, 0),
+    stateBytesFixed: Math.max(bytesFit.intercept, 0),
+    theoreticalStateBytesPerToken: theoreticalStateBytesPerToken(sequence),
+    saveFixedMs: saveFit.fixedMs,
+    saveBytesPerMs: saveFit.bytesPerMs,
+    loadFixedMs: loadFit.fixedMs,
+    loadBytesPerMs: loadFit.bytesPerMs,
+    source: "measured",
+    calibratedAt: new Date().toISOString(),
+    calibrationMs: performance.now() - started,
+  };
+}
+
+/** KV bytes per token from the model's shape: 2 (K and V) · n_layer · n_embd_kv · bytes per element. */
+export function theoreticalStateBytesPerToken(sequence: LlamaContextSequence): number | null {
+  const metadata = sequence.model.fileInfo.metadata as unknown as Record<string, unknown>;
+  const general = metadata["general"] as { architecture?: string } | undefined;
+  const arch = general?.architecture === undefined ? undefined : (metadata[general.architecture] as ArchMetadata | undefined);
+  if (arch?.block_count === undefined || arch.embedding_length === undefined) return null;
+  const heads = firstNumber(arch.attention?.head_count) ?? 1;
+  const kvHeads = firstNumber(arch.attention?.head_count_kv) ?? heads;
+  const headDim = arch.attention?.key_length ?? arch.embedding_length / heads;
+  const nEmbdKv = headDim * kvHeads;
+  return 2 * arch.block_count * nEmbdKv * bytesPerElement(sequence.context.kvCacheKeyType);
+}
+
+interface ArchMetadata {
+  block_count?: number;
+  embedding_length?: number;
+  attention?: { head_count?: number | number[]; head_count_kv?: number | number[]; key_length?: number };
+}
+
+function firstNumber(value: number | number[] | undefined): number | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Bytes per KV element by ggml type id (F32 0, F16 1, Q8_0 8, BF16 30); llama.cpp's default is F16. */
+function bytesPerElement(type: number | undefined): number {
+  switch (type) {
+    case 0:
+      return 4;
+    case 8:
+      return 34 / 32;
+    default:
+      return 2;
+  }
+}
+
+function fillerTokens(model: LlamaModel, count: number): Token[] {
+  const text =
+    "The engine keeps decoding while tools run, and each result arrives as an interrupt in the live token stream. ";
+  const out: Token[] = [];
+  while (out.length < count) out.push(...model.tokenize(text));
+  return out.slice(0, count);
+}
+
+async function measureDecode(sequence: LlamaContextSequence, tokens: readonly Token[], steps: number): Promise<number> {
+  const gaps: number[] = [];
+  let last = 0;
+  let seen = 0;
+  for await (const token of sequence.evaluate(tokens.slice(0, 16))) {
+    void token;
+    const now = performance.now();
+    if (seen > 0) gaps.push(now - last);
+    last = now;
+    if (++seen > steps) break;
+  }
+  return median(gaps);
+}
+
+interface Point {
+  x: number;
+  y: number;
+}
+
+/** Median of a list (0 for an empty one). */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+/** Least-squares line y = intercept + slope·x. */
+export function fitLine(points: readonly Point[]): { intercept: number; slope: number } {
+  const n = points.length;
+  if (n === 0) return { intercept: 0, slope: 0 };
+  const only = points[0];
+  if (n === 1 && only !== undefined) return { intercept: 0, slope: only.x === 0 ? 0 : only.y / only.x };
+  const mx = points.reduce((s, p) => s + p.x, 0) / n;
+  const my = points.reduce((s, p) => s + p.y, 0) / n;
+  const sxx = points.reduce((s, p) => s + (p.x - mx) ** 2, 0);
+  const sxy = points.reduce((s, p) => s + (p.x - mx) * (p.y - my), 0);
+  const slope = sxx === 0 ? 0 : sxy / sxx;
+  return { intercept: my - slope * mx, slope };
+}
+
+/**
+ * Prefill time p0 + p1·n + p2·n²: the quadratic term is fitted from the
+ * per-token time's growth (ms/n = p0/n + p1 + p2·n, taken as linear in n),
+ * clamped so no coefficient is negative (noise must not predict free prefill).
+ */
+function fitPrefill(points: readonly Point[]): Pick<CostModel, "prefillFixedMs" | "prefillMsPerToken" | "prefillMsPerTokenSq"> {
+  const perToken = points.map((p) => ({ x: p.x, y: p.y / p.x }));
+  const growth = points.length >= 2 ? fitLine(perToken) : { intercept: 0, slope: 0 };
+  if (growth.slope > 0 && growth.intercept > 0) {
+    return { prefillFixedMs: 0, prefillMsPerToken: growth.intercept, prefillMsPerTokenSq: growth.slope };
+  }
+  const line = fitLine(points);
+  if (line.slope > 0) return { prefillFixedMs: Math.max(line.intercept, 0), prefillMsPerToken: line.slope, prefillMsPerTokenSq: 0 };
+  const last = points[points.length - 1] ?? { x: 1, y: 1 };
+  return { prefillFixedMs: 0, prefillMsPerToken: last.y / last.x, prefillMsPerTokenSq: 0 };
+}
+
+/** Time = fixedMs + bytes / bytesPerMs from (bytes, ms) points, robust to noise. */
+function fitBandwidth(points: readonly Point[]): { fixedMs: number; bytesPerMs: number } {
+  const line = fitLine(points);
+  if (line.slope > 0) return { fixedMs: Math.max(line.intercept, 0), bytesPerMs: 1 / line.slope };
+  const last = points[points.length - 1] ?? { x: 1, y: 1 };
+  return { fixedMs: 0, bytesPerMs: last.x / Math.max(last.y, 1e-3) };
+}
