@@ -1,0 +1,76 @@
+/**
+ * @module Model presets: the shapes of the generated LLaMA models. `test` is
+ * tiny (loads and decodes in milliseconds); `bench` decodes at roughly
+ * 10–30 ms per token on one CPU thread, like a GPU-served 3–8B model.
+ */
+import type { TensorType } from "./gguf-writer.js";
+
+/** Hyperparameters of one generated model. */
+export interface ModelPreset {
+  readonly name: string;
+  readonly description: string;
+  readonly nEmbd: number;
+  readonly nLayer: number;
+  readonly nHead: number;
+  readonly nHeadKv: number;
+  readonly nFf: number;
+  /** `llama.context_length`: the training context the runtime may use. */
+  readonly contextLength: number;
+  readonly ropeFreqBase: number;
+  readonly rmsEps: number;
+  readonly tensorType: TensorType;
+  /**
+   * Standard deviation of the logits (output weights scaled by
+   * gain/sqrt(n_embd) after an RMS norm): large enough that greedy decoding
+   * has a clear winner at each step.
+   */
+  readonly logitGain: number;
+  /**
+   * Zero the output rows of `</s>` and `<|im_end|>`: their logit is then 0,
+   * far below the greedy winner, so random-weight models decode for as long
+   * as asked instead of stopping at an arbitrary point.
+   */
+  readonly suppressEndOfGeneration: boolean;
+}
+
+export const PRESET_NAMES = ["test", "bench"] as const;
+export type PresetName = (typeof PRESET_NAMES)[number];
+
+/** The presets by name. */
+export const PRESETS: Readonly<Record<PresetName, ModelPreset>> = {
+  test: {
+    name: "test",
+    description: "tiny LLaMA, 64 x 2 layers, F32: loads and decodes in milliseconds",
+    nEmbd: 64,
+    nLayer: 2,
+    nHead: 4,
+    nHeadKv: 4,
+    nFf: 128,
+    contextLength: 8192,
+    ropeFreqBase: 10000,
+    rmsEps: 1e-5,
+    tensorType: "f32",
+    logitGain: 3,
+    suppressEndOfGeneration: true,
+  },
+  bench: {
+    name: "bench",
+    description: "LLaMA 512 x 8 layers, n_ff 1376, F32 (~100 MB): ~10-30 ms per token on one CPU thread",
+    nEmbd: 512,
+    nLayer: 8,
+    nHead: 8,
+    nHeadKv: 8,
+    nFf: 1376,
+    contextLength: 8192,
+    ropeFreqBase: 10000,
+    rmsEps: 1e-5,
+    tensorType: "f32",
+    logitGain: 3,
+    suppressEndOfGeneration: true,
+  },
+};
+
+/** Type guard for preset names (CLI and config input). */
+export function isPresetName(name: string): name is PresetName {
+  return (PRESET_NAMES as readonly string[]).includes(name);
+}
