@@ -30,6 +30,11 @@ export interface ScriptedCall {
   dependsOn: string[];
   /** Known tool duration, used by the LPT oracle to order ready calls (longest first). */
   estimatedLatencyMs?: number;
+  /**
+   * Id of a user-triggered interrupt that introduces this call's task: the call
+   * is not ready until that interrupt has been injected (AsyncLM §6.6 workload).
+   */
+  afterInterrupt?: string;
 }
 
 /**
