@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds helm from the Go module proxy at a pinned version into the
+# git-ignored cache. Idempotent: returns at once when the cached binary
+# reports the pinned version.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+HELM_VERSION="${HELM_VERSION:-v3.19.0}"
+BIN="$INTERLACE_BIN/helm"
+
+if [[ -x "$BIN" ]] && "$BIN" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
+  log "helm $HELM_VERSION cached"
+  exit 0
+fi
+command -v go >/dev/null || { log "go is required to build helm"; exit 1; }
+
+started=$(date +%s)
+log "building helm $HELM_VERSION"
+# helm reads its version from internal/version.version, set by its Makefile.
+GOTOOLCHAIN=local GOBIN="$INTERLACE_CACHE/build/helm-$HELM_VERSION" CGO_ENABLED=0 \
+  go install -trimpath -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+  "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+cp "$INTERLACE_CACHE/build/helm-$HELM_VERSION/helm" "$BIN.tmp"
+mv "$BIN.tmp" "$BIN"
+log "helm $HELM_VERSION built in $(( $(date +%s) - started ))s"

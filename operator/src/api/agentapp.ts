@@ -1,0 +1,205 @@
+/**
+ * @module AgentApp: an agent served on an EnginePool with tools from
+ * ToolPools (prompt, few-shot examples, calling mode, objective, interrupt
+ * and speculation settings). Schema (with its CEL rules next to the fields),
+ * TypeScript types and kubectl columns. The CRD YAML in `crds/` is generated
+ * from this file.
+ */
+import type { CallingMode, ChatMessage } from "../../../common/src/index.js";
+import type { Condition } from "./conditions.js";
+import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
+import { bool, conditionsSchema, int, localRef, object, observedGenerationSchema, oneOf, str, DNS_LABEL_PATTERN, type OpenApiSchema } from "./schema.js";
+
+export const CALLING_MODES = ["async", "sync", "syncParallel"] as const satisfies readonly CallingMode[];
+export const OBJECTIVES = ["latency", "throughput"] as const;
+export type Objective = (typeof OBJECTIVES)[number];
+export const MESSAGE_ROLES = ["system", "user", "assistant", "tool"] as const satisfies readonly ChatMessage["role"][];
+
+/** A reference to an object in the AgentApp's namespace. */
+export interface LocalRef {
+  name: string;
+}
+
+/** A ToolPool whose tools the app may call; `tools` narrows it to a subset. */
+export interface ToolPoolRef {
+  name: string;
+  /** Only these tools of the pool (absent: all). */
+  tools?: string[];
+}
+
+/** One few-shot example: a short conversation shown after the system prompt. */
+export interface FewShotExample {
+  messages: ChatMessage[];
+}
+
+export interface InterruptSettings {
+  /** Clients may interrupt a running session with new input. Default: true in async mode; true is rejected in sync modes. */
+  userInterrupts?: boolean;
+  /** Interrupts queued per session before new ones are refused. Default 64. */
+  maxQueued?: number;
+}
+
+export interface SpeculationSettings {
+  /** Start speculative tools before the model commits to the call. Default false. */
+  enabled?: boolean;
+  /** Calls started ahead per session at most. Default 2. */
+  maxInFlight?: number;
+}
+
+/** A Parrot-style semantic function: a template with `{{input:x}}` / `{{output:y}}` placeholders. */
+export interface SemanticFunction {
+  name: string;
+  template: string;
+}
+
+export interface AgentAppSpec {
+  enginePool: LocalRef;
+  toolPools?: ToolPoolRef[];
+  /** The shared prompt prefix. */
+  systemPrompt?: string;
+  fewShot?: FewShotExample[];
+  /** Default `async`. */
+  callingMode?: CallingMode;
+  /** Default `latency`. */
+  objective?: Objective;
+  interrupts?: InterruptSettings;
+  speculation?: SpeculationSettings;
+  semanticFunctions?: SemanticFunction[];
+  /** Default cap on generated tokens per session. Default 1024. */
+  maxTokens?: number;
+}
+
+export interface AgentAppStatus {
+  observedGeneration?: number;
+  /** Where clients open sessions: `http://<router>/v1/apps/<namespace>/<name>`. */
+  endpoint?: string;
+  /** Name of the ConfigMap holding the rendered app config. */
+  configMap?: string;
+  /** Tools the app can call (after resolving its ToolPools). */
+  toolCount?: number;
+  activeSessions?: number;
+  conditions?: Condition[];
+}
+
+export type AgentApp = InterlaceObject<"AgentApp", AgentAppSpec, AgentAppStatus>;
+
+const messageSchema: OpenApiSchema = object(
+  "A chat message.",
+  {
+    role: oneOf("Who speaks.", MESSAGE_ROLES),
+    content: str("Text.", { maxLength: 65_536 }),
+  },
+  { required: ["role", "content"] },
+);
+
+const specSchema = object(
+  "Desired state of an AgentApp.",
+  {
+    enginePool: localRef("The EnginePool that serves the app."),
+    toolPools: {
+      type: "array",
+      description: "ToolPools whose tools the app may call, keyed by name.",
+      maxItems: 32,
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["name"],
+      items: object(
+        "A ToolPool reference.",
+        {
+          name: str("ToolPool name (same namespace).", { minLength: 1, maxLength: 63, pattern: DNS_LABEL_PATTERN }),
+          tools: {
+            type: "array",
+            description: "Only these tools of the pool (absent: all).",
+            minItems: 1,
+            maxItems: 128,
+            "x-kubernetes-list-type": "set",
+            items: str("Tool name.", { minLength: 1, maxLength: 64 }),
+          },
+        },
+        { required: ["name"] },
+      ),
+    },
+    systemPrompt: str("The system prompt: the prefix every session shares.", { maxLength: 65_536 }),
+    fewShot: {
+      type: "array",
+      description: "Few-shot example conversations, shown after the system prompt.",
+      maxItems: 32,
+      items: object(
+        "One example conversation.",
+        { messages: { type: "array", minItems: 1, maxItems: 64, items: messageSchema, description: "The conversation." } },
+        { required: ["messages"] },
+      ),
+    },
+    callingMode: oneOf("How tool calls are executed: async (interrupts), sync, or syncParallel.", CALLING_MODES, "async"),
+    objective: oneOf("What scheduling optimises for this app's requests.", OBJECTIVES, "latency"),
+    interrupts: object("User and agent interrupts.", {
+      userInterrupts: { type: "boolean", description: "Clients may interrupt a running session with new input (default: true in async mode; only valid in async mode)." },
+      maxQueued: int("Interrupts queued per session before new ones are refused.", 1, 4096, { default: 64 }),
+    }),
+    speculation: object("Speculative tool calls.", {
+      enabled: bool("Start speculative tools before the model commits to the call.", false),
+      maxInFlight: int("Calls started ahead per session at most.", 1, 64, { default: 2 }),
+    }),
+    semanticFunctions: {
+      type: "array",
+      description: "Parrot-style semantic functions, keyed by name.",
+      maxItems: 64,
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["name"],
+      items: object(
+        "A prompt template with {{input:x}} / {{output:y}} placeholders.",
+        {
+          name: str("Function name.", { minLength: 1, maxLength: 64, pattern: "^[a-zA-Z_][a-zA-Z0-9_]*$" }),
+          template: str("The template.", { minLength: 1, maxLength: 65_536 }),
+        },
+        {
+          required: ["name", "template"],
+          "x-kubernetes-validations": [{ rule: "self.template.contains('{{output:')", message: "a semantic function template needs at least one {{output:name}} placeholder", fieldPath: ".template" }],
+        },
+      ),
+    },
+    maxTokens: int("Cap on generated tokens per session.", 1, 1_048_576, { default: 1024 }),
+  },
+  {
+    required: ["enginePool"],
+    "x-kubernetes-validations": [
+      {
+        rule: "!has(self.interrupts) || !has(self.interrupts.userInterrupts) || !self.interrupts.userInterrupts || self.callingMode == 'async'",
+        message: "user interrupts need callingMode async (set interrupts.userInterrupts to false for sync modes)",
+        fieldPath: ".interrupts.userInterrupts",
+      },
+    ],
+  },
+);
+
+const statusSchema = object("Observed state of an AgentApp.", {
+  observedGeneration: observedGenerationSchema(),
+  endpoint: str("Where clients open sessions.", { maxLength: 2048 }),
+  configMap: str("ConfigMap with the rendered app config.", { maxLength: 253 }),
+  toolCount: int("Tools the app can call.", 0, 100_000),
+  activeSessions: int("Sessions running now.", 0, 1_000_000_000),
+  conditions: conditionsSchema(),
+});
+
+/** The AgentApp kind. */
+export const AgentAppKind: KindDefinition = {
+  group: GROUP,
+  version: VERSION,
+  kind: "AgentApp",
+  plural: "agentapps",
+  singular: "agentapp",
+  namespaced: true,
+  shortNames: ["aa", "app"],
+  description: "AgentApp is an agent served on an EnginePool with tools from ToolPools.",
+  spec: specSchema,
+  status: statusSchema,
+  printerColumns: [
+    READY_COLUMN,
+    { name: "Mode", type: "string", jsonPath: ".spec.callingMode", description: "Calling mode." },
+    { name: "Engine", type: "string", jsonPath: ".spec.enginePool.name", description: "EnginePool." },
+    { name: "Tools", type: "integer", jsonPath: ".status.toolCount" },
+    { name: "Sessions", type: "integer", jsonPath: ".status.activeSessions" },
+    { name: "Endpoint", type: "string", jsonPath: ".status.endpoint" },
+    REASON_COLUMN,
+    AGE_COLUMN,
+  ],
+};

@@ -1,0 +1,66 @@
+/**
+ * @module Condition types and reasons every Interlace kind reports in
+ * `status.conditions` (metav1.Condition shape). One file so reconcilers,
+ * tests and printer columns agree on the spelling.
+ */
+
+/** The three condition types each kind carries. */
+export const ConditionType = {
+  /** Children exist and are available; the resource can serve. */
+  Ready: "Ready",
+  /** A change is being rolled out (children created, replicas coming up). */
+  Progressing: "Progressing",
+  /** Something is wrong that needs attention (bad reference, failed apply). */
+  Degraded: "Degraded",
+} as const;
+export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
+
+/** `True`, `False` or `Unknown`. */
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+/** Reasons (CamelCase, as metav1.Condition requires). */
+export const Reason = {
+  // Ready
+  /** All desired replicas are available. */
+  Available: "Available",
+  /** Some desired replicas are not available yet. */
+  ReplicasUnavailable: "ReplicasUnavailable",
+  /** Scaled to zero replicas on purpose. */
+  ScaledToZero: "ScaledToZero",
+  /** An AgentApp's referenced pools are not all Ready. */
+  DependenciesNotReady: "DependenciesNotReady",
+  // Progressing
+  /** Children were created or changed and a rollout is under way. */
+  RolloutInProgress: "RolloutInProgress",
+  /** The latest spec is fully rolled out. */
+  RolloutComplete: "RolloutComplete",
+  // Degraded
+  /** Nothing wrong. */
+  AsExpected: "AsExpected",
+  /** The AgentApp's EnginePool does not exist. */
+  EnginePoolNotFound: "EnginePoolNotFound",
+  /** One of the AgentApp's ToolPools does not exist. */
+  ToolPoolNotFound: "ToolPoolNotFound",
+  /** An AgentApp selects a tool its ToolPool does not define. */
+  ToolNotFound: "ToolNotFound",
+  /** The spec passed the schema but cannot be realised (e.g. a tool name clash across pools). */
+  InvalidSpec: "InvalidSpec",
+  /** Applying a child failed (will be retried). */
+  ApplyFailed: "ApplyFailed",
+  /** Cleanup outside the cluster failed during deletion (will be retried). */
+  CleanupFailed: "CleanupFailed",
+  /** Being deleted. */
+  Deleting: "Deleting",
+} as const;
+export type Reason = (typeof Reason)[keyof typeof Reason];
+
+/** One condition as stored in `status.conditions` (metav1.Condition). */
+export interface Condition {
+  type: ConditionType | (string & {});
+  status: ConditionStatus;
+  observedGeneration?: number;
+  /** RFC 3339 time. */
+  lastTransitionTime: string;
+  reason: Reason | (string & {});
+  message: string;
+}

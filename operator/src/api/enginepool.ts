@@ -1,0 +1,218 @@
+/**
+ * @module EnginePool: a model served by N engine pods. Schema (with its CEL
+ * rules next to the fields), TypeScript types and kubectl columns. The CRD
+ * YAML in `crds/` is generated from this file.
+ */
+import type { KvPolicy } from "../../../common/src/index.js";
+import type { Condition } from "./conditions.js";
+import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
+import {
+  conditionsSchema,
+  httpUrl,
+  int,
+  object,
+  observedGenerationSchema,
+  oneOf,
+  quantity,
+  str,
+  type OpenApiSchema,
+} from "./schema.js";
+
+/** Where the engine reads its GGUF file: exactly one of `path`, `pvc`, `url`. */
+export interface ModelSource {
+  /** An absolute path on a volume already in the pod (e.g. baked into the image or a hostPath). */
+  path?: string;
+  /** A file on a PersistentVolumeClaim mounted read-only. */
+  pvc?: { claimName: string; path: string };
+  /** An http(s) URL an init step downloads before the engine starts. */
+  url?: string;
+  /** Expected SHA-256 of the file (hex), checked after a download. */
+  sha256?: string;
+}
+
+export const BACKENDS = ["llama-cpp", "openai"] as const;
+export type Backend = (typeof BACKENDS)[number];
+export const DEVICES = ["cpu", "cuda"] as const;
+export type Device = (typeof DEVICES)[number];
+export const KV_POLICIES = ["keep", "swap", "recompute", "auto"] as const satisfies readonly KvPolicy[];
+
+export interface EngineRuntime {
+  /** `llama-cpp` runs the model in the pod; `openai` fronts an upstream OpenAI-compatible server. */
+  backend: Backend;
+  /** llama-cpp only: CPU or CUDA build. Default `cpu`. */
+  device?: Device;
+  /** openai only: the upstream base URL (required for `openai`). */
+  upstreamURL?: string;
+  /** openai only: model name sent upstream. */
+  upstreamModel?: string;
+  /** Context size in tokens. Default 4096. */
+  contextSize?: number;
+  /** Sequences decoded together in one batch. Default 4. */
+  parallelSequences?: number;
+  /** CPU threads for llama.cpp (absent: the runtime decides). */
+  threads?: number;
+}
+
+export interface EngineResources {
+  /** `nvidia.com/gpu` per pod. */
+  gpus?: number;
+  memory?: string | number;
+  cpu?: string | number;
+}
+
+export interface DraftModel {
+  /** The small model that predicts the next tool call. */
+  model: ModelSource;
+  /** Tokens drafted ahead. Default 8. */
+  maxDraftTokens?: number;
+}
+
+export interface EnginePoolSpec {
+  /** The model; required unless `runtime.backend` is `openai`. */
+  model?: ModelSource;
+  /** Engine pods. Default 1. */
+  replicas?: number;
+  /** Engine image override (default: the operator's configured image). */
+  image?: string;
+  resources?: EngineResources;
+  runtime: EngineRuntime;
+  /** What the trap handler does with a paused sequence's KV cache. Default `auto`. */
+  kvPolicy?: KvPolicy;
+  draftModel?: DraftModel;
+  /** Node labels the engine pods must match (e.g. a GPU node pool). */
+  nodeSelector?: Record<string, string>;
+}
+
+export interface EnginePoolStatus {
+  observedGeneration?: number;
+  /** Pods the Deployment has. */
+  replicas?: number;
+  /** Pods available to serve. */
+  readyReplicas?: number;
+  /** `http://<service>.<namespace>.svc:<port>` of the headless Service. */
+  endpoint?: string;
+  /** Pod selector as a string (for the scale subresource). */
+  selector?: string;
+  conditions?: Condition[];
+}
+
+export type EnginePool = InterlaceObject<"EnginePool", EnginePoolSpec, EnginePoolStatus>;
+
+/** The model-source node, shared by `model` and `draftModel.model`. */
+function modelSourceSchema(description: string): OpenApiSchema {
+  return object(
+    description,
+    {
+      path: str("Absolute path of the GGUF file on a volume present in the pod.", { minLength: 2, maxLength: 4096, pattern: "^/" }),
+      pvc: object(
+        "A GGUF file on a PersistentVolumeClaim, mounted read-only.",
+        {
+          claimName: str("The PersistentVolumeClaim (same namespace).", { minLength: 1, maxLength: 253, pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" }),
+          path: str("Path of the file inside the volume.", { minLength: 1, maxLength: 4096, pattern: "^[^/].*$" }),
+        },
+        { required: ["claimName", "path"] },
+      ),
+      url: httpUrl("http(s) URL downloaded by an init step before the engine starts."),
+      sha256: str("Expected SHA-256 (hex) of the file.", { pattern: "^[a-f0-9]{64}$" }),
+    },
+    {
+      "x-kubernetes-validations": [
+        {
+          rule: "[has(self.path), has(self.pvc), has(self.url)].filter(x, x).size() == 1",
+          message: "a model source is exactly one of path, pvc or url",
+        },
+      ],
+    },
+  );
+}
+
+const runtimeSchema = object(
+  "How the engine runs the model.",
+  {
+    backend: oneOf("llama-cpp runs the model in the pod; openai fronts an upstream OpenAI-compatible server.", BACKENDS, "llama-cpp"),
+    device: oneOf("llama-cpp only: CPU or CUDA.", DEVICES),
+    upstreamURL: httpUrl("openai only: base URL of the upstream OpenAI-compatible server."),
+    upstreamModel: str("openai only: model name sent upstream.", { minLength: 1, maxLength: 256 }),
+    contextSize: int("Context size in tokens.", 256, 1_048_576, { default: 4096 }),
+    parallelSequences: int("Sequences decoded together in one batch.", 1, 256, { default: 4 }),
+    threads: int("CPU threads for llama.cpp.", 1, 512),
+  },
+  {
+    required: ["backend"],
+    "x-kubernetes-validations": [
+      { rule: "self.backend != 'openai' || has(self.upstreamURL)", message: "an openai backend needs an upstreamURL", fieldPath: ".upstreamURL", reason: "FieldValueRequired" },
+      { rule: "self.backend == 'openai' || !has(self.upstreamURL)", message: "upstreamURL is only valid with the openai backend", fieldPath: ".upstreamURL", reason: "FieldValueForbidden" },
+      { rule: "self.backend == 'llama-cpp' || !has(self.device)", message: "device is only valid with the llama-cpp backend", fieldPath: ".device", reason: "FieldValueForbidden" },
+    ],
+  },
+);
+
+const specSchema = object(
+  "Desired state of an EnginePool.",
+  {
+    model: modelSourceSchema("The model the engine serves: exactly one of path, pvc or url."),
+    replicas: int("Engine pods.", 0, 64, { default: 1 }),
+    image: str("Engine image override.", { minLength: 1, maxLength: 512 }),
+    resources: object("Per-pod resources.", {
+      gpus: int("nvidia.com/gpu per pod.", 0, 16),
+      memory: quantity("Memory request and limit per pod, e.g. 16Gi."),
+      cpu: quantity("CPU request per pod, e.g. 4 or 500m."),
+    }),
+    runtime: runtimeSchema,
+    kvPolicy: oneOf("What the trap handler does with a paused sequence's KV cache.", KV_POLICIES, "auto"),
+    draftModel: object(
+      "Optional draft model for speculative tool calls.",
+      {
+        model: modelSourceSchema("The draft model: exactly one of path, pvc or url."),
+        maxDraftTokens: int("Tokens drafted ahead.", 1, 64, { default: 8 }),
+      },
+      { required: ["model"] },
+    ),
+    nodeSelector: { type: "object", description: "Node labels the engine pods must match.", additionalProperties: { type: "string" }, maxProperties: 32 },
+  },
+  {
+    required: ["runtime"],
+    "x-kubernetes-validations": [
+      { rule: "self.runtime.backend == 'openai' || has(self.model)", message: "a llama-cpp engine needs a model", fieldPath: ".model", reason: "FieldValueRequired" },
+      {
+        rule: "!has(self.resources) || !has(self.resources.gpus) || self.resources.gpus == 0 || (self.runtime.backend == 'llama-cpp' && has(self.runtime.device) && self.runtime.device == 'cuda')",
+        message: "GPUs need the llama-cpp backend with device cuda",
+        fieldPath: ".resources.gpus",
+      },
+      { rule: "self.runtime.backend == 'llama-cpp' || !has(self.draftModel)", message: "a draft model needs the llama-cpp backend", fieldPath: ".draftModel", reason: "FieldValueForbidden" },
+    ],
+  },
+);
+
+const statusSchema = object("Observed state of an EnginePool.", {
+  observedGeneration: observedGenerationSchema(),
+  replicas: int("Pods the Deployment has.", 0, 1_000_000),
+  readyReplicas: int("Pods available to serve.", 0, 1_000_000),
+  endpoint: str("URL of the engine pool's headless Service.", { maxLength: 2048 }),
+  selector: str("Pod label selector.", { maxLength: 4096 }),
+  conditions: conditionsSchema(),
+});
+
+/** The EnginePool kind. */
+export const EnginePoolKind: KindDefinition = {
+  group: GROUP,
+  version: VERSION,
+  kind: "EnginePool",
+  plural: "enginepools",
+  singular: "enginepool",
+  namespaced: true,
+  shortNames: ["ep"],
+  description: "EnginePool is a model served by a set of Interlace engine pods (llama.cpp on CPU/CUDA, or an OpenAI-compatible upstream).",
+  spec: specSchema,
+  status: statusSchema,
+  printerColumns: [
+    READY_COLUMN,
+    { name: "Desired", type: "integer", jsonPath: ".spec.replicas", description: "Desired engine pods." },
+    { name: "Available", type: "integer", jsonPath: ".status.readyReplicas", description: "Engine pods available." },
+    { name: "Backend", type: "string", jsonPath: ".spec.runtime.backend" },
+    { name: "KV", type: "string", jsonPath: ".spec.kvPolicy", description: "KV policy on traps.", priority: 1 },
+    { name: "Endpoint", type: "string", jsonPath: ".status.endpoint" },
+    REASON_COLUMN,
+    AGE_COLUMN,
+  ],
+};
