@@ -1,0 +1,183 @@
+/**
+ * @module Leader election on a `coordination.k8s.io/v1` Lease (client-go's
+ * leaderelection algorithm). Candidates race to write themselves as holder
+ * with optimistic concurrency (PUT with resourceVersion; a lost race is a 409).
+ * A lease counts as held while the record keeps changing within its duration,
+ * measured on the local clock from when we last saw it change — never by
+ * comparing our clock with the holder's timestamps. The leader renews every
+ * retry period and steps down when it cannot renew within the renew deadline;
+ * on a graceful stop it releases the lease so a standby takes over at once.
+ */
+import type { Logger } from "pino";
+import type { KubeClient } from "./kube-client.js";
+import { isConflict } from "./errors.js";
+import { CoreTypes } from "./resource-type.js";
+import { abortableDelay } from "./delay.js";
+
+/** The Lease fields the algorithm reads and writes. */
+interface Lease {
+  apiVersion: "coordination.k8s.io/v1";
+  kind: "Lease";
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec?: {
+    holderIdentity?: string | null;
+    leaseDurationSeconds?: number;
+    acquireTime?: string | null;
+    renewTime?: string | null;
+    leaseTransitions?: number;
+  };
+}
+
+export interface LeaderElectionOptions {
+  client: Pick<KubeClient, "get" | "create" | "replace">;
+  namespace: string;
+  name: string;
+  /** Unique per candidate (pod name + a random suffix). */
+  identity: string;
+  /** How long a lease stays valid without renewal (written as whole seconds, at least 1). */
+  leaseDurationMs: number;
+  /** The leader steps down when it has not renewed for this long; < leaseDurationMs. */
+  renewDeadlineMs: number;
+  /** Pause between acquire/renew attempts. */
+  retryPeriodMs: number;
+  log: Logger;
+  now?: () => number;
+}
+
+export interface LeaderCallbacks {
+  /** Called on becoming leader; `signal` aborts when leadership ends. */
+  onStartedLeading: (signal: AbortSignal) => void;
+  /** Called when leadership ends (lost, or released on stop). */
+  onStoppedLeading: () => void | Promise<void>;
+  /** Called whenever the observed holder changes. */
+  onNewLeader?: (identity: string) => void;
+}
+
+/** Kubernetes MicroTime: RFC 3339 with exactly six fractional digits. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+/** One candidate in a leader election. */
+export class LeaderElector {
+  private observedKey = "";
+  private observedAt = 0;
+  private observedHolder = "";
+  private leading = false;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: LeaderElectionOptions) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** The last holder seen on the lease ("" when none). */
+  leader(): string {
+    return this.observedHolder;
+  }
+
+  /**
+   * Campaigns until `signal` aborts: acquire, lead while renewals succeed,
+   * and campaign again after losing the lease. Releases the lease on abort.
+   */
+  async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+    const { retryPeriodMs, renewDeadlineMs, log } = this.opts;
+    while (!signal.aborted) {
+      // Acquire.
+      while (!signal.aborted && !(await this.tryAcquireOrRenew(callbacks))) await abortableDelay(retryPeriodMs, signal);
+      if (signal.aborted) break;
+      this.leading = true;
+      log.info({ identity: this.opts.identity, lease: this.opts.name }, "became leader");
+      const leadership = new AbortController();
+      callbacks.onStartedLeading(leadership.signal);
+      // Renew.
+      let lastRenew = this.now();
+      while (!signal.aborted) {
+        await abortableDelay(retryPeriodMs, signal);
+        if (signal.aborted) break;
+        if (await this.tryAcquireOrRenew(callbacks)) lastRenew = this.now();
+        else if (this.now() - lastRenew >= renewDeadlineMs || (this.observedHolder !== "" && this.observedHolder !== this.opts.identity)) {
+          log.warn({ identity: this.opts.identity, holder: this.observedHolder }, "lost leadership");
+          break;
+        }
+      }
+      this.leading = false;
+      leadership.abort();
+      if (signal.aborted) await this.release();
+      await callbacks.onStoppedLeading();
+    }
+  }
+
+  /** One attempt: true when we hold the lease afterwards. */
+  async tryAcquireOrRenew(callbacks?: Pick<LeaderCallbacks, "onNewLeader">): Promise<boolean> {
+    const { client, namespace, name, identity, log } = this.opts;
+    const now = this.now();
+    const durationSeconds = Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000));
+    try {
+      const lease = await client.get<Lease>(CoreTypes.Lease, namespace, name);
+      if (!lease) {
+        await client.create<Lease>(CoreTypes.Lease, {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name, namespace },
+          spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+        });
+        this.observe(identity, `${identity}@${microTime(now)}`, now, callbacks);
+        return true;
+      }
+      const spec = lease.spec ?? {};
+      const holder = spec.holderIdentity ?? "";
+      this.observe(holder, `${holder}@${spec.renewTime ?? ""}`, now, callbacks);
+      const heldByOther = holder !== "" && holder !== identity;
+      const expired = this.observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 <= now;
+      if (heldByOther && !expired) return false;
+      const transition = holder !== identity;
+      const next: Lease = {
+        ...lease,
+        spec: {
+          holderIdentity: identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: transition ? microTime(now) : (spec.acquireTime ?? microTime(now)),
+          renewTime: microTime(now),
+          leaseTransitions: (spec.leaseTransitions ?? 0) + (transition && holder !== "" ? 1 : 0),
+        },
+      };
+      await client.replace<Lease>(CoreTypes.Lease, next);
+      this.observe(identity, `${identity}@${next.spec?.renewTime ?? ""}`, now, callbacks);
+      return true;
+    } catch (err) {
+      if (!isConflict(err)) log.warn({ err, lease: name }, "lease acquire/renew failed");
+      return false;
+    }
+  }
+
+  /** Gives the lease up (holder cleared) so a standby need not wait for expiry. */
+  private async release(): Promise<void> {
+    const { client, namespace, name, identity, log } = this.opts;
+    try {
+      const lease = await client.get<Lease>(CoreTypes.Lease, namespace, name);
+      if (!lease || lease.spec?.holderIdentity !== identity) return;
+      await client.replace<Lease>(CoreTypes.Lease, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime(this.now()) },
+      });
+      log.info({ identity, lease: name }, "released leadership");
+    } catch (err) {
+      log.warn({ err, lease: name }, "lease release failed");
+    }
+  }
+
+  private observe(holder: string, key: string, now: number, callbacks?: Pick<LeaderCallbacks, "onNewLeader">): void {
+    if (key !== this.observedKey) {
+      this.observedKey = key;
+      this.observedAt = now;
+    }
+    if (holder !== this.observedHolder) {
+      this.observedHolder = holder;
+      if (holder !== "") callbacks?.onNewLeader?.(holder);
+    }
+  }
+}
