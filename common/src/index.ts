@@ -10,3 +10,4 @@ export * from "./logger.js";
 export * from "./probes.js";
 export * from "./shutdown.js";
 export * from "./config.js";
+export * from "./session-client.js";
