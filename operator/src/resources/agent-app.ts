@@ -1,0 +1,118 @@
+/**
+ * @module AgentApp → the rendered app config (a ConfigMap) that the router
+ * and the engines read: the resolved EnginePool endpoint, the tools the app
+ * may call (each tagged with the pool that runs it), prompt, few-shot
+ * examples and the behaviour settings, with defaults filled in. Resolving
+ * references is a pure function returning either a config or the Degraded
+ * reason the reconciler reports.
+ */
+import type { V1ConfigMap } from "@kubernetes/client-node";
+import type { ChatMessage, ToolSpec } from "../../../common/src/index.js";
+import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
+import { childMeta } from "./common.js";
+import { engineEndpoint } from "./engine-pool.js";
+
+export const APP_CONFIG_COMPONENT = "app-config";
+/** The ConfigMap key holding the JSON app config. */
+export const APP_CONFIG_KEY = "app.json";
+
+/** What the router and engines read for one AgentApp. */
+export interface AppConfig {
+  namespace: string;
+  name: string;
+  enginePool: { name: string; endpoint: string };
+  systemPrompt: string;
+  fewShot: { messages: ChatMessage[] }[];
+  callingMode: "async" | "sync" | "syncParallel";
+  objective: "latency" | "throughput";
+  interrupts: { userInterrupts: boolean; maxQueued: number };
+  speculation: { enabled: boolean; maxInFlight: number };
+  semanticFunctions: { name: string; template: string }[];
+  maxTokens: number;
+  tools: ToolSpec[];
+}
+
+/** A resolved config, or the Degraded reason and message. */
+export type ResolveResult = { ok: true; config: AppConfig } | { ok: false; reason: string; message: string };
+
+export function appConfigMapName(app: AgentApp): string {
+  return `${app.metadata.name ?? ""}-app-config`;
+}
+
+/** Where clients open sessions for this app. */
+export function appEndpoint(app: AgentApp, routerUrl: string): string {
+  return `${routerUrl.replace(/\/$/, "")}/v1/apps/${app.metadata.namespace ?? "default"}/${app.metadata.name ?? ""}`;
+}
+
+/**
+ * Resolves the app's references against the pools that exist (callers pass
+ * what their caches hold, `undefined` for a missing object).
+ */
+export function resolveAppConfig(
+  app: AgentApp,
+  enginePool: EnginePool | undefined,
+  toolPools: ReadonlyMap<string, ToolPool>,
+): ResolveResult {
+  const namespace = app.metadata.namespace ?? "default";
+  if (!enginePool) {
+    return { ok: false, reason: Reason.EnginePoolNotFound, message: `EnginePool ${namespace}/${app.spec.enginePool.name} not found` };
+  }
+  const tools: ToolSpec[] = [];
+  const seen = new Map<string, string>();
+  for (const ref of app.spec.toolPools ?? []) {
+    const pool = toolPools.get(ref.name);
+    if (!pool) return { ok: false, reason: Reason.ToolPoolNotFound, message: `ToolPool ${namespace}/${ref.name} not found` };
+    const byName = new Map(pool.spec.tools.map((t) => [t.name, t]));
+    for (const wanted of ref.tools ?? []) {
+      if (!byName.has(wanted)) return { ok: false, reason: Reason.ToolNotFound, message: `tool ${wanted} is not defined by ToolPool ${ref.name}` };
+    }
+    const selected = ref.tools ? ref.tools.map((n) => byName.get(n)!) : pool.spec.tools;
+    for (const t of selected) {
+      const other = seen.get(t.name);
+      if (other !== undefined) {
+        return { ok: false, reason: Reason.InvalidSpec, message: `tool ${t.name} is defined by both ToolPool ${other} and ToolPool ${ref.name}` };
+      }
+      seen.set(t.name, ref.name);
+      tools.push({
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters,
+        ...(t.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: t.estimatedLatencyMs } : {}),
+        ...(t.speculative !== undefined ? { speculative: t.speculative } : {}),
+        ...(t.idempotent !== undefined ? { idempotent: t.idempotent } : {}),
+        pool: { namespace, name: ref.name },
+      });
+    }
+  }
+  const mode = app.spec.callingMode ?? "async";
+  return {
+    ok: true,
+    config: {
+      namespace,
+      name: app.metadata.name ?? "",
+      enginePool: { name: app.spec.enginePool.name, endpoint: engineEndpoint(enginePool) },
+      systemPrompt: app.spec.systemPrompt ?? "",
+      fewShot: app.spec.fewShot ?? [],
+      callingMode: mode,
+      objective: app.spec.objective ?? "latency",
+      interrupts: {
+        userInterrupts: app.spec.interrupts?.userInterrupts ?? mode === "async",
+        maxQueued: app.spec.interrupts?.maxQueued ?? 64,
+      },
+      speculation: { enabled: app.spec.speculation?.enabled ?? false, maxInFlight: app.spec.speculation?.maxInFlight ?? 2 },
+      semanticFunctions: app.spec.semanticFunctions ?? [],
+      maxTokens: app.spec.maxTokens ?? 1024,
+      tools,
+    },
+  };
+}
+
+/** The ConfigMap with the rendered config (stable JSON: same input, same bytes, no spurious applies). */
+export function buildAppConfigMap(app: AgentApp, config: AppConfig): V1ConfigMap {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: childMeta(app, appConfigMapName(app), APP_CONFIG_COMPONENT),
+    data: { [APP_CONFIG_KEY]: JSON.stringify(config, null, 2) },
+  };
+}

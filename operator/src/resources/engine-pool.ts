@@ -1,0 +1,202 @@
+/**
+ * @module EnginePool → its children: the engine Deployment (image, args,
+ * model volume, GPU and memory resources, probes), a headless Service the
+ * router resolves pod by pod, and a PodDisruptionBudget. Pure functions of
+ * the EnginePool and the operator's build options.
+ */
+import type {
+  V1Container,
+  V1Deployment,
+  V1PodDisruptionBudget,
+  V1ResourceRequirements,
+  V1Service,
+  V1Volume,
+  V1VolumeMount,
+} from "@kubernetes/client-node";
+import type { EnginePool, ModelSource } from "../api/index.js";
+import {
+  CONTAINER_SECURITY,
+  POD_NAME_ENV,
+  POD_PORT,
+  POD_SECURITY,
+  childMeta,
+  httpProbes,
+  selectorLabels,
+  type BuildOptions,
+} from "./common.js";
+
+export const ENGINE_COMPONENT = "engine";
+/** The engine image's entrypoint. */
+export const ENGINE_COMMAND = ["node", "dist/engine-pod/src/main.js"];
+
+/** Names of an EnginePool's children (Deployment, Service and PDB share one). */
+export function engineChildName(pool: EnginePool): string {
+  return `${pool.metadata.name ?? ""}-engine`;
+}
+
+/** `http://<svc>.<ns>.svc:8080`: the headless Service, one A record per ready engine pod. */
+export function engineEndpoint(pool: EnginePool): string {
+  return `http://${engineChildName(pool)}.${pool.metadata.namespace ?? "default"}.svc:${POD_PORT}`;
+}
+
+/** Where a model source ends up inside the pod, and what it needs mounted / fetched. */
+interface ResolvedModel {
+  path: string;
+  volume?: V1Volume;
+  mount?: V1VolumeMount;
+  init?: V1Container;
+}
+
+/** A Node one-liner run by the init container: download `url` to `dest`, verify the SHA-256 when given. */
+const FETCH_SCRIPT = [
+  "const [url, dest, sha] = process.argv.slice(1);",
+  "const fs = require('node:fs'); const crypto = require('node:crypto');",
+  "(async () => {",
+  "  if (fs.existsSync(dest)) return;",
+  "  const res = await fetch(url); if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);",
+  "  const buf = Buffer.from(await res.arrayBuffer());",
+  "  if (sha && crypto.createHash('sha256').update(buf).digest('hex') !== sha) throw new Error('sha256 mismatch');",
+  "  fs.writeFileSync(dest + '.part', buf); fs.renameSync(dest + '.part', dest);",
+  "})().catch((e) => { console.error(String(e)); process.exit(1); });",
+].join("\n");
+
+function resolveModel(source: ModelSource, volumeName: string, mountPath: string, image: string, opts: BuildOptions): ResolvedModel {
+  if (source.path !== undefined) return { path: source.path };
+  if (source.pvc !== undefined) {
+    return {
+      path: `${mountPath}/${source.pvc.path}`,
+      volume: { name: volumeName, persistentVolumeClaim: { claimName: source.pvc.claimName, readOnly: true } },
+      mount: { name: volumeName, mountPath, readOnly: true },
+    };
+  }
+  const dest = `${mountPath}/model.gguf`;
+  return {
+    path: dest,
+    volume: { name: volumeName, emptyDir: {} },
+    mount: { name: volumeName, mountPath, readOnly: true },
+    init: {
+      name: `fetch-${volumeName}`,
+      image,
+      ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
+      command: ["node", "-e", FETCH_SCRIPT, source.url ?? "", dest, source.sha256 ?? ""],
+      volumeMounts: [{ name: volumeName, mountPath }],
+      securityContext: CONTAINER_SECURITY,
+    },
+  };
+}
+
+function engineResources(pool: EnginePool): V1ResourceRequirements | undefined {
+  const r = pool.spec.resources;
+  if (!r) return undefined;
+  const requests: Record<string, string> = {};
+  const limits: Record<string, string> = {};
+  if (r.cpu !== undefined) requests["cpu"] = String(r.cpu);
+  if (r.memory !== undefined) {
+    requests["memory"] = String(r.memory);
+    limits["memory"] = String(r.memory);
+  }
+  // Extended resources must have request == limit; setting the limit implies the request.
+  if (r.gpus !== undefined && r.gpus > 0) limits["nvidia.com/gpu"] = String(r.gpus);
+  if (Object.keys(requests).length === 0 && Object.keys(limits).length === 0) return undefined;
+  return { ...(Object.keys(requests).length ? { requests } : {}), ...(Object.keys(limits).length ? { limits } : {}) };
+}
+
+/** The engine container's flags (see engine-pod/src/config.ts). */
+export function engineArgs(pool: EnginePool, modelPath: string | undefined, draftPath: string | undefined, opts: BuildOptions): string[] {
+  const rt = pool.spec.runtime;
+  const args = ["--port", String(POD_PORT)];
+  if (modelPath !== undefined) args.push("--model", modelPath);
+  if (rt.backend === "openai") {
+    args.push("--backend", "openai", "--upstream-url", rt.upstreamURL ?? "");
+    if (rt.upstreamModel !== undefined) args.push("--upstream-model", rt.upstreamModel);
+  }
+  args.push("--context-size", String(rt.contextSize ?? 4096));
+  args.push("--sequences", String(rt.parallelSequences ?? 4));
+  if (rt.threads !== undefined) args.push("--threads", String(rt.threads));
+  if (rt.backend === "llama-cpp") args.push("--gpu", rt.device === "cuda" ? "cuda" : "false");
+  args.push("--kv-policy", pool.spec.kvPolicy ?? "auto");
+  if (draftPath !== undefined) {
+    args.push("--draft-model", draftPath, "--max-draft-tokens", String(pool.spec.draftModel?.maxDraftTokens ?? 8));
+  }
+  args.push("--executor", "nats", "--nats-url", opts.natsUrl, "--pod-name", "$(POD_NAME)");
+  return args;
+}
+
+/** The engine Deployment. */
+export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1Deployment {
+  const name = engineChildName(pool);
+  const instance = pool.metadata.name ?? "";
+  const image = pool.spec.image ?? opts.image;
+  const model = pool.spec.model ? resolveModel(pool.spec.model, "model", "/models", image, opts) : undefined;
+  const draft = pool.spec.draftModel ? resolveModel(pool.spec.draftModel.model, "draft-model", "/draft-models", image, opts) : undefined;
+  const volumes: V1Volume[] = [{ name: "tmp", emptyDir: {} }];
+  const mounts: V1VolumeMount[] = [{ name: "tmp", mountPath: "/tmp" }];
+  const inits: V1Container[] = [];
+  for (const m of [model, draft]) {
+    if (!m) continue;
+    if (m.volume) volumes.push(m.volume);
+    if (m.mount) mounts.push(m.mount);
+    if (m.init) inits.push(m.init);
+  }
+  const resources = engineResources(pool);
+  const container: V1Container = {
+    name: "engine",
+    image,
+    ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
+    command: ENGINE_COMMAND,
+    args: engineArgs(pool, model?.path, draft?.path, opts),
+    env: [POD_NAME_ENV],
+    ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
+    ...httpProbes(),
+    ...(resources ? { resources } : {}),
+    volumeMounts: mounts,
+    securityContext: CONTAINER_SECURITY,
+  };
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: childMeta(pool, name, ENGINE_COMPONENT),
+    spec: {
+      replicas: pool.spec.replicas ?? 1,
+      selector: { matchLabels: selectorLabels(ENGINE_COMPONENT, instance) },
+      template: {
+        metadata: { labels: { ...selectorLabels(ENGINE_COMPONENT, instance), "interlace.dev/enginepool": instance } },
+        spec: {
+          securityContext: POD_SECURITY,
+          ...(inits.length ? { initContainers: inits } : {}),
+          containers: [container],
+          volumes,
+          ...(pool.spec.nodeSelector ? { nodeSelector: pool.spec.nodeSelector } : {}),
+          ...(pool.spec.resources?.gpus ? { tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }] } : {}),
+        },
+      },
+    },
+  };
+}
+
+/** The headless Service: DNS returns every ready engine pod, the router picks one. */
+export function buildEngineService(pool: EnginePool): V1Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: childMeta(pool, engineChildName(pool), ENGINE_COMPONENT),
+    spec: {
+      clusterIP: "None",
+      selector: selectorLabels(ENGINE_COMPONENT, pool.metadata.name ?? ""),
+      ports: [{ name: "http", port: POD_PORT, targetPort: "http", protocol: "TCP" }],
+    },
+  };
+}
+
+/** At most one engine pod voluntarily disrupted at a time (each holds live sessions' KV state). */
+export function buildEnginePdb(pool: EnginePool): V1PodDisruptionBudget {
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: childMeta(pool, engineChildName(pool), ENGINE_COMPONENT),
+    spec: {
+      maxUnavailable: 1,
+      selector: { matchLabels: selectorLabels(ENGINE_COMPONENT, pool.metadata.name ?? "") },
+    },
+  };
+}

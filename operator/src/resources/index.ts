@@ -1,0 +1,8 @@
+/**
+ * @module Side-effect-free builders of the children each custom resource
+ * owns. Reconcilers apply what these return; tests call them directly.
+ */
+export * from "./common.js";
+export * from "./engine-pool.js";
+export * from "./tool-pool.js";
+export * from "./agent-app.js";
