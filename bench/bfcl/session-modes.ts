@@ -1,0 +1,117 @@
+/**
+ * @module Runs one benchmark task in a server-side calling mode (`async`,
+ * `sync` with and without prefix reuse, `syncParallel`) through the engine's
+ * session API: the same scripted LPT policy over the task's ground-truth DAG,
+ * the same tools (replayed by real tool runners over NATS), the same seeds.
+ * User-triggered interrupts are posted at their scheduled times.
+ */
+import type { CallingMode, CreateSessionRequest, SessionEvent, ToolSpec, TrapDecision } from "../../common/src/index.js";
+import { SessionClient } from "../../common/src/index.js";
+import type { BenchTask } from "./workloads.js";
+
+export type ModeName = "sync" | "syncNoReuse" | "syncParallel" | "asyncNaive" | "async";
+
+export interface TaskRun {
+  taskId: string;
+  mode: ModeName;
+  /** First generated token → last token, ms. */
+  e2eMs: number;
+  tokensGenerated: number;
+  tokensPrefilled: number;
+  interrupts: number;
+  traps: number;
+  trapDecisions: Record<TrapDecision, number>;
+  /** Median time per decode step the engine measured for this task. */
+  tpotMs: number;
+  calls: number;
+  scripted: boolean;
+}
+
+export interface RunContext {
+  engineUrl: string;
+  /** Which pool runs the benchmark's tools (the replay tool runners). */
+  pool: { namespace: string; name: string };
+  callStyle: "json" | "python";
+  finalText: string;
+}
+
+/** The task's tools, each with the mean duration of its calls as the LPT hint. */
+export function benchTools(task: BenchTask, pool: RunContext["pool"]): ToolSpec[] {
+  return task.tools.map((tool) => {
+    const durations = task.calls.filter((c) => c.tool === tool.name).map((c) => c.latencyMs);
+    const estimate = durations.length === 0 ? 100 : Math.round(durations.reduce((s, d) => s + d, 0) / durations.length);
+    return { ...tool, estimatedLatencyMs: estimate, pool };
+  });
+}
+
+export function sessionRequest(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext): CreateSessionRequest {
+  const engineMode: CallingMode = mode === "syncNoReuse" ? "sync" : mode;
+  const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, `user${i + 1}`] as const)));
+  return {
+    prompt: task.prompt,
+    tools: benchTools(task, ctx.pool),
+    mode: engineMode,
+    ...(engineMode === "sync" ? { prefixReuse: mode !== "syncNoReuse" } : {}),
+    temperature: 0,
+    policy: {
+      type: "lpt-dag",
+      callStyle: ctx.callStyle,
+      finalText: ctx.finalText,
+      calls: task.calls.map((c) => {
+        const gate = afterInterrupt.get(c.id);
+        return {
+          id: c.id,
+          tool: c.tool,
+          arguments: c.arguments,
+          dependsOn: c.dependsOn,
+          estimatedLatencyMs: c.latencyMs,
+          ...(gate !== undefined ? { afterInterrupt: gate } : {}),
+        };
+      }),
+    },
+  };
+}
+
+/** Summarises a finished session's events. */
+export function summarize(task: BenchTask, mode: ModeName, events: readonly SessionEvent[]): TaskRun {
+  const done = events.find((e): e is Extract<SessionEvent, { type: "done" }> => e.type === "done");
+  if (done === undefined) throw new Error(`${task.id}/${mode}: the session ended without a done event`);
+  if (done.reason === "error" || done.reason === "cancelled") {
+    const error = events.find((e) => e.type === "error");
+    throw new Error(`${task.id}/${mode}: session ended with ${done.reason}${error && "message" in error ? `: ${error.message}` : ""}`);
+  }
+  const trapDecisions: Record<TrapDecision, number> = { keep: 0, swap: 0, recompute: 0 };
+  for (const e of events) if (e.type === "trap") trapDecisions[e.decision]++;
+  const calls = events.filter((e) => e.type === "call").length;
+  if (calls !== task.calls.length) throw new Error(`${task.id}/${mode}: ${calls} calls dispatched, task has ${task.calls.length}`);
+  return {
+    taskId: task.id,
+    mode,
+    e2eMs: done.timings.e2eMs,
+    tokensGenerated: done.usage.decodedTokens,
+    tokensPrefilled: done.usage.prefilledTokens,
+    interrupts: done.usage.interrupts,
+    traps: done.usage.traps,
+    trapDecisions,
+    tpotMs: done.timings.tpotMs,
+    calls,
+    scripted: done.scripted,
+  };
+}
+
+export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext): Promise<TaskRun> {
+  const client = new SessionClient(ctx.engineUrl);
+  const { id } = await client.create(sessionRequest(task, mode, ctx));
+  const posted = task.userInterrupts.map(
+    (u, i) =>
+      new Promise<void>((resolve, reject) => {
+        setTimeout(() => {
+          client.interrupt(id, { id: `user${i + 1}`, kind: "user", value: u.text }).then(resolve, reject);
+        }, u.atMs);
+      }),
+  );
+  const events: SessionEvent[] = [];
+  for await (const event of client.events(id)) events.push(event);
+  await Promise.all(posted);
+  return summarize(task, mode, events);
+}
