@@ -5,6 +5,7 @@
  * in memory twice. Pure format code: knows nothing about LLaMA.
  */
 import { open } from "node:fs/promises";
+import { endianness } from "node:os";
 
 /** GGUF metadata value type ids (gguf.md, `gguf_metadata_value_type`). */
 export const GgufValueType = {
@@ -242,7 +243,7 @@ function encodeTensor(t: TensorSpec): Buffer {
   const n = elementCount(t.dims);
   if (values.length !== n) throw new Error(`tensor ${t.name}: expected ${n} values, got ${values.length}`);
   if (t.type === "f32") {
-    // Copy through a fresh buffer so the bytes are little-endian regardless of host order.
+    if (endianness() === "LE") return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
     const out = Buffer.alloc(n * 4);
     for (let i = 0; i < n; i++) out.writeFloatLE(values[i]!, i * 4);
     return out;

@@ -8,6 +8,7 @@
  * SPM's pairwise merges always reach the whole word).
  */
 import { CML_MARKERS } from "../../../common/src/index.js";
+import { Prng } from "./prng.js";
 
 /** GGUF `tokenizer.ggml.token_type` values (llama.cpp `llama_token_type`). */
 export const TokenType = {
@@ -85,12 +86,22 @@ function prefixes(s: string): string[] {
   return out;
 }
 
+/** Seed of the filler-token stream: fixed, so every weight seed shares one vocabulary. */
+const FILLER_SEED = 0x5eed_70c5;
+
 /**
  * Builds the vocabulary. Layout: specials (ids in {@link SPECIAL_TOKEN_IDS}),
  * then `<0x00>`..`<0xFF>`, then normal tokens. Normal tokens score by length
  * (longer merges win), ties broken by first appearance, as SPM log-probs would.
+ *
+ * With `size` larger than the core vocabulary, the rest is filled with
+ * deterministic pseudo-words (lowercase letters, half with a leading ▁),
+ * scored below every core token so they merge only after all core merges:
+ * words of the core list still become single tokens. They make the output
+ * projection and the sampler as wide as a real model's (32k), which is most of
+ * a small model's per-token decode cost and none of its prefill cost.
  */
-export function buildVocabulary(): Vocabulary {
+export function buildVocabulary(size?: number): Vocabulary {
   const tokens: string[] = [];
   const types: number[] = [];
   const scores: number[] = [];
@@ -122,6 +133,18 @@ export function buildVocabulary(): Vocabulary {
     // Length dominates; rank only breaks ties, and stays far below 1.
     add(text, TokenType.NORMAL, Array.from(text).length - rank * 1e-4);
     rank++;
+  }
+  if (size !== undefined && size > tokens.length) {
+    const prng = new Prng(FILLER_SEED);
+    let filler = 0;
+    while (tokens.length < size) {
+      const len = 2 + (prng.nextU32() % 7);
+      let word = prng.nextU32() % 2 === 0 ? SPM_SPACE : "";
+      for (let i = 0; i < len; i++) word += LETTERS[prng.nextU32() % 26];
+      if (seen.has(word)) continue;
+      add(word, TokenType.NORMAL, -10 - filler * 1e-4);
+      filler++;
+    }
   }
   return { tokens, scores: Float32Array.from(scores), types: Int32Array.from(types) };
 }
