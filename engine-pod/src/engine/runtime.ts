@@ -1,0 +1,121 @@
+/**
+ * @module The model runtime on node-llama-cpp: one Llama instance, one model,
+ * ONE context holding N parallel sequences (one KV stream each), and the
+ * tokenizer helpers the decode loop needs (CML marker ids, plain-text
+ * tokenization that can never produce a marker, the `[INTR]` ban).
+ */
+import { getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { CML, CML_MARKERS, type CmlMarker, type Logger } from "../../../common/src/index.js";
+import type { EngineOptions } from "./engine-options.js";
+
+export interface Runtime {
+  readonly llama: Llama;
+  readonly model: LlamaModel;
+  readonly context: LlamaContext;
+  /** All sequences of the context, index = sequence id (slot). */
+  readonly sequences: readonly LlamaContextSequence[];
+  /** Tokens per sequence. */
+  readonly contextSize: number;
+  /** Markers that are single control tokens in this vocabulary (id → marker). */
+  readonly markerTokens: ReadonlyMap<number, CmlMarker>;
+  /** The marker's token(s): one control token in generated models, several text tokens otherwise. */
+  readonly markerIds: Readonly<Record<CmlMarker, readonly Token[]>>;
+  /** Bias that bans a model-emitted `[INTR]` (a large negative logit, never "never": see ENGINE-NOTES). */
+  readonly intrBias: TokenBias;
+  /** Plain text → tokens; special tokens are NOT parsed, so text can never forge a marker. */
+  tokenizeText(text: string): Token[];
+  /** CML text (markers included) → tokens, markers as their control tokens. For engine- or policy-authored text only. */
+  tokenizeCml(text: string): Token[];
+  isEog(token: Token): boolean;
+  close(): Promise<void>;
+}
+
+/** Loads the GGUF and creates the context with `options.sequences` sequences. */
+export async function loadRuntime(options: EngineOptions, log: Logger): Promise<Runtime> {
+  const t0 = performance.now();
+  const llama = await getLlama({
+    gpu: options.gpu,
+    build: "never",
+    logLevel: LlamaLogLevel.error,
+    progressLogs: false,
+    ...(options.threads > 0 ? { maxThreads: options.threads } : {}),
+  });
+  const model = await llama.loadModel({ modelPath: options.modelPath });
+  const context = await model.createContext({
+    sequences: options.sequences,
+    contextSize: options.contextSize,
+    threads: options.threads,
+    batching: { itemPrioritizationStrategy: "firstInFirstOut" },
+    failedCreationRemedy: false,
+  });
+  const sequences: LlamaContextSequence[] = [];
+  // getSequence hands out ids 0..N-1 in order; the slot allocator keeps active ones low.
+  for (let i = 0; i < options.sequences; i++) sequences.push(context.getSequence());
+
+  const markerTokens = new Map<number, CmlMarker>();
+  const markerIds = {} as Record<CmlMarker, Token[]>;
+  for (const marker of CML_MARKERS) {
+    const special = model.tokenize(marker, true);
+    const plain = model.tokenize(marker, false, "trimLeadingSpace");
+    if (special.length === 1 && (plain.length !== 1 || plain[0] !== special[0])) {
+      markerTokens.set(special[0]!, marker);
+      markerIds[marker] = special;
+    } else {
+      markerIds[marker] = plain;
+    }
+  }
+  const intrBias = new TokenBias(model.tokenizer);
+  const intrId = [...markerTokens].find(([, m]) => m === CML.INTR)?.[0];
+  // With text markers the monitor swallows a forged [INTR] block instead.
+  if (intrId !== undefined) intrBias.set(intrId as Token, { logit: -100 });
+
+  log.info(
+    {
+      modelPath: options.modelPath,
+      sequences: options.sequences,
+      contextSize: context.contextSize,
+      threads: options.threads,
+      gpu: llama.gpu,
+      controlMarkers: markerTokens.size,
+      loadMs: Math.round(performance.now() - t0),
+    },
+    "model loaded",
+  );
+
+  return {
+    llama,
+    model,
+    context,
+    sequences,
+    contextSize: context.contextSize,
+    markerTokens,
+    markerIds,
+    intrBias,
+    tokenizeText: (text) => (text === "" ? [] : model.tokenize(text, false, "trimLeadingSpace")),
+    tokenizeCml: (text) => tokenizeCml(model, markerIds, text),
+    isEog: (token) => model.isEogToken(token),
+    async close() {
+      await context.dispose();
+      await model.dispose();
+      await llama.dispose();
+    },
+  };
+}
+
+/**
+ * Splits `text` at CML markers: markers become their ids, the rest is plain
+ * text (never parsed for special tokens), each piece tokenized without the
+ * SPM leading space.
+ */
+function tokenizeCml(model: LlamaModel, markerIds: Readonly<Record<CmlMarker, readonly Token[]>>, text: string): Token[] {
+  const out: Token[] = [];
+  const re = /\[(CALL|INTR|TRAP|END|HEAD)\]/g;
+  let last = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    if (m.index > last) out.push(...model.tokenize(text.slice(last, m.index), false, "trimLeadingSpace"));
+    out.push(...markerIds[m[0] as CmlMarker]);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push(...model.tokenize(text.slice(last), false, "trimLeadingSpace"));
+  return out;
+}
