@@ -1,0 +1,415 @@
+/**
+ * @module The test control plane: a real etcd and a real kube-apiserver on
+ * loopback (free ports, certificates generated with the machine's openssl,
+ * static admin token, RBAC authorization, service-account signing keys), and
+ * a kubeconfig for the admin. No kubelet or controller-manager runs: tests
+ * mark Deployments available through the status subresource, as envtest
+ * users do. The binaries come from hack/tools/20-etcd.sh and
+ * 30-kube-apiserver.sh (run hack/install-tools.sh first).
+ *
+ * As a command (`tsx hack/control-plane.ts`) it starts one, prints the
+ * kubeconfig path and runs until interrupted.
+ */
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile, mkdir, open } from "node:fs/promises";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+
+const execFileP = promisify(execFile);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Options of {@link startControlPlane}. */
+export interface ControlPlaneOptions {
+  /** Folder with `etcd` and `kube-apiserver` (default `$INTERLACE_BIN` or `.cache/bin`). */
+  binDir?: string;
+  /** How long to wait for `/readyz` (default 120 s: a loaded 2-core machine is slow). */
+  startTimeoutMs?: number;
+  /** Extra kube-apiserver flags. */
+  apiServerArgs?: string[];
+  /** Keep the work folder (logs, certificates) after stop, for debugging. */
+  keepDir?: boolean;
+}
+
+/** A running control plane. */
+export interface ControlPlane {
+  /** `https://127.0.0.1:<port>`. */
+  server: string;
+  /** A kubeconfig file for the admin (group system:masters). */
+  kubeconfigPath: string;
+  /** The admin's KubeConfig. */
+  kubeConfig: KubeConfig;
+  /** The work folder (certificates, logs, etcd data). */
+  dir: string;
+  /** A token for a ServiceAccount (TokenRequest API); creates the namespace and account when missing. */
+  tokenFor(namespace: string, name: string, expirationSeconds?: number): Promise<string>;
+  /** A KubeConfig that authenticates as the ServiceAccount (so RBAC applies). */
+  kubeConfigFor(namespace: string, name: string): Promise<KubeConfig>;
+  /** The same, written to a file (for child processes such as the operator). */
+  kubeconfigPathFor(namespace: string, name: string): Promise<string>;
+  /** Stops kube-apiserver and etcd and removes the work folder. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1 (the OS picks it; there is a small race until it is bound again). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function binDirOf(opts: ControlPlaneOptions): string {
+  return opts.binDir ?? process.env["INTERLACE_BIN"] ?? path.join(process.env["INTERLACE_CACHE"] ?? path.join(ROOT, ".cache"), "bin");
+}
+
+async function openssl(cwd: string, args: string[]): Promise<void> {
+  await execFileP("openssl", args, { cwd });
+}
+
+/** CA, serving certificate for 127.0.0.1/localhost, and the service-account key pair (all P-256). */
+async function generateCertificates(dir: string): Promise<void> {
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  await openssl(dir, ["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=interlace-test-ca"]);
+  await openssl(dir, [
+    "req", "-new", ...ec, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
+    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc",
+  ]);
+  await openssl(dir, [
+    "x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+    "-out", "apiserver.crt", "-days", "2", "-copy_extensions", "copy",
+  ]);
+  await openssl(dir, ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key"]);
+  await openssl(dir, ["ec", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
+}
+
+/** Renders a kubeconfig that trusts the test CA and authenticates with a bearer token. */
+export function renderKubeconfig(server: string, caPem: string, user: string, token: string): string {
+  const ca = Buffer.from(caPem).toString("base64");
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    "- name: interlace-test",
+    "  cluster:",
+    `    server: ${server}`,
+    `    certificate-authority-data: ${ca}`,
+    "users:",
+    `- name: ${user}`,
+    "  user:",
+    `    token: ${token}`,
+    "contexts:",
+    `- name: ${user}@interlace-test`,
+    "  context:",
+    "    cluster: interlace-test",
+    `    user: ${user}`,
+    "    namespace: default",
+    `current-context: ${user}@interlace-test`,
+    "",
+  ].join("\n");
+}
+
+function startProcess(bin: string, args: string[], logPath: string): Promise<ChildProcess> {
+  return open(logPath, "a").then((log) => {
+    const child = spawn(bin, args, { stdio: ["ignore", log.fd, log.fd] });
+    // The child holds its own copy of the descriptor.
+    child.once("spawn", () => void log.close());
+    child.once("error", () => void log.close());
+    return child;
+  });
+}
+
+async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function tail(file: string, lines = 30): Promise<string> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  return text.split("\n").slice(-lines).join("\n");
+}
+
+/** Polls `url` until it answers 200, the process exits, or the deadline passes. */
+async function waitReady(url: string, headers: Record<string, string>, ca: string, child: ChildProcess, deadline: number): Promise<void> {
+  const https = await import("node:https");
+  let last = "";
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`process exited (${child.exitCode ?? child.signalCode}) before ready`);
+    const status = await new Promise<number>((resolve) => {
+      const req = https.get(url, { headers, ca, timeout: 5_000 }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("error", (err) => {
+        last = err.message;
+        resolve(0);
+      });
+      req.on("timeout", () => req.destroy(new Error("timeout")));
+    });
+    if (status === 200) return;
+    if (status !== 0) last = `HTTP ${status}`;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`not ready before deadline (${last})`);
+}
+
+async function waitEtcd(url: string, child: ChildProcess, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`etcd exited (${child.exitCode ?? child.signalCode})`);
+    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("etcd not healthy before deadline");
+}
+
+/**
+ * Starts etcd and kube-apiserver on loopback and waits until the API server
+ * is ready (RBAC bootstrap roles included). Retries once with fresh ports if
+ * a port was taken in between.
+ */
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  try {
+    return await startOnce(opts);
+  } catch (err) {
+    if (err instanceof Error && /address already in use/i.test(err.message)) return startOnce(opts);
+    throw err;
+  }
+}
+
+async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
+  const bin = binDirOf(opts);
+  const etcdBin = path.join(bin, "etcd");
+  const apiBin = path.join(bin, "kube-apiserver");
+  for (const b of [etcdBin, apiBin]) {
+    if (!existsSync(b)) throw new Error(`${b} is missing: run bash hack/install-tools.sh`);
+  }
+  const dir = await mkdtemp(path.join(os.tmpdir(), "interlace-cp-"));
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 120_000);
+  let etcd: ChildProcess | undefined;
+  let api: ChildProcess | undefined;
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    await stopProcess(api);
+    await stopProcess(etcd);
+    if (opts.keepDir !== true) await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await generateCertificates(dir);
+    const adminToken = randomBytes(24).toString("hex");
+    await writeFile(path.join(dir, "tokens.csv"), `${adminToken},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+
+    const [clientPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const etcdUrl = `http://127.0.0.1:${clientPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    await mkdir(path.join(dir, "etcd"), { mode: 0o700 });
+    etcd = await startProcess(
+      etcdBin,
+      [
+        "--name=default",
+        `--data-dir=${path.join(dir, "etcd")}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=default=${peerUrl}`,
+        "--unsafe-no-fsync", // test data: durability is not needed, speed is
+        "--log-level=warn",
+      ],
+      path.join(dir, "etcd.log"),
+    );
+    await waitEtcd(etcdUrl, etcd, deadline).catch(async (err: Error) => {
+      throw new Error(`etcd failed to start: ${err.message}\n${await tail(path.join(dir, "etcd.log"))}`);
+    });
+
+    const server = `https://127.0.0.1:${apiPort}`;
+    api = await startProcess(
+      apiBin,
+      [
+        `--etcd-servers=${etcdUrl}`,
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        `--secure-port=${apiPort}`,
+        `--cert-dir=${dir}`,
+        `--tls-cert-file=${path.join(dir, "apiserver.crt")}`,
+        `--tls-private-key-file=${path.join(dir, "apiserver.key")}`,
+        `--client-ca-file=${path.join(dir, "ca.crt")}`,
+        `--token-auth-file=${path.join(dir, "tokens.csv")}`,
+        "--authorization-mode=RBAC",
+        `--service-account-key-file=${path.join(dir, "sa.pub")}`,
+        `--service-account-signing-key-file=${path.join(dir, "sa.key")}`,
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        "--api-audiences=https://kubernetes.default.svc.cluster.local",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--allow-privileged=true",
+        // Pods never run here; the ServiceAccount admission plugin would only add token volumes.
+        "--disable-admission-plugins=ServiceAccount",
+        "--profiling=false",
+        "--v=0",
+        ...(opts.apiServerArgs ?? []),
+      ],
+      path.join(dir, "kube-apiserver.log"),
+    );
+    const ca = await readFile(path.join(dir, "ca.crt"), "utf8");
+    await waitReady(`${server}/readyz`, { authorization: `Bearer ${adminToken}` }, ca, api, deadline).catch(async (err: Error) => {
+      throw new Error(`kube-apiserver failed to start: ${err.message}\n${await tail(path.join(dir, "kube-apiserver.log"))}`);
+    });
+
+    const kubeconfigPath = path.join(dir, "admin.kubeconfig");
+    await writeFile(kubeconfigPath, renderKubeconfig(server, ca, "admin", adminToken), { mode: 0o600 });
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(kubeconfigPath);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+
+    const tokenFor = async (namespace: string, name: string, expirationSeconds = 3600): Promise<string> => {
+      await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(ignoreConflict);
+      await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(ignoreConflict);
+      const tr = await core.createNamespacedServiceAccountToken({
+        name,
+        namespace,
+        body: { spec: { audiences: ["https://kubernetes.default.svc.cluster.local"], expirationSeconds } },
+      });
+      const token = tr.status?.token;
+      if (token === undefined) throw new Error(`no token for ${namespace}/${name}`);
+      return token;
+    };
+    const kubeconfigPathFor = async (namespace: string, name: string): Promise<string> => {
+      const file = path.join(dir, `sa-${namespace}-${name}.kubeconfig`);
+      await writeFile(file, renderKubeconfig(server, ca, `system:serviceaccount:${namespace}:${name}`, await tokenFor(namespace, name)), { mode: 0o600 });
+      return file;
+    };
+    const kubeConfigFor = async (namespace: string, name: string): Promise<KubeConfig> => {
+      const kc = new KubeConfig();
+      kc.loadFromFile(await kubeconfigPathFor(namespace, name));
+      return kc;
+    };
+    return { server, kubeconfigPath, kubeConfig, dir, tokenFor, kubeConfigFor, kubeconfigPathFor, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** A raw API response: status code and the parsed JSON body (or the text when not JSON). */
+export interface KubeResponse {
+  status: number;
+  body: unknown;
+}
+
+/** Options of {@link kubeRequest}. */
+export interface KubeRequestOptions {
+  body?: unknown;
+  /** Default `application/json`; `application/apply-patch+yaml` for server-side apply. */
+  contentType?: string;
+  /** Default `application/json`; ask for `application/json;as=Table;v=v1;g=meta.k8s.io` to get printer columns. */
+  accept?: string;
+  query?: Record<string, string>;
+}
+
+/**
+ * One request to the API server as the KubeConfig's user, without the typed
+ * client: tests need exact status codes, error messages, dry runs, tables and
+ * apply patches. Never throws on an HTTP error status.
+ */
+export async function kubeRequest(kc: KubeConfig, method: string, apiPath: string, opts: KubeRequestOptions = {}): Promise<KubeResponse> {
+  const https = await import("node:https");
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null) throw new Error("kubeconfig has no current cluster");
+  const url = new URL(apiPath, cluster.server);
+  for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
+  const reqOpts: import("node:https").RequestOptions = { method, headers: { accept: opts.accept ?? "application/json" } };
+  await kc.applyToHTTPSOptions(reqOpts);
+  const payload = opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+  if (payload !== undefined) (reqOpts.headers as Record<string, string>)["content-type"] = opts.contentType ?? "application/json";
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, reqOpts, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON: keep the text
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on("error", reject);
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
+}
+
+/**
+ * Installs every CustomResourceDefinition in the YAML files of `dir` (default
+ * the generated `crds/`) with server-side apply and waits until each is
+ * Established. Returns the CRD names.
+ */
+export async function installCrds(kc: KubeConfig, dir = path.join(ROOT, "crds"), timeoutMs = 60_000): Promise<string[]> {
+  const { parseAllDocuments } = await import("yaml");
+  const { readdir } = await import("node:fs/promises");
+  const names: string[] = [];
+  for (const file of (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+    for (const doc of parseAllDocuments(await readFile(path.join(dir, file), "utf8"))) {
+      const crd = doc.toJS() as { kind?: string; metadata?: { name?: string } } | null;
+      if (crd?.kind !== "CustomResourceDefinition" || crd.metadata?.name === undefined) continue;
+      const name = crd.metadata.name;
+      const res = await kubeRequest(kc, "PATCH", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, {
+        body: crd,
+        contentType: "application/apply-patch+yaml",
+        query: { fieldManager: "interlace-test", force: "true" },
+      });
+      if (res.status >= 300) throw new Error(`installing CRD ${name} failed: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+      names.push(name);
+    }
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (const name of names) {
+    for (;;) {
+      const res = await kubeRequest(kc, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      const conditions = (res.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
+      if (conditions.some((c) => c.type === "Established" && c.status === "True")) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established: ${JSON.stringify(conditions)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return names;
+}
+
+/** Treats 409 AlreadyExists as success (create-if-missing). */
+function ignoreConflict(err: unknown): void {
+  const code = (err as { code?: number } | null)?.code;
+  if (code !== 409) throw err;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const cp = await startControlPlane({ keepDir: process.argv.includes("--keep") });
+  process.stdout.write(`control plane ready in ${((Date.now() - started) / 1000).toFixed(1)}s\nexport KUBECONFIG=${cp.kubeconfigPath}\n(Ctrl-C stops it)\n`);
+  const shutdown = (): void => void cp.stop().then(() => process.exit(0));
+  process.once("SIGINT", shutdown);
+  process.once("SIGTERM", shutdown);
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await main();
+}

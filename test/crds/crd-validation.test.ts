@@ -1,0 +1,353 @@
+/**
+ * @module The generated CRDs against a real kube-apiserver: they install and
+ * become Established, discovery shows the short names and the `interlace`
+ * category, the samples are accepted (with defaults filled in), printer
+ * columns render, the status subresource works, and a table of invalid
+ * objects is each rejected with the schema's or the CEL rule's message
+ * (kubeai's model_validation_test style).
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import t from "tap";
+import { parse } from "yaml";
+import { API_VERSION, InterlaceKinds, type KindDefinition } from "../../operator/src/api/index.js";
+import { controlPlaneFor, installCrds, kubeRequest } from "../helpers/control-plane.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const NS = "crd-test";
+
+type Obj = Record<string, unknown> & { metadata: { name: string; namespace?: string } };
+
+function sample(file: string): Obj {
+  return parse(readFileSync(path.join(ROOT, "samples", file), "utf8")) as Obj;
+}
+
+/** A deep copy of `base` named `name`, changed by `edit`. */
+function variant(base: Obj, name: string, edit: (o: any) => void): Obj {
+  const copy = structuredClone(base) as any;
+  copy.metadata = { name };
+  edit(copy);
+  return copy as Obj;
+}
+
+function collection(def: KindDefinition): string {
+  return `/apis/${def.group}/${def.version}/namespaces/${NS}/${def.plural}`;
+}
+
+function messageOf(body: unknown): string {
+  return typeof body === "object" && body !== null && "message" in body ? String((body as { message: unknown }).message) : JSON.stringify(body);
+}
+
+const { EnginePool, ToolPool, AgentApp } = InterlaceKinds;
+const engine = sample("enginepool.yaml");
+const tools = sample("toolpool.yaml");
+const app = sample("agentapp.yaml");
+
+interface Case {
+  kind: KindDefinition;
+  obj: Obj;
+  /** Substrings the API server's message must contain. */
+  messages: string[];
+  strict?: boolean;
+}
+
+const invalid: Record<string, Case> = {
+  "model with two sources": {
+    kind: EnginePool,
+    obj: variant(engine, "two-sources", (o) => (o.spec.model.path = "/models/a.gguf")),
+    messages: ["a model source is exactly one of path, pvc or url"],
+  },
+  "model with no source": {
+    kind: EnginePool,
+    obj: variant(engine, "no-source", (o) => (o.spec.model = { sha256: "a".repeat(64) })),
+    messages: ["a model source is exactly one of path, pvc or url"],
+  },
+  "draft model with two sources": {
+    kind: EnginePool,
+    obj: variant(engine, "draft-two", (o) => (o.spec.draftModel = { model: { path: "/d.gguf", pvc: { claimName: "m", path: "d.gguf" } } })),
+    messages: ["spec.draftModel.model", "a model source is exactly one of path, pvc or url"],
+  },
+  "openai backend without upstream URL": {
+    kind: EnginePool,
+    obj: variant(engine, "openai-no-url", (o) => (o.spec.runtime = { backend: "openai" })),
+    messages: ["spec.runtime.upstreamURL", "an openai backend needs an upstreamURL"],
+  },
+  "upstream URL on llama-cpp": {
+    kind: EnginePool,
+    obj: variant(engine, "llama-url", (o) => (o.spec.runtime.upstreamURL = "http://vllm:8000")),
+    messages: ["upstreamURL is only valid with the openai backend"],
+  },
+  "llama-cpp without a model": {
+    kind: EnginePool,
+    obj: variant(engine, "no-model", (o) => delete o.spec.model),
+    messages: ["a llama-cpp engine needs a model"],
+  },
+  "GPUs on a CPU engine": {
+    kind: EnginePool,
+    obj: variant(engine, "gpu-cpu", (o) => (o.spec.resources.gpus = 1)),
+    messages: ["GPUs need the llama-cpp backend with device cuda"],
+  },
+  "unknown kvPolicy": {
+    kind: EnginePool,
+    obj: variant(engine, "bad-kv", (o) => (o.spec.kvPolicy = "sometimes")),
+    messages: ["spec.kvPolicy", 'Unsupported value: "sometimes"', '"keep"', '"swap"', '"recompute"', '"auto"'],
+  },
+  "unknown backend": {
+    kind: EnginePool,
+    obj: variant(engine, "bad-backend", (o) => (o.spec.runtime.backend = "tensorrt")),
+    messages: ["spec.runtime.backend", 'Unsupported value: "tensorrt"'],
+  },
+  "too many replicas": {
+    kind: EnginePool,
+    obj: variant(engine, "many", (o) => (o.spec.replicas = 65)),
+    messages: ["spec.replicas", "less than or equal to 64"],
+  },
+  "negative replicas": {
+    kind: EnginePool,
+    obj: variant(engine, "negative", (o) => (o.spec.replicas = -1)),
+    messages: ["spec.replicas", "greater than or equal to 0"],
+  },
+  "context too small": {
+    kind: EnginePool,
+    obj: variant(engine, "tiny-ctx", (o) => (o.spec.runtime.contextSize = 16)),
+    messages: ["spec.runtime.contextSize", "greater than or equal to 256"],
+  },
+  "model URL not http": {
+    kind: EnginePool,
+    obj: variant(engine, "ftp", (o) => (o.spec.model.url = "ftp://models.example/m.gguf")),
+    messages: ["spec.model.url", "should match"],
+  },
+  "memory not a quantity": {
+    kind: EnginePool,
+    obj: variant(engine, "bad-mem", (o) => (o.spec.resources.memory = "lots")),
+    messages: ["spec.resources.memory", "should match"],
+  },
+  "runtime missing": {
+    kind: EnginePool,
+    obj: variant(engine, "no-runtime", (o) => delete o.spec.runtime),
+    messages: ["spec.runtime", "Required value"],
+  },
+  "unknown field (strict)": {
+    kind: EnginePool,
+    obj: variant(engine, "unknown-field", (o) => (o.spec.gpuCount = 2)),
+    messages: ['unknown field "spec.gpuCount"'],
+    strict: true,
+  },
+  "tool with two implementations": {
+    kind: ToolPool,
+    obj: variant(tools, "two-impls", (o) => (o.spec.tools[0].http = { url: "http://x" })),
+    messages: ["spec.tools[0]", "a tool has exactly one implementation: http, mcp or builtin"],
+  },
+  "tool with no implementation": {
+    kind: ToolPool,
+    obj: variant(tools, "no-impl", (o) => delete o.spec.tools[1].builtin),
+    messages: ["spec.tools[1]", "a tool has exactly one implementation: http, mcp or builtin"],
+  },
+  "no tools": {
+    kind: ToolPool,
+    obj: variant(tools, "empty", (o) => (o.spec.tools = [])),
+    messages: ["spec.tools", "at least 1 items"],
+  },
+  "duplicate tool names": {
+    kind: ToolPool,
+    obj: variant(tools, "dupe", (o) => (o.spec.tools[1].name = "echo")),
+    messages: ["spec.tools[1]", "Duplicate value"],
+  },
+  "bad tool name": {
+    kind: ToolPool,
+    obj: variant(tools, "bad-name", (o) => (o.spec.tools[0].name = "1-echo")),
+    messages: ["spec.tools[0].name", "should match"],
+  },
+  "tool without parameters": {
+    kind: ToolPool,
+    obj: variant(tools, "no-params", (o) => delete o.spec.tools[0].parameters),
+    messages: ["spec.tools[0].parameters", "Required value"],
+  },
+  "unknown HTTP method": {
+    kind: ToolPool,
+    obj: variant(tools, "bad-method", (o) => (o.spec.tools[2].http.method = "FETCH")),
+    messages: ["spec.tools[2].http.method", 'Unsupported value: "FETCH"'],
+  },
+  "zero concurrency": {
+    kind: ToolPool,
+    obj: variant(tools, "no-concurrency", (o) => (o.spec.concurrency = 0)),
+    messages: ["spec.concurrency", "greater than or equal to 1"],
+  },
+  "too many retries": {
+    kind: ToolPool,
+    obj: variant(tools, "retries", (o) => (o.spec.retries = 11)),
+    messages: ["spec.retries", "less than or equal to 10"],
+  },
+  "app without engine pool": {
+    kind: AgentApp,
+    obj: variant(app, "no-engine", (o) => delete o.spec.enginePool),
+    messages: ["spec.enginePool", "Required value"],
+  },
+  "engine pool name not a DNS label": {
+    kind: AgentApp,
+    obj: variant(app, "bad-ref", (o) => (o.spec.enginePool.name = "Qwen_Small")),
+    messages: ["spec.enginePool.name", "should match"],
+  },
+  "unknown calling mode": {
+    kind: AgentApp,
+    obj: variant(app, "bad-mode", (o) => (o.spec.callingMode = "parallel")),
+    messages: ["spec.callingMode", 'Unsupported value: "parallel"', '"async"', '"sync"', '"syncParallel"'],
+  },
+  "unknown objective": {
+    kind: AgentApp,
+    obj: variant(app, "bad-objective", (o) => (o.spec.objective = "cost")),
+    messages: ["spec.objective", 'Unsupported value: "cost"'],
+  },
+  "user interrupts in sync mode": {
+    kind: AgentApp,
+    obj: variant(app, "sync-intr", (o) => (o.spec.callingMode = "sync")),
+    messages: ["user interrupts need callingMode async"],
+  },
+  "duplicate tool pools": {
+    kind: AgentApp,
+    obj: variant(app, "dupe-pools", (o) => o.spec.toolPools.push({ name: "basic-tools" })),
+    messages: ["spec.toolPools[1]", "Duplicate value"],
+  },
+  "few-shot role unknown": {
+    kind: AgentApp,
+    obj: variant(app, "bad-role", (o) => (o.spec.fewShot[0].messages[0].role = "robot")),
+    messages: ["spec.fewShot[0].messages[0].role", 'Unsupported value: "robot"'],
+  },
+  "semantic function without output": {
+    kind: AgentApp,
+    obj: variant(app, "bad-fn", (o) => (o.spec.semanticFunctions = [{ name: "summarize", template: "Summarize {{input:text}}" }])),
+    messages: ["a semantic function template needs at least one {{output:name}} placeholder"],
+  },
+};
+
+const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
+  "openai backend without a model": {
+    kind: EnginePool,
+    obj: variant(engine, "openai", (o) => {
+      delete o.spec.model;
+      delete o.spec.resources;
+      o.spec.runtime = { backend: "openai", upstreamURL: "http://vllm.llm.svc:8000/v1", upstreamModel: "qwen" };
+    }),
+  },
+  "CUDA engine with a GPU and a PVC model and a draft": {
+    kind: EnginePool,
+    obj: variant(engine, "cuda", (o) => {
+      o.spec.model = { pvc: { claimName: "models", path: "qwen/q4.gguf" } };
+      o.spec.runtime.device = "cuda";
+      o.spec.resources.gpus = 1;
+      o.spec.draftModel = { model: { path: "/models/draft.gguf" } };
+      o.spec.nodeSelector = { "nvidia.com/gpu.present": "true" };
+    }),
+  },
+  "mcp tool": {
+    kind: ToolPool,
+    obj: variant(tools, "mcp", (o) => (o.spec.tools = [{ name: "search", description: "Search.", parameters: { type: "object" }, mcp: { url: "http://mcp:3000/mcp" } }])),
+  },
+  "sync app without user interrupts": {
+    kind: AgentApp,
+    obj: variant(app, "sync", (o) => {
+      o.spec.callingMode = "syncParallel";
+      o.spec.interrupts = { userInterrupts: false };
+    }),
+  },
+  "minimal app": { kind: AgentApp, obj: { apiVersion: API_VERSION, kind: "AgentApp", metadata: { name: "minimal" }, spec: { enginePool: { name: "e" } } } },
+};
+
+t.test("CRDs against a real kube-apiserver", async (t) => {
+  const cp = await controlPlaneFor(t);
+  const kc = cp.kubeConfig;
+  const names = await installCrds(kc);
+  t.same(names.sort(), ["agentapps.interlace.dev", "enginepools.interlace.dev", "toolpools.interlace.dev"], "all three CRDs Established");
+  t.equal((await kubeRequest(kc, "POST", "/api/v1/namespaces", { body: { metadata: { name: NS } } })).status, 201);
+
+  t.test("discovery: short names, category, status subresource", async (t) => {
+    const res = await kubeRequest(kc, "GET", `/apis/interlace.dev/v1alpha1`);
+    const resources = (res.body as { resources: { name: string; shortNames?: string[]; categories?: string[]; namespaced: boolean }[] }).resources;
+    for (const def of Object.values(InterlaceKinds)) {
+      const r = resources.find((x) => x.name === def.plural);
+      t.ok(r, `${def.plural} served`);
+      t.same(r?.shortNames, def.shortNames, `${def.kind} short names`);
+      t.same(r?.categories, ["interlace"], `${def.kind} in the interlace category`);
+      t.ok(resources.some((x) => x.name === `${def.plural}/status`), `${def.kind} has a status subresource`);
+    }
+  });
+
+  t.test("the samples are accepted and defaulted", async (t) => {
+    for (const [def, obj] of [[EnginePool, engine], [ToolPool, tools], [AgentApp, app]] as const) {
+      const res = await kubeRequest(kc, "POST", collection(def), { body: obj, query: { fieldValidation: "Strict" } });
+      t.equal(res.status, 201, `${def.kind} sample created: ${messageOf(res.body)}`);
+    }
+    const ep = (await kubeRequest(kc, "GET", `${collection(EnginePool)}/qwen-small`)).body as any;
+    t.equal(ep.spec.kvPolicy, "auto");
+    t.equal(ep.spec.runtime.contextSize, 8192, "explicit value kept");
+    t.equal(ep.spec.runtime.parallelSequences, 4);
+    const tp = (await kubeRequest(kc, "GET", `${collection(ToolPool)}/basic-tools`)).body as any;
+    t.equal(tp.spec.tools[1].speculative, false, "speculative defaults to false");
+    t.equal(tp.spec.tools[2].http.method, "GET");
+    const aa = (await kubeRequest(kc, "GET", `${collection(AgentApp)}/assistant`)).body as any;
+    t.equal(aa.spec.objective, "latency");
+    t.equal(aa.spec.tools, undefined, "no invented fields");
+  });
+
+  t.test("valid variants are accepted", async (t) => {
+    for (const [name, c] of Object.entries(valid)) {
+      const res = await kubeRequest(kc, "POST", collection(c.kind), { body: { apiVersion: API_VERSION, kind: c.kind.kind, ...c.obj }, query: { dryRun: "All", fieldValidation: "Strict" } });
+      t.equal(res.status, 201, `${name}: ${messageOf(res.body)}`);
+    }
+  });
+
+  t.test("invalid objects are rejected with the schema's message", async (t) => {
+    for (const [name, c] of Object.entries(invalid)) {
+      const query: Record<string, string> = { dryRun: "All" };
+      if (c.strict === true) query["fieldValidation"] = "Strict";
+      const res = await kubeRequest(kc, "POST", collection(c.kind), { body: { apiVersion: API_VERSION, kind: c.kind.kind, ...c.obj }, query });
+      const msg = messageOf(res.body);
+      t.equal(res.status, 422, `${name}: rejected as invalid`, { message: msg });
+      for (const m of c.messages) t.match(msg, m, `${name}: says ${m}`);
+    }
+  });
+
+  t.test("status subresource: spec writes ignore status, status writes are validated", async (t) => {
+    const url = `${collection(EnginePool)}/qwen-small/status`;
+    const status = {
+      observedGeneration: 1,
+      replicas: 1,
+      readyReplicas: 1,
+      endpoint: "http://qwen-small.crd-test.svc:8080",
+      conditions: [{ type: "Ready", status: "True", reason: "Available", message: "1/1 replicas available", lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z"), observedGeneration: 1 }],
+    };
+    const ok = await kubeRequest(kc, "PATCH", url, { body: { status }, contentType: "application/merge-patch+json" });
+    t.equal(ok.status, 200, messageOf(ok.body));
+    const bad = await kubeRequest(kc, "PATCH", url, {
+      body: { status: { conditions: [{ ...status.conditions[0], status: "Maybe" }] } },
+      contentType: "application/merge-patch+json",
+    });
+    t.equal(bad.status, 422);
+    t.match(messageOf(bad.body), 'status.conditions[0].status: Unsupported value: "Maybe"');
+    const spec = await kubeRequest(kc, "PATCH", `${collection(EnginePool)}/qwen-small`, {
+      body: { spec: { replicas: 2 }, status: { readyReplicas: 0 } },
+      contentType: "application/merge-patch+json",
+    });
+    const after = spec.body as any;
+    t.equal(after.spec.replicas, 2, "spec changed");
+    t.equal(after.metadata.generation, 2, "generation follows spec changes");
+    t.equal(after.status.readyReplicas, 1, "status untouched by a main-resource write");
+  });
+
+  t.test("printer columns (kubectl get)", async (t) => {
+    const table = async (def: KindDefinition): Promise<{ columns: string[]; rows: unknown[][] }> => {
+      const res = await kubeRequest(kc, "GET", collection(def), { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" });
+      const body = res.body as { columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+      return { columns: body.columnDefinitions.map((c) => c.name), rows: body.rows.map((r) => r.cells) };
+    };
+    const ep = await table(EnginePool);
+    t.same(ep.columns, ["Name", "Ready", "Desired", "Available", "Backend", "KV", "Endpoint", "Reason", "Age"]);
+    t.same(ep.rows[0]?.slice(0, 7), ["qwen-small", "True", 2, 1, "llama-cpp", "auto", "http://qwen-small.crd-test.svc:8080"]);
+    const tp = await table(ToolPool);
+    t.equal(tp.rows[0]?.[tp.columns.indexOf("Tools")], "echo,sleep,get_weather", "tool names at a glance");
+    const aa = await table(AgentApp);
+    t.same(aa.columns.slice(0, 4), ["Name", "Ready", "Mode", "Engine"]);
+    t.same(aa.rows[0]?.slice(0, 4), ["assistant", "", "async", "qwen-small"]);
+  });
+});
