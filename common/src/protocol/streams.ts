@@ -1,0 +1,155 @@
+/**
+ * @module The JetStream objects of the protocol and their idempotent set-up,
+ * shared by every party so whichever starts first creates them:
+ * the per-pool call stream and its `runners` consumer (runners), the
+ * `INTERLACE_INTR` interrupt stream (runners and engines), an engine pod's
+ * interrupt consumer (engines), the `interlace-runners` heartbeat bucket.
+ *
+ * Streams use file storage so a nats-server restart loses nothing, work-queue
+ * retention so an acked message is gone, and a two-minute de-duplication
+ * window for `Nats-Msg-Id` (publish retries, redelivered calls' results).
+ */
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import {
+  enginePodConsumer,
+  enginePodSubjects,
+  INTR_PREFIX,
+  INTR_STREAM,
+  poolStream,
+  poolSubjects,
+  RUNNERS_BUCKET,
+  RUNNERS_CONSUMER,
+  type PoolRef,
+} from "./subjects.js";
+
+const DUPLICATE_WINDOW_MS = 120_000;
+/** Calls and interrupts nobody took within an hour are past any deadline. */
+const MAX_AGE_MS = 3_600_000;
+
+function isCode(err: unknown, code: number): boolean {
+  return err instanceof JetStreamApiError && err.code === code;
+}
+
+async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  try {
+    await jsm.streams.info(config.name);
+    return;
+  } catch (err) {
+    if (!isCode(err, JetStreamApiCodes.StreamNotFound)) throw err;
+  }
+  try {
+    await jsm.streams.add(config);
+  } catch (err) {
+    // Another party created it between our info and add: fine if it exists now.
+    await jsm.streams.info(config.name).catch(() => {
+      throw err;
+    });
+  }
+}
+
+async function ensureConsumer(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  let exists = false;
+  try {
+    await jsm.consumers.info(stream, config.durable_name);
+    exists = true;
+  } catch (err) {
+    if (!isCode(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
+  }
+  if (exists) {
+    // Keep the consumer's delivery state; update only what may change (ack wait, max deliver, ...).
+    const { durable_name: _d, deliver_policy: _p, filter_subject: _f, ack_policy: _a, ...update } = config;
+    await jsm.consumers.update(stream, config.durable_name, update);
+    return;
+  }
+  try {
+    await jsm.consumers.add(stream, config);
+  } catch (err) {
+    await jsm.consumers.info(stream, config.durable_name).catch(() => {
+      throw err;
+    });
+  }
+}
+
+/** The interrupt stream every result and user/agent interrupt goes through. */
+export async function ensureIntrStream(jsm: JetStreamManager): Promise<void> {
+  await ensureStream(jsm, {
+    name: INTR_STREAM,
+    subjects: [`${INTR_PREFIX}.>`],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    max_age: nanos(MAX_AGE_MS),
+  });
+}
+
+export interface PoolConsumerSettings {
+  ackWaitMs: number;
+  maxDeliver: number;
+  /** Outstanding pull requests the consumer accepts (all runners' workers). */
+  maxWaiting?: number;
+}
+
+/** A pool's call stream and the durable pull consumer its runners share. */
+export async function ensurePoolStream(jsm: JetStreamManager, pool: PoolRef, settings: PoolConsumerSettings): Promise<void> {
+  const stream = poolStream(pool);
+  await ensureStream(jsm, {
+    name: stream,
+    subjects: [poolSubjects(pool)],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    max_age: nanos(MAX_AGE_MS),
+  });
+  await ensureConsumer(jsm, stream, {
+    durable_name: RUNNERS_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: poolSubjects(pool),
+    ack_wait: nanos(settings.ackWaitMs),
+    max_deliver: settings.maxDeliver,
+    max_ack_pending: -1,
+    max_waiting: settings.maxWaiting ?? 4096,
+  });
+}
+
+/** An engine pod's durable consumer of its own interrupt subjects; removed by the server after an hour unused. */
+export async function ensureEngineConsumer(jsm: JetStreamManager, enginePod: string): Promise<string> {
+  const name = enginePodConsumer(enginePod);
+  await ensureConsumer(jsm, INTR_STREAM, {
+    durable_name: name,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: enginePodSubjects(enginePod),
+    ack_wait: nanos(30_000),
+    max_ack_pending: -1,
+    inactive_threshold: nanos(MAX_AGE_MS),
+  });
+  return name;
+}
+
+/** The runner heartbeat bucket (one key per live runner, history 1, values expire after `ttlMs`). */
+export async function openRunnersBucket(nc: NatsConnection, ttlMs = 60_000): Promise<KV> {
+  return new Kvm(nc).create(RUNNERS_BUCKET, { history: 1, ttl: ttlMs, storage: StorageType.File });
+}
+
+/** The heartbeat value a runner writes under its key. */
+export interface RunnerHeartbeat {
+  runner: string;
+  /** Epoch ms when written (the reader uses the server's timestamp for staleness). */
+  at: number;
+  concurrency: number;
+  inFlight: number;
+  tools: string[];
+}

@@ -1,0 +1,8 @@
+/**
+ * @module The Interlace NATS protocol version. Every call, result and
+ * interrupt carries it (header and body); a receiver answers a message of
+ * another version with a clear error instead of guessing at its shape.
+ */
+
+/** Bumped on any incompatible change to subjects, headers or message schemas. */
+export const PROTOCOL_VERSION = 1;

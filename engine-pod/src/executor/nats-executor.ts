@@ -1,0 +1,376 @@
+/**
+ * @module The NATS executor: sends each call to its tool pool over JetStream
+ * and turns what comes back on this engine pod's interrupt subjects into
+ * results and interrupts.
+ *
+ * - A call is published on `interlace.tools.<ns>.<pool>.<tool>` (the pool's
+ *   work-queue stream) with `Nats-Msg-Id` = the call's identity, so publish
+ *   retries across a reconnect store it once. Its result comes back on
+ *   `interlace.intr.<pod>.<session>`, read through this pod's durable consumer
+ *   of the `INTERLACE_INTR` stream, and is matched to the pending call.
+ * - A pool with no live runner (no fresh heartbeat in `interlace-runners`, or
+ *   no stream at all) fails the call at once with `no_runners`.
+ * - The call's deadline is enforced here (`tool_timeout`); a call whose
+ *   message ran out of deliveries (JetStream's MAX_DELIVERIES advisory, matched
+ *   by stream sequence) fails with `max_deliveries`.
+ * - A result for a call that already completed is counted as a duplicate and
+ *   never delivered twice; user/agent interrupts go to `onInterrupt`.
+ *
+ * `execute` never rejects; every failure is an `ok: false` result.
+ */
+import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { Registry } from "prom-client";
+import { ErrorCode, type Logger } from "../../../common/src/index.js";
+import {
+  callMsgId,
+  enginePodConsumer,
+  ensureEngineConsumer,
+  ensureIntrStream,
+  Header,
+  interruptSubject,
+  INTR_STREAM,
+  maxDeliveriesAdvisorySubject,
+  MessageKind,
+  openRunnersBucket,
+  parseIntrMessage,
+  parseInterruptSubject,
+  poolStream,
+  PROTOCOL_VERSION,
+  toolSubject,
+  type CallMessage,
+  type InterruptMessage,
+  type PoolRef,
+  type ResultMessage,
+} from "../../../common/src/protocol/index.js";
+import type { Executor, ToolCall, ToolResult } from "./executor.js";
+import { NatsExecutorMetrics } from "./nats/metrics.js";
+import { callKey, FinishedCalls, type Finish } from "./nats/pending-calls.js";
+import { RunnerRegistry } from "./nats/runner-registry.js";
+
+/** A user or agent interrupt that arrived for a session; `engine.interrupt` fits. Returns false when the session is unknown. */
+export type InterruptHandler = (sessionId: string, input: { id?: string; kind: "user" | "agent"; value: string }) => boolean;
+
+export interface NatsExecutorOptions {
+  /** NATS server URL(s). */
+  servers: string | string[];
+  /** This engine pod's name: its interrupt subjects are `interlace.intr.<pod>.>`. */
+  enginePod: string;
+  /** Pool for tools whose spec names none. Without it such calls fail with `unknown_tool`. */
+  defaultPool?: PoolRef;
+  onInterrupt?: InterruptHandler;
+  /** Where metrics are registered (default: a private registry). */
+  registry?: Registry;
+  log: Logger;
+  /** A runner without a heartbeat for this long is gone (default 15000). */
+  runnerStaleAfterMs?: number;
+  /** Wait for a publish acknowledgement this long before retrying (default 5000). */
+  publishTimeoutMs?: number;
+}
+
+interface Pending {
+  call: ToolCall;
+  pool: PoolRef;
+  poolLabel: string;
+  /** performance.now() just before the first publish. */
+  startedAt: number;
+  resolve: (result: ToolResult) => void;
+  timer: NodeJS.Timeout;
+  cleanup: () => void;
+  /** Where the call's message is stored, once published (for MAX_DELIVERIES advisories). */
+  seqKey?: string;
+}
+
+interface MaxDeliveriesAdvisory {
+  stream: string;
+  consumer: string;
+  stream_seq: number;
+  deliveries: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export class NatsExecutor implements Executor {
+  readonly metrics: NatsExecutorMetrics;
+  readonly registry: Registry;
+  private readonly pending = new Map<string, Pending>();
+  /** `<stream>:<seq>` → call key. */
+  private readonly bySeq = new Map<string, string>();
+  private readonly finished = new FinishedCalls();
+  private readonly log: Logger;
+  private onInterrupt: InterruptHandler | undefined;
+  private closed = false;
+  private messages: ConsumerMessages | null = null;
+  private advisories: Subscription | null = null;
+
+  private constructor(
+    private readonly options: NatsExecutorOptions,
+    readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly runners: RunnerRegistry,
+  ) {
+    this.registry = options.registry ?? new Registry();
+    this.metrics = new NatsExecutorMetrics(this.registry);
+    this.log = options.log.child({ component: "nats-executor", pod: options.enginePod });
+    this.onInterrupt = options.onInterrupt;
+  }
+
+  /** Connects, sets up the interrupt stream and this pod's consumer, and starts reading. */
+  static async connect(options: NatsExecutorOptions): Promise<NatsExecutor> {
+    const nc = await connect({
+      servers: options.servers,
+      name: `interlace-engine-${options.enginePod}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      pingInterval: 10_000,
+    });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const js = jetstream(nc);
+      await ensureIntrStream(jsm);
+      await ensureEngineConsumer(jsm, options.enginePod);
+      const kv = await openRunnersBucket(nc);
+      const runners = new RunnerRegistry(kv, options.runnerStaleAfterMs ?? 15_000, options.log);
+      await runners.start();
+      const executor = new NatsExecutor(options, nc, js, jsm, runners);
+      await executor.start();
+      return executor;
+    } catch (err) {
+      await nc.close();
+      throw err;
+    }
+  }
+
+  /** Sets where user/agent interrupts go (the engine is usually built after its executor). */
+  setInterruptHandler(handler: InterruptHandler): void {
+    this.onInterrupt = handler;
+  }
+
+  /** Calls published and not yet completed. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  private async start(): Promise<void> {
+    this.advisories = this.nc.subscribe(maxDeliveriesAdvisorySubject(), {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          this.onMaxDeliveries(msg.json<MaxDeliveriesAdvisory>());
+        } catch (e) {
+          this.log.warn({ err: e }, "unreadable MAX_DELIVERIES advisory");
+        }
+      },
+    });
+    const consumer = await this.js.consumers.get(INTR_STREAM, enginePodConsumer(this.options.enginePod));
+    this.messages = await consumer.consume({
+      max_messages: 512,
+      callback: (m) => this.onIntrMessage(m),
+    });
+    void (async () => {
+      for await (const s of this.messages!.status()) {
+        if (s.type === "heartbeats_missed" || s.type === "consumer_not_found" || s.type === "consumer_deleted") {
+          this.log.warn({ status: s }, "interrupt consumer status");
+        }
+      }
+    })().catch(() => undefined);
+    await this.nc.flush();
+  }
+
+  execute(call: ToolCall, signal?: AbortSignal): Promise<ToolResult> {
+    const pool = call.spec.pool ?? this.options.defaultPool;
+    const fail = (code: string, message: string): ToolResult => ({ callId: call.id, ok: false, output: `error ${code}: ${message}`, error: { code, message } });
+    if (this.closed) return Promise.resolve(fail(ErrorCode.Cancelled, "the executor is closed"));
+    if (pool === undefined) return Promise.resolve(fail(ErrorCode.UnknownTool, `tool "${call.tool}" belongs to no tool pool`));
+    const poolLabel = `${pool.namespace}/${pool.name}`;
+    if (signal?.aborted) return Promise.resolve(fail(ErrorCode.Cancelled, "the call was cancelled before it started"));
+    const key = callKey(call.sessionId, call.id);
+    if (this.pending.has(key)) return Promise.resolve(fail(ErrorCode.BadRequest, `call "${call.id}" of session "${call.sessionId}" is already in flight`));
+    const budgetMs = call.deadline - Date.now();
+    if (budgetMs <= 0) {
+      this.metrics.timeouts.inc({ pool: poolLabel, tool: call.tool });
+      return Promise.resolve(fail(ErrorCode.ToolTimeout, `tool "${call.tool}" was past its deadline before it was sent`));
+    }
+
+    return new Promise<ToolResult>((resolve) => {
+      const onAbort = (): void => void this.settle(key, "cancelled", fail(ErrorCode.Cancelled, "the call was cancelled"));
+      const timer = setTimeout(() => {
+        this.metrics.timeouts.inc({ pool: poolLabel, tool: call.tool });
+        this.settle(key, "timeout", fail(ErrorCode.ToolTimeout, `tool "${call.tool}" (pool ${poolLabel}) did not complete within ${budgetMs} ms`));
+      }, budgetMs);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const entry: Pending = {
+        call,
+        pool,
+        poolLabel,
+        startedAt: performance.now(),
+        resolve,
+        timer,
+        cleanup: () => signal?.removeEventListener("abort", onAbort),
+      };
+      this.pending.set(key, entry);
+      this.metrics.inFlight.set(this.pending.size);
+      void this.send(key, entry).catch((err: unknown) => {
+        this.settle(key, "failed", fail(ErrorCode.Internal, `could not send the call: ${(err as Error).message}`));
+      });
+    });
+  }
+
+  /** Resolves a pending call once; later attempts are no-ops. */
+  private settle(key: string, how: Finish, result: ToolResult): boolean {
+    const entry = this.pending.get(key);
+    if (entry === undefined) return false;
+    this.pending.delete(key);
+    clearTimeout(entry.timer);
+    entry.cleanup();
+    if (entry.seqKey !== undefined) this.bySeq.delete(entry.seqKey);
+    this.finished.add(key, how);
+    this.metrics.inFlight.set(this.pending.size);
+    this.metrics.calls.inc({ pool: entry.poolLabel, tool: entry.call.tool, outcome: result.ok ? "ok" : (result.error?.code ?? "error") });
+    const latencyMs = performance.now() - entry.startedAt;
+    this.metrics.latency.observe({ pool: entry.poolLabel, tool: entry.call.tool }, latencyMs / 1000);
+    if (how === "result" && result.runMs !== undefined) {
+      this.metrics.routingOverhead.observe({ pool: entry.poolLabel }, Math.max(0, latencyMs - result.runMs) / 1000);
+    }
+    entry.resolve(result);
+    return true;
+  }
+
+  private async send(key: string, entry: Pending): Promise<void> {
+    const { call, pool } = entry;
+    const pod = this.options.enginePod;
+    const replyTo = interruptSubject(pod, call.sessionId);
+    const msgId = callMsgId(pod, call.sessionId, call.id);
+    const body: CallMessage = {
+      v: PROTOCOL_VERSION,
+      callId: call.id,
+      sessionId: call.sessionId,
+      tool: call.tool,
+      arguments: call.arguments,
+      deadline: call.deadline,
+      replyTo,
+      publishedAt: Date.now(),
+    };
+    const h = natsHeaders();
+    h.set(Header.Protocol, String(PROTOCOL_VERSION));
+    h.set(Header.CallId, call.id);
+    h.set(Header.SessionId, call.sessionId);
+    h.set(Header.Deadline, String(call.deadline));
+    h.set(Header.ReplyTo, replyTo);
+    const data = JSON.stringify(body);
+
+    if ((await this.runners.liveRunners(pool)) === 0) {
+      this.failNoRunners(key, entry);
+      return;
+    }
+    const stream = poolStream(pool);
+    const publishTimeoutMs = this.options.publishTimeoutMs ?? 5_000;
+    for (let attempt = 0; this.pending.has(key); attempt++) {
+      try {
+        const ack = await this.js.publish(toolSubject(pool, call.tool), data, {
+          msgID: msgId,
+          headers: h,
+          timeout: Math.max(250, Math.min(publishTimeoutMs, call.deadline - Date.now())),
+        });
+        if (this.pending.has(key)) {
+          entry.seqKey = `${ack.stream}:${ack.seq}`;
+          this.bySeq.set(entry.seqKey, key);
+        }
+        return;
+      } catch (err) {
+        if (!this.pending.has(key) || this.closed) return;
+        if (await this.streamMissing(stream)) {
+          this.failNoRunners(key, entry);
+          return;
+        }
+        this.metrics.publishRetries.inc({ pool: entry.poolLabel });
+        const backoff = Math.min(1_000, 50 * 2 ** attempt);
+        this.log.warn({ err: (err as Error).message, callId: call.id, session: call.sessionId, attempt }, "call publish failed; retrying");
+        await sleep(backoff);
+      }
+    }
+  }
+
+  /** True only when JetStream answers that the pool's stream does not exist. */
+  private async streamMissing(stream: string): Promise<boolean> {
+    try {
+      await this.jsm.streams.info(stream);
+      return false;
+    } catch (err) {
+      return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+    }
+  }
+
+  private failNoRunners(key: string, entry: Pending): void {
+    const message = `no tool runner is serving pool ${entry.poolLabel} (tool "${entry.call.tool}"); the call was not sent`;
+    this.settle(key, "failed", { callId: entry.call.id, ok: false, output: `error ${ErrorCode.NoRunners}: ${message}`, error: { code: ErrorCode.NoRunners, message } });
+  }
+
+  private onMaxDeliveries(advisory: MaxDeliveriesAdvisory): void {
+    const seqKey = `${advisory.stream}:${advisory.stream_seq}`;
+    const key = this.bySeq.get(seqKey);
+    if (key === undefined) return; // another engine's call
+    const entry = this.pending.get(key);
+    if (entry === undefined) return;
+    const message = `tool "${entry.call.tool}" (pool ${entry.poolLabel}) failed on all ${advisory.deliveries} deliveries: its runner died or lost its connection each time`;
+    this.log.warn({ callId: entry.call.id, session: entry.call.sessionId, deliveries: advisory.deliveries }, "call ran out of deliveries");
+    this.settle(key, "failed", { callId: entry.call.id, ok: false, output: `error ${ErrorCode.MaxDeliveries}: ${message}`, error: { code: ErrorCode.MaxDeliveries, message } });
+    // The message stays in the work queue after its last delivery; remove it.
+    this.jsm.streams.deleteMessage(advisory.stream, advisory.stream_seq, false).catch(() => undefined);
+  }
+
+  private onIntrMessage(m: JsMsg): void {
+    const where = parseInterruptSubject(m.subject);
+    const parsed = parseIntrMessage(m.data);
+    if (!parsed.ok || where === null || where.sessionId !== parsed.value.sessionId) {
+      this.metrics.droppedCompletions.inc({ reason: "invalid" });
+      this.log.warn({ subject: m.subject, error: parsed.ok ? "session id differs from the subject's" : parsed.error }, "invalid message on an interrupt subject");
+      m.term();
+      return;
+    }
+    const msg = parsed.value;
+    if (msg.type === MessageKind.Result) this.onResult(msg);
+    else this.onUserInterrupt(msg);
+    m.ack();
+  }
+
+  private onResult(msg: ResultMessage): void {
+    const key = callKey(msg.sessionId, msg.callId);
+    const result: ToolResult = { callId: msg.callId, ok: msg.ok, output: msg.output, runMs: msg.runMs };
+    if (msg.error !== undefined) result.error = msg.error;
+    if (this.settle(key, "result", result)) return;
+    const how = this.finished.get(key);
+    if (how === "result") {
+      this.metrics.duplicateCompletions.inc();
+      this.log.warn({ callId: msg.callId, session: msg.sessionId, attempt: msg.attempt }, "duplicate completion dropped");
+    } else {
+      this.metrics.droppedCompletions.inc({ reason: how === undefined ? "unknown_call" : "late" });
+      this.log.info({ callId: msg.callId, session: msg.sessionId, finishedAs: how }, "result for a call that is no longer pending dropped");
+    }
+  }
+
+  private onUserInterrupt(msg: InterruptMessage): void {
+    const input: { id?: string; kind: "user" | "agent"; value: string } = { kind: msg.kind, value: msg.value };
+    if (msg.id !== undefined) input.id = msg.id;
+    const delivered = this.onInterrupt?.(msg.sessionId, input) ?? false;
+    this.metrics.interrupts.inc({ kind: msg.kind, outcome: delivered ? "delivered" : "unknown_session" });
+    if (!delivered) {
+      this.metrics.droppedCompletions.inc({ reason: "unknown_session" });
+      this.log.info({ session: msg.sessionId, kind: msg.kind }, "interrupt for an unknown session dropped");
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const [key, entry] of [...this.pending]) {
+      const message = "the executor is closing";
+      this.settle(key, "cancelled", { callId: entry.call.id, ok: false, output: `error ${ErrorCode.Cancelled}: ${message}`, error: { code: ErrorCode.Cancelled, message } });
+    }
+    this.runners.stop();
+    this.advisories?.unsubscribe();
+    await this.messages?.close().catch(() => undefined);
+    await this.nc.drain().catch(() => undefined);
+  }
+}

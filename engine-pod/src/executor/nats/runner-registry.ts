@@ -1,0 +1,87 @@
+/**
+ * @module Which tool pools have a live runner, from the `interlace-runners`
+ * heartbeat bucket: a KV watch keeps an in-memory view (no round trip per
+ * call); when that view says a pool has none, the bucket itself is asked
+ * before the executor fails the call fast with `no_runners` (so a watch that
+ * is still loading, or lagging after a reconnect, cannot fail a good call).
+ */
+import type { KV, KvEntry } from "@nats-io/kv";
+import type { Logger } from "../../../../common/src/index.js";
+import { encodeToken, parseRunnerKey, type PoolRef } from "../../../../common/src/protocol/index.js";
+
+function poolKey(pool: PoolRef): string {
+  return `${pool.namespace}/${pool.name}`;
+}
+
+export class RunnerRegistry {
+  /** pool → runner → when its last heartbeat was seen (epoch ms). */
+  private readonly seen = new Map<string, Map<string, number>>();
+  private stopped = false;
+  private watch: { stop(): void } | null = null;
+
+  constructor(
+    private readonly kv: KV,
+    /** A runner whose last heartbeat is older than this is gone. */
+    private readonly staleAfterMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const iter = await this.kv.watch({ key: ">" });
+    this.watch = iter;
+    void (async () => {
+      try {
+        for await (const entry of iter) this.apply(entry, entry.isUpdate ? Date.now() : entry.created.getTime());
+      } catch (err) {
+        if (!this.stopped) this.log.warn({ err }, "runner heartbeat watch ended; falling back to bucket lookups");
+      }
+    })();
+  }
+
+  private apply(entry: KvEntry, at: number): void {
+    const parsed = parseRunnerKey(entry.key);
+    if (parsed === null) return;
+    const key = poolKey(parsed.pool);
+    let runners = this.seen.get(key);
+    if (entry.operation !== "PUT") {
+      runners?.delete(parsed.runnerId);
+      return;
+    }
+    if (runners === undefined) this.seen.set(key, (runners = new Map()));
+    runners.set(parsed.runnerId, at);
+  }
+
+  private liveInMemory(pool: PoolRef, now: number): number {
+    let n = 0;
+    for (const at of this.seen.get(poolKey(pool))?.values() ?? []) if (now - at <= this.staleAfterMs) n++;
+    return n;
+  }
+
+  /** Live runners of `pool` (0 means: fail fast). Asks the bucket when the in-memory view has none. */
+  async liveRunners(pool: PoolRef): Promise<number> {
+    const now = Date.now();
+    const n = this.liveInMemory(pool, now);
+    if (n > 0) return n;
+    let live = 0;
+    try {
+      const keys = await this.kv.keys(`${encodeToken(pool.namespace)}.${encodeToken(pool.name)}.>`);
+      for await (const k of keys) {
+        const entry = await this.kv.get(k);
+        if (entry !== null && entry.operation === "PUT") {
+          this.apply(entry, entry.created.getTime());
+          if (now - entry.created.getTime() <= this.staleAfterMs) live++;
+        }
+      }
+    } catch (err) {
+      // Cannot tell (NATS unreachable): do not fail the call on that; its deadline still bounds it.
+      this.log.warn({ err, pool }, "runner lookup failed; assuming the pool is served");
+      return 1;
+    }
+    return live;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.watch?.stop();
+  }
+}

@@ -1,0 +1,352 @@
+/**
+ * @module The tool runner: what a ToolPool pod runs. `concurrency` workers
+ * each pull one call at a time from the pool's durable consumer (so a runner
+ * never holds more calls than it can run), validate it, run the tool under
+ * its timeout and the call's deadline, publish the result (or a clear error)
+ * to the call's interrupt subject through JetStream, and only then ack.
+ *
+ * A runner that dies mid-call never acks, so JetStream redelivers the call to
+ * another runner after `ackWaitMs` (runners extend it with `working()` while a
+ * call runs). The result carries `Nats-Msg-Id` derived from the call's, so a
+ * redelivered call's second result is dropped by JetStream, and the engine
+ * de-duplicates as well. Every bad input becomes an error result and the
+ * runner keeps serving.
+ */
+import { hostname } from "node:os";
+import { jetstream, jetstreamManager, type Consumer, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { ErrorCode, type Logger } from "../../../common/src/index.js";
+import {
+  ensureIntrStream,
+  ensurePoolStream,
+  Header,
+  MessageKind,
+  openRunnersBucket,
+  parseCallMessage,
+  poolStream,
+  PROTOCOL_VERSION,
+  resultMsgId,
+  RUNNER_DEFAULTS,
+  RUNNERS_CONSUMER,
+  runnerKey,
+  toolFromSubject,
+  validateArguments,
+  type PoolRef,
+  type ResultMessage,
+  type RunnerHeartbeat,
+  type ToolRunnerConfig,
+} from "../../../common/src/protocol/index.js";
+import { createToolSet, type ToolSet } from "./implementations/index.js";
+import { ToolRunnerMetrics } from "./metrics.js";
+import { truncateOutput } from "./truncate.js";
+
+export interface ToolRunnerOptions {
+  servers: string | string[];
+  config: ToolRunnerConfig;
+  /** Unique per runner process (default: hostname-pid). */
+  runnerId?: string;
+  log: Logger;
+  metrics?: ToolRunnerMetrics;
+  /** Heartbeat period in the `interlace-runners` bucket (default 2000). */
+  heartbeatMs?: number;
+  /** How long one pull waits for a call before asking again (default 2000; also bounds shutdown). */
+  pullExpiresMs?: number;
+}
+
+const REPLY_TO_PATTERN = /^interlace\.intr\.[^.*> ]+\.[^.*> ]+$/;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+type Outcome = { ok: true; output: string } | { ok: false; code: string; message: string };
+
+export class ToolRunner {
+  readonly metrics: ToolRunnerMetrics;
+  readonly runnerId: string;
+  readonly pool: PoolRef;
+  private readonly log: Logger;
+  private readonly settings: Required<Omit<ToolRunnerConfig, "namespace" | "pool" | "tools">>;
+  private stopping = false;
+  private workers: Promise<void>[] = [];
+  private inFlight = 0;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private lastHeartbeat = 0;
+  private stopped: Promise<void> | null = null;
+
+  private constructor(
+    private readonly options: ToolRunnerOptions,
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly consumer: Consumer,
+    private readonly kv: KV,
+    private readonly toolSet: ToolSet,
+  ) {
+    const c = options.config;
+    this.pool = { namespace: c.namespace, name: c.pool };
+    this.runnerId = options.runnerId ?? `${hostname()}-${process.pid}`;
+    this.metrics = options.metrics ?? new ToolRunnerMetrics();
+    this.log = options.log.child({ component: "toolrunner", pool: `${c.namespace}/${c.pool}`, runner: this.runnerId });
+    this.settings = {
+      concurrency: c.concurrency ?? RUNNER_DEFAULTS.concurrency,
+      timeoutMs: c.timeoutMs ?? RUNNER_DEFAULTS.timeoutMs,
+      retries: c.retries ?? RUNNER_DEFAULTS.retries,
+      maxDeliver: c.maxDeliver ?? RUNNER_DEFAULTS.maxDeliver,
+      ackWaitMs: c.ackWaitMs ?? RUNNER_DEFAULTS.ackWaitMs,
+      maxResultBytes: c.maxResultBytes ?? RUNNER_DEFAULTS.maxResultBytes,
+    };
+  }
+
+  /** Connects, creates the pool's stream and consumer if needed, starts heartbeats and workers. */
+  static async start(options: ToolRunnerOptions): Promise<ToolRunner> {
+    const c = options.config;
+    const toolSet = createToolSet(c, c.retries ?? RUNNER_DEFAULTS.retries);
+    const pool = { namespace: c.namespace, name: c.pool };
+    const nc = await connect({
+      servers: options.servers,
+      name: `interlace-toolrunner-${c.namespace}-${c.pool}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      pingInterval: 10_000,
+    });
+    try {
+      const jsm = await jetstreamManager(nc);
+      await ensureIntrStream(jsm);
+      await ensurePoolStream(jsm, pool, {
+        ackWaitMs: c.ackWaitMs ?? RUNNER_DEFAULTS.ackWaitMs,
+        maxDeliver: c.maxDeliver ?? RUNNER_DEFAULTS.maxDeliver,
+      });
+      const js = jetstream(nc);
+      const consumer = await js.consumers.get(poolStream(pool), RUNNERS_CONSUMER);
+      const kv = await openRunnersBucket(nc);
+      const runner = new ToolRunner(options, nc, js, consumer, kv, toolSet);
+      await runner.heartbeat();
+      runner.heartbeatTimer = setInterval(() => void runner.heartbeat(), options.heartbeatMs ?? 2_000);
+      runner.workers = Array.from({ length: runner.settings.concurrency }, () => runner.work());
+      runner.log.info({ tools: [...toolSet.tools.keys()], ...runner.settings }, "tool runner serving");
+      return runner;
+    } catch (err) {
+      await toolSet.close();
+      await nc.close();
+      throw err;
+    }
+  }
+
+  /** Null when ready, else why not (for /readyz). */
+  notReadyReason(): string | null {
+    if (this.stopping) return "shutting down";
+    if (this.nc.isClosed()) return "NATS connection closed";
+    const hb = this.options.heartbeatMs ?? 2_000;
+    if (Date.now() - this.lastHeartbeat > 3 * hb) return "no heartbeat written recently (NATS unreachable?)";
+    return null;
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.stopping) return;
+    const value: RunnerHeartbeat = {
+      runner: this.runnerId,
+      at: Date.now(),
+      concurrency: this.settings.concurrency,
+      inFlight: this.inFlight,
+      tools: [...this.toolSet.tools.keys()],
+    };
+    try {
+      await this.kv.put(runnerKey(this.pool, this.runnerId), JSON.stringify(value));
+      this.lastHeartbeat = Date.now();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, "heartbeat failed");
+    }
+  }
+
+  /** One worker: pull a call, handle it, repeat until stopping. */
+  private async work(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      let m: JsMsg | null;
+      try {
+        m = await this.consumer.next({ expires: this.options.pullExpiresMs ?? 2_000 });
+        failures = 0;
+      } catch (err) {
+        if (this.stopping) break;
+        if (failures++ === 0) this.log.warn({ err: (err as Error).message }, "pull failed; retrying");
+        await sleep(Math.min(1_000, 50 * 2 ** Math.min(failures, 5)));
+        continue;
+      }
+      if (m === null) continue;
+      // A call pulled while stopping is still handled: it was delivered to us.
+      this.inFlight++;
+      this.metrics.inFlight.inc();
+      try {
+        await this.handle(m);
+      } catch (err) {
+        this.log.error({ err }, "unexpected error handling a call; it will be redelivered");
+        m.nak(1_000);
+      } finally {
+        this.inFlight--;
+        this.metrics.inFlight.dec();
+      }
+    }
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    const h = m.headers;
+    const attempt = m.info.deliveryCount;
+    const hdr = (name: string): string | undefined => h?.get(name) || undefined;
+    const callMsgIdValue = hdr(Header.MsgId) ?? `${m.info.stream}:${m.seq}`;
+    // Routing metadata from headers, so even an unreadable body gets an answer.
+    const route = { replyTo: hdr(Header.ReplyTo), callId: hdr(Header.CallId), sessionId: hdr(Header.SessionId) };
+    const subjectTool = toolFromSubject(this.pool, m.subject) ?? "?";
+    if (attempt > 1) this.metrics.redeliveries.inc({ tool: subjectTool });
+
+    const version = hdr(Header.Protocol);
+    const parsed = parseCallMessage(m.data);
+    let outcome: Outcome;
+    let tool = subjectTool;
+    let runMs = 0;
+    if (version !== undefined && version !== String(PROTOCOL_VERSION)) {
+      outcome = { ok: false, code: ErrorCode.MalformedCall, message: `protocol version ${version} is not supported (runner speaks ${PROTOCOL_VERSION})` };
+      this.metrics.malformed.inc();
+    } else if (!parsed.ok) {
+      outcome = { ok: false, code: ErrorCode.MalformedCall, message: `malformed call message: ${parsed.error}` };
+      this.metrics.malformed.inc();
+    } else {
+      const call = parsed.value;
+      tool = call.tool;
+      Object.assign(route, { replyTo: call.replyTo, callId: call.callId, sessionId: call.sessionId });
+      if (call.tool !== subjectTool) {
+        outcome = { ok: false, code: ErrorCode.MalformedCall, message: `call names tool "${call.tool}" but was sent on the subject of "${subjectTool}"` };
+        this.metrics.malformed.inc();
+      } else {
+        this.metrics.queueDelay.observe(Math.max(0, Date.now() - call.publishedAt) / 1000);
+        const started = performance.now();
+        outcome = await this.run(m, call.tool, call.arguments, call.deadline, { callId: call.callId, sessionId: call.sessionId, idempotencyKey: callMsgIdValue });
+        runMs = performance.now() - started;
+      }
+    }
+
+    if (route.replyTo === undefined || !REPLY_TO_PATTERN.test(route.replyTo) || route.callId === undefined || route.sessionId === undefined) {
+      // Nobody to tell: drop it for good rather than redeliver garbage.
+      this.log.warn({ subject: m.subject, seq: m.seq, error: outcome.ok ? "missing routing headers" : outcome.message }, "call without a usable reply address dropped");
+      this.metrics.calls.inc({ tool, outcome: ErrorCode.MalformedCall });
+      m.term("malformed call without a reply address");
+      return;
+    }
+
+    const result: ResultMessage = {
+      v: PROTOCOL_VERSION,
+      type: MessageKind.Result,
+      callId: route.callId,
+      sessionId: route.sessionId,
+      tool,
+      ok: outcome.ok,
+      output: "",
+      runMs,
+      attempt,
+      runner: this.runnerId,
+    };
+    if (outcome.ok) {
+      const cut = truncateOutput(outcome.output, this.settings.maxResultBytes);
+      result.output = cut.text;
+      if (cut.truncated) {
+        result.truncated = true;
+        this.metrics.truncated.inc({ tool });
+      }
+    } else {
+      result.output = `error ${outcome.code}: ${outcome.message}`;
+      result.error = { code: outcome.code, message: outcome.message };
+    }
+    this.metrics.calls.inc({ tool, outcome: outcome.ok ? "ok" : outcome.code });
+    if (!(await this.publishResult(m, route.replyTo, result, callMsgIdValue))) return;
+    // Acked only once the result is stored: a crash before this line means redelivery, never a lost result.
+    try {
+      await m.ackAck({ timeout: 5_000 });
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message, callId: result.callId }, "ack not confirmed; a redelivery will be de-duplicated");
+    }
+  }
+
+  /** Validates and runs one call; every failure is an outcome. */
+  private async run(
+    m: JsMsg,
+    name: string,
+    args: Record<string, unknown>,
+    deadline: number,
+    ids: { callId: string; sessionId: string; idempotencyKey: string },
+  ): Promise<Outcome> {
+    const tool = this.toolSet.tools.get(name);
+    if (tool === undefined) {
+      return { ok: false, code: ErrorCode.UnknownTool, message: `pool ${this.pool.namespace}/${this.pool.name} has no tool "${name}" (tools: ${[...this.toolSet.tools.keys()].join(", ")})` };
+    }
+    const valid = validateArguments(tool.spec.parameters, args, name);
+    if (!valid.ok) return { ok: false, code: ErrorCode.InvalidArguments, message: `${name}: ${valid.error}` };
+    const toolTimeout = tool.spec.timeoutMs ?? this.settings.timeoutMs;
+    const budget = Math.min(toolTimeout, deadline - Date.now());
+    if (budget <= 0) {
+      this.metrics.timeouts.inc({ tool: name });
+      return { ok: false, code: ErrorCode.ToolTimeout, message: `${name}: the call's deadline passed before it started` };
+    }
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error("timeout")), budget);
+    // Keep the message ours while the tool runs longer than a fraction of ack_wait.
+    const working = setInterval(() => m.working(), Math.max(200, Math.floor(this.settings.ackWaitMs / 3)));
+    const started = performance.now();
+    const stopped = new Promise<"timeout">((resolve) => controller.signal.addEventListener("abort", () => resolve("timeout"), { once: true }));
+    try {
+      const ran = tool.impl.run(valid.value, { signal: controller.signal, idempotent: tool.spec.idempotent === true, ...ids });
+      ran.catch(() => undefined); // its late failure after a timeout is not interesting
+      const r = await Promise.race([ran, stopped]);
+      if (r === "timeout" && controller.signal.aborted) {
+        this.metrics.timeouts.inc({ tool: name });
+        const why = budget < toolTimeout ? "the call's deadline" : "its timeout";
+        return { ok: false, code: ErrorCode.ToolTimeout, message: `${name} did not finish within ${budget} ms (${why})` };
+      }
+      return { ok: true, output: typeof r === "string" ? r : String(r) };
+    } catch (err) {
+      if (controller.signal.aborted) {
+        this.metrics.timeouts.inc({ tool: name });
+        return { ok: false, code: ErrorCode.ToolTimeout, message: `${name} did not finish within ${budget} ms` };
+      }
+      return { ok: false, code: ErrorCode.ToolFailed, message: `${name} failed: ${err instanceof Error ? err.message : String(err)}` };
+    } finally {
+      this.metrics.duration.observe({ tool: name }, (performance.now() - started) / 1000);
+      clearTimeout(timer);
+      clearInterval(working);
+      if (!controller.signal.aborted) controller.abort(new Error("finished"));
+    }
+  }
+
+  /** Publishes through JetStream until stored (a disconnect is retried; the message id makes retries safe). */
+  private async publishResult(m: JsMsg, subject: string, result: ResultMessage, callMsgIdValue: string): Promise<boolean> {
+    const h = natsHeaders();
+    h.set(Header.Protocol, String(PROTOCOL_VERSION));
+    h.set(Header.Kind, MessageKind.Result);
+    h.set(Header.CallId, result.callId);
+    h.set(Header.SessionId, result.sessionId);
+    if (result.error) h.set(Header.ErrorCode, result.error.code);
+    const data = JSON.stringify(result);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.js.publish(subject, data, { msgID: resultMsgId(callMsgIdValue), headers: h, timeout: 5_000 });
+        return true;
+      } catch (err) {
+        if (this.nc.isClosed()) return false;
+        this.metrics.publishRetries.inc();
+        if (attempt === 0) this.log.warn({ err: (err as Error).message, callId: result.callId }, "result publish failed; retrying");
+        m.working();
+        await sleep(Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)));
+      }
+    }
+  }
+
+  /** Graceful stop: no new pulls, in-flight calls finish and are acked, heartbeat removed, connection drained. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      this.stopping = true;
+      if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+      await Promise.all(this.workers);
+      await this.kv.delete(runnerKey(this.pool, this.runnerId)).catch(() => undefined);
+      await this.toolSet.close();
+      await this.nc.drain().catch(() => undefined);
+      this.log.info("tool runner stopped");
+    })();
+    return this.stopped;
+  }
+}

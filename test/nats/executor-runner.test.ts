@@ -1,0 +1,96 @@
+/**
+ * Calls through a real nats-server: the NATS executor publishes, an
+ * in-process tool runner runs builtin tools, results come back correlated to
+ * their sessions; pools without runners fail fast; deadlines become
+ * `tool_timeout`; user/agent interrupts published on a session's interrupt
+ * subject reach the interrupt handler.
+ */
+import t from "tap";
+import { connect, headers } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { Header, interruptSubject, MessageKind, PROTOCOL_VERSION, type InterruptMessage } from "../../common/src/protocol/index.js";
+import { startNatsServer } from "../helpers/nats-server.js";
+import { counterValue, makeCall, poolConfig, startExecutor, startRunner } from "./fixtures.js";
+
+t.test("executor and runner over a real nats-server", async (t) => {
+  const server = await startNatsServer(t);
+  const received: { sessionId: string; kind: string; value: string; id?: string }[] = [];
+  const executor = await startExecutor(t, server.url, {
+    onInterrupt: (sessionId, input) => {
+      if (sessionId === "gone") return false;
+      received.push({ sessionId, ...input });
+      return true;
+    },
+  });
+
+  await t.test("a pool with no runner fails fast with no_runners", async (t) => {
+    const started = Date.now();
+    const r = await executor.execute(makeCall("s0", "echo", { text: "hi" }, 30_000, { namespace: "default", name: "nobody" }));
+    t.equal(r.ok, false);
+    t.equal(r.error?.code, "no_runners");
+    t.match(r.output, /no tool runner is serving pool default\/nobody/);
+    t.ok(Date.now() - started < 5_000, "did not wait for the deadline");
+  });
+
+  await startRunner(t, server.url, poolConfig({ maxResultBytes: 100 }));
+
+  await t.test("results are correlated to their calls and sessions", async (t) => {
+    const calls = Array.from({ length: 20 }, (_, i) => makeCall(`s${i % 4}`, "echo", { text: `hello ${i}` }));
+    const results = await Promise.all(calls.map((c) => executor.execute(c)));
+    results.forEach((r, i) => {
+      t.equal(r.ok, true, `call ${i} ok`);
+      t.equal(r.callId, calls[i]!.id);
+      t.equal(r.output, `hello ${i}`);
+      t.type(r.runMs, "number");
+    });
+    t.equal(await counterValue(executor.metrics.calls, { outcome: "ok" }), 20);
+  });
+
+  await t.test("a deadline missed becomes a tool_timeout result", async (t) => {
+    const r = await executor.execute(makeCall("s1", "sleep", { ms: 5_000 }, 300));
+    t.equal(r.ok, false);
+    t.equal(r.error?.code, "tool_timeout");
+    t.match(r.output, /did not (complete|finish) within/);
+  });
+
+  await t.test("results over the size cap are truncated with a marker", async (t) => {
+    const r = await executor.execute(makeCall("s1", "echo", { text: "x".repeat(500) }));
+    t.equal(r.ok, true);
+    t.match(r.output, /^x{100}\n\[truncated: 500 bytes, cap 100\]$/);
+  });
+
+  await t.test("an aborted call resolves as cancelled", async (t) => {
+    const ac = new AbortController();
+    const p = executor.execute(makeCall("s1", "sleep", { ms: 2_000 }), ac.signal);
+    setTimeout(() => ac.abort(), 50);
+    const r = await p;
+    t.equal(r.error?.code, "cancelled");
+  });
+
+  await t.test("user and agent interrupts on the interrupt subject reach the handler", async (t) => {
+    const nc = await connect({ servers: server.url });
+    t.teardown(() => nc.close());
+    const js = jetstream(nc);
+    const send = async (m: InterruptMessage): Promise<void> => {
+      const h = headers();
+      h.set(Header.Protocol, String(PROTOCOL_VERSION));
+      h.set(Header.Kind, MessageKind.Interrupt);
+      await js.publish(interruptSubject("engine-0", m.sessionId), JSON.stringify(m), { headers: h });
+    };
+    await send({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "s7", kind: "user", value: "stop and summarize", id: "u1" });
+    await send({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "s7.with.dots", kind: "agent", value: "from planner", from: "planner/s1" });
+    await send({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "gone", kind: "user", value: "late" });
+    // Garbage on the subject is dropped and counted, not delivered.
+    nc.publish(interruptSubject("engine-0", "s7"), "{not json");
+    const until = Date.now() + 5_000;
+    while ((received.length < 2 || (await counterValue(executor.metrics.droppedCompletions)) < 2) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    t.same(received, [
+      { sessionId: "s7", kind: "user", value: "stop and summarize", id: "u1" },
+      { sessionId: "s7.with.dots", kind: "agent", value: "from planner" },
+    ]);
+    t.equal(await counterValue(executor.metrics.droppedCompletions, { reason: "unknown_session" }), 1);
+    t.equal(await counterValue(executor.metrics.droppedCompletions, { reason: "invalid" }), 1);
+  });
+
+  t.equal(await counterValue(executor.metrics.duplicateCompletions), 0, "no duplicate completions");
+});
