@@ -10,7 +10,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { OperatorMetrics } from "../metrics.js";
-import { keyOf, splitKey, type Informer } from "./informer.js";
+import { keyOf, splitKey, type InformerHandler } from "./informer.js";
 import { defaultControllerRateLimiter, type RateLimiter } from "./rate-limiter.js";
 import { WorkQueue } from "./work-queue.js";
 
@@ -30,9 +30,15 @@ export interface Reconciler {
   reconcile(req: ReconcileRequest, signal: AbortSignal): Promise<ReconcileResult>;
 }
 
+/** The part of an informer a controller uses (any kind: method parameters are bivariant). */
+export interface ObjectSource {
+  addHandler(handler: InformerHandler<KubernetesObject>): void;
+  list(): readonly KubernetesObject[];
+}
+
 /** Another kind whose changes should re-reconcile some primaries. */
 export interface Watched {
-  informer: Informer<KubernetesObject>;
+  informer: ObjectSource;
   /** Keys of the primaries affected by a change to `obj`. */
   map: (obj: KubernetesObject) => string[];
 }
@@ -41,11 +47,11 @@ export interface ControllerOptions {
   /** Lower-case kind, used in logs and metric labels. */
   name: string;
   /** The primary kind's informer. */
-  primary: Informer<KubernetesObject>;
+  primary: ObjectSource;
   /** Kind of the primary, matched against children's ownerReferences. */
   primaryKind: string;
   /** Informers of children that carry an ownerReference to a primary. */
-  owns?: Informer<KubernetesObject>[];
+  owns?: ObjectSource[];
   watches?: Watched[];
   reconciler: Reconciler;
   workers?: number;

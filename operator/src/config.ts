@@ -1,0 +1,96 @@
+/**
+ * @module The operator's one options schema, parsed once at start-up from
+ * flags over environment variables over defaults (common/src/config.ts).
+ * Helm values map one-to-one onto these flags.
+ */
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import {
+  boolOpt,
+  defaultSource,
+  enumOpt,
+  intOpt,
+  optionalStringOpt,
+  stringOpt,
+  InterlaceError,
+  ErrorCode,
+  type Source,
+} from "../../common/src/index.js";
+
+export const DEFAULT_IMAGE = "ghcr.io/interlace-dev/interlace:0.1.0";
+/** What engine and runner pods are told when the operator has no `--nats-url`. */
+export const DEFAULT_POD_NATS_URL = "nats://interlace-nats:4222";
+export const DEFAULT_ROUTER_URL = "http://interlace-router:8080";
+export const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
+
+export interface OperatorOptions {
+  /** A kubeconfig file; absent: in-cluster config (service account), else the default loading rules. */
+  kubeconfig?: string;
+  /** Reconcile objects in this namespace only; absent: all namespaces. */
+  namespace?: string;
+  leaderElect: boolean;
+  leaseName: string;
+  leaseNamespace: string;
+  /** This replica's identity in the election. */
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  /** /metrics /healthz /readyz (0: a free port). */
+  metricsPort: number;
+  metricsHost: string;
+  /** Image of engine and tool-runner pods (a pool's `spec.image` overrides it). */
+  image: string;
+  imagePullPolicy?: (typeof PULL_POLICIES)[number];
+  /** NATS for engine/runner pods and for ToolPool cleanup; absent: pods get {@link DEFAULT_POD_NATS_URL}, no cleanup. */
+  natsUrl?: string;
+  routerUrl: string;
+  workers: number;
+  /** Re-queue every object this often (0: never). */
+  resyncMs: number;
+  logLevel: string;
+}
+
+/**
+ * Reads `--kubeconfig --namespace --leader-elect --lease-name
+ * --lease-namespace --identity --lease-duration-ms --renew-deadline-ms
+ * --retry-period-ms --metrics-port --metrics-host --image
+ * --image-pull-policy --nats-url --router-url --workers --resync-ms
+ * --log-level` (each also as an upper-snake environment variable).
+ */
+export function parseOperatorOptions(src: Source = defaultSource()): OperatorOptions {
+  const kubeconfig = optionalStringOpt(src, "kubeconfig");
+  const namespace = optionalStringOpt(src, "namespace");
+  const natsUrl = optionalStringOpt(src, "nats-url");
+  const pullRaw = optionalStringOpt(src, "image-pull-policy");
+  const leaseDurationMs = intOpt(src, "lease-duration-ms", 15_000, { min: 1000, max: 600_000 });
+  const renewDeadlineMs = intOpt(src, "renew-deadline-ms", 10_000, { min: 100, max: 600_000 });
+  const retryPeriodMs = intOpt(src, "retry-period-ms", 2_000, { min: 10, max: 600_000 });
+  if (renewDeadlineMs >= leaseDurationMs) {
+    throw new InterlaceError(ErrorCode.BadRequest, "--renew-deadline-ms must be shorter than --lease-duration-ms");
+  }
+  if (retryPeriodMs >= renewDeadlineMs) {
+    throw new InterlaceError(ErrorCode.BadRequest, "--retry-period-ms must be shorter than --renew-deadline-ms");
+  }
+  const host = src.env["POD_NAME"] ?? os.hostname();
+  return {
+    ...(kubeconfig ? { kubeconfig } : {}),
+    ...(namespace ? { namespace } : {}),
+    leaderElect: boolOpt(src, "leader-elect", false),
+    leaseName: stringOpt(src, "lease-name", "interlace-operator"),
+    leaseNamespace: stringOpt(src, "lease-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
+    identity: stringOpt(src, "identity", `${host}_${randomBytes(4).toString("hex")}`),
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
+    metricsPort: intOpt(src, "metrics-port", 8081, { min: 0, max: 65535 }),
+    metricsHost: stringOpt(src, "metrics-host", "0.0.0.0"),
+    image: stringOpt(src, "image", DEFAULT_IMAGE),
+    ...(pullRaw !== undefined ? { imagePullPolicy: enumOpt(src, "image-pull-policy", PULL_POLICIES, "IfNotPresent") } : {}),
+    ...(natsUrl ? { natsUrl } : {}),
+    routerUrl: stringOpt(src, "router-url", DEFAULT_ROUTER_URL),
+    workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),
+    resyncMs: intOpt(src, "resync-ms", 300_000, { min: 0 }),
+    logLevel: stringOpt(src, "log-level", "info"),
+  };
+}

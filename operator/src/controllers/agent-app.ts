@@ -1,0 +1,98 @@
+/**
+ * @module The AgentApp reconciler: resolves the app's EnginePool and
+ * ToolPools from the caches (a missing one is a Degraded condition with its
+ * reason, not an error — the pool's arrival re-queues the app), renders the
+ * app config ConfigMap the router and engines read, and reports the
+ * endpoint. Ready once the config is applied and every referenced pool is
+ * Ready.
+ */
+import { AgentAppKind, ConditionType, Reason, type AgentApp, type AgentAppStatus, type EnginePool, type ToolPool } from "../api/index.js";
+import { appConfigMapName, appEndpoint, buildAppConfigMap, resolveAppConfig } from "../resources/index.js";
+import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
+import { applyChild, type ReconcilerContext } from "./context.js";
+import { degradedConditions, isReady, mergeConditions, writeStatusIfChanged, type ConditionInput } from "./status.js";
+import { recordTransitions } from "./transitions.js";
+
+const STATUS_KEYS = ["observedGeneration", "endpoint", "configMap", "toolCount", "conditions"] as const;
+
+/** Keys of the AgentApps that reference an EnginePool (for the watch mapping). */
+export function appsUsingEnginePool(apps: Informer<AgentApp>, pool: { metadata?: { namespace?: string; name?: string } }): string[] {
+  const ns = pool.metadata?.namespace;
+  return apps
+    .list(ns)
+    .filter((a) => a.spec.enginePool.name === pool.metadata?.name)
+    .map((a) => `${ns}/${a.metadata.name ?? ""}`);
+}
+
+/** Keys of the AgentApps that reference a ToolPool. */
+export function appsUsingToolPool(apps: Informer<AgentApp>, pool: { metadata?: { namespace?: string; name?: string } }): string[] {
+  const ns = pool.metadata?.namespace;
+  return apps
+    .list(ns)
+    .filter((a) => (a.spec.toolPools ?? []).some((r) => r.name === pool.metadata?.name))
+    .map((a) => `${ns}/${a.metadata.name ?? ""}`);
+}
+
+/** Reconciles AgentApps into rendered app configs. */
+export class AgentAppReconciler implements Reconciler {
+  constructor(
+    private readonly ctx: ReconcilerContext,
+    private readonly apps: Informer<AgentApp>,
+    private readonly enginePools: Informer<EnginePool>,
+    private readonly toolPools: Informer<ToolPool>,
+  ) {}
+
+  async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
+    const app = this.apps.get(req.namespace, req.name);
+    if (!app || app.metadata.deletionTimestamp) return {};
+    const { client, build } = this.ctx;
+    const enginePool = this.enginePools.get(req.namespace, app.spec.enginePool.name);
+    const toolPools = new Map<string, ToolPool>();
+    for (const ref of app.spec.toolPools ?? []) {
+      const tp = this.toolPools.get(req.namespace, ref.name);
+      if (tp && !tp.metadata.deletionTimestamp) toolPools.set(ref.name, tp);
+    }
+    const resolved = resolveAppConfig(app, enginePool, toolPools);
+    let conditions: ConditionInput[];
+    let failure: unknown = null;
+    const status: AgentAppStatus = {
+      ...(app.metadata.generation !== undefined ? { observedGeneration: app.metadata.generation } : {}),
+    };
+    if (!resolved.ok) {
+      conditions = degradedConditions(resolved.reason, resolved.message);
+    } else {
+      try {
+        await applyChild(client, CoreTypes.ConfigMap, buildAppConfigMap(app, resolved.config));
+        status.endpoint = appEndpoint(app, build.routerUrl);
+        status.configMap = appConfigMapName(app);
+        status.toolCount = resolved.config.tools.length;
+        const notReady = [
+          ...(isReady(enginePool) ? [] : [`EnginePool ${app.spec.enginePool.name}`]),
+          ...[...toolPools.entries()].filter(([, tp]) => !isReady(tp)).map(([n]) => `ToolPool ${n}`),
+        ];
+        conditions =
+          notReady.length === 0
+            ? [
+                { type: ConditionType.Ready, status: "True", reason: Reason.Available, message: `serving at ${status.endpoint}` },
+                { type: ConditionType.Progressing, status: "False", reason: Reason.RolloutComplete, message: "the app config is rendered" },
+                { type: ConditionType.Degraded, status: "False", reason: Reason.AsExpected, message: "" },
+              ]
+            : [
+                { type: ConditionType.Ready, status: "False", reason: Reason.DependenciesNotReady, message: `not ready: ${notReady.join(", ")}` },
+                { type: ConditionType.Progressing, status: "True", reason: Reason.RolloutInProgress, message: "waiting for referenced pools" },
+                { type: ConditionType.Degraded, status: "False", reason: Reason.AsExpected, message: "" },
+              ];
+      } catch (err) {
+        failure = err;
+        conditions = degradedConditions(Reason.ApplyFailed, `applying the app config failed: ${(err as Error).message}`);
+      }
+    }
+    status.conditions = mergeConditions(app.status?.conditions, conditions, app.metadata.generation, this.ctx.now?.() ?? new Date());
+    const before = app.status?.conditions;
+    if (await writeStatusIfChanged(client, AgentAppKind, app, status as Record<string, unknown>, STATUS_KEYS)) {
+      await recordTransitions(this.ctx.recorder, app, before, status.conditions);
+    }
+    if (failure) throw failure;
+    return {};
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * @module Wires the three reconcilers into a manager: the shared informers
+ * (primaries, the operator's children filtered by the managed-by label) and
+ * one controller per kind, with children mapped to their owners and pools
+ * mapped to the AgentApps that reference them.
+ */
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
+import { MANAGED_SELECTOR } from "../resources/index.js";
+import { Controller, CoreTypes, type Manager, type RateLimiter } from "../runtime/index.js";
+import { AgentAppReconciler, appsUsingEnginePool, appsUsingToolPool } from "./agent-app.js";
+import type { ReconcilerContext } from "./context.js";
+import { EnginePoolReconciler } from "./engine-pool.js";
+import type { PoolCleanup } from "./pool-cleanup.js";
+import { ToolPoolReconciler } from "./tool-pool.js";
+
+export interface SetupOptions {
+  workers?: number;
+  rateLimiter?: () => RateLimiter;
+}
+
+/** Registers the EnginePool, ToolPool and AgentApp controllers on `manager`. */
+export function setupControllers(manager: Manager, ctx: ReconcilerContext, cleanup: PoolCleanup, opts: SetupOptions = {}): Controller[] {
+  const { log, metrics } = manager.opts;
+  const enginePools = manager.informer<EnginePool>(EnginePoolKind);
+  const toolPools = manager.informer<ToolPool>(ToolPoolKind);
+  const apps = manager.informer<AgentApp>(AgentAppKind);
+  const deployments = manager.informer<KubernetesObject>(CoreTypes.Deployment, MANAGED_SELECTOR);
+  const services = manager.informer<KubernetesObject>(CoreTypes.Service, MANAGED_SELECTOR);
+  const pdbs = manager.informer<KubernetesObject>(CoreTypes.PodDisruptionBudget, MANAGED_SELECTOR);
+  const configMaps = manager.informer<KubernetesObject>(CoreTypes.ConfigMap, MANAGED_SELECTOR);
+  const common = {
+    log,
+    metrics,
+    ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+    ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
+  };
+  const controllers = [
+    new Controller({
+      ...common,
+      name: "enginepool",
+      primary: enginePools,
+      primaryKind: EnginePoolKind.kind,
+      owns: [deployments, services, pdbs],
+      reconciler: new EnginePoolReconciler({ ...ctx, log: log.child({ controller: "enginepool" }) }, enginePools),
+    }),
+    new Controller({
+      ...common,
+      name: "toolpool",
+      primary: toolPools,
+      primaryKind: ToolPoolKind.kind,
+      owns: [deployments, configMaps],
+      reconciler: new ToolPoolReconciler({ ...ctx, log: log.child({ controller: "toolpool" }) }, toolPools, cleanup),
+    }),
+    new Controller({
+      ...common,
+      name: "agentapp",
+      primary: apps,
+      primaryKind: AgentAppKind.kind,
+      owns: [configMaps],
+      watches: [
+        { informer: enginePools, map: (o) => appsUsingEnginePool(apps, o) },
+        { informer: toolPools, map: (o) => appsUsingToolPool(apps, o) },
+      ],
+      reconciler: new AgentAppReconciler({ ...ctx, log: log.child({ controller: "agentapp" }) }, apps, enginePools, toolPools),
+    }),
+  ];
+  for (const c of controllers) manager.add(c);
+  return controllers;
+}

@@ -1,0 +1,106 @@
+/**
+ * @module The ToolPool reconciler: keeps a finalizer on the pool (its
+ * JetStream consumer lives outside the cluster), renders the runner spec file
+ * into a ConfigMap, applies the tool-runner Deployment and reports status. On
+ * deletion it runs the cleanup hook, then removes the finalizer; the
+ * children go with the pool through their owner references.
+ */
+import type { V1Deployment } from "@kubernetes/client-node";
+import { poolSubjects } from "../../../common/src/protocol/index.js";
+import { Reason, ToolPoolKind, type ToolPool, type ToolPoolStatus } from "../api/index.js";
+import { buildToolRunnerDeployment, buildToolSpecConfigMap, renderRunnerConfig } from "../resources/index.js";
+import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
+import { applyChild, type ReconcilerContext } from "./context.js";
+import type { PoolCleanup } from "./pool-cleanup.js";
+import { degradedConditions, deploymentAvailability, mergeConditions, rolloutConditions, writeStatusIfChanged, type ConditionInput } from "./status.js";
+import { recordTransitions } from "./transitions.js";
+
+/** The finalizer that guards the pool's JetStream consumer. */
+export const TOOLPOOL_FINALIZER = "interlace.dev/jetstream-cleanup";
+
+const STATUS_KEYS = ["observedGeneration", "replicas", "readyReplicas", "toolCount", "subject", "conditions"] as const;
+
+/** Reconciles ToolPools into tool-runner Deployments. */
+export class ToolPoolReconciler implements Reconciler {
+  constructor(
+    private readonly ctx: ReconcilerContext,
+    private readonly pools: Informer<ToolPool>,
+    private readonly cleanup: PoolCleanup,
+  ) {}
+
+  async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
+    const pool = this.pools.get(req.namespace, req.name);
+    if (!pool) return {};
+    const finalizers = pool.metadata.finalizers ?? [];
+    if (pool.metadata.deletionTimestamp) {
+      if (!finalizers.includes(TOOLPOOL_FINALIZER)) return {};
+      return this.finalize(pool, finalizers);
+    }
+    if (!finalizers.includes(TOOLPOOL_FINALIZER)) {
+      // Optimistic concurrency: a stale cache gets a 409 and the pass retries.
+      await this.ctx.client.mergePatch(ToolPoolKind, req.namespace, req.name, {
+        metadata: { resourceVersion: pool.metadata.resourceVersion, finalizers: [...finalizers, TOOLPOOL_FINALIZER] },
+      });
+      // The update event brings us back with the finalizer in the cache.
+      return {};
+    }
+    return this.apply(pool);
+  }
+
+  private async apply(pool: ToolPool): Promise<ReconcileResult> {
+    const { client, build } = this.ctx;
+    const rendered = renderRunnerConfig(pool);
+    let conditions: ConditionInput[];
+    let deployment: V1Deployment | null = null;
+    let failure: unknown = null;
+    if (!rendered.ok) {
+      // Permanent until the spec changes: report, do not retry.
+      conditions = degradedConditions(Reason.InvalidSpec, rendered.message);
+    } else {
+      try {
+        await applyChild(client, CoreTypes.ConfigMap, buildToolSpecConfigMap(pool, rendered.config));
+        deployment = await applyChild(client, CoreTypes.Deployment, buildToolRunnerDeployment(pool, rendered.config, build));
+        conditions = rolloutConditions(deploymentAvailability(deployment), "tool runners");
+      } catch (err) {
+        failure = err;
+        conditions = degradedConditions(Reason.ApplyFailed, `applying children failed: ${(err as Error).message}`);
+      }
+    }
+    const av = deployment ? deploymentAvailability(deployment) : null;
+    const status: ToolPoolStatus = {
+      ...(pool.metadata.generation !== undefined ? { observedGeneration: pool.metadata.generation } : {}),
+      replicas: av?.replicas ?? pool.status?.replicas ?? 0,
+      readyReplicas: av?.available ?? pool.status?.readyReplicas ?? 0,
+      toolCount: pool.spec.tools.length,
+      subject: poolSubjects({ namespace: pool.metadata.namespace ?? "default", name: pool.metadata.name ?? "" }),
+      conditions: mergeConditions(pool.status?.conditions, conditions, pool.metadata.generation, this.ctx.now?.() ?? new Date()),
+    };
+    const before = pool.status?.conditions;
+    if (await writeStatusIfChanged(client, ToolPoolKind, pool, status as Record<string, unknown>, STATUS_KEYS)) {
+      await recordTransitions(this.ctx.recorder, pool, before, status.conditions ?? []);
+    }
+    if (failure) throw failure;
+    return {};
+  }
+
+  private async finalize(pool: ToolPool, finalizers: string[]): Promise<ReconcileResult> {
+    const ref = { namespace: pool.metadata.namespace ?? "default", name: pool.metadata.name ?? "" };
+    try {
+      await this.cleanup.cleanup(ref);
+    } catch (err) {
+      const message = `JetStream cleanup failed: ${(err as Error).message}`;
+      const conditions = mergeConditions(pool.status?.conditions, degradedConditions(Reason.CleanupFailed, message), pool.metadata.generation, this.ctx.now?.() ?? new Date());
+      const before = pool.status?.conditions;
+      const status = { ...pool.status, conditions };
+      if (await writeStatusIfChanged(this.ctx.client, ToolPoolKind, pool, status, ["conditions"])) {
+        await recordTransitions(this.ctx.recorder, pool, before, conditions);
+      }
+      throw err;
+    }
+    await this.ctx.client.mergePatch(ToolPoolKind, ref.namespace, ref.name, {
+      metadata: { resourceVersion: pool.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== TOOLPOOL_FINALIZER) },
+    });
+    this.ctx.log.info({ toolpool: `${ref.namespace}/${ref.name}` }, "cleanup done; finalizer removed");
+    return {};
+  }
+}

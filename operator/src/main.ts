@@ -1,0 +1,114 @@
+/**
+ * @module The operator process: `npm run operator -- --kubeconfig FILE
+ * --namespace NS --leader-elect --metrics-port 8081`. In-cluster config by
+ * default. {@link createOperator} assembles the same thing in-process for
+ * tests.
+ */
+import { pathToFileURL } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
+import { Shutdown, createLogger, type Logger } from "../../common/src/index.js";
+import { parseOperatorOptions, DEFAULT_POD_NATS_URL, type OperatorOptions } from "./config.js";
+import { JetStreamPoolCleanup, noopPoolCleanup, setupControllers, type PoolCleanup } from "./controllers/index.js";
+import { createOperatorMetrics } from "./metrics.js";
+import { EventRecorder, KubeClient, Manager, type RateLimiter } from "./runtime/index.js";
+
+/** Loads the kubeconfig: the given file, else in-cluster, else the default loading rules. */
+export function loadKubeConfig(file?: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (file) kc.loadFromFile(file);
+  else if (process.env["KUBERNETES_SERVICE_HOST"]) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export interface Operator {
+  manager: Manager;
+  cleanup: PoolCleanup;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Test seams: replace the cleanup hook, pace retries, pass a kubeconfig object. */
+export interface OperatorOverrides {
+  kubeConfig?: KubeConfig;
+  cleanup?: PoolCleanup;
+  rateLimiter?: () => RateLimiter;
+  watchTimeoutSeconds?: number;
+  /** Serve probes at all (default true). */
+  probes?: boolean;
+}
+
+/** Assembles the manager, informers, controllers and the cleanup hook. */
+export function createOperator(opts: OperatorOptions, log: Logger, overrides: OperatorOverrides = {}): Operator {
+  const kc = overrides.kubeConfig ?? loadKubeConfig(opts.kubeconfig);
+  const client = new KubeClient(kc);
+  const metrics = createOperatorMetrics({ defaultMetrics: overrides.kubeConfig === undefined });
+  const manager = new Manager({
+    client,
+    log,
+    metrics,
+    ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
+    ...(opts.leaderElect
+      ? {
+          leaderElection: {
+            namespace: opts.leaseNamespace,
+            name: opts.leaseName,
+            identity: opts.identity,
+            leaseDurationMs: opts.leaseDurationMs,
+            renewDeadlineMs: opts.renewDeadlineMs,
+            retryPeriodMs: opts.retryPeriodMs,
+          },
+        }
+      : {}),
+    ...(overrides.probes === false ? {} : { probePort: opts.metricsPort, probeHost: opts.metricsHost }),
+    resyncMs: opts.resyncMs,
+    ...(overrides.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: overrides.watchTimeoutSeconds } : {}),
+  });
+  const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log) : noopPoolCleanup);
+  setupControllers(
+    manager,
+    {
+      client,
+      recorder: new EventRecorder(client, "interlace-operator", log, opts.identity),
+      build: {
+        image: opts.image,
+        ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
+        natsUrl: opts.natsUrl ?? DEFAULT_POD_NATS_URL,
+        routerUrl: opts.routerUrl,
+      },
+      log,
+    },
+    cleanup,
+    { workers: opts.workers, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
+  );
+  return {
+    manager,
+    cleanup,
+    start: () => manager.start(),
+    stop: async () => {
+      await manager.stop();
+      await cleanup.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const opts = parseOperatorOptions();
+  const log = createLogger("operator", opts.logLevel);
+  const operator = createOperator(opts, log);
+  const shutdown = new Shutdown(log, 20_000);
+  shutdown.add("operator", () => operator.stop());
+  shutdown.installSignalHandlers();
+  await operator.start();
+  log.info(
+    { namespace: opts.namespace ?? "(all)", leaderElect: opts.leaderElect, identity: opts.identity, metricsPort: operator.manager.probePort },
+    "operator started",
+  );
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`operator failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
