@@ -1,0 +1,200 @@
+import t from "tap";
+import { parse } from "yaml";
+import { compileSchema, toolRunnerConfigSchema, type ToolRunnerConfig } from "../../common/src/protocol/index.js";
+import { parseEnginePodOptions } from "../../engine-pod/src/config.js";
+import { parseArgv } from "../../common/src/index.js";
+import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
+import {
+  appEndpoint,
+  buildAppConfigMap,
+  buildEngineDeployment,
+  buildEnginePdb,
+  buildEngineService,
+  buildToolRunnerDeployment,
+  buildToolSpecConfigMap,
+  renderRunnerConfig,
+  resolveAppConfig,
+  APP_CONFIG_KEY,
+  RUNNER_SPEC_KEY,
+  type AppConfig,
+  type BuildOptions,
+} from "../../operator/src/resources/index.js";
+
+const build: BuildOptions = { image: "example/interlace:1", natsUrl: "nats://nats:4222", routerUrl: "http://router:8080" };
+
+function enginePool(spec: Partial<EnginePool["spec"]> = {}): EnginePool {
+  return {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "EnginePool",
+    metadata: { name: "qwen", namespace: "team", uid: "uid-ep", generation: 3 },
+    spec: { model: { path: "/models/q.gguf" }, runtime: { backend: "llama-cpp" }, ...spec },
+  };
+}
+
+function toolPool(tools: ToolPool["spec"]["tools"], extra: Partial<ToolPool["spec"]> = {}, name = "web"): ToolPool {
+  return {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "ToolPool",
+    metadata: { name, namespace: "team", uid: `uid-${name}`, generation: 1 },
+    spec: { tools, ...extra },
+  };
+}
+
+const search = { name: "search", description: "web search", parameters: { type: "object" }, http: { url: "http://search/api", timeoutMs: 500 }, estimatedLatencyMs: 800, speculative: true };
+const calc = { name: "calculator", description: "math", parameters: { type: "object" }, builtin: { name: "calculator" }, idempotent: true };
+
+t.test("engine Deployment: args parse with the engine's own option parser", async (t) => {
+  const pool = enginePool({ replicas: 3, runtime: { backend: "llama-cpp", device: "cuda", contextSize: 8192, parallelSequences: 16, threads: 6 }, kvPolicy: "swap", resources: { gpus: 2, memory: "24Gi", cpu: "4" } });
+  const dep = buildEngineDeployment(pool, build);
+  t.equal(dep.metadata?.name, "qwen-engine");
+  t.equal(dep.metadata?.namespace, "team");
+  t.equal(dep.spec?.replicas, 3);
+  t.same(dep.metadata?.ownerReferences, [{ apiVersion: "interlace.dev/v1alpha1", kind: "EnginePool", name: "qwen", uid: "uid-ep", controller: true, blockOwnerDeletion: true }]);
+  const c = dep.spec?.template.spec?.containers[0]!;
+  t.equal(c.image, "example/interlace:1");
+  t.same(c.command, ["node", "dist/engine-pod/src/main.js"]);
+  t.same(c.resources?.limits, { "nvidia.com/gpu": "2", memory: "24Gi" });
+  t.same(c.resources?.requests, { cpu: "4", memory: "24Gi" });
+  t.equal(c.readinessProbe?.httpGet?.path, "/readyz");
+  t.equal(c.livenessProbe?.httpGet?.path, "/healthz");
+  t.equal(c.securityContext?.readOnlyRootFilesystem, true);
+  t.same(c.securityContext?.capabilities?.drop, ["ALL"]);
+  t.equal(dep.spec?.template.spec?.securityContext?.runAsNonRoot, true);
+  t.same(dep.spec?.selector.matchLabels, dep.spec?.template.metadata?.labels && Object.fromEntries(Object.entries(dep.spec.template.metadata.labels).filter(([k]) => k.startsWith("app.kubernetes.io/"))));
+  // The downward API supplies POD_NAME; Kubernetes expands $(POD_NAME) in args.
+  t.ok(c.env?.some((e) => e.name === "POD_NAME" && e.valueFrom?.fieldRef?.fieldPath === "metadata.name"));
+  const args = (c.args ?? []).map((a) => (a === "$(POD_NAME)" ? "qwen-engine-abc12" : a));
+  const parsed = parseEnginePodOptions({ flags: parseArgv(args), env: {} });
+  t.equal(parsed.server.port, 8080);
+  t.equal(parsed.engine.modelPath, "/models/q.gguf");
+  t.equal(parsed.executor.kind, "nats");
+  t.equal(parsed.executor.natsUrl, "nats://nats:4222");
+  t.equal(parsed.podName, "qwen-engine-abc12");
+  t.match(parsed.engine, { contextSize: 8192, sequences: 16, threads: 6, kvPolicy: "swap" });
+});
+
+t.test("engine model sources: PVC mounted read-only, URL fetched by an init container", async (t) => {
+  const pvc = buildEngineDeployment(enginePool({ model: { pvc: { claimName: "models", path: "q/q.gguf" } } }), build);
+  const podSpec = pvc.spec?.template.spec!;
+  t.same(podSpec.volumes?.find((v) => v.name === "model")?.persistentVolumeClaim, { claimName: "models", readOnly: true });
+  const c = podSpec.containers[0]!;
+  t.same(c.volumeMounts?.find((m) => m.name === "model"), { name: "model", mountPath: "/models", readOnly: true });
+  t.equal(c.args?.[c.args.indexOf("--model") + 1], "/models/q/q.gguf");
+  t.notOk(podSpec.initContainers);
+
+  const url = buildEngineDeployment(enginePool({ model: { url: "https://example.com/q.gguf", sha256: "a".repeat(64) } }), build);
+  const spec = url.spec?.template.spec!;
+  t.ok(spec.volumes?.find((v) => v.name === "model")?.emptyDir);
+  const init = spec.initContainers?.[0]!;
+  t.equal(init.image, "example/interlace:1");
+  t.ok(init.command?.includes("https://example.com/q.gguf"));
+  t.ok(init.command?.includes("a".repeat(64)));
+  t.equal(spec.containers[0]!.args?.[spec.containers[0]!.args.indexOf("--model") + 1], "/models/model.gguf");
+
+  const image = buildEngineDeployment(enginePool({ image: "custom/engine:2" }), build);
+  t.equal(image.spec?.template.spec?.containers[0]!.image, "custom/engine:2", "spec.image overrides the operator default");
+});
+
+t.test("headless Service and PDB select the engine pods", async (t) => {
+  const pool = enginePool();
+  const dep = buildEngineDeployment(pool, build);
+  const svc = buildEngineService(pool);
+  t.equal(svc.spec?.clusterIP, "None");
+  t.same(svc.spec?.selector, dep.spec?.selector.matchLabels);
+  t.equal(svc.spec?.ports?.[0]?.port, 8080);
+  const pdb = buildEnginePdb(pool);
+  t.same(pdb.spec?.selector?.matchLabels, dep.spec?.selector.matchLabels);
+  t.equal(pdb.spec?.maxUnavailable, 1);
+  for (const o of [svc, pdb]) t.equal(o.metadata?.ownerReferences?.[0]?.uid, "uid-ep");
+});
+
+t.test("builders are pure: same input, same output", async (t) => {
+  const pool = enginePool();
+  t.same(buildEngineDeployment(pool, build), buildEngineDeployment(pool, build));
+  const tp = toolPool([search, calc]);
+  const a = renderRunnerConfig(tp);
+  const b = renderRunnerConfig(tp);
+  t.same(a, b);
+});
+
+t.test("ToolPool: the runner spec file validates against the runner's schema", async (t) => {
+  const tp = toolPool([search, calc, { name: "docs", description: "mcp", parameters: { type: "object" }, mcp: { url: "http://mcp/mcp", tool: "lookup" } }], { concurrency: 4, timeoutMs: 9000, retries: 1, replicas: 2 });
+  const rendered = renderRunnerConfig(tp);
+  if (!rendered.ok) throw new Error(rendered.message);
+  const cm = buildToolSpecConfigMap(tp, rendered.config);
+  const file = parse(cm.data?.[RUNNER_SPEC_KEY] ?? "") as ToolRunnerConfig;
+  const validate = compileSchema<ToolRunnerConfig>(toolRunnerConfigSchema, "spec");
+  const v = validate(file);
+  t.ok(v.ok, v.ok ? "valid" : v.error);
+  t.equal(file.namespace, "team");
+  t.equal(file.pool, "web");
+  t.equal(file.concurrency, 4);
+  t.same(file.tools[0], {
+    name: "search",
+    description: "web search",
+    parameters: { type: "object" },
+    estimatedLatencyMs: 800,
+    speculative: true,
+    timeoutMs: 500,
+    implementation: { type: "http", url: "http://search/api", method: "POST" },
+  });
+  t.same(file.tools[1]?.implementation, { type: "builtin", builtin: "calculator" });
+  t.same(file.tools[2]?.implementation, { type: "mcp", url: "http://mcp/mcp", tool: "lookup" });
+
+  const dep = buildToolRunnerDeployment(tp, rendered.config, build);
+  t.equal(dep.metadata?.name, "web-tools");
+  t.equal(dep.spec?.replicas, 2);
+  const c = dep.spec?.template.spec?.containers[0]!;
+  t.same(c.command, ["node", "dist/operator/src/toolrunner/main.js"]);
+  t.equal(c.args?.[c.args.indexOf("--spec-file") + 1], "/etc/interlace/tools.yaml");
+  t.equal(c.args?.[c.args.indexOf("--nats-url") + 1], "nats://nats:4222");
+  t.equal(dep.spec?.template.spec?.volumes?.find((v) => v.name === "spec")?.configMap?.name, "web-tools");
+
+  const changed = renderRunnerConfig(toolPool([search]));
+  if (!changed.ok) throw new Error(changed.message);
+  t.not(
+    buildToolRunnerDeployment(tp, changed.config, build).spec?.template.metadata?.annotations?.["interlace.dev/spec-hash"],
+    dep.spec?.template.metadata?.annotations?.["interlace.dev/spec-hash"],
+    "a tool change changes the pod template (runners restart with the new file)",
+  );
+});
+
+t.test("ToolPool: an HTTP method the runner cannot execute is reported, not rendered", async (t) => {
+  const r = renderRunnerConfig(toolPool([{ ...search, http: { url: "http://x", method: "GET" } }]));
+  t.equal(r.ok, false);
+  if (!r.ok) t.match(r.message, /GET is not supported/);
+});
+
+function app(spec: Partial<AgentApp["spec"]> = {}): AgentApp {
+  return {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "AgentApp",
+    metadata: { name: "helper", namespace: "team", uid: "uid-app", generation: 1 },
+    spec: { enginePool: { name: "qwen" }, toolPools: [{ name: "web" }], systemPrompt: "be brief", ...spec },
+  };
+}
+
+t.test("AgentApp: references resolve into a config, or a Degraded reason", async (t) => {
+  const pools = new Map([["web", toolPool([search, calc])]]);
+  t.match(resolveAppConfig(app(), undefined, pools), { ok: false, reason: Reason.EnginePoolNotFound });
+  t.match(resolveAppConfig(app(), enginePool(), new Map()), { ok: false, reason: Reason.ToolPoolNotFound, message: /ToolPool team\/web not found/ });
+  t.match(resolveAppConfig(app({ toolPools: [{ name: "web", tools: ["nope"] }] }), enginePool(), pools), { ok: false, reason: Reason.ToolNotFound });
+  const clash = new Map([...pools, ["web2", toolPool([calc], {}, "web2")]]);
+  t.match(resolveAppConfig(app({ toolPools: [{ name: "web" }, { name: "web2" }] }), enginePool(), clash), { ok: false, reason: Reason.InvalidSpec });
+
+  const subset = resolveAppConfig(app({ toolPools: [{ name: "web", tools: ["calculator"] }] }), enginePool(), pools);
+  t.ok(subset.ok);
+  if (subset.ok) t.same(subset.config.tools.map((x) => x.name), ["calculator"]);
+
+  const ok = resolveAppConfig(app(), enginePool(), pools);
+  if (!ok.ok) throw new Error(ok.message);
+  t.equal(ok.config.enginePool.endpoint, "http://qwen-engine.team.svc:8080");
+  t.same(ok.config.tools[0]?.pool, { namespace: "team", name: "web" });
+  t.equal(ok.config.callingMode, "async");
+  t.equal(ok.config.interrupts.userInterrupts, true, "async mode defaults to user interrupts on");
+  const cm = buildAppConfigMap(app(), ok.config);
+  t.equal(cm.metadata?.name, "helper-app-config");
+  t.equal(cm.metadata?.ownerReferences?.[0]?.kind, "AgentApp");
+  t.same(JSON.parse(cm.data?.[APP_CONFIG_KEY] ?? "") as AppConfig, ok.config);
+  t.equal(appEndpoint(app(), "http://router:8080/"), "http://router:8080/v1/apps/team/helper");
+});
