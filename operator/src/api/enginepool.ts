@@ -201,7 +201,7 @@ export const EnginePoolKind: KindDefinition = {
   plural: "enginepools",
   singular: "enginepool",
   namespaced: true,
-  shortNames: ["ep"],
+  shortNames: ["engp"],
   description: "EnginePool is a model served by a set of Interlace engine pods (llama.cpp on CPU/CUDA, or an OpenAI-compatible upstream).",
   spec: specSchema,
   status: statusSchema,

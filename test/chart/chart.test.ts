@@ -1,0 +1,245 @@
+/**
+ * @module The Helm chart with the real helm: lint, template with default and
+ * non-default values (structure, security settings, least-privilege RBAC),
+ * values.schema.json rejecting bad values, the dashboard's metrics existing
+ * in the code, and the rendered manifests applied server-side to a real
+ * kube-apiserver, where the operator's ServiceAccount can do exactly what the
+ * ClusterRole grants.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import t from "tap";
+import { parseAllDocuments } from "yaml";
+import { applyManifest, controlPlaneFor, kubeRequest, type Manifest } from "../helpers/control-plane.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CHART = path.join(ROOT, "charts/interlace");
+const HELM = path.join(process.env["INTERLACE_BIN"] ?? path.join(ROOT, ".cache/bin"), "helm");
+const NS = "interlace-system";
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function helm(args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(HELM, args, { maxBuffer: 32 << 20, env: { ...process.env, HELM_CACHE_HOME: "/tmp/interlace-helm/cache", HELM_CONFIG_HOME: "/tmp/interlace-helm/config", HELM_DATA_HOME: "/tmp/interlace-helm/data" } }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
+    });
+  });
+}
+
+async function render(set: string[] = [], extra: string[] = []): Promise<Manifest[]> {
+  const args = ["template", "interlace", CHART, "--namespace", NS, ...extra];
+  for (const s of set) args.push("--set", s);
+  const r = await helm(args);
+  if (r.code !== 0) throw new Error(`helm template failed: ${r.stderr}`);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as Manifest | null)
+    .filter((m): m is Manifest => m !== null);
+}
+
+function find(ms: Manifest[], kind: string, name?: string): any {
+  return ms.find((m) => m.kind === kind && (name === undefined || m.metadata.name === name));
+}
+
+function podSpecs(ms: Manifest[]): [string, any][] {
+  return ms.filter((m) => m.kind === "Deployment" || m.kind === "StatefulSet").map((m) => [`${m.kind}/${m.metadata.name}`, (m as any).spec.template.spec]);
+}
+
+t.before(() => {
+  if (!existsSync(HELM)) throw new Error(`${HELM} is missing: run bash hack/install-tools.sh`);
+});
+
+t.test("helm lint", async (t) => {
+  const r = await helm(["lint", CHART, "--strict"]);
+  t.equal(r.code, 0, r.stdout + r.stderr);
+  const r2 = await helm(["lint", CHART, "--strict", "--set", "nats.enabled=false", "--set", "nats.externalUrl=nats://nats.infra:4222", "--set", "serviceMonitor.enabled=true"]);
+  t.equal(r2.code, 0, r2.stdout + r2.stderr);
+});
+
+t.test("helm template with default values", async (t) => {
+  const ms = await render();
+  const dep = find(ms, "Deployment", "interlace-operator");
+  t.ok(dep, "operator Deployment");
+  t.equal(dep.spec.replicas, 2, "two operator replicas");
+  const container = dep.spec.template.spec.containers[0];
+  t.ok(container.args.includes("--leader-elect=true"), "leader election on");
+  t.ok(container.args.includes("--nats-url=nats://interlace-nats.interlace-system.svc:4222"), "in-chart NATS URL");
+  t.equal(dep.spec.template.spec.serviceAccountName, "interlace");
+  t.ok(find(ms, "ServiceAccount", "interlace"));
+  t.ok(find(ms, "Service", "interlace"));
+  const binding = find(ms, "ClusterRoleBinding", "interlace-operator");
+  t.same(binding.subjects, [{ kind: "ServiceAccount", name: "interlace", namespace: NS }]);
+
+  const sts = find(ms, "StatefulSet", "interlace-nats");
+  t.ok(sts, "NATS StatefulSet");
+  t.equal(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage, "2Gi", "JetStream PVC");
+  t.match(find(ms, "ConfigMap", "interlace-nats").data["nats.conf"], /jetstream \{[^}]*store_dir: \/data\/jetstream/s, "JetStream enabled on the PVC");
+
+  const dash = find(ms, "ConfigMap", "interlace-dashboard-interlace");
+  t.equal(dash.metadata.labels.grafana_dashboard, "1", "Grafana sidecar label");
+  const json = JSON.parse(dash.data["interlace.json"]);
+  t.ok(json.panels.length >= 10, "dashboard has panels");
+  t.notOk(find(ms, "ServiceMonitor"), "no ServiceMonitor by default");
+
+  for (const [name, pod] of podSpecs(ms)) {
+    t.equal(pod.securityContext.runAsNonRoot, true, `${name} runs as non-root`);
+    for (const c of pod.containers) {
+      t.equal(c.securityContext.readOnlyRootFilesystem, true, `${name}/${c.name} read-only root filesystem`);
+      t.same(c.securityContext.capabilities.drop, ["ALL"], `${name}/${c.name} drops all capabilities`);
+      t.equal(c.securityContext.allowPrivilegeEscalation, false, `${name}/${c.name} no privilege escalation`);
+      t.ok(c.resources?.requests, `${name}/${c.name} has resource requests`);
+    }
+  }
+});
+
+t.test("the ClusterRole grants exactly what the reconcilers need", async (t) => {
+  const role = find(await render(), "ClusterRole", "interlace-operator");
+  const grants = new Set<string>();
+  for (const rule of role.rules) for (const g of rule.apiGroups) for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
+  const must = [
+    "interlace.dev/enginepools:watch", "interlace.dev/toolpools:list", "interlace.dev/agentapps:patch",
+    "interlace.dev/enginepools/status:patch", "interlace.dev/toolpools/finalizers:update",
+    "apps/deployments:patch", "apps/deployments:create", "/services:watch", "/configmaps:patch",
+    "policy/poddisruptionbudgets:patch", "/events:create", "coordination.k8s.io/leases:update",
+  ];
+  for (const g of must) t.ok(grants.has(g), `grants ${g}`);
+  for (const g of [...grants]) {
+    t.notOk(g.includes("*"), `no wildcard (${g})`);
+    t.notMatch(g, /secrets|pods|nodes|clusterroles|customresourcedefinitions/, `nothing beyond its children (${g})`);
+  }
+});
+
+t.test("helm template with non-default values", async (t) => {
+  const ms = await render([
+    "nats.enabled=false",
+    "nats.externalUrl=nats://nats.infra.svc:4222",
+    "serviceMonitor.enabled=true",
+    "serviceMonitor.labels.release=prom",
+    "operator.replicas=3",
+    "operator.leaderElection.enabled=false",
+    "dashboards.enabled=false",
+    "image.tag=v9.9.9",
+    "serviceAccount.name=custom-sa",
+  ]);
+  t.notOk(find(ms, "StatefulSet"), "no NATS StatefulSet with an external URL");
+  const dep = find(ms, "Deployment", "interlace-operator");
+  t.equal(dep.spec.replicas, 3);
+  const c = dep.spec.template.spec.containers[0];
+  t.ok(c.args.includes("--nats-url=nats://nats.infra.svc:4222"), "external NATS URL passed on");
+  t.ok(c.args.includes("--leader-elect=false"));
+  t.equal(c.image, "ghcr.io/interlace-dev/interlace:v9.9.9");
+  t.equal(dep.spec.template.spec.serviceAccountName, "custom-sa");
+  const sm = find(ms, "ServiceMonitor");
+  t.ok(sm, "ServiceMonitor rendered");
+  t.equal(sm.metadata.labels.release, "prom");
+  t.notOk(find(ms, "ConfigMap", "interlace-dashboard-interlace"), "dashboards off");
+});
+
+t.test("values.schema.json rejects bad values", async (t) => {
+  const cases: [string, string[], RegExp][] = [
+    ["zero operator replicas", ["operator.replicas=0"], /operator\/replicas|operator\.replicas/],
+    ["external NATS without a URL", ["nats.enabled=false"], /externalUrl/],
+    ["NATS URL with the wrong scheme", ["nats.enabled=false", "nats.externalUrl=http://nats:4222"], /externalUrl/],
+    ["unknown pull policy", ["image.pullPolicy=Sometimes"], /pullPolicy/],
+    ["misspelt top-level key", ["operater.replicas=2"], /operater/],
+    ["root pods", ["podSecurityContext.runAsNonRoot=false"], /runAsNonRoot/],
+    ["bad log level", ["operator.logLevel=loud"], /logLevel/],
+  ];
+  for (const [name, set, expect] of cases) {
+    const args = ["template", "interlace", CHART];
+    for (const s of set) args.push("--set", s);
+    const r = await helm(args);
+    t.not(r.code, 0, `${name}: rejected`);
+    t.match(r.stderr, /values don't meet the specifications of the schema/, `${name}: by the schema`);
+    t.match(r.stderr, expect, `${name}: names the field`);
+  }
+});
+
+t.test("the dashboard only uses metrics the code exports", async (t) => {
+  const dashboard = readFileSync(path.join(CHART, "dashboards/interlace.json"), "utf8");
+  const used = new Set([...dashboard.matchAll(/interlace_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, "")));
+  const sources: string[] = [];
+  const walk = (dir: string): void => {
+    for (const f of readdirSync(dir)) {
+      const p = path.join(dir, f);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (p.endsWith(".ts")) sources.push(readFileSync(p, "utf8"));
+    }
+  };
+  for (const d of ["engine-pod/src", "operator/src"]) if (existsSync(path.join(ROOT, d))) walk(path.join(ROOT, d));
+  const code = sources.join("\n").replace(/\$\{PREFIX\}/g, "interlace_engine_");
+  t.ok(used.size >= 10, `dashboard uses ${used.size} metrics`);
+  for (const m of used) t.ok(code.includes(m), `${m} is exported by engine, runner or operator`);
+});
+
+t.test("rendered manifests apply server-side to a real API server", async (t) => {
+  const cp = await controlPlaneFor(t);
+  const kc = cp.kubeConfig;
+  t.equal((await kubeRequest(kc, "POST", "/api/v1/namespaces", { body: { metadata: { name: NS } } })).status, 201);
+  // The Prometheus Operator's CRD does not exist here: install a minimal one so the ServiceMonitor applies.
+  await applyManifest(kc, minimalServiceMonitorCrd());
+  const ms = await render(["serviceMonitor.enabled=true"], ["--include-crds"]);
+  const crds = ms.filter((m) => m.kind === "CustomResourceDefinition");
+  t.equal(crds.length, 3, "the chart ships the three CRDs");
+  for (const m of crds) await applyManifest(kc, m);
+  await waitEstablished(kc, [...crds.map((c) => c.metadata.name), "servicemonitors.monitoring.coreos.com"]);
+  for (const m of ms.filter((m) => m.kind !== "CustomResourceDefinition")) {
+    const res = await applyManifest(kc, m, { namespace: NS, allowError: true });
+    t.ok(res.status < 300, `${m.kind}/${m.metadata.name} applied: ${res.status}`, { body: res.body });
+  }
+  const dep = (await kubeRequest(kc, "GET", `/apis/apps/v1/namespaces/${NS}/deployments/interlace-operator`)).body as any;
+  t.equal(dep.spec.replicas, 2, "operator Deployment stored");
+
+  // As the operator's ServiceAccount: exactly what the ClusterRole grants.
+  const sa = await cp.kubeConfigFor(NS, "interlace");
+  const can = async (verb: string, group: string, resource: string, namespace = "default", subresource = ""): Promise<boolean> => {
+    const res = await kubeRequest(sa, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+      body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { resourceAttributes: { verb, group, resource, namespace, subresource } } },
+    });
+    return (res.body as { status?: { allowed?: boolean } }).status?.allowed === true;
+  };
+  t.ok(await can("watch", "interlace.dev", "enginepools"), "watch EnginePools in any namespace");
+  t.ok(await can("patch", "interlace.dev", "agentapps", "team-a", "status"), "patch AgentApp status");
+  t.ok(await can("patch", "apps", "deployments", "team-a"), "apply Deployments");
+  t.ok(await can("create", "", "configmaps", "team-b"), "create ConfigMaps");
+  t.ok(await can("update", "coordination.k8s.io", "leases", NS), "renew its Lease");
+  t.notOk(await can("get", "", "secrets"), "no Secrets");
+  t.notOk(await can("create", "", "pods"), "no Pods");
+  t.notOk(await can("delete", "interlace.dev", "enginepools"), "never deletes user resources");
+  t.notOk(await can("create", "apiextensions.k8s.io", "customresourcedefinitions"), "no CRD writes");
+  const list = await kubeRequest(sa, "GET", "/apis/interlace.dev/v1alpha1/enginepools");
+  t.equal(list.status, 200, "the ServiceAccount token authenticates and lists EnginePools");
+});
+
+async function waitEstablished(kc: Parameters<typeof kubeRequest>[0], names: string[]): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (const name of names) {
+    for (;;) {
+      const res = await kubeRequest(kc, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      const conds = (res.body as any).status?.conditions ?? [];
+      if (conds.some((c: any) => c.type === "Established" && c.status === "True")) break;
+      if (Date.now() > deadline) throw new Error(`${name} not Established`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+function minimalServiceMonitorCrd(): Manifest {
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: "servicemonitors.monitoring.coreos.com" },
+    spec: {
+      group: "monitoring.coreos.com",
+      scope: "Namespaced",
+      names: { kind: "ServiceMonitor", listKind: "ServiceMonitorList", plural: "servicemonitors", singular: "servicemonitor" },
+      versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+    },
+  };
+}
