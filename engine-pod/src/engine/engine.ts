@@ -11,7 +11,7 @@
  * session sits in `busy`, so the batch never waits for them.
  */
 import { randomUUID } from "node:crypto";
-import { LlamaGrammar, LlamaGrammarEvaluationState, type Token } from "node-llama-cpp";
+import { LlamaGrammar, LlamaGrammarEvaluationState, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import {
   CML,
   ErrorCode,
@@ -45,6 +45,26 @@ import { median, SessionState, type SessionConfig } from "./session-state.js";
 
 /** Default time budget of one tool call when the spec gives no latency. */
 const DEFAULT_CALL_BUDGET_MS = 60_000;
+
+/** What tests and benchmarks may inspect beyond the `Engine` contract. */
+export interface EngineInternals {
+  runtime: Runtime;
+  kv: KvManager;
+  /** The sequence a session or completion ran on (it may since have been reused). */
+  sequenceOf(sessionId: string): LlamaContextSequence | undefined;
+  /**
+   * `context`: tokens in the session's KV state, as the engine tracks them;
+   * `generated`: tokens emitted by decode steps and fed; `sampled`: what the
+   * model sampled at each step (differs from `generated` under a policy).
+   */
+  transcript(sessionId: string): { context: Token[]; generated: Token[]; sampled: Token[] } | undefined;
+}
+
+/** The internals of an engine made by {@link createEngine}. */
+export function engineInternals(engine: Engine): EngineInternals {
+  if (!(engine instanceof LockstepEngine)) throw new Error("not an engine made by createEngine");
+  return engine.internals;
+}
 
 /** Extra engine options for tests and benchmarks. */
 export interface EngineExtras {
@@ -258,9 +278,20 @@ class LockstepEngine implements Engine {
     return this.runtime.tokenizeText(text).length;
   }
 
-  /** The runtime (tests and benchmarks inspect sequences; not part of the `Engine` contract). */
-  get internals(): { runtime: Runtime; kv: KvManager; slotOf(sessionId: string): number | undefined } {
-    return { runtime: this.runtime, kv: this.kv, slotOf: (id) => this.sessions.get(id)?.slot };
+  /** For tests and benchmarks: not part of the `Engine` contract. */
+  get internals(): EngineInternals {
+    return {
+      runtime: this.runtime,
+      kv: this.kv,
+      sequenceOf: (id) => {
+        const s = this.sessions.get(id);
+        return s === undefined ? undefined : this.runtime.sequences[s.slot];
+      },
+      transcript: (id) => {
+        const s = this.sessions.get(id);
+        return s === undefined ? undefined : { context: s.context.slice(), generated: s.generated.slice(), sampled: s.sampled.slice() };
+      },
+    };
   }
 
   async close(): Promise<void> {
@@ -445,6 +476,7 @@ class LockstepEngine implements Engine {
       return;
     }
 
+    s.sampled.push(sampled);
     let token = sampled;
     let eos = this.runtime.isEog(sampled);
     if (s.policy !== undefined) {

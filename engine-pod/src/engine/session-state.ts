@@ -78,6 +78,8 @@ export class SessionState implements EngineSession {
   promptTokens = 0;
   /** Tokens emitted by decode steps (sampled or scripted), as fed. */
   generated: Token[] = [];
+  /** What the model sampled at each step (the policy may have fed something else). */
+  sampled: Token[] = [];
   queue: QueuedInterrupt[] = [];
   outstanding = new Map<string, OutstandingCall>();
   /** Calls of the current turn (syncParallel / completion turn end). */

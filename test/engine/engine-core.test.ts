@@ -1,0 +1,109 @@
+/**
+ * @module The decode loop's core behaviour on real llama.cpp: calls overlap
+ * with decoding, injection keeps the KV cache, and an interrupt arriving
+ * inside a call block waits for its `[END]`.
+ */
+import t from "tap";
+import { CML } from "../../common/src/index.js";
+import { engineInternals } from "../../engine-pod/src/engine/index.js";
+import { eventsOf, startEngine, TOOLS } from "./engine-fixture.js";
+
+// One engine for the file: loading the model dominates a test's time.
+const { engine, executor } = await startEngine(t);
+const internals = engineInternals(engine);
+
+t.test("overlap: the first call runs while the second call's tokens are decoded", async (t) => {
+  const calls = [
+    { id: "a", tool: "wait", arguments: { ms: 300, tag: "first" }, dependsOn: [], estimatedLatencyMs: 300 },
+    { id: "b", tool: "wait", arguments: { ms: 50, tag: "second" }, dependsOn: [], estimatedLatencyMs: 50 },
+  ];
+  for (const mode of ["async", "sync"] as const) {
+    executor.calls.length = 0;
+    const s = engine.createSession({ prompt: "two calls", tools: TOOLS, mode, policy: { type: "lpt-dag", calls, thinkTokens: 4 } });
+    const done = await s.finished;
+    t.equal(done.reason, "eos", `${mode}: finished`);
+    t.equal(done.scripted, true, `${mode}: labelled scripted`);
+    const [a, b] = executor.calls;
+    t.ok(a !== undefined && b !== undefined, `${mode}: both calls ran`);
+    if (a === undefined || b === undefined) continue;
+    t.same([a.id, b.id], ["a", "b"], `${mode}: LPT order, longest first`);
+    // b's call block (and the filler) was decoded after a had started.
+    t.ok(b.decodedAtStart - a.decodedAtStart >= 10, `${mode}: tokens decoded between the two dispatches`);
+    if (mode === "async") t.ok(b.startedAt < a.endedAt!, "async: b dispatched while a still runs");
+    else t.ok(b.startedAt >= a.endedAt!, "sync: b dispatched only after a finished");
+    t.equal(eventsOf(s.events, "interrupt").length, 2, `${mode}: both results delivered`);
+  }
+});
+
+t.test("injection keeps the KV cache: the sequence grows by exactly the interrupt's tokens", async (t) => {
+  const s = engine.createSession({
+    prompt: "one call",
+    tools: TOOLS,
+    policy: { type: "lpt-dag", calls: [{ id: "q", tool: "wait", arguments: { ms: 20 }, dependsOn: [] }], thinkTokens: 30, finalText: " all done" },
+  });
+  const seq = internals.sequenceOf(s.id)!;
+  const meterBefore = seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens;
+  let injectedAt = -1;
+  let lengthBefore = -1;
+  s.subscribe((e) => {
+    if (e.type === "interrupt") {
+      // Emitted when the interrupt's tokens are queued to be fed in the next step.
+      lengthBefore = seq.nextTokenIndex;
+      injectedAt = internals.transcript(s.id)!.context.length;
+    }
+  });
+  const done = await s.finished;
+  t.equal(done.reason, "eos");
+  const intr = eventsOf(s.events, "interrupt");
+  t.equal(intr.length, 1, "one interrupt");
+  const tokens = intr[0]!.tokens;
+  t.ok(tokens >= 5, "the block has markers, id and value");
+  t.equal(done.usage.injectedTokens, tokens, "injected tokens counted");
+  t.equal(done.usage.prefilledTokens, done.usage.promptTokens, "nothing re-prefilled: only the prompt was prefilled");
+  t.equal(lengthBefore, injectedAt, "the engine's view matches the sequence at injection");
+
+  // Final sequence = prompt + every fed generated token + the interrupt, each evaluated exactly once.
+  const tr = internals.transcript(s.id)!;
+  const expected = done.usage.promptTokens + tr.generated.length + tokens;
+  t.equal(seq.nextTokenIndex, expected, "sequence length = prompt + generated + interrupt tokens");
+  t.equal(seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens - meterBefore, expected, "no token evaluated twice");
+  t.same(seq.contextTokens, tr.context, "the sequence holds exactly the tracked tokens");
+
+  // The interrupt's tokens are in place, right after the token they followed.
+  const rt = internals.runtime;
+  const block = [...rt.markerIds[CML.INTR], ...rt.tokenizeText("q"), ...rt.markerIds[CML.HEAD], ...rt.tokenizeText("waited 20"), ...rt.markerIds[CML.END]];
+  t.equal(block.length, tokens);
+  const ctx = seq.contextTokens;
+  t.same(ctx.slice(injectedAt + 1, injectedAt + 1 + tokens), block, "[INTR] q [HEAD] waited 20 [END] appended in place");
+});
+
+t.test("an interrupt arriving inside a call block is injected only after its [END]", async (t) => {
+  const long = "x".repeat(60);
+  // `fast` answers at once (while `slow`'s block is being decoded); `slow` has a long body.
+  const s = engine.createSession({
+    prompt: "critical sections",
+    tools: TOOLS,
+    policy: {
+      type: "lpt-dag",
+      calls: [
+        { id: "fast", tool: "echo", arguments: { text: "hi" }, dependsOn: [], estimatedLatencyMs: 500 },
+        { id: "slow", tool: "wait", arguments: { ms: 10, tag: long }, dependsOn: [], estimatedLatencyMs: 10 },
+      ],
+    },
+  });
+  const done = await s.finished;
+  t.equal(done.reason, "eos");
+  const order = s.events.filter((e) => e.type === "call" || e.type === "interrupt").map((e) => (e.type === "call" ? `call:${e.callId}` : `intr:${e.id}`));
+  t.same(order.slice(0, 3), ["call:fast", "call:slow", "intr:fast"], "fast's result waits for slow's [END]");
+  const fast = eventsOf(s.events, "interrupt").find((e) => e.id === "fast")!;
+  t.ok(fast.delayTokens >= 20, `held for the whole block (${fast.delayTokens} tokens)`);
+  t.ok(engine.stats().interruptsDeferred >= 1, "counted as deferred by a critical section");
+  // In the token stream, the [INTR] follows slow's [END] directly.
+  const rt = internals.runtime;
+  const ctx = internals.transcript(s.id)!.context;
+  const intrAt = ctx.indexOf(rt.markerIds[CML.INTR][0]!);
+  t.equal(ctx[intrAt - 1], rt.markerIds[CML.END][0], "[INTR] right after an [END]");
+  const callStarts = ctx.map((tk, i) => (tk === rt.markerIds[CML.CALL][0] ? i : -1)).filter((i) => i >= 0);
+  t.equal(callStarts.length, 2);
+  t.ok(intrAt > callStarts[1]!, "after the second call block, not inside it");
+});
