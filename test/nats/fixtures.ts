@@ -71,3 +71,75 @@ export async function counterValue(metric: { get(): Promise<{ values: { value: n
   const { values } = await metric.get();
   return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((a, v) => a + v.value, 0);
 }
+
+/** A tool runner child process (`tsx operator/src/toolrunner/main.ts`), as a ToolPool pod runs it. */
+export interface RunnerProcess {
+  pid: number;
+  port: number;
+  /** Resolves when the process has exited. */
+  exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** A metric's value from the runner's /metrics (sum over matching label sets). */
+  metric(name: string): Promise<number>;
+}
+
+export async function spawnRunner(t: Teardownable, url: string, config: ToolRunnerConfig, runnerId: string): Promise<RunnerProcess> {
+  const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { spawn } = await import("node:child_process");
+  const dir = mkdtempSync(join(tmpdir(), "interlace-runner-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const specFile = join(dir, "tools.json");
+  writeFileSync(specFile, JSON.stringify(config));
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "operator/src/toolrunner/main.ts", "--spec-file", specFile, "--nats-url", url, "--port", "0", "--host", "127.0.0.1", "--runner-id", runnerId, "--heartbeat-ms", "500"],
+    { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_LEVEL: process.env["LOG_LEVEL"] ?? "warn" } },
+  );
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`runner ${runnerId} not ready in 60s: ${out}`)), 60_000);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /toolrunner ready port=(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    void exited.then((code) => reject(new Error(`runner ${runnerId} exited with ${code}: ${out}`)));
+  });
+  return {
+    pid: child.pid!,
+    port,
+    exited,
+    async kill(signal = "SIGKILL") {
+      child.kill(signal);
+      await exited;
+    },
+    async metric(name) {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      let sum = 0;
+      for (const line of text.split("\n")) if (line.startsWith(name) && /^[^ {]+(\{[^}]*\})? /.test(line) && line.split(/[ {]/)[0] === name) sum += Number(line.split(" ").pop());
+      return sum;
+    },
+  };
+}
+
+/** Polls `check` every 20 ms until it holds or `ms` pass; returns whether it held. */
+export async function waitFor(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
