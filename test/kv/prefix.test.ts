@@ -6,7 +6,7 @@
  * evaluation of the whole prompt.
  */
 import t from "tap";
-import { getModuleVersion, type Token } from "node-llama-cpp";
+import { getModuleVersion, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import { FORK_TESTED_VERSION, forkPrefix, reusePrefix } from "../../engine-pod/src/kv/index.js";
 import { greedy, loadTestModel, textTokens } from "./llama-fixture.js";
 
@@ -26,6 +26,11 @@ async function fresh(tokens: readonly Token[], count = CONTINUE): Promise<Token[
   } finally {
     await seq.dispose();
   }
+}
+
+/** Every token llama.cpp evaluated on the sequence (its meter splits them into input and output). */
+function evaluated(seq: LlamaContextSequence): number {
+  return seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens;
 }
 
 function commonPrefix(a: readonly Token[], b: readonly Token[]): number {
@@ -54,9 +59,9 @@ t.test("prefix reuse keeps the common prefix and evaluates only the suffix", asy
   t.same(reuse.suffix, second.slice(lcp));
   t.equal(seq.nextTokenIndex, lcp, "the tail after the common prefix is erased");
 
-  const inputBefore = seq.tokenMeter.usedInputTokens;
+  const inputBefore = evaluated(seq);
   await seq.evaluateWithoutGeneratingNewTokens(reuse.suffix.slice(0, -1));
-  t.equal(seq.tokenMeter.usedInputTokens - inputBefore, reuse.suffix.length - 1, "only the suffix is evaluated");
+  t.equal(evaluated(seq) - inputBefore, reuse.suffix.length - 1, "only the suffix is evaluated");
   const out = await greedy(seq, reuse.suffix.slice(-1), CONTINUE);
   t.same(out, await fresh(second), "continuation equals a fresh evaluation of the whole prompt");
 });
@@ -93,11 +98,11 @@ t.test("fork copies a resident system prefix without evaluating it", async (t) =
   const pending = head[head.length - 1] as Token;
   const sourceTokens = source.contextTokens.slice();
 
-  const inputBefore = target.tokenMeter.usedInputTokens;
+  const inputBefore = evaluated(target);
   const fork = await forkPrefix(target, source, system.length);
   t.equal(fork.method, "copy", "the internal copy was used");
   t.equal(fork.evaluatedTokens, 0);
-  t.equal(target.tokenMeter.usedInputTokens, inputBefore, "nothing evaluated on the target");
+  t.equal(evaluated(target), inputBefore, "nothing evaluated on the target");
   t.same(target.contextTokens, system, "the target holds exactly the prefix");
   t.same(source.contextTokens, sourceTokens, "the source is untouched");
 
