@@ -1,0 +1,115 @@
+/**
+ * @module The engine pod's one options schema, parsed once at start-up from
+ * flags over environment variables over defaults: the engine's own options
+ * (model, context, sequences, threads, GPU, KV policy — parsed by the
+ * engine's `parseEngineOptions`), where the model comes from (`--model` path
+ * or a generated `--model-preset`), the HTTP server's port and body limits,
+ * which executor runs tool calls, and the pod's name.
+ */
+import {
+  enumOpt,
+  intOpt,
+  optionalStringOpt,
+  stringOpt,
+  defaultSource,
+  InterlaceError,
+  ErrorCode,
+  type Source,
+} from "../../common/src/index.js";
+import { parseEngineOptions as parseEngineCoreOptions, type EngineOptions } from "./engine/index.js";
+
+export const EXECUTOR_KINDS = ["in-process", "nats"] as const;
+export type ExecutorKind = (typeof EXECUTOR_KINDS)[number];
+
+export const MODEL_PRESETS = ["test", "bench"] as const;
+export type ModelPresetName = (typeof MODEL_PRESETS)[number];
+
+export interface ServerOptions {
+  port: number;
+  host: string;
+  /** Largest request body accepted, bytes (larger → 413). */
+  maxBodyBytes: number;
+  /** Largest prompt accepted, UTF-8 bytes over all messages (larger → 413). */
+  maxPromptBytes: number;
+  /** `Retry-After` seconds sent with a 429 when every sequence is busy. */
+  retryAfterSeconds: number;
+}
+
+export interface ExecutorOptions {
+  kind: ExecutorKind;
+  /** NATS server URL(s), comma-separated; required with `--executor nats`. */
+  natsUrl?: string;
+  /** Default tool-call timeout for tools whose pool sets none, ms. */
+  toolTimeoutMs: number;
+}
+
+export interface EnginePodOptions {
+  /** Engine options; `modelPath` is empty when a preset is still to be generated. */
+  engine: EngineOptions;
+  /** Generate (or reuse) this model when no `--model` path is given. */
+  modelPreset?: ModelPresetName;
+  server: ServerOptions;
+  executor: ExecutorOptions;
+  /** This pod's name: NATS interrupt subjects and heartbeats (`POD_NAME` from the downward API). */
+  podName: string;
+  logLevel: string;
+}
+
+function invalid(message: string): InterlaceError {
+  return new InterlaceError(ErrorCode.BadRequest, message);
+}
+
+/**
+ * Reads every engine-pod flag: `--port` (8080), `--host`, `--model` or
+ * `--model-preset test|bench`, the engine's `--context-size --sequences
+ * --threads --gpu false|cuda|auto --kv-policy auto|keep|swap|recompute
+ * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
+ * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
+ * `--nats-url`, `--tool-timeout-ms`, `--pod-name`, `--log-level`. Throws an
+ * {@link InterlaceError} naming the flag and its environment variable.
+ */
+export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodOptions {
+  const engine = parseEngineCoreOptions(src);
+  const presetRaw = optionalStringOpt(src, "model-preset");
+  let modelPreset: ModelPresetName | undefined;
+  if (presetRaw !== undefined) modelPreset = enumOpt(src, "model-preset", MODEL_PRESETS, "test");
+  if (engine.modelPath !== "" && modelPreset !== undefined) {
+    throw invalid("give either --model (MODEL) or --model-preset (MODEL_PRESET), not both");
+  }
+  if (engine.modelPath === "" && modelPreset === undefined) {
+    throw invalid("no model: give --model PATH (MODEL) or --model-preset test|bench (MODEL_PRESET)");
+  }
+  const maxBodyBytes = intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 });
+  const server: ServerOptions = {
+    port: intOpt(src, "port", 8080, { min: 0, max: 65535 }),
+    host: stringOpt(src, "host", "0.0.0.0"),
+    maxBodyBytes,
+    maxPromptBytes: intOpt(src, "max-prompt-bytes", Math.min(maxBodyBytes, 262_144), { min: 1, max: maxBodyBytes }),
+    retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
+  };
+  const kind = enumOpt(src, "executor", EXECUTOR_KINDS, "in-process");
+  const natsUrl = optionalStringOpt(src, "nats-url");
+  if (kind === "nats" && (natsUrl === undefined || natsUrl === "")) {
+    throw invalid("--executor nats needs --nats-url (NATS_URL), e.g. nats://127.0.0.1:4222");
+  }
+  const executor: ExecutorOptions = {
+    kind,
+    toolTimeoutMs: intOpt(src, "tool-timeout-ms", 30_000, { min: 1, max: 3_600_000 }),
+    ...(natsUrl !== undefined ? { natsUrl } : {}),
+  };
+  const podName = stringOpt(src, "pod-name", process.env["HOSTNAME"] ?? "engine-local");
+  if (!/^[a-zA-Z0-9_-]{1,63}$/.test(podName)) {
+    throw invalid(`invalid --pod-name (POD_NAME): "${podName}" must be 1-63 characters of [a-zA-Z0-9_-] (it is a NATS subject token)`);
+  }
+  return {
+    engine,
+    ...(modelPreset !== undefined ? { modelPreset } : {}),
+    server,
+    executor,
+    podName,
+    logLevel: stringOpt(src, "log-level", "info"),
+  };
+}
+
+/** The name the issue gives this parser. */
+export const parseEngineOptions = parseEnginePodOptions;

@@ -1,0 +1,132 @@
+/**
+ * @module The engine pod's entrypoint (`npm run engine -- --model-preset test`):
+ * parse the options, start the HTTP server (so `/healthz` answers while the
+ * model loads), generate or locate the model, connect the executor selected
+ * by `--executor`, load the engine, and serve until SIGTERM/SIGINT; then stop
+ * accepting, cancel live sessions, close the engine and the executor.
+ */
+import { pathToFileURL } from "node:url";
+import { createLogger, InterlaceError, Shutdown, type Logger, type ToolSpec } from "../../common/src/index.js";
+import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
+import { parseEnginePodOptions, type EnginePodOptions } from "./config.js";
+import { createEngine, type Engine } from "./engine/index.js";
+import { InProcessExecutor, type Executor } from "./executor/index.js";
+import { EngineMetrics } from "./metrics/index.js";
+import { ensureModel } from "./model/index.js";
+import { EngineServer, type ToolCatalog } from "./server/index.js";
+
+/** A started engine pod, for tests and the demo that run it in-process. */
+export interface EnginePod {
+  server: EngineServer;
+  engine: Engine;
+  executor: Executor;
+  port: number;
+  /** Stops accepting, cancels sessions, closes the engine and the executor (idempotent). */
+  close(): Promise<void>;
+}
+
+interface ExecutorChoice {
+  executor: Executor;
+  catalog: ToolCatalog;
+  /** Wires the engine in once it exists (user/agent interrupts arriving over NATS). */
+  attach(engine: Engine): void;
+}
+
+async function createExecutor(options: EnginePodOptions, log: Logger, metrics: EngineMetrics): Promise<ExecutorChoice> {
+  if (options.executor.kind === "in-process") {
+    const tools = createBuiltinTools();
+    const builtins = new Map<string, ToolSpec>([...tools].map(([name, tool]) => [name, tool.spec]));
+    return { executor: new InProcessExecutor({ tools, log: log.child({ subsystem: "executor" }) }), catalog: { builtins, pools: false }, attach: () => {} };
+  }
+  // Loaded only when selected, so in-process pods never load the NATS client.
+  const { NatsExecutor } = await import("./executor/nats-executor.js");
+  const executor = await NatsExecutor.connect({
+    servers: options.executor.natsUrl!.split(","),
+    enginePod: options.podName,
+    registry: metrics.registry,
+    log,
+  });
+  return {
+    executor,
+    catalog: { builtins: new Map(), pools: true },
+    attach: (engine) => executor.setInterruptHandler((sessionId, input) => engine.interrupt(sessionId, input)),
+  };
+}
+
+/** Starts an engine pod from parsed options (HTTP server, executor, model, engine). */
+export async function startEnginePod(options: EnginePodOptions, log: Logger): Promise<EnginePod> {
+  const metrics = new EngineMetrics();
+  const started: { name: string; close: () => Promise<void> }[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const { name, close } of started.reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        log.warn({ err, closer: name }, "closer failed during shutdown");
+      }
+    }
+    started.length = 0;
+  };
+  try {
+    const { executor, catalog, attach } = await createExecutor(options, log, metrics);
+    started.push({ name: "executor", close: () => executor.close() });
+
+    const server = new EngineServer({
+      catalog,
+      limits: options.server,
+      metrics,
+      log: log.child({ subsystem: "http" }),
+    });
+    const port = await server.listen(options.server.port, options.server.host);
+    started.push({ name: "http", close: () => server.close() });
+    log.info({ port, executor: options.executor.kind }, "listening; loading model");
+
+    let modelPath = options.engine.modelPath;
+    if (modelPath === "" && options.modelPreset !== undefined) {
+      const t0 = performance.now();
+      modelPath = await ensureModel({ preset: options.modelPreset });
+      log.info({ preset: options.modelPreset, modelPath, ms: Math.round(performance.now() - t0) }, "model ready");
+    }
+    const t0 = performance.now();
+    const engine = await createEngine({ ...options.engine, modelPath }, executor, log.child({ subsystem: "engine" }));
+    // Stop accepting and cancel the sessions first, then close the engine.
+    started.push({ name: "engine", close: async () => (await server.close(), await engine.close()) });
+    attach(engine);
+    server.setEngine(engine);
+    log.info(
+      { modelPath, contextSize: engine.contextSize, sequences: options.engine.sequences, threads: options.engine.threads, loadMs: Math.round(performance.now() - t0) },
+      "engine ready",
+    );
+    let closing: Promise<void> | undefined;
+    return { server, engine, executor, port, close: () => (closing ??= closeAll()) };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  let options: EnginePodOptions;
+  try {
+    options = parseEnginePodOptions();
+  } catch (err) {
+    process.stderr.write(`engine: ${err instanceof InterlaceError ? err.message : String(err)}\n`);
+    process.exit(2);
+  }
+  const log = createLogger("engine-pod", options.logLevel);
+  const shutdown = new Shutdown(log, 15_000);
+  shutdown.installSignalHandlers();
+  try {
+    const pod = await startEnginePod(options, log);
+    shutdown.add("engine-pod", () => pod.close());
+  } catch (err) {
+    log.fatal({ err }, "engine pod failed to start");
+    await shutdown.run();
+    process.exit(1);
+  }
+}
+
+// Run only as the entrypoint, not when imported by tests or the demo.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  void main();
+}

@@ -1,0 +1,202 @@
+/**
+ * @module The OpenAI chat-completions wire format and its mapping onto the
+ * engine's CompletionRequest / CompletionResult: function tools → ToolSpecs,
+ * assistant `tool_calls` → CML call blocks in the assistant's text, `tool`
+ * messages → `[INTR] id [HEAD] output [END]` (so a scripted policy and the
+ * model both see which results are in), results → `choices[0]`.
+ * Extension fields for async-naive clients start with `interlace_`.
+ */
+import {
+  ErrorCode,
+  formatCallBlock,
+  formatInterruptBlock,
+  type ChatMessage,
+  type ScriptedPolicySpec,
+  type ToolSpec,
+} from "../../../common/src/index.js";
+import type { CompletionRequest, CompletionResult } from "../engine/index.js";
+import { HttpError } from "./http-errors.js";
+import { checkCompletionTools } from "./resolve-tools.js";
+import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
+
+export interface OpenAiToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A parsed `POST /v1/chat/completions` body. */
+export interface ChatCompletionInput {
+  model: string;
+  stream: boolean;
+  includeUsage: boolean;
+  raw: boolean;
+  request: Omit<CompletionRequest, "signal" | "onText">;
+}
+
+const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
+const CALL_ID = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `content` as a string: OpenAI allows a string, null, or an array of `{type: "text", text}` parts. */
+function contentText(value: unknown, where: string): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) {
+    return value
+      .map((part, i) => {
+        if (isObject(part) && part["type"] === "text" && typeof part["text"] === "string") return part["text"];
+        throw bad(`${where}[${i}]: only text content parts are supported`);
+      })
+      .join("");
+  }
+  throw bad(`${where} must be a string, null or an array of text parts`);
+}
+
+function toolCallsText(value: unknown, where: string): string {
+  if (value === undefined || value === null) return "";
+  if (!Array.isArray(value)) throw bad(`${where} must be an array`);
+  return value
+    .map((c, i) => {
+      const w = `${where}[${i}]`;
+      if (!isObject(c) || !isObject(c["function"])) throw bad(`${w} must be {"id", "type": "function", "function": {"name", "arguments"}}`);
+      const id = c["id"];
+      if (typeof id !== "string" || !CALL_ID.test(id)) throw bad(`${w}.id must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got ${JSON.stringify(id)}`);
+      const fn = c["function"];
+      if (typeof fn["name"] !== "string") throw bad(`${w}.function.name must be a string`);
+      let args: unknown = {};
+      if (typeof fn["arguments"] === "string" && fn["arguments"] !== "") {
+        try {
+          args = JSON.parse(fn["arguments"]);
+        } catch {
+          throw HttpError.of(ErrorCode.InvalidJson, `${w}.function.arguments is not valid JSON`);
+        }
+      } else if (isObject(fn["arguments"])) args = fn["arguments"];
+      return formatCallBlock(JSON.stringify({ name: fn["name"], arguments: args }), id);
+    })
+    .join("");
+}
+
+/** OpenAI messages → engine chat messages. */
+export function toChatMessages(value: unknown): ChatMessage[] {
+  if (!Array.isArray(value) || value.length === 0) throw bad(`"messages" must be a non-empty array`);
+  return value.map((m, i): ChatMessage => {
+    const where = `messages[${i}]`;
+    if (!isObject(m)) throw bad(`${where} must be an object`);
+    const content = contentText(m["content"], `${where}.content`);
+    switch (m["role"]) {
+      case "system":
+      case "developer":
+        return { role: "system", content };
+      case "user":
+        return { role: "user", content };
+      case "assistant":
+        return { role: "assistant", content: content + toolCallsText(m["tool_calls"], `${where}.tool_calls`) };
+      case "tool": {
+        const id = m["tool_call_id"];
+        if (typeof id !== "string" || !CALL_ID.test(id)) throw bad(`${where}.tool_call_id must be the id of an earlier tool call`);
+        return { role: "tool", content: formatInterruptBlock(id, content) };
+      }
+      default:
+        throw bad(`${where}.role must be one of "system", "developer", "user", "assistant", "tool", got ${JSON.stringify(m["role"])}`);
+    }
+  });
+}
+
+/** OpenAI function tools → ToolSpecs (`interlace_estimated_latency_ms` on the function carries the LPT hint). */
+export function toToolSpecs(value: unknown): ToolSpec[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw bad(`"tools" must be an array`);
+  const specs = value.map((t, i) => {
+    if (!isObject(t) || t["type"] !== "function" || !isObject(t["function"])) {
+      throw bad(`tools[${i}] must be {"type": "function", "function": {"name", "description", "parameters"}}`);
+    }
+    const fn = t["function"];
+    const spec: Record<string, unknown> = { name: fn["name"], description: fn["description"] ?? "", parameters: fn["parameters"] ?? { type: "object", properties: {} } };
+    if (fn["interlace_estimated_latency_ms"] !== undefined) spec["estimatedLatencyMs"] = fn["interlace_estimated_latency_ms"];
+    return spec;
+  });
+  return checkCompletionTools(specs);
+}
+
+/** Validates a chat-completions body. */
+export function parseChatCompletion(body: unknown, limits: { maxPromptBytes: number }): ChatCompletionInput {
+  const b = requireObjectBody(body);
+  const messages = toChatMessages(b["messages"]);
+  const bytes = promptBytes(messages);
+  if (bytes > limits.maxPromptBytes) {
+    throw HttpError.of(ErrorCode.PayloadTooLarge, `messages of ${bytes} bytes exceed the limit of ${limits.maxPromptBytes} bytes (--max-prompt-bytes)`);
+  }
+  const tools = toToolSpecs(b["tools"]);
+  const toolChoice = b["tool_choice"];
+  if (toolChoice !== undefined && toolChoice !== "auto" && toolChoice !== "none" && toolChoice !== null) {
+    throw bad(`"tool_choice" supports only "auto" and "none"`);
+  }
+  if (b["n"] !== undefined && b["n"] !== 1) throw bad(`"n" must be 1`);
+  const request: ChatCompletionInput["request"] = {
+    messages,
+    tools: toolChoice === "none" ? [] : tools,
+  };
+  const maxTokens = b["max_completion_tokens"] ?? b["max_tokens"];
+  if (maxTokens !== undefined && maxTokens !== null) {
+    if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens) || maxTokens < 1) throw bad(`"max_tokens" must be a positive integer`);
+    request.maxTokens = maxTokens;
+  }
+  const temperature = b["temperature"];
+  if (temperature !== undefined && temperature !== null) {
+    if (typeof temperature !== "number" || temperature < 0 || temperature > 2) throw bad(`"temperature" must be a number in 0..2`);
+    request.temperature = temperature;
+  }
+  const seed = b["seed"];
+  if (seed !== undefined && seed !== null) {
+    if (typeof seed !== "number" || !Number.isInteger(seed) || seed < 0) throw bad(`"seed" must be a non-negative integer`);
+    request.seed = seed;
+  }
+  const flag = (key: string): boolean => {
+    const v = b[key];
+    if (v === undefined || v === null) return false;
+    if (typeof v !== "boolean") throw bad(`"${key}" must be true or false`);
+    return v;
+  };
+  const raw = flag("interlace_raw_cml");
+  if (raw) request.stopAtCalls = "never";
+  if (flag("interlace_continue")) {
+    if (messages[messages.length - 1]?.role !== "assistant") throw bad(`"interlace_continue" needs the last message to be the assistant's`);
+    request.continueAssistant = true;
+  }
+  const policy: ScriptedPolicySpec | undefined = validatePolicy(b["interlace_policy"], tools, "interlace_policy");
+  if (policy !== undefined) request.policy = policy;
+  const streamOptions = b["stream_options"];
+  return {
+    model: typeof b["model"] === "string" ? b["model"] : "interlace",
+    stream: flag("stream"),
+    includeUsage: isObject(streamOptions) && streamOptions["include_usage"] === true,
+    raw,
+    request,
+  };
+}
+
+export function openAiFinishReason(reason: CompletionResult["finishReason"]): "stop" | "length" | "tool_calls" {
+  return reason === "trap" ? "stop" : reason;
+}
+
+export function openAiToolCalls(result: CompletionResult): OpenAiToolCall[] {
+  return result.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+}
+
+export function openAiUsage(result: CompletionResult): Record<string, number> {
+  return {
+    prompt_tokens: result.usage.promptTokens,
+    completion_tokens: result.usage.completionTokens,
+    total_tokens: result.usage.promptTokens + result.usage.completionTokens,
+  };
+}
+
+/** Extension block on every response: what the engine did beyond the OpenAI fields. */
+export function interlaceExtension(result: CompletionResult, scripted: boolean): Record<string, unknown> {
+  return {
+    finish_reason: result.finishReason,
+    prefilled_tokens: result.usage.prefilledTokens,
+    reused_prefix_tokens: result.usage.reusedPrefixTokens,
+    scripted,
+  };
+}
