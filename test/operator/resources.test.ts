@@ -3,6 +3,7 @@ import { parse } from "yaml";
 import { compileSchema, toolRunnerConfigSchema, type ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import { parseEnginePodOptions } from "../../engine-pod/src/config.js";
 import { parseArgv } from "../../common/src/index.js";
+import { parseToolRunnerOptions } from "../../operator/src/toolrunner/options.js";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
 import {
   appEndpoint,
@@ -146,8 +147,12 @@ t.test("ToolPool: the runner spec file validates against the runner's schema", a
   t.equal(dep.spec?.replicas, 2);
   const c = dep.spec?.template.spec?.containers[0]!;
   t.same(c.command, ["node", "dist/operator/src/toolrunner/main.js"]);
-  t.equal(c.args?.[c.args.indexOf("--spec-file") + 1], "/etc/interlace/tools.yaml");
-  t.equal(c.args?.[c.args.indexOf("--nats-url") + 1], "nats://nats:4222");
+  const runnerOpts = parseToolRunnerOptions({ flags: parseArgv((c.args ?? []).map((a) => (a === "$(POD_NAME)" ? "web-tools-x1" : a))), env: {} });
+  t.equal(runnerOpts.specFile, "/etc/interlace/tools.yaml");
+  t.same(runnerOpts.natsUrl, ["nats://nats:4222"]);
+  t.equal(runnerOpts.port, 8080);
+  t.equal(runnerOpts.runnerId, "web-tools-x1");
+  t.ok(c.volumeMounts?.some((m) => m.mountPath === "/etc/interlace" && m.readOnly), "the spec file is mounted where --spec-file points");
   t.equal(dep.spec?.template.spec?.volumes?.find((v) => v.name === "spec")?.configMap?.name, "web-tools");
 
   const changed = renderRunnerConfig(toolPool([search]));

@@ -1,0 +1,126 @@
+/**
+ * @module Shared pieces of the operator integration tests: polling with a
+ * deadline (no fixed sleeps), the chart's own ClusterRole bound to the
+ * operator's ServiceAccount, simulated Deployment availability (no
+ * kube-controller-manager runs), and an operator started under that account.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import type { KubeConfig, KubernetesObject, V1Deployment } from "@kubernetes/client-node";
+import { parse } from "yaml";
+import { createLogger, type Logger } from "../../common/src/index.js";
+import { parseArgv } from "../../common/src/index.js";
+import { parseOperatorOptions } from "../../operator/src/config.js";
+import { createOperator, type Operator, type OperatorOverrides } from "../../operator/src/main.js";
+import { CoreTypes, ExponentialBackoffLimiter, KubeClient, type ResourceType } from "../../operator/src/runtime/index.js";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/** Polls `check` until it returns a value other than undefined/null/false, or fails with the last observation. */
+export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 30_000): Promise<Exclude<T, undefined | null | false>> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 20;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== null && v !== false) return v as Exclude<T, undefined | null | false>;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ""}`);
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(250, delay * 2);
+  }
+}
+
+export const ClusterRoleType: ResourceType = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false };
+export const ClusterRoleBindingType: ResourceType = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false };
+
+/**
+ * The operator ClusterRole's rules exactly as the chart ships them: the
+ * `rules:` block of charts/interlace/templates/clusterrole.yaml holds no
+ * template expressions, so it parses as plain YAML.
+ */
+export async function chartOperatorRules(): Promise<unknown[]> {
+  const text = await readFile(path.join(ROOT, "charts/interlace/templates/clusterrole.yaml"), "utf8");
+  const firstDoc = text.split(/^---$/m)[0] ?? "";
+  const start = firstDoc.indexOf("\nrules:");
+  if (start < 0) throw new Error("no rules: block in the chart's clusterrole.yaml");
+  const block = firstDoc.slice(start).split(/^\{\{-? end/m)[0] ?? "";
+  if (block.includes("{{")) throw new Error("the chart's ClusterRole rules are templated; render them with helm instead");
+  const rules = (parse(block) as { rules: unknown[] }).rules;
+  if (!Array.isArray(rules) || rules.length === 0) throw new Error("empty rules in the chart's ClusterRole");
+  return rules;
+}
+
+/** Creates the chart's ClusterRole and binds it to `namespace/name`; returns a KubeConfig acting as that account. */
+export async function operatorAccount(
+  cp: { kubeConfig: KubeConfig; kubeConfigFor(ns: string, name: string): Promise<KubeConfig> },
+  namespace: string,
+  name: string,
+): Promise<KubeConfig> {
+  const admin = new KubeClient(cp.kubeConfig);
+  const role = `${name}-operator`;
+  await admin.apply(ClusterRoleType, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: role }, rules: await chartOperatorRules() } as KubernetesObject, {
+    fieldManager: "test",
+    force: true,
+  });
+  const kc = await cp.kubeConfigFor(namespace, name);
+  await admin.apply(
+    ClusterRoleBindingType,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: role },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+      subjects: [{ kind: "ServiceAccount", name, namespace }],
+    } as KubernetesObject,
+    { fieldManager: "test", force: true },
+  );
+  admin.close();
+  return kc;
+}
+
+/** What a Deployment controller would write once every replica is up. */
+export async function markDeploymentAvailable(admin: KubeClient, namespace: string, name: string): Promise<V1Deployment> {
+  const dep = await admin.get<V1Deployment>(CoreTypes.Deployment, namespace, name);
+  if (!dep) throw new Error(`deployment ${namespace}/${name} not found`);
+  const n = dep.spec?.replicas ?? 1;
+  return admin.mergePatch<V1Deployment>(
+    CoreTypes.Deployment,
+    namespace,
+    name,
+    {
+      status: {
+        observedGeneration: dep.metadata?.generation,
+        replicas: n,
+        updatedReplicas: n,
+        readyReplicas: n,
+        availableReplicas: n,
+        conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "simulated by the test" }],
+      },
+    },
+    { subresource: "status" },
+  );
+}
+
+/** The status of a condition type on an object, or undefined. */
+export function condition(obj: { status?: { conditions?: { type: string; status: string; reason: string }[] } } | null, type: string): { status: string; reason: string } | undefined {
+  return obj?.status?.conditions?.find((c) => c.type === type);
+}
+
+export function testLogger(name: string): Logger {
+  return createLogger(name, process.env["LOG_LEVEL"] ?? "error");
+}
+
+/** An in-process operator with the given flags, a fast retry limiter and no process metrics. */
+export function startTestOperator(argv: string[], kubeConfig: KubeConfig, log: Logger, overrides: OperatorOverrides = {}): Operator {
+  const opts = parseOperatorOptions({ flags: parseArgv(argv), env: {} });
+  return createOperator(opts, log, {
+    kubeConfig,
+    rateLimiter: () => new ExponentialBackoffLimiter({ baseMs: 50, maxMs: 2000 }),
+    watchTimeoutSeconds: 60,
+    ...overrides,
+  });
+}
