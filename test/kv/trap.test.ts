@@ -7,7 +7,7 @@
  * loaded model and the auto policy acts on it.
  */
 import t from "tap";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import type { Token } from "node-llama-cpp";
 import { KvManager, theoreticalStateBytesPerToken } from "../../engine-pod/src/kv/index.js";
 import { greedy, loadTestModel, textTokens } from "./llama-fixture.js";
@@ -136,4 +136,22 @@ t.test("discard drops a swapped state; close removes the swap directory", async 
   const other = new KvManager();
   await other.close();
   t.notOk(existsSync(other.swapDir));
+});
+
+t.test("a swap that cannot be written falls back to keep and loses nothing", async (t) => {
+  const broken = new KvManager();
+  rmSync(broken.swapDir, { recursive: true, force: true }); // every save now fails
+  t.teardown(() => broken.close());
+  const seq = fx.context.getSequence();
+  t.teardown(() => seq.dispose());
+  const head = await greedy(seq, prompt, PAUSE_AFTER);
+  const before = seq.contextTokens.slice();
+  const { verdict, paused } = await broken.trap({ sequence: seq, expectedWaitMs: 1000, kvPressure: 1, override: "swap" });
+  t.equal(verdict.decision, "swap", "swap was decided");
+  t.equal(paused.decision, "keep", "but the cells were kept");
+  t.equal(paused.decision === "keep" ? paused.fallbackFrom : undefined, "swap");
+  t.same(seq.contextTokens, before);
+  await broken.resume(paused);
+  t.same(await greedy(seq, [head[head.length - 1] as Token], CONTINUE), expected.slice(PAUSE_AFTER, PAUSE_AFTER + CONTINUE));
+  t.equal(broken.stats().trapsByDecision.keep, 1, "counted as what was done");
 });

@@ -40,6 +40,7 @@ export interface TrapRequest {
 
 export interface TrapOutcome {
   verdict: TrapVerdict;
+  /** What was done: `paused.decision` (differs from `verdict.decision` only after a fallback to keep). */
   paused: PausedSequence;
   /** Time the pause itself took (save for swap, clearing for recompute), ms. */
   pauseMs: number;
@@ -120,6 +121,9 @@ export class KvManager {
     });
     const decideMs = performance.now() - d0;
     const paused = await pauseSequence(request.sequence, verdict.decision, this.swapDir);
+    if (paused.decision === "keep" && paused.fallbackFrom !== undefined) {
+      this.options.log?.warn({ decision: paused.fallbackFrom, reason: paused.fallbackReason }, "trap decision could not be carried out; kept the cells");
+    }
     this.paused.add(paused);
     this.counters.trapsByDecision[paused.decision] += 1;
     this.counters.pausedByDecision[paused.decision] += 1;

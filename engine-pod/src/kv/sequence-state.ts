@@ -25,6 +25,9 @@ export type PausedSequence =
       readonly sequence: LlamaContextSequence;
       readonly contextTokens: number;
       readonly pauseMs: number;
+      /** Set when another decision could not be carried out (e.g. the swap file could not be written). */
+      readonly fallbackFrom?: "swap";
+      readonly fallbackReason?: string;
     }
   | {
       readonly decision: "swap";
@@ -75,7 +78,15 @@ export async function pauseSequence(
       return { decision, sequence, contextTokens, pauseMs: performance.now() - start };
     case "swap": {
       const file = join(swapDir, `${randomUUID()}.kv`);
-      const { fileSize } = await sequence.saveStateToFile(file);
+      let fileSize: number;
+      try {
+        ({ fileSize } = await sequence.saveStateToFile(file));
+      } catch (err) {
+        // A full tmpfs (a container's 64 MB /dev/shm) must not lose the session:
+        // the state is intact in the cells, so keep it there.
+        await unlink(file).catch(() => undefined);
+        return { decision: "keep", sequence, contextTokens, pauseMs: performance.now() - start, fallbackFrom: "swap", fallbackReason: String(err) };
+      }
       await sequence.clearHistory();
       return { decision, origin: sequence, file, bytes: fileSize, contextTokens, pauseMs: performance.now() - start };
     }
