@@ -1,0 +1,18 @@
+/**
+ * @module The prompt module's public surface: the system prompt that teaches
+ * CML, and rendering chat messages through the model's chat template into
+ * tokens (untrusted text never becomes a marker).
+ */
+export { buildCmlSystemPrompt, describeTool, formatCallBody, formatLatency, type CallStyle, type CmlSystemPromptOptions } from "./cml-instructions.js";
+export {
+  renderPrompt,
+  renderPromptText,
+  tokenizeCml,
+  plainText,
+  trustedText,
+  segmentsText,
+  type CmlSegment,
+  type PromptMessage,
+  type RenderOptions,
+  type RenderedPrompt,
+} from "./render-prompt.js";
