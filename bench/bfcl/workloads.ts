@@ -80,7 +80,7 @@ function withLatencies(taskId: string, calls: Omit<BenchCall, "latencyMs">[], op
   const rng = mulberry32(rngSeed);
   return calls.map((c) => {
     const latencyMs = drawLatencyMs(rng, options.latency ?? DEFAULT_LATENCY, options.latencyScale ?? 1);
-    return { ...c, id: `${taskId}.${c.id}`, dependsOn: c.dependsOn.map((d) => `${taskId}.${d}`), latencyMs, estimatedLatencyMs: latencyMs };
+    return { ...c, id: `${taskId}_${c.id}`, dependsOn: c.dependsOn.map((d) => `${taskId}_${d}`), latencyMs, estimatedLatencyMs: latencyMs };
   });
 }
 
@@ -135,7 +135,7 @@ export function buildMultistepTasks(entries: readonly BfclEntry[], options: Buil
       ? [1, 2].map((chain) => ({
           atMs: chain * 200,
           text: texts[chain]!,
-          callIds: calls.filter((c) => c.id.startsWith(`${id}.k${chain}c`)).map((c) => c.id),
+          callIds: calls.filter((c) => c.id.startsWith(`${id}_k${chain}c`)).map((c) => c.id),
         }))
       : [];
     tasks.push({

@@ -23,6 +23,7 @@ export interface ChatMessage {
 
 /** One call of a scripted workload (the paper's "cheat sheet"). */
 export interface ScriptedCall {
+  /** `[A-Za-z_][A-Za-z0-9_]*`, as CML call ids are. */
   id: string;
   tool: string;
   arguments: Record<string, unknown>;

@@ -51,5 +51,5 @@ t.test("interrupts: chains 2 and 3 arrive at 200 and 400 ms, with the same durat
   t.same(withIntr!.userInterrupts.map((u) => u.atMs), [200, 400]);
   t.same(withIntr!.calls.map((c) => c.latencyMs), plain!.calls.map((c) => c.latencyMs));
   const released = new Set(withIntr!.userInterrupts.flatMap((u) => u.callIds));
-  t.equal(released.size + withIntr!.calls.filter((c) => c.id.includes(".k0c")).length, withIntr!.calls.length);
+  t.equal(released.size + withIntr!.calls.filter((c) => c.id.includes("_k0c")).length, withIntr!.calls.length);
 });
