@@ -86,7 +86,7 @@ export async function startEngine(
       modelPath,
       gpu: false,
       sequences: 4,
-      contextSize: 1024,
+      contextSize: 2048,
       threads: 1,
       kvPolicy: "auto",
       maxTokens: 256,

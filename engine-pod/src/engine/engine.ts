@@ -24,7 +24,7 @@ import {
   type SessionEvent,
   type ToolSpec,
 } from "../../../common/src/index.js";
-import { createTokenMonitor, formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
+import { buildCallGrammar, createTokenMonitor, formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import type { Executor, ToolCall, ToolResult } from "../executor/executor.js";
 import { KvManager, expectedWaitMs } from "../kv/index.js";
 import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
@@ -70,9 +70,13 @@ export function engineInternals(engine: Engine): EngineInternals {
 export interface EngineExtras {
   /** Calibrate the KV cost model at start (default true). */
   calibrate?: boolean;
-  /** Builds the GBNF of call bodies (from the CML module); absent → call blocks are unconstrained. */
-  buildCallGrammar?: (tools: readonly ToolSpec[], markerIds: Runtime["markerIds"]) => string | undefined;
 }
+
+/**
+ * Bounds that keep a constrained call block finite even for a model that never
+ * closes a string (random weights, small models).
+ */
+const GRAMMAR_BOUNDS = { maxStringLength: 256, maxArrayItems: 16 } as const;
 
 /** Loads the model, creates the context and starts the decode loop. */
 export async function createEngine(options: EngineOptions, executor: Executor, log: Logger, extras: EngineExtras = {}): Promise<Engine> {
@@ -822,14 +826,23 @@ class LockstepEngine implements Engine {
     this.counters.tokensPrefilled += n;
   }
 
+  /**
+   * A fresh grammar state for one call block (the grammar is per tool set and
+   * cached). The grammar is active only between `[CALL]` and `[END]`: outside
+   * call blocks, and whenever tokens are injected, there is none to keep in step.
+   */
   private callGrammarState(s: SessionState): LlamaGrammarEvaluationState | undefined {
-    const build = this.extras.buildCallGrammar;
-    if (build === undefined) return undefined;
-    const key = [...s.config.tools.keys()].sort().join("\n");
+    if (s.config.tools.size === 0) return undefined;
+    const key = JSON.stringify([...s.config.tools.values()].map((t) => [t.name, t.parameters]));
     let grammar = this.grammarCache.get(key);
     if (grammar === undefined) {
-      const gbnf = build([...s.config.tools.values()], this.runtime.markerIds);
-      grammar = gbnf === undefined ? null : new LlamaGrammar(this.runtime.llama, { grammar: gbnf });
+      try {
+        const gbnf = buildCallGrammar([...s.config.tools.values()], { markerTokens: this.runtime.markerTokens, ...GRAMMAR_BOUNDS });
+        grammar = new LlamaGrammar(this.runtime.llama, { grammar: gbnf });
+      } catch (err) {
+        this.log.warn({ err }, "call grammar unavailable for this tool set; call blocks are unconstrained");
+        grammar = null;
+      }
       this.grammarCache.set(key, grammar);
     }
     return grammar === null ? undefined : new LlamaGrammarEvaluationState({ model: this.runtime.model, grammar });

@@ -4,8 +4,9 @@
  * tokenizer helpers the decode loop needs (CML marker ids, plain-text
  * tokenization that can never produce a marker, the `[INTR]` ban).
  */
-import { getLlama, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
-import { CML, CML_MARKERS, type CmlMarker, type Logger } from "../../../common/src/index.js";
+import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token, type TokenBias } from "node-llama-cpp";
+import { CML_MARKERS, type CmlMarker, type Logger } from "../../../common/src/index.js";
+import { createIntrTokenBias, findMarkerTokens } from "../cml/index.js";
 import type { EngineOptions } from "./engine-options.js";
 
 export interface Runtime {
@@ -52,22 +53,14 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
   // getSequence hands out ids 0..N-1 in order; the slot allocator keeps active ones low.
   for (let i = 0; i < options.sequences; i++) sequences.push(context.getSequence());
 
-  const markerTokens = new Map<number, CmlMarker>();
+  const { markerTokens } = findMarkerTokens(model);
   const markerIds = {} as Record<CmlMarker, Token[]>;
   for (const marker of CML_MARKERS) {
-    const special = model.tokenize(marker, true);
-    const plain = model.tokenize(marker, false, "trimLeadingSpace");
-    if (special.length === 1 && (plain.length !== 1 || plain[0] !== special[0])) {
-      markerTokens.set(special[0]!, marker);
-      markerIds[marker] = special;
-    } else {
-      markerIds[marker] = plain;
-    }
+    const id = [...markerTokens].find(([, m]) => m === marker)?.[0];
+    markerIds[marker] = id !== undefined ? [id as Token] : model.tokenize(marker, false, "trimLeadingSpace");
   }
-  const intrBias = new TokenBias(model.tokenizer);
-  const intrId = [...markerTokens].find(([, m]) => m === CML.INTR)?.[0];
-  // With text markers the monitor swallows a forged [INTR] block instead.
-  if (intrId !== undefined) intrBias.set(intrId as Token, { logit: -100 });
+  // With text markers no single token can be banned; the monitor reports a spelled-out [INTR] as malformed.
+  const intrBias = createIntrTokenBias(model, markerTokens);
 
   log.info(
     {
