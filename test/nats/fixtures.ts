@@ -61,7 +61,7 @@ export async function startExecutor(t: Teardownable, url: string, extra: Partial
 }
 
 export async function startRunner(t: Teardownable, url: string, config: ToolRunnerConfig = poolConfig(), extra: Partial<ToolRunnerOptions> = {}): Promise<ToolRunner> {
-  const runner = await ToolRunner.start({ servers: url, config, log, heartbeatMs: 500, pullExpiresMs: 1_000, ...extra });
+  const runner = await ToolRunner.start({ servers: url, config, log, heartbeatMs: 500, pullExpiresMs: 1_000, drainTimeoutMs: 500, ...extra });
   t.teardown(() => runner.stop());
   return runner;
 }

@@ -40,7 +40,7 @@ export async function startMcpServer(): Promise<{ url: string; stop: () => Promi
   const http: HttpServer = createServer((req, res) => {
     void (async () => {
       const server = mcpServer();
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      const transport = new StreamableHTTPServerTransport({} as ConstructorParameters<typeof StreamableHTTPServerTransport>[0]);
       res.on("close", () => {
         void transport.close();
         void server.close();

@@ -52,7 +52,14 @@ export interface ToolRunnerOptions {
   heartbeatMs?: number;
   /** How long one pull waits for a call before asking again (default 2000; also bounds shutdown). */
   pullExpiresMs?: number;
+  /** On stop, how long in-flight calls may finish before they are aborted and handed back for redelivery (default 25000). */
+  drainTimeoutMs?: number;
 }
+
+/** The abort reason of a call stopped because the runner is shutting down. */
+const SHUTDOWN_REASON = new Error("the runner is shutting down");
+/** What {@link ToolRunner.run} returns for such a call. */
+const SHUTDOWN = "shutdown" as const;
 
 const REPLY_TO_PATTERN = /^interlace\.intr\.[^.*> ]+\.[^.*> ]+$/;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -71,6 +78,8 @@ export class ToolRunner {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private lastHeartbeat = 0;
   private stopped: Promise<void> | null = null;
+  /** Abort controllers of calls running now (aborted when a drain times out). */
+  private readonly running = new Set<AbortController>();
 
   private constructor(
     private readonly options: ToolRunnerOptions,
@@ -171,7 +180,11 @@ export class ToolRunner {
         continue;
       }
       if (m === null) continue;
-      // A call pulled while stopping is still handled: it was delivered to us.
+      if (this.stopping) {
+        // Pulled after the stop began (a pull that was already waiting): not started, so hand it back.
+        m.nak();
+        break;
+      }
       this.inFlight++;
       this.metrics.inFlight.inc();
       try {
@@ -217,7 +230,13 @@ export class ToolRunner {
       } else {
         this.metrics.queueDelay.observe(Math.max(0, Date.now() - call.publishedAt) / 1000);
         const started = performance.now();
-        outcome = await this.run(m, call.tool, call.arguments, call.deadline, { callId: call.callId, sessionId: call.sessionId, idempotencyKey: callMsgIdValue });
+        const ran = await this.run(m, call.tool, call.arguments, call.deadline, { callId: call.callId, sessionId: call.sessionId, idempotencyKey: callMsgIdValue });
+        if (ran === SHUTDOWN) {
+          // Not finished in the drain window: hand it back so another runner runs it now.
+          m.nak();
+          return;
+        }
+        outcome = ran;
         runMs = performance.now() - started;
       }
     }
@@ -270,7 +289,7 @@ export class ToolRunner {
     args: Record<string, unknown>,
     deadline: number,
     ids: { callId: string; sessionId: string; idempotencyKey: string },
-  ): Promise<Outcome> {
+  ): Promise<Outcome | typeof SHUTDOWN> {
     const tool = this.toolSet.tools.get(name);
     if (tool === undefined) {
       return { ok: false, code: ErrorCode.UnknownTool, message: `pool ${this.pool.namespace}/${this.pool.name} has no tool "${name}" (tools: ${[...this.toolSet.tools.keys()].join(", ")})` };
@@ -284,6 +303,7 @@ export class ToolRunner {
       return { ok: false, code: ErrorCode.ToolTimeout, message: `${name}: the call's deadline passed before it started` };
     }
     const controller = new AbortController();
+    this.running.add(controller);
     const timer = setTimeout(() => controller.abort(new Error("timeout")), budget);
     // Keep the message ours while the tool runs longer than a fraction of ack_wait.
     const working = setInterval(() => m.working(), Math.max(200, Math.floor(this.settings.ackWaitMs / 3)));
@@ -293,6 +313,7 @@ export class ToolRunner {
       const ran = tool.impl.run(valid.value, { signal: controller.signal, idempotent: tool.spec.idempotent === true, ...ids });
       ran.catch(() => undefined); // its late failure after a timeout is not interesting
       const r = await Promise.race([ran, stopped]);
+      if (controller.signal.reason === SHUTDOWN_REASON) return SHUTDOWN;
       if (r === "timeout" && controller.signal.aborted) {
         this.metrics.timeouts.inc({ tool: name });
         const why = budget < toolTimeout ? "the call's deadline" : "its timeout";
@@ -300,6 +321,7 @@ export class ToolRunner {
       }
       return { ok: true, output: typeof r === "string" ? r : String(r) };
     } catch (err) {
+      if (controller.signal.reason === SHUTDOWN_REASON) return SHUTDOWN;
       if (controller.signal.aborted) {
         this.metrics.timeouts.inc({ tool: name });
         return { ok: false, code: ErrorCode.ToolTimeout, message: `${name} did not finish within ${budget} ms` };
@@ -309,6 +331,7 @@ export class ToolRunner {
       this.metrics.duration.observe({ tool: name }, (performance.now() - started) / 1000);
       clearTimeout(timer);
       clearInterval(working);
+      this.running.delete(controller);
       if (!controller.signal.aborted) controller.abort(new Error("finished"));
     }
   }
@@ -336,15 +359,30 @@ export class ToolRunner {
     }
   }
 
-  /** Graceful stop: no new pulls, in-flight calls finish and are acked, heartbeat removed, connection drained. */
-  stop(): Promise<void> {
+  /**
+   * Graceful stop: no new pulls; in-flight calls finish and are acked (those
+   * still running after `drainTimeoutMs` are aborted and nak'ed for
+   * redelivery); heartbeat removed; connection drained.
+   */
+  stop(drainTimeoutMs = this.options.drainTimeoutMs ?? 25_000): Promise<void> {
     this.stopped ??= (async () => {
       this.stopping = true;
       if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-      await Promise.all(this.workers);
+      const all = Promise.all(this.workers);
+      let timer: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([all.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), drainTimeoutMs)))]);
+      clearTimeout(timer);
+      if (!drained) {
+        this.log.warn({ inFlight: this.running.size }, "drain timed out; handing in-flight calls back for redelivery");
+        for (const c of this.running) c.abort(SHUTDOWN_REASON);
+        await all;
+      }
       await this.kv.delete(runnerKey(this.pool, this.runnerId)).catch(() => undefined);
       await this.toolSet.close();
-      await this.nc.drain().catch(() => undefined);
+      // Everything we sent was acknowledged or is a plain publish (nak): flush and close.
+      // (drain() would also wait out the JetStream client's idle subscriptions.)
+      await this.nc.flush().catch(() => undefined);
+      await this.nc.close().catch(() => undefined);
       this.log.info("tool runner stopped");
     })();
     return this.stopped;
