@@ -24,6 +24,8 @@ export interface TaskRun {
   /** Median time per decode step the engine measured for this task. */
   tpotMs: number;
   calls: number;
+  /** Requests the client made (async-naive restarts once per interrupt). */
+  requests?: number;
   scripted: boolean;
 }
 
