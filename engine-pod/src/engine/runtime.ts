@@ -100,7 +100,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
  * text (never parsed for special tokens), each piece tokenized without the
  * SPM leading space.
  */
-function tokenizeCml(model: LlamaModel, markerIds: Readonly<Record<CmlMarker, readonly Token[]>>, text: string): Token[] {
+export function tokenizeCml(model: LlamaModel, markerIds: Readonly<Record<CmlMarker, readonly Token[]>>, text: string): Token[] {
   const out: Token[] = [];
   const re = /\[(CALL|INTR|TRAP|END|HEAD)\]/g;
   let last = 0;
