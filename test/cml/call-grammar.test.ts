@@ -3,6 +3,7 @@ import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel, TokenBias, type L
 import { CML, type CmlMarker, type ToolSpec } from "../../common/src/index.js";
 import {
   buildCallGrammar,
+  createCallGrammar,
   createIntrTokenBias,
   createTokenMonitor,
   findMarkerTokens,
@@ -90,6 +91,10 @@ t.test("control-token markers are referred to by id, and grammar options are hon
   t.notOk(accepts(none, 'c1[HEAD]{"name": "noargs", "arguments": {}}[END]'), "callId none forbids ids");
   t.notOk(accepts(none, '{"name": "search", "arguments": {"query": "abcde"}}[END]'), "maxStringLength caps strings");
   t.throws(() => buildCallGrammar([]), /no tools/);
+  const a = createCallGrammar(llama, TOOLS, { markerTokens });
+  t.equal(createCallGrammar(llama, TOOLS, { markerTokens }), a, "createCallGrammar parses a tool set once");
+  t.not(createCallGrammar(llama, TOOLS.slice(1), { markerTokens }), a);
+  t.equal((await a).grammar, buildCallGrammar(TOOLS, { markerTokens }));
 });
 
 t.test("greedy decoding of a generated model under the grammar yields calls the parser accepts", async (t) => {

@@ -6,6 +6,7 @@
  * (`<[id]>`): a literal "[END]" would make the model spell it character by
  * character (ENGINE-NOTES).
  */
+import type { Llama, LlamaGrammar } from "node-llama-cpp";
 import { CML, type CmlMarker, type JsonSchema, type ToolSpec } from "../../../common/src/index.js";
 import { normalizeSchema } from "./schema.js";
 
@@ -231,4 +232,25 @@ export function buildCallGrammar(tools: readonly ToolSpec[], opts: CallGrammarOp
   if (mode === "none") return b.render(`${call} ${end}`);
   const id = b.rule("call-id", `${repeat("[a-zA-Z0-9_-]", 1, opts.maxIdLength ?? 16)} ${markerGbnf(CML.HEAD, opts.markerTokens)}`);
   return b.render(`${mode === "required" ? id : `${id}?`} ${call} ${end}`);
+}
+
+const compiled = new WeakMap<Llama, Map<string, Promise<LlamaGrammar>>>();
+
+/**
+ * {@link buildCallGrammar}, parsed by llama.cpp once per distinct tool set
+ * and options (sessions of one app share it). Create a fresh
+ * `LlamaGrammarEvaluationState` from it for every call block.
+ */
+export function createCallGrammar(llama: Llama, tools: readonly ToolSpec[], opts: CallGrammarOptions = {}): Promise<LlamaGrammar> {
+  const text = buildCallGrammar(tools, opts);
+  let byText = compiled.get(llama);
+  if (byText === undefined) compiled.set(llama, (byText = new Map()));
+  let grammar = byText.get(text);
+  if (grammar === undefined) {
+    grammar = llama.createGrammar({ grammar: text });
+    byText.set(text, grammar);
+    // A grammar llama.cpp rejects is not cached, so a fixed tool set can be retried.
+    grammar.catch(() => byText!.delete(text));
+  }
+  return grammar;
 }

@@ -9,5 +9,5 @@ export { parseCallBody, describeAjvErrors } from "./parse-call.js";
 export { parsePythonCall, type PythonCall, type PythonCallResult } from "./python-call.js";
 export { normalizeSchema, propertyOrder } from "./schema.js";
 export { formatCallError, formatErrorInterrupt, type CallFailure } from "./call-errors.js";
-export { buildCallGrammar, gbnfLiteral, markerGbnf, type CallGrammarOptions } from "./call-grammar.js";
+export { buildCallGrammar, createCallGrammar, gbnfLiteral, markerGbnf, type CallGrammarOptions } from "./call-grammar.js";
 export { findMarkerTokens, intrTokenId, intrLogitBias, createIntrTokenBias, INTR_LOGIT, type MarkerTokenInfo } from "./marker-tokens.js";
