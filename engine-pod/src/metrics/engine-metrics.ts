@@ -106,7 +106,7 @@ export class EngineMetrics {
     counter("interrupts_injected_total", "Interrupts appended to a live sequence.", "interruptsInjected");
     counter("interrupts_deferred_total", "Interrupts that waited for a critical section (call block) to end.", "interruptsDeferred");
     const self = this;
-    new Counter({
+    const traps = new Counter({
       name: `${PREFIX}traps_total`,
       help: "Traps by the KV decision taken.",
       labelNames: ["decision"],
@@ -121,6 +121,8 @@ export class EngineMetrics {
         }
       },
     });
+    // Every decision is exported from the start, so rates work before the first trap.
+    for (const decision of ["keep", "swap", "recompute"] as const) traps.inc({ decision }, 0);
   }
 
   /** The engine whose `stats()` feed the gauges and counters. */
