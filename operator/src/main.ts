@@ -5,21 +5,11 @@
  * tests.
  */
 import { pathToFileURL } from "node:url";
-import { KubeConfig } from "@kubernetes/client-node";
 import { Shutdown, createLogger, type Logger } from "../../common/src/index.js";
 import { parseOperatorOptions, DEFAULT_POD_NATS_URL, type OperatorOptions } from "./config.js";
 import { JetStreamPoolCleanup, noopPoolCleanup, setupControllers, type PoolCleanup } from "./controllers/index.js";
 import { createOperatorMetrics } from "./metrics.js";
-import { EventRecorder, KubeClient, Manager, type RateLimiter } from "./runtime/index.js";
-
-/** Loads the kubeconfig: the given file, else in-cluster, else the default loading rules. */
-export function loadKubeConfig(file?: string): KubeConfig {
-  const kc = new KubeConfig();
-  if (file) kc.loadFromFile(file);
-  else if (process.env["KUBERNETES_SERVICE_HOST"]) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
+import { EventRecorder, KubeClient, Manager, loadClusterAccess, type ClusterAccess, type RateLimiter } from "./runtime/index.js";
 
 export interface Operator {
   manager: Manager;
@@ -28,9 +18,9 @@ export interface Operator {
   stop(): Promise<void>;
 }
 
-/** Test seams: replace the cleanup hook, pace retries, pass a kubeconfig object. */
+/** Test seams: replace the cleanup hook, pace retries, pass cluster access directly. */
 export interface OperatorOverrides {
-  kubeConfig?: KubeConfig;
+  access?: ClusterAccess;
   cleanup?: PoolCleanup;
   rateLimiter?: () => RateLimiter;
   watchTimeoutSeconds?: number;
@@ -40,9 +30,8 @@ export interface OperatorOverrides {
 
 /** Assembles the manager, informers, controllers and the cleanup hook. */
 export function createOperator(opts: OperatorOptions, log: Logger, overrides: OperatorOverrides = {}): Operator {
-  const kc = overrides.kubeConfig ?? loadKubeConfig(opts.kubeconfig);
-  const client = new KubeClient(kc);
-  const metrics = createOperatorMetrics({ defaultMetrics: overrides.kubeConfig === undefined });
+  const client = new KubeClient(overrides.access ?? loadClusterAccess(opts.kubeconfig));
+  const metrics = createOperatorMetrics({ defaultMetrics: overrides.access === undefined });
   const manager = new Manager({
     client,
     log,

@@ -8,13 +8,13 @@
 import t from "tap";
 import type { KubernetesObject, V1ConfigMap, V1Deployment, V1PodDisruptionBudget, V1Service } from "@kubernetes/client-node";
 import { parse } from "yaml";
-import { controlPlaneFor, installCrds } from "../helpers/control-plane.js";
+import { controlPlaneFor } from "../helpers/control-plane.js";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
 import { TOOLPOOL_FINALIZER, type PoolCleanup } from "../../operator/src/controllers/index.js";
 import { APP_CONFIG_KEY, RUNNER_SPEC_KEY, type AppConfig } from "../../operator/src/resources/index.js";
 import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
 import type { ToolRunnerConfig } from "../../common/src/protocol/index.js";
-import { condition, markDeploymentAvailable, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
+import { adminAccess, condition, installGeneratedCrds, markDeploymentAvailable, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
 const NS = "team";
 
@@ -33,9 +33,9 @@ class RecordingCleanup implements PoolCleanup {
 }
 
 const cp = await controlPlaneFor(t);
-await installCrds(cp.kubeConfig);
-const admin = new KubeClient(cp.kubeConfig);
+const admin = new KubeClient(adminAccess(cp));
 t.teardown(() => admin.close());
+await installGeneratedCrds(admin);
 await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
 const saConfig = await operatorAccount(cp, "interlace-system", "interlace");
 const cleanup = new RecordingCleanup();

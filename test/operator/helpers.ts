@@ -4,15 +4,22 @@
  * operator's ServiceAccount, simulated Deployment availability (no
  * kube-controller-manager runs), and an operator started under that account.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
-import type { KubeConfig, KubernetesObject, V1Deployment } from "@kubernetes/client-node";
-import { parse } from "yaml";
+import type { KubernetesObject, V1Deployment } from "@kubernetes/client-node";
+import { parse, parseAllDocuments } from "yaml";
 import { createLogger, type Logger } from "../../common/src/index.js";
 import { parseArgv } from "../../common/src/index.js";
 import { parseOperatorOptions } from "../../operator/src/config.js";
 import { createOperator, type Operator, type OperatorOverrides } from "../../operator/src/main.js";
-import { CoreTypes, ExponentialBackoffLimiter, KubeClient, type ResourceType } from "../../operator/src/runtime/index.js";
+import {
+  CoreTypes,
+  ExponentialBackoffLimiter,
+  KubeClient,
+  loadKubeconfigFile,
+  type ClusterAccess,
+  type ResourceType,
+} from "../../operator/src/runtime/index.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -54,19 +61,48 @@ export async function chartOperatorRules(): Promise<unknown[]> {
   return rules;
 }
 
-/** Creates the chart's ClusterRole and binds it to `namespace/name`; returns a KubeConfig acting as that account. */
-export async function operatorAccount(
-  cp: { kubeConfig: KubeConfig; kubeConfigFor(ns: string, name: string): Promise<KubeConfig> },
-  namespace: string,
-  name: string,
-): Promise<KubeConfig> {
-  const admin = new KubeClient(cp.kubeConfig);
+/** The part of the control-plane helper these tests use: kubeconfig files only. */
+export interface KubeconfigSource {
+  kubeconfigPath: string;
+  kubeconfigPathFor(namespace: string, name: string): Promise<string>;
+}
+
+/** Cluster access as the control plane's admin. */
+export function adminAccess(cp: KubeconfigSource): ClusterAccess {
+  return loadKubeconfigFile(cp.kubeconfigPath);
+}
+
+export const CrdType: ResourceType = { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false };
+
+/** Applies the generated CRDs from crds/ and waits until each is Established. */
+export async function installGeneratedCrds(admin: KubeClient): Promise<void> {
+  const dir = path.join(ROOT, "crds");
+  const names: string[] = [];
+  for (const file of (await readdir(dir)).filter((f) => f.endsWith(".yaml")).sort()) {
+    for (const doc of parseAllDocuments(await readFile(path.join(dir, file), "utf8"))) {
+      const crd = doc.toJS() as KubernetesObject | null;
+      if (!crd) continue;
+      await admin.apply(CrdType, crd, { fieldManager: "test", force: true });
+      names.push(crd.metadata?.name ?? "");
+    }
+  }
+  for (const name of names) {
+    await waitFor(`CRD ${name} established`, async () => {
+      const crd = await admin.get<KubernetesObject & { status?: { conditions?: { type: string; status: string }[] } }>(CrdType, undefined, name);
+      return crd?.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
+    });
+  }
+}
+
+/** Creates the chart's ClusterRole and binds it to `namespace/name`; returns cluster access acting as that account. */
+export async function operatorAccount(cp: KubeconfigSource, namespace: string, name: string): Promise<ClusterAccess> {
+  const admin = new KubeClient(adminAccess(cp));
   const role = `${name}-operator`;
   await admin.apply(ClusterRoleType, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: role }, rules: await chartOperatorRules() } as KubernetesObject, {
     fieldManager: "test",
     force: true,
   });
-  const kc = await cp.kubeConfigFor(namespace, name);
+  const access = loadKubeconfigFile(await cp.kubeconfigPathFor(namespace, name));
   await admin.apply(
     ClusterRoleBindingType,
     {
@@ -79,7 +115,7 @@ export async function operatorAccount(
     { fieldManager: "test", force: true },
   );
   admin.close();
-  return kc;
+  return access;
 }
 
 /** What a Deployment controller would write once every replica is up. */
@@ -115,10 +151,10 @@ export function testLogger(name: string): Logger {
 }
 
 /** An in-process operator with the given flags, a fast retry limiter and no process metrics. */
-export function startTestOperator(argv: string[], kubeConfig: KubeConfig, log: Logger, overrides: OperatorOverrides = {}): Operator {
+export function startTestOperator(argv: string[], access: ClusterAccess, log: Logger, overrides: OperatorOverrides = {}): Operator {
   const opts = parseOperatorOptions({ flags: parseArgv(argv), env: {} });
   return createOperator(opts, log, {
-    kubeConfig,
+    access,
     rateLimiter: () => new ExponentialBackoffLimiter({ baseMs: 50, maxMs: 2000 }),
     watchTimeoutSeconds: 60,
     ...overrides,

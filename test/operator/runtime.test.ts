@@ -7,16 +7,16 @@
  */
 import t from "tap";
 import type { KubernetesObject, V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
-import { controlPlaneFor, installCrds } from "../helpers/control-plane.js";
+import { controlPlaneFor } from "../helpers/control-plane.js";
 import { EnginePoolKind, type EnginePool } from "../../operator/src/api/index.js";
 import { CoreTypes, Informer, KubeClient } from "../../operator/src/runtime/index.js";
 import type { Operator } from "../../operator/src/main.js";
-import { operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
+import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
 const cp = await controlPlaneFor(t);
-await installCrds(cp.kubeConfig);
-const admin = new KubeClient(cp.kubeConfig);
+const admin = new KubeClient(adminAccess(cp));
 t.teardown(() => admin.close());
+await installGeneratedCrds(admin);
 
 async function namespace(name: string): Promise<void> {
   await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
@@ -85,9 +85,9 @@ const LE_FLAGS = ["--namespace", "le", "--leader-elect", "--lease-namespace", "l
 
 t.test("leader election: one operator reconciles; when it stops, the standby takes over", async (t) => {
   await namespace("le");
-  const kc = await operatorAccount(cp, "interlace-system", "interlace");
-  const a = startTestOperator([...LE_FLAGS, "--identity", "op-a"], kc, testLogger("op-a"), { probes: false });
-  const b = startTestOperator([...LE_FLAGS, "--identity", "op-b"], kc, testLogger("op-b"), { probes: false });
+  const access = await operatorAccount(cp, "interlace-system", "interlace");
+  const a = startTestOperator([...LE_FLAGS, "--identity", "op-a"], access, testLogger("op-a"), { probes: false });
+  const b = startTestOperator([...LE_FLAGS, "--identity", "op-b"], access, testLogger("op-b"), { probes: false });
   t.teardown(() => Promise.all([a.stop(), b.stop()]));
   await a.start();
   await waitFor("a leads", () => a.manager.isLeader());
@@ -120,9 +120,9 @@ t.test("leader election: a lease left by a crashed holder is taken over after it
     metadata: { name: "interlace-operator", namespace: "crash" },
     spec: { holderIdentity: "ghost", leaseDurationSeconds: 2, acquireTime: now, renewTime: now, leaseTransitions: 0 },
   } as KubernetesObject);
-  const kc = await operatorAccount(cp, "interlace-system", "interlace");
+  const access = await operatorAccount(cp, "interlace-system", "interlace");
   const flags = LE_FLAGS.map((f) => (f === "le" ? "crash" : f));
-  const c = startTestOperator([...flags, "--identity", "op-c"], kc, testLogger("op-c"), { probes: false });
+  const c = startTestOperator([...flags, "--identity", "op-c"], access, testLogger("op-c"), { probes: false });
   t.teardown(() => c.stop());
   const started = Date.now();
   await c.start();

@@ -4,6 +4,7 @@
  */
 export * from "./errors.js";
 export * from "./resource-type.js";
+export * from "./kubeconfig.js";
 export * from "./kube-client.js";
 export * from "./informer.js";
 export * from "./rate-limiter.js";

@@ -1,18 +1,20 @@
 /**
- * @module A thin typed REST client for the API server on top of
- * `@kubernetes/client-node`'s KubeConfig (which supplies TLS material and
- * credentials: client certificates, bearer tokens, in-cluster token files,
- * exec plugins). Requests go out with node:https so that each call sets its
- * own Content-Type explicitly: server-side apply must be sent as
+ * @module A thin typed REST client for the API server over node:https, with
+ * credentials from {@link ClusterAccess} (kubeconfig or in-cluster). Each call
+ * sets its own Content-Type explicitly: server-side apply must be sent as
  * `application/apply-patch+yaml` and status merges as
- * `application/merge-patch+json`, which the generated client-node APIs make
- * easy to get wrong (they default PATCH bodies to JSON-patch).
+ * `application/merge-patch+json`, which the generated `@kubernetes/client-node`
+ * APIs make easy to get wrong (they default PATCH bodies to JSON-patch); and
+ * client-node 2.x cannot be loaded on Node 20 at all (its undici 8 needs
+ * Node 22), so only its types are used.
  */
 import http from "node:http";
 import https from "node:https";
 import { createInterface } from "node:readline";
-import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
+import { readFile } from "node:fs/promises";
+import type { KubernetesObject } from "@kubernetes/client-node";
 import { KubeApiError } from "./errors.js";
+import type { ClusterAccess } from "./kubeconfig.js";
 import { collectionPath, objectPath, type ResourceType } from "./resource-type.js";
 
 /** A list answer: the items and the list's resourceVersion to watch from. */
@@ -55,12 +57,21 @@ interface RequestOptions {
 export class KubeClient {
   private readonly server: URL;
   private readonly agent: http.Agent;
+  private token: { value: string; readAt: number } | null = null;
 
-  constructor(readonly kubeConfig: KubeConfig) {
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    this.server = new URL(cluster.server);
-    this.agent = this.server.protocol === "https:" ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  constructor(readonly access: ClusterAccess) {
+    this.server = new URL(access.server);
+    this.agent =
+      this.server.protocol === "https:"
+        ? new https.Agent({
+            keepAlive: true,
+            ...(access.ca ? { ca: access.ca } : {}),
+            ...(access.cert ? { cert: access.cert } : {}),
+            ...(access.key ? { key: access.key } : {}),
+            ...(access.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
+            ...(access.tlsServerName ? { servername: access.tlsServerName } : {}),
+          })
+        : new http.Agent({ keepAlive: true });
   }
 
   /** Reads one object; null when it does not exist. */
@@ -197,10 +208,11 @@ export class KubeClient {
   private async open(method: string, path: string, opts: RequestOptions): Promise<{ response: Promise<http.IncomingMessage> }> {
     const url = new URL(this.server.toString().replace(/\/$/, "") + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const reqOpts: https.RequestOptions = { method, agent: this.agent, headers: { Accept: "application/json" } };
-    await this.kubeConfig.applyToHTTPSOptions(reqOpts);
+    const headers: Record<string, string> = { Accept: "application/json", "User-Agent": "interlace-operator" };
+    const auth = await this.authorization();
+    if (auth) headers["Authorization"] = auth;
+    const reqOpts: https.RequestOptions = { method, agent: this.agent, headers };
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    const headers = reqOpts.headers as Record<string, string>;
     if (body !== undefined) {
       headers["Content-Type"] = opts.contentType ?? "application/json";
       headers["Content-Length"] = String(Buffer.byteLength(body));
@@ -213,6 +225,20 @@ export class KubeClient {
       req.end();
     });
     return { response };
+  }
+
+  /** Bearer token (a token file is re-read every minute: projected tokens rotate) or basic auth. */
+  private async authorization(): Promise<string | undefined> {
+    const { token, tokenFile, username, password } = this.access;
+    if (tokenFile) {
+      if (!this.token || Date.now() - this.token.readAt > 60_000) {
+        this.token = { value: (await readFile(tokenFile, "utf8")).trim(), readAt: Date.now() };
+      }
+      return `Bearer ${this.token.value}`;
+    }
+    if (token) return `Bearer ${token}`;
+    if (username !== undefined) return `Basic ${Buffer.from(`${username}:${password ?? ""}`).toString("base64")}`;
+    return undefined;
   }
 
   private decode<T>(res: { status: number; text: string }, verb: string, kind: string, name: string): T {
