@@ -9,6 +9,11 @@
  *
  * As a command (`tsx hack/control-plane.ts`) it starts one, prints the
  * kubeconfig path and runs until interrupted.
+ *
+ * `@kubernetes/client-node` 2.x cannot be loaded on Node 20 (its undici 8
+ * needs Node 22), so credentials are plain {@link KubeAccess} records
+ * (structurally the operator runtime's `ClusterAccess`) and requests go
+ * through node:https.
  */
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -19,10 +24,20 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 
 const execFileP = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/**
+ * How to reach the API server as one user: server URL, the test CA and a
+ * bearer token. Structurally a `ClusterAccess` of operator/src/runtime, so it
+ * can be handed to the operator's `KubeClient` directly.
+ */
+export interface KubeAccess {
+  server: string;
+  ca: Buffer;
+  token: string;
+}
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -42,14 +57,14 @@ export interface ControlPlane {
   server: string;
   /** A kubeconfig file for the admin (group system:masters). */
   kubeconfigPath: string;
-  /** The admin's KubeConfig. */
-  kubeConfig: KubeConfig;
+  /** The admin's credentials (group system:masters). */
+  kubeConfig: KubeAccess;
   /** The work folder (certificates, logs, etcd data). */
   dir: string;
   /** A token for a ServiceAccount (TokenRequest API); creates the namespace and account when missing. */
   tokenFor(namespace: string, name: string, expirationSeconds?: number): Promise<string>;
-  /** A KubeConfig that authenticates as the ServiceAccount (so RBAC applies). */
-  kubeConfigFor(namespace: string, name: string): Promise<KubeConfig>;
+  /** Credentials of the ServiceAccount (so RBAC applies); creates the namespace and account when missing. */
+  kubeConfigFor(namespace: string, name: string): Promise<KubeAccess>;
   /** The same, written to a file (for child processes such as the operator). */
   kubeconfigPathFor(namespace: string, name: string): Promise<string>;
   /** Stops kube-apiserver and etcd and removes the work folder. Idempotent. */
@@ -274,31 +289,23 @@ async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
 
     const kubeconfigPath = path.join(dir, "admin.kubeconfig");
     await writeFile(kubeconfigPath, renderKubeconfig(server, ca, "admin", adminToken), { mode: 0o600 });
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(kubeconfigPath);
-    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const kubeConfig: KubeAccess = { server, ca: Buffer.from(ca), token: adminToken };
 
     const tokenFor = async (namespace: string, name: string, expirationSeconds = 3600): Promise<string> => {
-      await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(ignoreConflict);
-      await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(ignoreConflict);
-      const tr = await core.createNamespacedServiceAccountToken({
-        name,
-        namespace,
-        body: { spec: { audiences: ["https://kubernetes.default.svc.cluster.local"], expirationSeconds } },
+      await createIfMissing(kubeConfig, "/api/v1/namespaces", { metadata: { name: namespace } });
+      await createIfMissing(kubeConfig, `/api/v1/namespaces/${namespace}/serviceaccounts`, { metadata: { name } });
+      const res = await kubeRequest(kubeConfig, "POST", `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: ["https://kubernetes.default.svc.cluster.local"], expirationSeconds } },
       });
-      const token = tr.status?.token;
-      if (token === undefined) throw new Error(`no token for ${namespace}/${name}`);
+      const token = (res.body as { status?: { token?: string } }).status?.token;
+      if (res.status !== 201 || token === undefined) throw new Error(`TokenRequest for ${namespace}/${name} failed: HTTP ${res.status} ${JSON.stringify(res.body)}`);
       return token;
     };
+    const kubeConfigFor = async (namespace: string, name: string): Promise<KubeAccess> => ({ server, ca: Buffer.from(ca), token: await tokenFor(namespace, name) });
     const kubeconfigPathFor = async (namespace: string, name: string): Promise<string> => {
       const file = path.join(dir, `sa-${namespace}-${name}.kubeconfig`);
       await writeFile(file, renderKubeconfig(server, ca, `system:serviceaccount:${namespace}:${name}`, await tokenFor(namespace, name)), { mode: 0o600 });
       return file;
-    };
-    const kubeConfigFor = async (namespace: string, name: string): Promise<KubeConfig> => {
-      const kc = new KubeConfig();
-      kc.loadFromFile(await kubeconfigPathFor(namespace, name));
-      return kc;
     };
     return { server, kubeconfigPath, kubeConfig, dir, tokenFor, kubeConfigFor, kubeconfigPathFor, stop };
   } catch (err) {
@@ -324,20 +331,18 @@ export interface KubeRequestOptions {
 }
 
 /**
- * One request to the API server as the KubeConfig's user, without the typed
+ * One request to the API server as the given user, without the typed
  * client: tests need exact status codes, error messages, dry runs, tables and
  * apply patches. Never throws on an HTTP error status.
  */
-export async function kubeRequest(kc: KubeConfig, method: string, apiPath: string, opts: KubeRequestOptions = {}): Promise<KubeResponse> {
+export async function kubeRequest(kc: KubeAccess, method: string, apiPath: string, opts: KubeRequestOptions = {}): Promise<KubeResponse> {
   const https = await import("node:https");
-  const cluster = kc.getCurrentCluster();
-  if (cluster === null) throw new Error("kubeconfig has no current cluster");
-  const url = new URL(apiPath, cluster.server);
+  const url = new URL(apiPath, kc.server);
   for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
-  const reqOpts: import("node:https").RequestOptions = { method, headers: { accept: opts.accept ?? "application/json" } };
-  await kc.applyToHTTPSOptions(reqOpts);
+  const headers: Record<string, string> = { accept: opts.accept ?? "application/json", authorization: `Bearer ${kc.token}` };
   const payload = opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
-  if (payload !== undefined) (reqOpts.headers as Record<string, string>)["content-type"] = opts.contentType ?? "application/json";
+  if (payload !== undefined) headers["content-type"] = opts.contentType ?? "application/json";
+  const reqOpts: import("node:https").RequestOptions = { method, headers, ca: kc.ca };
   return new Promise((resolve, reject) => {
     const req = https.request(url, reqOpts, (res) => {
       const chunks: Buffer[] = [];
@@ -359,12 +364,72 @@ export async function kubeRequest(kc: KubeConfig, method: string, apiPath: strin
   });
 }
 
+/** A manifest as rendered by helm or read from samples/. */
+export interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [key: string]: unknown;
+}
+
+/** REST coordinates of a kind, found through discovery. */
+interface Discovered {
+  plural: string;
+  namespaced: boolean;
+}
+
+const discoveryCache = new WeakMap<KubeAccess, Map<string, Discovered>>();
+
+/** Finds the plural and scope of `apiVersion`/`kind` through the discovery API (cached per credentials object). */
+export async function discover(kc: KubeAccess, apiVersion: string, kind: string): Promise<Discovered> {
+  let cache = discoveryCache.get(kc);
+  if (cache === undefined) discoveryCache.set(kc, (cache = new Map()));
+  const key = `${apiVersion}/${kind}`;
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  const base = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  const res = await kubeRequest(kc, "GET", base);
+  if (res.status !== 200) throw new Error(`discovery of ${apiVersion} failed: HTTP ${res.status}`);
+  for (const r of (res.body as { resources: { name: string; kind: string; namespaced: boolean }[] }).resources) {
+    if (!r.name.includes("/")) cache.set(`${apiVersion}/${r.kind}`, { plural: r.name, namespaced: r.namespaced });
+  }
+  const found = cache.get(key);
+  if (found === undefined) throw new Error(`${kind} is not served under ${apiVersion}`);
+  return found;
+}
+
+/** The API path of a manifest's object (namespace defaulted to `defaultNamespace` for namespaced kinds). */
+export async function pathOf(kc: KubeAccess, m: Manifest, defaultNamespace = "default"): Promise<string> {
+  const d = await discover(kc, m.apiVersion, m.kind);
+  const base = m.apiVersion.includes("/") ? `/apis/${m.apiVersion}` : `/api/${m.apiVersion}`;
+  const ns = d.namespaced ? `/namespaces/${encodeURIComponent(m.metadata.namespace ?? defaultNamespace)}` : "";
+  return `${base}${ns}/${d.plural}/${encodeURIComponent(m.metadata.name)}`;
+}
+
+/**
+ * Server-side applies one manifest (kubectl apply --server-side) and returns
+ * the response; throws on an error status unless `allowError`.
+ */
+export async function applyManifest(
+  kc: KubeAccess,
+  m: Manifest,
+  opts: { fieldManager?: string; namespace?: string; dryRun?: boolean; allowError?: boolean } = {},
+): Promise<KubeResponse> {
+  const query: Record<string, string> = { fieldManager: opts.fieldManager ?? "interlace-test", force: "true", fieldValidation: "Strict" };
+  if (opts.dryRun === true) query["dryRun"] = "All";
+  const res = await kubeRequest(kc, "PATCH", await pathOf(kc, m, opts.namespace), { body: m, contentType: "application/apply-patch+yaml", query });
+  if (res.status >= 300 && opts.allowError !== true) {
+    throw new Error(`apply ${m.kind} ${m.metadata.name} failed: HTTP ${res.status} ${JSON.stringify((res.body as { message?: string }).message ?? res.body)}`);
+  }
+  return res;
+}
+
 /**
  * Installs every CustomResourceDefinition in the YAML files of `dir` (default
  * the generated `crds/`) with server-side apply and waits until each is
  * Established. Returns the CRD names.
  */
-export async function installCrds(kc: KubeConfig, dir = path.join(ROOT, "crds"), timeoutMs = 60_000): Promise<string[]> {
+export async function installCrds(kc: KubeAccess, dir = path.join(ROOT, "crds"), timeoutMs = 60_000): Promise<string[]> {
   const { parseAllDocuments } = await import("yaml");
   const { readdir } = await import("node:fs/promises");
   const names: string[] = [];
@@ -395,10 +460,10 @@ export async function installCrds(kc: KubeConfig, dir = path.join(ROOT, "crds"),
   return names;
 }
 
-/** Treats 409 AlreadyExists as success (create-if-missing). */
-function ignoreConflict(err: unknown): void {
-  const code = (err as { code?: number } | null)?.code;
-  if (code !== 409) throw err;
+/** POSTs `body` to `collection`; 409 AlreadyExists counts as success. */
+async function createIfMissing(kc: KubeAccess, collection: string, body: unknown): Promise<void> {
+  const res = await kubeRequest(kc, "POST", collection, { body });
+  if (res.status !== 201 && res.status !== 409) throw new Error(`POST ${collection} failed: HTTP ${res.status} ${JSON.stringify(res.body)}`);
 }
 
 async function main(): Promise<void> {
