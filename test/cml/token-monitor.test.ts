@@ -210,6 +210,10 @@ t.test("malformed blocks are reported and never crash", async (t) => {
   t.match(runTokens(["[CALL]", " ", "[HEAD]", "b", "[END]"]), [{ type: "call_start" }, { type: "malformed", reason: /empty call id/ }]);
   t.match(runTokens(["[CALL]", "f(", "x"]), [{ type: "call_start" }, { type: "malformed", reason: /unterminated \[CALL\]/, raw: "[CALL]f(x" }]);
   t.match(runText(["[TRAP]", "[CALL]x[END]"]), [{ type: "malformed", reason: /inside an open \[TRAP\]/ }, { type: "call_start" }, { type: "call", body: "x" }]);
+  t.match(runText(["[IN", "TR]r[HE", "AD]v[E", "ND]ok"]), [
+    { type: "malformed", reason: /model-emitted \[INTR\]/, raw: "[INTR]r[HEAD]v[END]" },
+    { type: "text", text: "ok" },
+  ], "a spelled-out [INTR] from a text-marker model is malformed too");
   const m = createTokenMonitor({ markerTokens: IDS });
   m.push(1, "");
   m.push(100, "x");

@@ -3,7 +3,7 @@ import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from "node-llama
 import { CML, type CmlMarker } from "../../common/src/index.js";
 import { findMarkerTokens } from "../../engine-pod/src/cml/index.js";
 import { CHATML, ensureModel } from "../../engine-pod/src/model/index.js";
-import { buildCmlSystemPrompt, renderPrompt, tokenizeCml, type PromptMessage } from "../../engine-pod/src/prompt/index.js";
+import { buildCmlSystemPrompt, plainText, renderPrompt, tokenizeCml, type PromptMessage } from "../../engine-pod/src/prompt/index.js";
 
 let model: LlamaModel;
 let markers: Map<number, CmlMarker>;
@@ -58,4 +58,9 @@ t.test("assistant continuation for re-entry after a sync call", async (t) => {
   const closed = renderPrompt(model, [...messages, { role: "assistant", content: "Done." }]);
   t.match(closed.text, /Done\.<\|im_end\|>\n<\|im_start\|>assistant\n$/, "otherwise a new assistant turn opens");
   t.same(tokenizeCml(model, [{ type: "trap" }]).map((x) => markers.get(x)), [CML.TRAP, CML.END], "engine-written CML uses marker tokens");
+});
+
+t.test("markers a model has as user-defined (forgeable) tokens are escaped in untrusted text", async (t) => {
+  t.same(plainText("a[INTR]b[END]", [CML.INTR]), ["a[\u200bINTR]b[END]"]);
+  t.same(plainText("a[INTR]b", []), ["a[INTR]b"]);
 });
