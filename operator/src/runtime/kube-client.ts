@@ -48,6 +48,8 @@ export interface ApplyOptions {
 
 interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
+  /** Destroy the request when its socket is idle this long. */
+  idleMs?: number;
   body?: unknown;
   contentType?: string;
   signal?: AbortSignal;
@@ -164,7 +166,10 @@ export class KubeClient {
       allowWatchBookmarks: opts.allowWatchBookmarks,
       timeoutSeconds: opts.timeoutSeconds,
     };
-    const req = await this.open("GET", collectionPath(type, namespace), { query, ...(opts.signal ? { signal: opts.signal } : {}) });
+    // A connection that dies silently would hang the watch forever: give up
+    // when nothing (not even a bookmark) arrived well past the server timeout.
+    const idleMs = ((opts.timeoutSeconds ?? 300) + 60) * 1000;
+    const req = await this.open("GET", collectionPath(type, namespace), { query, idleMs, ...(opts.signal ? { signal: opts.signal } : {}) });
     let res: http.IncomingMessage;
     try {
       res = await req.response;
@@ -200,7 +205,7 @@ export class KubeClient {
   }
 
   private async send(method: string, path: string, opts: RequestOptions): Promise<{ status: number; text: string }> {
-    const req = await this.open(method, path, opts);
+    const req = await this.open(method, path, { idleMs: 60_000, ...opts });
     const res = await req.response;
     return { status: res.statusCode ?? 0, text: await readAll(res) };
   }
@@ -221,6 +226,7 @@ export class KubeClient {
     const response = new Promise<http.IncomingMessage>((resolve, reject) => {
       const req = mod.request(url, { ...reqOpts, ...(opts.signal ? { signal: opts.signal } : {}) }, resolve);
       req.on("error", reject);
+      if (opts.idleMs !== undefined) req.setTimeout(opts.idleMs, () => req.destroy(new Error(`no data for ${opts.idleMs} ms`)));
       if (body !== undefined) req.write(body);
       req.end();
     });

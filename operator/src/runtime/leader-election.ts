@@ -106,8 +106,10 @@ export class LeaderElector {
       }
       this.leading = false;
       leadership.abort();
-      if (signal.aborted) await this.release();
+      // Finish in-flight work before releasing: the standby must not start
+      // reconciling while this replica still writes.
       await callbacks.onStoppedLeading();
+      if (signal.aborted) await this.release();
     }
   }
 
