@@ -73,8 +73,11 @@ export class ToolRunner {
   private readonly log: Logger;
   private readonly settings: Required<Omit<ToolRunnerConfig, "namespace" | "pool" | "tools">>;
   private stopping = false;
-  private workers: Promise<void>[] = [];
-  private inFlight = 0;
+  private puller: Promise<void> = Promise.resolve();
+  /** Calls being handled now. */
+  private readonly handlers = new Set<Promise<void>>();
+  /** Wakes the pull loop when a handler finishes while all slots were busy. */
+  private slotFreed: (() => void) | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private lastHeartbeat = 0;
   private stopped: Promise<void> | null = null;
@@ -129,7 +132,7 @@ export class ToolRunner {
       const runner = new ToolRunner(options, nc, js, consumer, kv, toolSet);
       await runner.heartbeat();
       runner.heartbeatTimer = setInterval(() => void runner.heartbeat(), options.heartbeatMs ?? 2_000);
-      runner.workers = Array.from({ length: runner.settings.concurrency }, () => runner.work());
+      runner.puller = runner.pull();
       runner.log.info({ tools: [...toolSet.tools.keys()], ...runner.settings }, "tool runner serving");
       return runner;
     } catch (err) {
@@ -154,7 +157,7 @@ export class ToolRunner {
       runner: this.runnerId,
       at: Date.now(),
       concurrency: this.settings.concurrency,
-      inFlight: this.inFlight,
+      inFlight: this.handlers.size,
       tools: [...this.toolSet.tools.keys()],
     };
     try {
@@ -165,38 +168,53 @@ export class ToolRunner {
     }
   }
 
-  /** One worker: pull a call, handle it, repeat until stopping. */
-  private async work(): Promise<void> {
+  /**
+   * The pull loop: asks for as many calls as there are free slots (one pull
+   * request per batch, not per call), starts each as it arrives, and waits for
+   * a slot when all are busy, so the runner never holds a call it cannot start.
+   */
+  private async pull(): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
-      let m: JsMsg | null;
+      const free = this.settings.concurrency - this.handlers.size;
+      if (free <= 0) {
+        await new Promise<void>((r) => (this.slotFreed = r));
+        continue;
+      }
       try {
-        m = await this.consumer.next({ expires: this.options.pullExpiresMs ?? 2_000 });
+        const batch = await this.consumer.fetch({ max_messages: free, expires: this.options.pullExpiresMs ?? 2_000 });
+        for await (const m of batch) {
+          if (this.stopping) {
+            // Delivered after the stop began: not started, so hand it back for another runner.
+            m.nak();
+            continue;
+          }
+          this.startHandling(m);
+        }
         failures = 0;
       } catch (err) {
         if (this.stopping) break;
         if (failures++ === 0) this.log.warn({ err: (err as Error).message }, "pull failed; retrying");
         await sleep(Math.min(1_000, 50 * 2 ** Math.min(failures, 5)));
-        continue;
-      }
-      if (m === null) continue;
-      if (this.stopping) {
-        // Pulled after the stop began (a pull that was already waiting): not started, so hand it back.
-        m.nak();
-        break;
-      }
-      this.inFlight++;
-      this.metrics.inFlight.inc();
-      try {
-        await this.handle(m);
-      } catch (err) {
-        this.log.error({ err }, "unexpected error handling a call; it will be redelivered");
-        m.nak(1_000);
-      } finally {
-        this.inFlight--;
-        this.metrics.inFlight.dec();
       }
     }
+  }
+
+  private startHandling(m: JsMsg): void {
+    this.metrics.inFlight.inc();
+    const p = this.handle(m)
+      .catch((err: unknown) => {
+        this.log.error({ err }, "unexpected error handling a call; it will be redelivered");
+        m.nak(1_000);
+      })
+      .finally(() => {
+        this.handlers.delete(p);
+        this.metrics.inFlight.dec();
+        const wake = this.slotFreed;
+        this.slotFreed = null;
+        wake?.();
+      });
+    this.handlers.add(p);
   }
 
   private async handle(m: JsMsg): Promise<void> {
@@ -368,7 +386,9 @@ export class ToolRunner {
     this.stopped ??= (async () => {
       this.stopping = true;
       if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-      const all = Promise.all(this.workers);
+      // Wake a pull loop parked on a full runner; an open fetch ends within pullExpiresMs.
+      this.slotFreed?.();
+      const all = this.puller.then(() => Promise.all([...this.handlers]));
       let timer: NodeJS.Timeout | undefined;
       const drained = await Promise.race([all.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), drainTimeoutMs)))]);
       clearTimeout(timer);
