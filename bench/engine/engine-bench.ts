@@ -35,11 +35,11 @@ export interface EngineInjectionResult {
 
 type Done = Extract<SessionEvent, { type: "done" }>;
 
-async function start(modelPath: string, sequences: number): Promise<{ engine: Engine; executor: InProcessExecutor }> {
+async function start(modelPath: string, sequences: number, contextSize: number): Promise<{ engine: Engine; executor: InProcessExecutor }> {
   const log = pino({ level: process.env["LOG_LEVEL"] ?? "warn" });
   const executor = new InProcessExecutor({ tools: createBuiltinTools() });
   const engine = await createEngine(
-    { ...DEFAULT_ENGINE_OPTIONS, modelPath, sequences, contextSize: 1024, threads: 1, kvPolicy: "auto", maxTokens: 1000 },
+    { ...DEFAULT_ENGINE_OPTIONS, modelPath, sequences, contextSize, threads: 1, kvPolicy: "auto", maxTokens: 1000 },
     executor,
     log,
   );
@@ -51,7 +51,7 @@ export async function textScenario(
   modelPath: string,
   options: { sessions: number; tokensPerSession: number; interruptsPerSession: number; expectedTpotMs: number; seed: number },
 ): Promise<EngineInjectionResult> {
-  const { engine, executor } = await start(modelPath, options.sessions);
+  const { engine, executor } = await start(modelPath, options.sessions, 1024);
   const random = seededRandom(options.seed);
   try {
     const words = " the agent keeps decoding while tools run";
@@ -84,7 +84,8 @@ export async function toolScenario(
   modelPath: string,
   options: { sessions: number; callsPerSession: number; thinkTokens: number; maxSleepMs: number; seed: number },
 ): Promise<EngineInjectionResult> {
-  const { engine, executor } = await start(modelPath, options.sessions);
+  // The tool prompt (CML instructions, few-shot, tool list) is long: leave room after it.
+  const { engine, executor } = await start(modelPath, options.sessions, 2048);
   const random = seededRandom(options.seed);
   const sleep = [...createBuiltinTools().values()].find((t) => t.spec.name === "sleep")?.spec as ToolSpec;
   try {

@@ -111,7 +111,7 @@ export async function run(argv: string[]): Promise<void> {
       });
       log(`engine text scenario: ${text.interrupts} interrupts`);
       tools = await toolScenario(modelPath, {
-        sessions: 4,
+        sessions: 2,
         callsPerSession: args.quick ? 3 : 5,
         thinkTokens: 12,
         maxSleepMs: args.quick ? 400 : 1200,
@@ -208,12 +208,12 @@ function renderTable(
   }
   lines.push(
     "",
-    "| context tokens | keep ms | swap ms (save + load) | recompute ms (re-evaluate) | state bytes | continuation preserved | auto @ wait 10 / 100 / 1000 / 10000 ms |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
+    "| context tokens | keep ms | swap ms (save + load) | recompute ms (re-evaluate) | model estimate swap / recompute ms | state bytes | continuation preserved | auto @ wait 10 / 100 / 1000 / 10000 ms |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
   );
   for (const [n, t] of Object.entries(trap)) {
     lines.push(
-      `| ${n} | ${t.keep.totalMs} | ${t.swap.totalMs} (${t.swap.pauseMs} + ${t.swap.resumeMs}) | ${t.recompute.totalMs} | ${t.swap.bytes ?? "-"} | ${t.continuationPreserved ? "yes" : "NO"} | ${Object.values(t.autoDecision).join(" / ")} |`,
+      `| ${n} | ${t.keep.totalMs} | ${t.swap.totalMs} (${t.swap.pauseMs} + ${t.swap.resumeMs}) | ${t.recompute.totalMs} | ${t.estimated.swapMs} / ${t.estimated.recomputeMs} | ${t.swap.bytes ?? "-"} | ${t.continuationPreserved ? "yes" : "NO"} | ${Object.values(t.autoDecision).join(" / ")} |`,
     );
   }
   lines.push("", `wall time ${r.wall_s} s`);

@@ -8,7 +8,7 @@
  * own token meter.
  */
 import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import { KvManager, type CostModel } from "../../engine-pod/src/kv/index.js";
+import { estimateTrapCosts, KvManager, type CostModel } from "../../engine-pod/src/kv/index.js";
 import { median, quantile, r3, seededRandom } from "./stats.js";
 
 export interface TrapCost {
@@ -31,6 +31,8 @@ export interface TrapSizeResult {
   continuationPreserved: boolean;
   /** What the calibrated auto policy picks under full pressure, by expected wait (ms). */
   autoDecision: Record<string, string>;
+  /** The calibrated cost model's estimates for this size, to compare with the measured costs. */
+  estimated: { swapMs: number; recomputeMs: number };
 }
 
 export interface InjectionLoopResult {
@@ -124,8 +126,20 @@ export async function measureTrapCosts(
   const recompute = await rounds("recompute", reps.recompute);
   const autoDecision: Record<string, string> = {};
   for (const w of waits) autoDecision[String(w)] = kv.decide({ expectedWaitMs: w, contextTokens: n, kvPressure: 1, override: "auto" }).decision;
+  const estimate = estimateTrapCosts(kv.costModel, n);
   await seq.clearHistory();
-  return { prefillMs, result: { contextTokens: n, keep, swap, recompute, continuationPreserved: preserved, autoDecision } };
+  return {
+    prefillMs,
+    result: {
+      contextTokens: n,
+      keep,
+      swap,
+      recompute,
+      continuationPreserved: preserved,
+      autoDecision,
+      estimated: { swapMs: r3(estimate.swapMs), recomputeMs: r3(estimate.recomputeMs) },
+    },
+  };
 }
 
 /**

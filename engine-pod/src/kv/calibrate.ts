@@ -13,7 +13,7 @@ import type { CostModel } from "./cost-model.js";
 export interface CalibrateOptions {
   /** Directory for the state files (a tmpfs). */
   swapDir: string;
-  /** Prefill chunk sizes, ascending; the largest bounds calibration time. Default [32, 96, 192]. */
+  /** Prefill chunk sizes; three or more let the fit see the quadratic term. Default [32, 128, 320]. */
   sizes?: number[];
   /** Decode steps timed. Default 8. */
   decodeSteps?: number;
@@ -28,7 +28,7 @@ export interface CalibrateOptions {
  */
 export async function calibrateCostModel(sequence: LlamaContextSequence, options: CalibrateOptions): Promise<CostModel> {
   const started = performance.now();
-  const sizes = [...(options.sizes ?? [32, 96, 192])].sort((a, b) => a - b).filter((n) => n > 0 && n < sequence.contextSize);
+  const sizes = [...(options.sizes ?? [32, 128, 320])].sort((a, b) => a - b).filter((n) => n > 0 && n < sequence.contextSize);
   if (sizes.length === 0) throw new Error("calibration needs at least one chunk size below the context size");
   const largest = sizes[sizes.length - 1] ?? 1;
   const tokens = options.tokens ?? fillerTokens(sequence.model, largest + 16);
@@ -181,20 +181,54 @@ export function fitLine(points: readonly Point[]): { intercept: number; slope: n
 }
 
 /**
- * Prefill time p0 + p1·n + p2·n²: the quadratic term is fitted from the
- * per-token time's growth (ms/n = p0/n + p1 + p2·n, taken as linear in n),
- * clamped so no coefficient is negative (noise must not predict free prefill).
+ * Prefill time p0 + p1·n + p2·n² by non-negative least squares: every subset
+ * of the three terms is solved by ordinary least squares and the best fit
+ * whose coefficients are all ≥ 0 wins (noise must never predict free or
+ * shrinking prefill). Needs three sizes to see the quadratic term.
  */
-function fitPrefill(points: readonly Point[]): Pick<CostModel, "prefillFixedMs" | "prefillMsPerToken" | "prefillMsPerTokenSq"> {
-  const perToken = points.map((p) => ({ x: p.x, y: p.y / p.x }));
-  const growth = points.length >= 2 ? fitLine(perToken) : { intercept: 0, slope: 0 };
-  if (growth.slope > 0 && growth.intercept > 0) {
-    return { prefillFixedMs: 0, prefillMsPerToken: growth.intercept, prefillMsPerTokenSq: growth.slope };
+export function fitPrefill(points: readonly Point[]): Pick<CostModel, "prefillFixedMs" | "prefillMsPerToken" | "prefillMsPerTokenSq"> {
+  const basis = [(_n: number) => 1, (n: number) => n, (n: number) => n * n];
+  let best: { coef: number[]; residual: number } | undefined;
+  for (let mask = 1; mask < 8; mask++) {
+    const terms = [0, 1, 2].filter((k) => (mask >> k) & 1);
+    if (terms.length > points.length) continue;
+    const solved = leastSquares(points.map((p) => terms.map((k) => (basis[k] as (n: number) => number)(p.x))), points.map((p) => p.y));
+    if (solved === undefined || solved.some((c) => !(c >= 0))) continue;
+    const coef = [0, 0, 0];
+    terms.forEach((k, i) => (coef[k] = solved[i] ?? 0));
+    const residual = points.reduce((sum, p) => sum + (p.y - (coef[0] ?? 0) - (coef[1] ?? 0) * p.x - (coef[2] ?? 0) * p.x * p.x) ** 2, 0);
+    // Prefer fewer terms unless more terms fit clearly better (avoid fitting noise).
+    if (best === undefined || residual < best.residual * 0.999) best = { coef, residual };
   }
-  const line = fitLine(points);
-  if (line.slope > 0) return { prefillFixedMs: Math.max(line.intercept, 0), prefillMsPerToken: line.slope, prefillMsPerTokenSq: 0 };
-  const last = points[points.length - 1] ?? { x: 1, y: 1 };
-  return { prefillFixedMs: 0, prefillMsPerToken: last.y / last.x, prefillMsPerTokenSq: 0 };
+  if (best === undefined) {
+    const last = points[points.length - 1] ?? { x: 1, y: 1 };
+    return { prefillFixedMs: 0, prefillMsPerToken: last.y / last.x, prefillMsPerTokenSq: 0 };
+  }
+  return { prefillFixedMs: best.coef[0] ?? 0, prefillMsPerToken: best.coef[1] ?? 0, prefillMsPerTokenSq: best.coef[2] ?? 0 };
+}
+
+/** Solves min ‖A·c − y‖² through the normal equations (tiny systems); undefined when singular. */
+function leastSquares(a: readonly number[][], y: readonly number[]): number[] | undefined {
+  const k = a[0]?.length ?? 0;
+  // Normal equations M·c = v with M = AᵀA, v = Aᵀy, as an augmented matrix.
+  const m: number[][] = Array.from({ length: k }, (_, i) =>
+    [...Array.from({ length: k }, (_, j) => a.reduce((s, row) => s + (row[i] ?? 0) * (row[j] ?? 0), 0)), a.reduce((s, row, r) => s + (row[i] ?? 0) * (y[r] ?? 0), 0)],
+  );
+  for (let col = 0; col < k; col++) {
+    let pivot = col;
+    for (let r = col + 1; r < k; r++) if (Math.abs(m[r]?.[col] ?? 0) > Math.abs(m[pivot]?.[col] ?? 0)) pivot = r;
+    const pivotRow = m[pivot] as number[];
+    if (Math.abs(pivotRow[col] ?? 0) < 1e-12) return undefined;
+    [m[col], m[pivot]] = [pivotRow, m[col] as number[]];
+    const row = m[col] as number[];
+    for (let r = 0; r < k; r++) {
+      if (r === col) continue;
+      const other = m[r] as number[];
+      const f = (other[col] ?? 0) / (row[col] ?? 1);
+      for (let c = col; c <= k; c++) other[c] = (other[c] ?? 0) - f * (row[c] ?? 0);
+    }
+  }
+  return m.map((row, i) => (row[k] ?? 0) / (row[i] ?? 1));
 }
 
 /** Time = fixedMs + bytes / bytesPerMs from (bytes, ms) points, robust to noise. */

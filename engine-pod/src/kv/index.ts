@@ -29,6 +29,6 @@ export {
   type CostModel,
   type TrapCostEstimate,
 } from "./cost-model.js";
-export { calibrateCostModel, theoreticalStateBytesPerToken, type CalibrateOptions } from "./calibrate.js";
+export { calibrateCostModel, fitLine, fitPrefill, theoreticalStateBytesPerToken, type CalibrateOptions } from "./calibrate.js";
 export { discardPaused, pauseSequence, resumeSequence, type PausedSequence, type ResumeResult } from "./sequence-state.js";
 export { FORK_TESTED_VERSION, forkPrefix, reusePrefix, type ForkResult, type PrefixReuse } from "./prefix.js";
