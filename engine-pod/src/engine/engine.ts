@@ -11,7 +11,7 @@
  * session sits in `busy`, so the batch never waits for them.
  */
 import { randomUUID } from "node:crypto";
-import { LlamaGrammar, LlamaGrammarEvaluationState, type LlamaContextSequence, type Token } from "node-llama-cpp";
+import { LlamaGrammar, LlamaGrammarEvaluationState, TokenBias, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import {
   CML,
   ErrorCode,
@@ -24,7 +24,7 @@ import {
   type SessionEvent,
   type ToolSpec,
 } from "../../../common/src/index.js";
-import { buildCallGrammar, createTokenMonitor, formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
+import { buildCallGrammar, createTokenMonitor, intrLogitBias, formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import type { Executor, ToolCall, ToolResult } from "../executor/executor.js";
 import { KvManager, expectedWaitMs } from "../kv/index.js";
 import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
@@ -70,6 +70,12 @@ export function engineInternals(engine: Engine): EngineInternals {
 export interface EngineExtras {
   /** Calibrate the KV cost model at start (default true). */
   calibrate?: boolean;
+  /**
+   * Test hook: logits ADDED to the model's in every decode step, to simulate a
+   * model that strongly prefers some tokens. The `[INTR]` ban is added on top,
+   * so it must still win.
+   */
+  extraLogitBias?: ReadonlyMap<Token, number>;
 }
 
 /**
@@ -122,7 +128,11 @@ class LockstepEngine implements Engine {
     private readonly extras: EngineExtras,
   ) {
     this.slots = new SlotAllocator(runtime.sequences.length);
+    this.tokenBias = extras.extraLogitBias === undefined ? runtime.intrBias : combinedBias(runtime, extras.extraLogitBias);
   }
+
+  /** Applied in every decode step, grammar or not: the model can never emit `[INTR]`. */
+  private readonly tokenBias: TokenBias;
 
   get contextSize(): number {
     return this.runtime.contextSize;
@@ -440,7 +450,10 @@ class LockstepEngine implements Engine {
         s.gen = s.seq.evaluate(s.feed, {
           temperature: s.config.temperature,
           ...(s.config.seed !== undefined ? { seed: s.config.seed } : {}),
-          tokenBias: this.runtime.intrBias,
+          tokenBias: this.tokenBias,
+          // Plain temperature sampling over the whole vocabulary (OpenAI's defaults: no top-k, top-p 1).
+          topK: 0,
+          topP: 1,
           grammarEvaluationState: () => s.grammarState,
           yieldEogToken: true,
         });
@@ -934,6 +947,15 @@ class LockstepEngine implements Engine {
 }
 
 const MAX_DONE_SESSIONS = 1024;
+
+/** The `[INTR]` ban plus a test's extra logits, summed per token. */
+function combinedBias(runtime: Runtime, extra: ReadonlyMap<Token, number>): TokenBias {
+  const sum = new Map<Token, number>(intrLogitBias(runtime.markerTokens));
+  for (const [token, logit] of extra) sum.set(token, (sum.get(token) ?? 0) + logit);
+  const bias = new TokenBias(runtime.model.tokenizer);
+  for (const [token, logit] of sum) bias.set(token, { logit });
+  return bias;
+}
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
