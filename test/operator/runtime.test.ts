@@ -6,6 +6,8 @@
  * left by a crashed holder is taken over once it expires.
  */
 import t from "tap";
+import { spawn } from "node:child_process";
+import path from "node:path";
 import type { KubernetesObject, V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
 import { controlPlaneFor } from "../helpers/control-plane.js";
 import { EnginePoolKind, type EnginePool } from "../../operator/src/api/index.js";
@@ -13,6 +15,7 @@ import { CoreTypes, Informer, KubeClient } from "../../operator/src/runtime/inde
 import type { Operator } from "../../operator/src/main.js";
 import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
+const ROOT = path.resolve(import.meta.dirname, "../..");
 const cp = await controlPlaneFor(t);
 const admin = new KubeClient(adminAccess(cp));
 t.teardown(() => admin.close());
@@ -131,4 +134,57 @@ t.test("leader election: a lease left by a crashed holder is taken over after it
   const lease = await admin.get<KubernetesObject & { spec?: { holderIdentity?: string; leaseTransitions?: number } }>(CoreTypes.Lease, "crash", "interlace-operator");
   t.equal(lease?.spec?.holderIdentity, "op-c");
   t.equal(lease?.spec?.leaseTransitions, 1);
+});
+
+t.test("the operator process: flags, probes, and a graceful SIGTERM that releases the lease", async (t) => {
+  await namespace("proc");
+  await operatorAccount(cp, "interlace-system", "interlace");
+  const kubeconfig = await cp.kubeconfigPathFor("interlace-system", "interlace");
+  const args = [
+    "--import",
+    "tsx",
+    path.join(ROOT, "operator/src/main.ts"),
+    "--kubeconfig",
+    kubeconfig,
+    "--namespace",
+    "proc",
+    "--leader-elect",
+    "--lease-namespace",
+    "proc",
+    "--identity",
+    "proc-op",
+    "--metrics-port",
+    "0",
+    "--metrics-host",
+    "127.0.0.1",
+    "--lease-duration-ms",
+    "3000",
+    "--renew-deadline-ms",
+    "2000",
+    "--retry-period-ms",
+    "300",
+  ];
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LOG_LEVEL: "info" } });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  let output = "";
+  let port = 0;
+  child.stdout.on("data", (d: Buffer) => {
+    output += d.toString();
+    const m = /"metricsPort":(\d+)/.exec(output);
+    if (m) port = Number(m[1]);
+  });
+  child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+  await waitFor("operator started", () => port > 0 || child.exitCode !== null, 60_000);
+  t.equal(child.exitCode, null, output.slice(-2000));
+  await waitFor("ready", async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200);
+  await waitFor("leading", async () => /interlace_operator_leader 1/.test(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()));
+  await admin.create(EnginePoolKind, enginePool("proc", "p"));
+  await waitFor("reconciled by the process", async () => (await admin.get(CoreTypes.Deployment, "proc", "p-engine")) !== null);
+  child.kill("SIGTERM");
+  t.equal(await exited, 0, "clean exit");
+  const lease = await admin.get<KubernetesObject & { spec?: { holderIdentity?: string | null } }>(CoreTypes.Lease, "proc", "interlace-operator");
+  t.notOk(lease?.spec?.holderIdentity, "the lease was released on shutdown");
 });
