@@ -111,3 +111,20 @@ t.test("fork copies a resident system prefix without evaluating it", async (t) =
   const sourceTail = await greedy(source, [pending], CONTINUE);
   t.same([...head, ...sourceTail], await fresh([...system, ...userA], 4 + CONTINUE), "the source continues as if never forked");
 });
+
+t.test("without the internal copy, fork falls back to evaluating the prefix", async (t) => {
+  const source = fx.context.getSequence();
+  const target = fx.context.getSequence();
+  t.teardown(async () => {
+    await source.dispose();
+    await target.dispose();
+  });
+  await source.evaluateWithoutGeneratingNewTokens([...system, ...userA]);
+  // As after an upgrade that renamed the internal method.
+  Object.defineProperty(target, "_copyStateFromOtherSequence", { value: undefined, configurable: true });
+  const fork = await forkPrefix(target, source, system.length);
+  t.equal(fork.method, "evaluate");
+  t.equal(fork.evaluatedTokens, system.length);
+  t.same(target.contextTokens, system);
+  t.same(await greedy(target, userB, CONTINUE), await fresh([...system, ...userB]));
+});
