@@ -293,11 +293,9 @@ export class ToolRunner {
     this.metrics.calls.inc({ tool, outcome: outcome.ok ? "ok" : outcome.code });
     if (!(await this.publishResult(m, route.replyTo, result, callMsgIdValue))) return;
     // Acked only once the result is stored: a crash before this line means redelivery, never a lost result.
-    try {
-      await m.ackAck({ timeout: 5_000 });
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, callId: result.callId }, "ack not confirmed; a redelivery will be de-duplicated");
-    }
+    // A plain ack (no confirmation round trip): if it is lost, the call is redelivered and run again, and
+    // its second result is dropped by JetStream (same Nats-Msg-Id) and by the engine's de-duplication.
+    m.ack();
   }
 
   /** Validates and runs one call; every failure is an outcome. */
