@@ -12,6 +12,12 @@ export type ToolImplementation =
       type: "builtin";
       /** A name from `common/src/builtin-tools` (`echo`, `sleep`, `calculator`, `replay`); default: the tool's name. */
       builtin?: string;
+      /**
+       * `replay` only: recorded runs of this tool, matched by their arguments
+       * (canonical JSON), so a recorded tool keeps its own name and schema
+       * (benchmarks replay BFCL functions this way).
+       */
+      recordings?: ReplayRecording[];
     }
   | {
       type: "http";
@@ -28,6 +34,15 @@ export type ToolImplementation =
       tool?: string;
       headers?: Record<string, string>;
     };
+
+/** One recorded run of a tool, for the `replay` builtin. */
+export interface ReplayRecording {
+  arguments: Record<string, unknown>;
+  output: string;
+  latencyMs: number;
+  /** A recorded failure: the tool fails with `output` as its message. */
+  failed?: boolean;
+}
 
 /** One tool of the pool: its spec as the model sees it, plus how it runs. */
 export interface RunnerToolSpec extends ToolSpec {
@@ -97,7 +112,24 @@ export const toolRunnerConfigSchema: JsonSchema = {
             oneOf: [
               {
                 type: "object",
-                properties: { type: { const: "builtin" }, builtin: { type: "string" } },
+                properties: {
+                  type: { const: "builtin" },
+                  builtin: { type: "string" },
+                  recordings: {
+                    type: "array",
+                    items: {
+                      type: "object",
+                      properties: {
+                        arguments: { type: "object" },
+                        output: { type: "string" },
+                        latencyMs: { type: "integer", minimum: 0, maximum: 600000 },
+                        failed: { type: "boolean" },
+                      },
+                      required: ["arguments", "output", "latencyMs"],
+                      additionalProperties: false,
+                    },
+                  },
+                },
                 required: ["type"],
                 additionalProperties: false,
               },
