@@ -1,7 +1,8 @@
 /**
  * @module The LPT oracle over a known call DAG (AsyncLM §4.1, the paper's
  * "cheat sheet"): at each decision point emit the ready call with the longest
- * estimated latency (ready = every dependency's result injected), optional
+ * estimated latency (ready = every dependency's result injected, and the user
+ * interrupt that introduces it, if any), optional
  * filler text between calls, `[TRAP][END]` when nothing is ready but results
  * are pending, and the final text then EOS when every result is in.
  */
@@ -40,6 +41,8 @@ export class LptDagPolicy implements TokenPolicy {
     for (const call of calls) {
       if (view.emittedCalls.has(call.id)) continue;
       if (!call.dependsOn.every((d) => view.injected.has(d))) continue;
+      // A call introduced by a user interrupt is unknown until that interrupt is in.
+      if (call.afterInterrupt !== undefined && !view.injected.has(call.afterInterrupt)) continue;
       if (best === undefined || (call.estimatedLatencyMs ?? 0) > (best.estimatedLatencyMs ?? 0)) best = call;
     }
     return best;
