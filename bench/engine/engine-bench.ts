@@ -14,7 +14,7 @@
 import { pino } from "pino";
 import type { ScriptedCall, SessionEvent, ToolSpec } from "../../common/src/index.js";
 import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
-import { createEngine, DEFAULT_ENGINE_OPTIONS, type Engine } from "../../engine-pod/src/engine/index.js";
+import { createEngine, DEFAULT_ENGINE_OPTIONS, engineInternals, type Engine } from "../../engine-pod/src/engine/index.js";
 import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
 import { median, quantile, r3, seededRandom } from "./stats.js";
 
@@ -31,6 +31,10 @@ export interface EngineInjectionResult {
   interruptsDeferred: number;
   traps: { decision: string; costMs: number; contextTokens: number; expectedWaitMs: number }[];
   scripted: boolean;
+  /** Text scenario: tokens llama.cpp evaluated on the engine's sequences meanwhile (its own meter)… */
+  llamaEvaluated?: number;
+  /** …and what decode steps plus injected interrupt tokens account for. */
+  llamaExpected?: number;
 }
 
 type Done = Extract<SessionEvent, { type: "done" }>;
@@ -62,6 +66,8 @@ export async function textScenario(
     // Wait until every prompt is filled (first text) before reading the prefilled counter.
     await Promise.all(sessions.map((s) => firstOf(s, "text")));
     const prefilledBefore = engine.stats().tokensPrefilled;
+    const meterBefore = llamaMeter(engine);
+    const decodedBefore = engine.stats().tokensDecoded;
     const horizon = options.tokensPerSession * options.expectedTpotMs * 0.6;
     const timers: NodeJS.Timeout[] = [];
     for (const s of sessions) {
@@ -72,11 +78,19 @@ export async function textScenario(
     const done = await Promise.all(sessions.map((s) => s.finished));
     timers.forEach(clearTimeout);
     const prefilledAfter = engine.stats().tokensPrefilled;
-    return collect(sessions.map((s) => s.events), done, { prefilledBefore, prefilledAfter, deferred: engine.stats().interruptsDeferred });
+    const result = collect(sessions.map((s) => s.events), done, { prefilledBefore, prefilledAfter, deferred: engine.stats().interruptsDeferred });
+    const meterDelta = llamaMeter(engine) - meterBefore;
+    const decoded = engine.stats().tokensDecoded - decodedBefore;
+    return { ...result, llamaEvaluated: meterDelta, llamaExpected: decoded + result.injectedTokens };
   } finally {
     await engine.close();
     await executor.close();
   }
+}
+
+/** Every token llama.cpp evaluated on the engine's sequences (input + output meters). */
+function llamaMeter(engine: Engine): number {
+  return engineInternals(engine).runtime.sequences.reduce((sum, seq) => sum + seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens, 0);
 }
 
 /** LPT-DAG sessions over `sleep` calls with random durations. */

@@ -128,7 +128,11 @@ export async function run(argv: string[]): Promise<void> {
   const outside = text ?? undefined;
   const injectionSource = outside !== undefined ? "engine (scripted text policy, user interrupts)" : "own loop over a bare sequence (engine not run)";
   const delays = outside?.delayTokens ?? loop.delayTokens;
+  // Engine: its prefilled-token counter across the injections, cross-checked by
+  // llama.cpp's own meter (evaluated tokens beyond decode steps + injected tokens).
   const reprefill = outside !== undefined ? outside.prefilledAfter - outside.prefilledBefore : loop.reprefillTokens;
+  const reprefillMeter =
+    outside?.llamaEvaluated !== undefined && outside.llamaExpected !== undefined ? outside.llamaEvaluated - outside.llamaExpected : loop.reprefillTokens;
   const pr512 = prefill.find((p) => p.tokens === 512) ?? prefill[0];
 
   const result = {
@@ -146,6 +150,7 @@ export async function run(argv: string[]): Promise<void> {
     injection_delay_tokens_p99: summarize(delays).p99,
     injection_source: injectionSource,
     reprefill_tokens_on_inject: reprefill,
+    reprefill_tokens_on_inject_llama_meter: reprefillMeter,
     trap: Object.fromEntries(
       Object.entries(trap).map(([n, r]) => [n, { keep: r.keep.totalMs, swap: r.swap.totalMs, recompute: r.recompute.totalMs }]),
     ),
@@ -185,6 +190,7 @@ function renderTable(
     injection_delay_tokens_p99: number;
     injection_source: string;
     reprefill_tokens_on_inject: number;
+    reprefill_tokens_on_inject_llama_meter: number;
     injection: { engine_tools: { delay_tokens: { p99: number }; interruptsDeferred: number; traps: unknown[] } | null; own_loop: { delay_tokens: { p99: number }; reprefill_tokens: number } };
     wall_s: number;
   },
@@ -198,7 +204,7 @@ function renderTable(
     `| tpot_ms (median, 1 sequence) | ${r.tpot_ms} |`,
     `| prefill_tokens_per_s (512-token chunk) | ${r.prefill_tokens_per_s} |`,
     `| injection_delay_tokens_p99 (outside critical sections; ${r.injection_source}) | ${r.injection_delay_tokens_p99} |`,
-    `| reprefill_tokens_on_inject | ${r.reprefill_tokens_on_inject} |`,
+    `| reprefill_tokens_on_inject (engine counter / llama.cpp meter) | ${r.reprefill_tokens_on_inject} / ${r.reprefill_tokens_on_inject_llama_meter} |`,
     `| own-loop injection delay p99 (tokens) / re-prefill | ${r.injection.own_loop.delay_tokens.p99} / ${r.injection.own_loop.reprefill_tokens} |`,
   ];
   if (r.injection.engine_tools !== null) {

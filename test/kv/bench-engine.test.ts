@@ -25,6 +25,7 @@ t.test("npm run bench -- engine --preset test --quick", async (t) => {
   }
   t.ok((r["tpot_ms"] as number) > 0);
   t.equal(r["reprefill_tokens_on_inject"], 0, "injection re-prefills nothing (engine counter)");
+  t.equal(r["reprefill_tokens_on_inject_llama_meter"], 0, "llama.cpp evaluated nothing beyond decode steps and injected tokens");
   t.equal(r.injection.own_loop.reprefill_tokens, 0, "injection re-prefills nothing (llama.cpp token meter)");
   t.ok(r.injection.own_loop.interrupts > 0, "the own loop injected interrupts");
   t.ok(r.injection.engine_text !== null && r.injection.engine_text.interrupts > 0, "the engine injected interrupts");
