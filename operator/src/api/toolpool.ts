@@ -179,7 +179,8 @@ export const ToolPoolKind: KindDefinition = {
     READY_COLUMN,
     { name: "Desired", type: "integer", jsonPath: ".spec.replicas", description: "Desired runner pods." },
     { name: "Available", type: "integer", jsonPath: ".status.readyReplicas", description: "Runner pods available." },
-    { name: "Tools", type: "string", jsonPath: ".spec.tools[*].name", description: "Tool names." },
+    // A list JSONPath (`.spec.tools[*].name`) would show only the first element: the API server's table printer takes one value.
+    { name: "Tools", type: "integer", jsonPath: ".status.toolCount", description: "Tools in the pool." },
     { name: "Subject", type: "string", jsonPath: ".status.subject", priority: 1 },
     REASON_COLUMN,
     AGE_COLUMN,
