@@ -8,7 +8,7 @@
  * own token meter.
  */
 import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import { estimateTrapCosts, KvManager, type CostModel } from "../../engine-pod/src/kv/index.js";
+import { estimateTrapCosts, type KvManager } from "../../engine-pod/src/kv/index.js";
 import { median, quantile, r3, seededRandom } from "./stats.js";
 
 export interface TrapCost {
@@ -198,9 +198,4 @@ export async function injectionLoop(
   const expected = prompt.length + fed;
   await seq.clearHistory();
   return { interrupts: delayTokens.length, delayTokens, delayMs, injectedTokens: injected, reprefillTokens: evaluated - expected };
-}
-
-/** Calibrates the KV manager's cost model on `seq` and returns it. */
-export async function calibrate(kv: KvManager, seq: LlamaContextSequence): Promise<CostModel> {
-  return kv.calibrate(seq);
 }

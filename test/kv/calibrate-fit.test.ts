@@ -41,3 +41,10 @@ t.test("line fit", async (t) => {
   t.ok(close(line.intercept, 1) && close(line.slope, 2));
   t.same(fitLine([]), { intercept: 0, slope: 0 });
 });
+
+t.test("a single point gives a per-token rate, not a constant", async (t) => {
+  const fit = fitPrefill([{ x: 100, y: 50 }]);
+  t.equal(fit.prefillMsPerToken, 0.5);
+  t.equal(fit.prefillFixedMs, 0);
+  t.equal(fit.prefillMsPerTokenSq, 0);
+});

@@ -189,7 +189,9 @@ export function fitLine(points: readonly Point[]): { intercept: number; slope: n
 export function fitPrefill(points: readonly Point[]): Pick<CostModel, "prefillFixedMs" | "prefillMsPerToken" | "prefillMsPerTokenSq"> {
   const basis = [(_n: number) => 1, (n: number) => n, (n: number) => n * n];
   let best: { coef: number[]; residual: number } | undefined;
-  for (let mask = 1; mask < 8; mask++) {
+  // The per-token term is always in (prefill is never free per token); the
+  // fixed and quadratic terms join when the points support them.
+  for (const mask of [0b010, 0b011, 0b110, 0b111]) {
     const terms = [0, 1, 2].filter((k) => (mask >> k) & 1);
     if (terms.length > points.length) continue;
     const solved = leastSquares(points.map((p) => terms.map((k) => (basis[k] as (n: number) => number)(p.x))), points.map((p) => p.y));
