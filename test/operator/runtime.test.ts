@@ -16,7 +16,9 @@ import type { Operator } from "../../operator/src/main.js";
 import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const cp = await controlPlaneFor(t);
+// Watches straight from etcd with frequent compaction: an old resource
+// version is answered with 410 Expired, as on a long-running cluster.
+const cp = await controlPlaneFor(t, { apiServerArgs: ["--watch-cache=false", "--etcd-compaction-interval=1s"] });
 const admin = new KubeClient(adminAccess(cp));
 t.teardown(() => admin.close());
 await installGeneratedCrds(admin);
@@ -58,7 +60,16 @@ t.test("informer: list, then watch adds, updates and deletes into the cache", as
 t.test("informer: a watch from a compacted resource version (410 Gone) relists", async (t) => {
   await namespace("gone");
   await admin.create(CoreTypes.ConfigMap, configMap("gone", "x", "1"));
-  // Resource version 1 predates the API server's watch window: the server answers 410 Expired.
+  // Wait until resource version 1 has been compacted away: the server then answers 410 Expired.
+  await waitFor("revision 1 compacted", async () => {
+    let code: number | undefined;
+    const ac = new AbortController();
+    await admin.watch(CoreTypes.ConfigMap, "gone", { resourceVersion: "1", timeoutSeconds: 1, signal: ac.signal }, (ev) => {
+      if (ev.type === "ERROR") code = ev.object.code;
+      ac.abort();
+    });
+    return code === 410;
+  });
   const inf = new Informer<V1ConfigMap>({ client: admin, type: CoreTypes.ConfigMap, namespace: "gone", log: testLogger("informer"), startResourceVersion: "1" });
   inf.start();
   t.teardown(() => inf.stop());

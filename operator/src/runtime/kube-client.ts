@@ -195,7 +195,10 @@ export class KubeClient {
         onEvent(ev);
       });
       lines.on("close", () => resolve());
-      res.on("error", (err) => (opts.signal?.aborted ? resolve() : reject(err)));
+      // readline re-emits the stream's errors; both must be handled (an aborted watch is a clean end).
+      const onError = (err: Error): void => (opts.signal?.aborted ? resolve() : reject(err));
+      res.on("error", onError);
+      lines.on("error", onError);
     });
   }
 
