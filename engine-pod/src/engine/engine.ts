@@ -24,7 +24,7 @@ import {
   type SessionEvent,
   type ToolSpec,
 } from "../../../common/src/index.js";
-import { buildCallGrammar, createTokenMonitor, intrLogitBias, formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
+import { buildCallGrammar, createTokenMonitor, INTR_LOGIT, intrLogitBias, formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import type { Executor, ToolCall, ToolResult } from "../executor/executor.js";
 import { KvManager, expectedWaitMs } from "../kv/index.js";
 import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
@@ -128,11 +128,21 @@ class LockstepEngine implements Engine {
     private readonly extras: EngineExtras,
   ) {
     this.slots = new SlotAllocator(runtime.sequences.length);
-    this.tokenBias = extras.extraLogitBias === undefined ? runtime.intrBias : combinedBias(runtime, extras.extraLogitBias);
+    const extra = extras.extraLogitBias ?? new Map<Token, number>();
+    this.tokenBias = extras.extraLogitBias === undefined ? runtime.intrBias : combinedBias(runtime, extra);
+    // Inside a constrained call block no block may open: llama.cpp grammars match a
+    // control token by its text, so a string rule would otherwise admit "[CALL]".
+    const opening = new Map(extra);
+    for (const [id, marker] of runtime.markerTokens) {
+      if (marker === CML.CALL || marker === CML.TRAP) opening.set(id as Token, (opening.get(id as Token) ?? 0) + INTR_LOGIT);
+    }
+    this.callBlockBias = combinedBias(runtime, opening);
   }
 
   /** Applied in every decode step, grammar or not: the model can never emit `[INTR]`. */
   private readonly tokenBias: TokenBias;
+  /** {@link tokenBias} plus bans on `[CALL]` and `[TRAP]`, while the call grammar is active. */
+  private readonly callBlockBias: TokenBias;
 
   get contextSize(): number {
     return this.runtime.contextSize;
@@ -450,7 +460,7 @@ class LockstepEngine implements Engine {
         s.gen = s.seq.evaluate(s.feed, {
           temperature: s.config.temperature,
           ...(s.config.seed !== undefined ? { seed: s.config.seed } : {}),
-          tokenBias: this.tokenBias,
+          tokenBias: () => (s.grammarState !== undefined ? this.callBlockBias : this.tokenBias),
           // Plain temperature sampling over the whole vocabulary (OpenAI's defaults: no top-k, top-p 1).
           topK: 0,
           topP: 1,
@@ -476,7 +486,13 @@ class LockstepEngine implements Engine {
     }
     // TPOT: steps that evaluated only the previous token (no prefill, no injection).
     if (pureDecode) s.stepMs.push(stepMs);
-    this.onToken(s, result.value);
+    try {
+      this.onToken(s, result.value);
+    } catch (err) {
+      // One session's failure must never take the batch down.
+      this.log.error({ err, session: s.id }, "token handling failed");
+      this.fail(s, err);
+    }
   }
 
   // ── the per-token path ────────────────────────────────────────────────────
