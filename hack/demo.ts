@@ -1,0 +1,222 @@
+/**
+ * @module The local demo (`bash hack/demo.sh`, the README's main command):
+ * brings up an engine pod on a generated model (`bench`, or `test` with
+ * `--quick`) — in this process, or as a child process with `--child` — opens
+ * a sample async session whose builtin tools take different times, prints
+ * its event stream (calls dispatched, interrupts injected and their delays,
+ * trap decisions) and a timing summary, runs the same workload in `sync`
+ * mode for comparison, and shuts everything down.
+ *
+ * The sample session is SCRIPTED: an LPT oracle over a known call DAG picks
+ * which call the model emits next (the AsyncLM paper's "cheat sheet"), since
+ * a random-weight model has nothing sensible to say; every token is still a
+ * real llama.cpp forward pass and every call, interrupt and trap goes
+ * through the real engine. `--free` adds a free-running (unscripted) session.
+ *
+ * Structure: {@link bringUp} starts the stack as a list of components, each
+ * with its own stop; more components (nats-server, tool runners) slot in
+ * there without touching the session part.
+ */
+import { createLogger, parseArgv, SessionClient, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../common/src/index.js";
+import { builtinToolSpecs } from "../common/src/builtin-tools/index.js";
+import { parseEnginePodOptions } from "../engine-pod/src/config.js";
+import { startEnginePod } from "../engine-pod/src/main.js";
+import { spawnEngine } from "./engine-process.js";
+
+export interface DemoOptions {
+  preset: "test" | "bench";
+  child: boolean;
+  free: boolean;
+  compareSync: boolean;
+}
+
+/** One running piece of the demo stack. */
+export interface Component {
+  name: string;
+  stop(): Promise<void>;
+}
+
+export interface Stack {
+  url: string;
+  components: Component[];
+}
+
+function parseDemoOptions(argv: string[]): DemoOptions {
+  const flags = parseArgv(argv);
+  return {
+    preset: flags.has("quick") ? "test" : "bench",
+    child: flags.has("child"),
+    free: flags.has("free"),
+    compareSync: flags.get("sync") !== "false",
+  };
+}
+
+const engineFlags = (o: DemoOptions): string[] => ["--model-preset", o.preset, "--sequences", "2", "--context-size", "4096", "--threads", "1"];
+
+/** Starts the engine pod (and, later, whatever else the demo needs). */
+export async function bringUp(o: DemoOptions): Promise<Stack> {
+  const components: Component[] = [];
+  if (o.child) {
+    const engine = await spawnEngine(engineFlags(o), { env: { LOG_LEVEL: process.env["LOG_LEVEL"] ?? "warn" } });
+    components.push({ name: "engine (child process)", stop: () => engine.stop() });
+    return { url: engine.url, components };
+  }
+  const options = parseEnginePodOptions({ flags: parseArgv([...engineFlags(o), "--port", "0", "--host", "127.0.0.1"]), env: {} });
+  const pod = await startEnginePod(options, createLogger("engine-pod", process.env["LOG_LEVEL"] ?? "warn"));
+  components.push({ name: "engine (in-process)", stop: () => pod.close() });
+  return { url: `http://127.0.0.1:${pod.port}`, components };
+}
+
+export async function tearDown(stack: Stack): Promise<void> {
+  for (const c of [...stack.components].reverse()) await c.stop();
+}
+
+/** The sample trip-planning workload: three tools of different latency and one that needs two results. */
+export function sampleSession(mode: CreateSessionRequest["mode"] = "async"): CreateSessionRequest {
+  const tools: ToolSpec[] = builtinToolSpecs().filter((s) => s.name === "sleep" || s.name === "calculator");
+  return {
+    prompt: "Plan a weekend in Lisbon: find flights and a hotel, check the weather, and total the cost.",
+    tools,
+    mode,
+    maxTokens: 400,
+    policy: {
+      type: "lpt-dag",
+      thinkTokens: 8,
+      calls: [
+        { id: "weather", tool: "sleep", arguments: { ms: 1000, result: "sunny, 24C" }, dependsOn: [], estimatedLatencyMs: 1000 },
+        { id: "flights", tool: "sleep", arguments: { ms: 3000, result: "TP1351 at 09:05, 180 EUR" }, dependsOn: [], estimatedLatencyMs: 3000 },
+        { id: "hotel", tool: "sleep", arguments: { ms: 2000, result: "Casa Alfama, 2 nights, 240 EUR" }, dependsOn: [], estimatedLatencyMs: 2000 },
+        { id: "total", tool: "calculator", arguments: { expression: "180 + 240" }, dependsOn: ["flights", "hotel"], estimatedLatencyMs: 1 },
+      ],
+      finalText: " Booked: flights and hotel for 420 EUR; it will be sunny.",
+    },
+  };
+}
+
+const ms = (x: number): string => `${x.toFixed(1).padStart(8)} ms`;
+const short = (s: string, n = 60): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s).replace(/\s+/g, " ");
+
+/** One line per event; text is gathered and printed as a count between other events. */
+function printer(): { onEvent: (e: SessionEvent) => void } {
+  let pendingText = "";
+  let pendingTokens = 0;
+  let textStart = 0;
+  const flushText = (): void => {
+    if (pendingTokens === 0) return;
+    console.log(`  ${ms(textStart)}  text       ${pendingTokens} pieces: "${short(pendingText, 50)}"`);
+    pendingText = "";
+    pendingTokens = 0;
+  };
+  return {
+    onEvent(e) {
+      if (e.type === "text") {
+        if (pendingTokens === 0) textStart = e.t;
+        pendingText += e.text;
+        pendingTokens++;
+        return;
+      }
+      flushText();
+      switch (e.type) {
+        case "started":
+          console.log(`  ${ms(e.t)}  started    mode=${e.mode} prompt=${e.promptTokens} tokens${e.scripted ? " (scripted)" : ""}`);
+          break;
+        case "call":
+          console.log(`  ${ms(e.t)}  call       ${e.callId} → ${e.tool} ${short(JSON.stringify(e.arguments), 50)}`);
+          break;
+        case "call_error":
+          console.log(`  ${ms(e.t)}  call_error ${e.callId}: ${e.code} ${short(e.message)}`);
+          break;
+        case "interrupt":
+          console.log(
+            `  ${ms(e.t)}  interrupt  ${e.id} (${e.kind}) "${short(e.value, 40)}" injected ${e.delayMs.toFixed(1)} ms / ${e.delayTokens} tokens after arrival`,
+          );
+          break;
+        case "trap":
+          console.log(`  ${ms(e.t)}  trap       KV ${e.decision} (expected wait ${Math.round(e.expectedWaitMs)} ms, ${e.contextTokens} tokens in context)`);
+          break;
+        case "resume":
+          console.log(`  ${ms(e.t)}  resume     after ${e.decision}, pause+resume cost ${e.costMs.toFixed(1)} ms`);
+          break;
+        case "done":
+          console.log(`  ${ms(e.t)}  done       ${e.reason}`);
+          break;
+        case "error":
+          console.log(`  ${ms(e.t)}  error      ${e.code}: ${e.message}`);
+          break;
+      }
+    },
+  };
+}
+
+type Done = Extract<SessionEvent, { type: "done" }>;
+
+async function runSession(client: SessionClient, title: string, request: CreateSessionRequest): Promise<{ done: Done; events: SessionEvent[] }> {
+  console.log(`\n== ${title}`);
+  const p = printer();
+  const events = await client.run(request, (e) => p.onEvent(e));
+  const done = events.find((e): e is Done => e.type === "done");
+  if (done === undefined) throw new Error("the session ended without a done event");
+  return { done, events };
+}
+
+function summary(label: string, run: { done: Done; events: SessionEvent[] }, request: CreateSessionRequest): void {
+  const { done, events } = run;
+  const toolMs = request.policy?.type === "lpt-dag" ? request.policy.calls.reduce((n, c) => n + (c.estimatedLatencyMs ?? 0), 0) : 0;
+  const delays = events.filter((e): e is Extract<SessionEvent, { type: "interrupt" }> => e.type === "interrupt").map((e) => e.delayMs);
+  const traps = events.filter((e): e is Extract<SessionEvent, { type: "trap" }> => e.type === "trap").map((e) => e.decision);
+  console.log(`\n  ${label}${done.scripted ? " — scripted (LPT oracle picks the calls; every token a real forward pass)" : ""}`);
+  console.log(`    total ${done.timings.totalMs.toFixed(0)} ms  (tools alone, run one after another: ${toolMs} ms)`);
+  console.log(`    TTFT ${done.timings.ttftMs.toFixed(1)} ms, TPOT ${done.timings.tpotMs.toFixed(2)} ms`);
+  console.log(
+    `    tokens: prompt ${done.usage.promptTokens}, prefilled ${done.usage.prefilledTokens}, decoded ${done.usage.decodedTokens}, injected ${done.usage.injectedTokens}`,
+  );
+  console.log(
+    `    calls ${done.usage.calls}, interrupts ${done.usage.interrupts}${delays.length > 0 ? ` (injection delay max ${Math.max(...delays).toFixed(1)} ms)` : ""}, traps ${done.usage.traps}${traps.length > 0 ? ` [${traps.join(", ")}]` : ""}`,
+  );
+}
+
+async function main(): Promise<void> {
+  const o = parseDemoOptions(process.argv.slice(2));
+  console.log(`Interlace demo: engine on the generated "${o.preset}" model (${o.child ? "child process" : "in-process"}), builtin tools in-process.`);
+  const t0 = performance.now();
+  const stack = await bringUp(o);
+  console.log(`Engine ready at ${stack.url} in ${((performance.now() - t0) / 1000).toFixed(1)} s.`);
+  let failed = false;
+  try {
+    const client = new SessionClient(stack.url);
+    // Prefill the shared prompt once, so both modes start from the same resident prefix.
+    const w0 = performance.now();
+    const warm = await client.run({ ...sampleSession("async"), policy: { type: "text", pieces: ["ok"] }, maxTokens: 4 });
+    const started = warm.find((e) => e.type === "started");
+    console.log(
+      `\nPrompt prefix (${started?.type === "started" ? started.promptTokens : "?"} tokens) prefilled and kept resident in ${((performance.now() - w0) / 1000).toFixed(1)} s.`,
+    );
+    const asyncRequest = sampleSession("async");
+    const asyncRun = await runSession(client, "async session: tools run while the model keeps decoding (scripted)", asyncRequest);
+    let syncRun: { done: Done; events: SessionEvent[] } | undefined;
+    const syncRequest = sampleSession("sync");
+    if (o.compareSync) syncRun = await runSession(client, "the same workload in sync mode: stop at each call, wait, re-enter (scripted)", syncRequest);
+    if (o.free) {
+      await runSession(client, "free-running session (unscripted: the random-weight model picks its own tokens)", {
+        prompt: "What is 6 times 7?",
+        tools: builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo"),
+        maxTokens: 48,
+      });
+    }
+    console.log("\n== summary");
+    summary("async", asyncRun, asyncRequest);
+    if (syncRun !== undefined) {
+      summary("sync", syncRun, syncRequest);
+      console.log(`\n  async finished in ${((asyncRun.done.timings.totalMs / syncRun.done.timings.totalMs) * 100).toFixed(0)}% of the sync time.`);
+    }
+  } catch (err) {
+    failed = true;
+    console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    await tearDown(stack);
+    console.log("\nShut down cleanly.");
+  }
+  process.exitCode = failed ? 1 : 0;
+}
+
+await main();
