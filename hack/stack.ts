@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { builtinToolSpecs } from "../common/src/builtin-tools/index.js";
+import type { ToolSpec } from "../common/src/index.js";
 import type { ToolRunnerConfig } from "../common/src/protocol/index.js";
 import { NatsServer } from "./nats.js";
 
@@ -122,4 +123,14 @@ export async function startToolStack(options: ToolStackOptions = {}): Promise<To
       await server?.stop();
     },
   };
+}
+
+/** Engine pod flags that send its tool calls to this stack's NATS (`--executor nats`). */
+export function engineNatsFlags(stack: Pick<ToolStack, "natsUrl">, podName = "demo-engine"): string[] {
+  return ["--executor", "nats", "--nats-url", stack.natsUrl, "--pod-name", podName];
+}
+
+/** The same tool specs, assigned to `pool`: an engine with the NATS executor routes them there. */
+export function inPool(specs: readonly ToolSpec[], pool: { namespace: string; name: string }): ToolSpec[] {
+  return specs.map((spec) => ({ ...spec, pool }));
 }
