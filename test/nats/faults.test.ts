@@ -78,3 +78,23 @@ t.test("nats-server restarted with calls in flight: nothing lost or duplicated",
   const ran = (await counterValue(r1.metrics.calls)) + (await counterValue(r2.metrics.calls));
   t.ok(ran >= 50, `runners handled every call (${ran})`);
 });
+
+t.test("a runner stopped with SIGTERM finishes its in-flight call, then exits", async (t) => {
+  const server = await startNatsServer(t);
+  const executor = await startExecutor(t, server.url);
+  const a = await spawnRunner(t, server.url, poolConfig({ concurrency: 2 }), "runner-a");
+  const probe = async (path: string): Promise<number> => (await fetch(`http://127.0.0.1:${a.port}${path}`)).status;
+  t.equal(await probe("/healthz"), 200);
+  t.equal(await probe("/readyz"), 200);
+  const pending = executor.execute(makeCall("s1", "sleep", { ms: 1_500, result: "finished by a" }, 30_000));
+  t.ok(await waitFor(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
+  const exited = a.kill("SIGTERM");
+  const r = await pending;
+  t.equal(r.ok, true);
+  t.equal(r.output, "finished by a", "completed by the runner that was stopping");
+  await exited;
+  t.equal(await a.exited, 0, "clean exit");
+  // The runner removed its heartbeat: the pool has no runner now, so calls fail fast.
+  const after = await executor.execute(makeCall("s1", "echo", { text: "x" }, 30_000));
+  t.equal(after.error?.code, "no_runners");
+});
