@@ -572,7 +572,14 @@ class LockstepEngine implements Engine {
         return;
       case "malformed": {
         s.grammarState = undefined;
+        if (!ev.raw.startsWith(CML.CALL)) {
+          // A stray [END]/[HEAD], a broken trap, or a model-forged [INTR] block: not a call, nothing to answer.
+          this.log.debug({ session: s.id, reason: ev.reason }, "malformed CML ignored");
+          return;
+        }
+        // A call block that cannot be parsed: the model reads why, as for an invalid call.
         const id = s.callId(undefined);
+        s.turnCalls++;
         const failure = { code: ErrorCode.MalformedCall, message: `malformed_call: ${ev.reason}` };
         s.emit({ type: "call_error", callId: id, code: failure.code, message: failure.message, t: s.now() });
         if (s.config.kind === "session") this.enqueue(s, id, "tool_error", formatCallError(failure));

@@ -1,8 +1,10 @@
 /**
  * @module The sequence slot allocator. Each live session or completion owns
- * one sequence (slot) of the shared context. Allocation prefers the lowest
- * free id so active sequences stay contiguous (llama.cpp splits a batch at
- * gaps between sequence ids: ENGINE-NOTES "Batching"). Finished sequences may
+ * one sequence (slot) of the shared context. Allocation keeps busy sequences
+ * contiguous from id 0 (llama.cpp splits a batch at gaps between sequence ids:
+ * ENGINE-NOTES "Batching"): a new request fills the lowest gap below the
+ * highest busy slot, evicting an idle cached state there if it must, before
+ * it takes a free slot further up. Finished sequences may
  * stay resident as an idle prefix cache (vLLM-style automatic prefix caching):
  * a new request takes the idle slot sharing its longest token prefix, and idle
  * slots are evicted least-recently-used when no free slot is left.
@@ -65,6 +67,12 @@ export class SlotAllocator {
       });
     }
     if (best !== undefined) return this.take(best.slot, best.reuse, false);
+    let highestBusy = -1;
+    this.slots.forEach((s, i) => {
+      if (s.state === "busy") highestBusy = i;
+    });
+    const gap = this.slots.findIndex((s, i) => i < highestBusy && s.state !== "busy");
+    if (gap >= 0) return this.take(gap, 0, this.slots[gap]!.state === "idle");
     const free = this.slots.findIndex((s) => s.state === "free");
     if (free >= 0) return this.take(free, 0, false);
     let lru = -1;

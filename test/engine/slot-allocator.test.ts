@@ -1,0 +1,46 @@
+/**
+ * @module The slot allocator (pure): busy slots stay contiguous, idle slots
+ * serve as a prefix cache (longest common prefix wins, LRU eviction), and a
+ * full engine says so.
+ */
+import t from "tap";
+import type { Token } from "node-llama-cpp";
+import { commonPrefix, SlotAllocator } from "../../engine-pod/src/scheduler/index.js";
+
+const tk = (...xs: number[]): Token[] => xs as Token[];
+
+t.test("lowest slots first; null when every slot is busy", async (t) => {
+  const a = new SlotAllocator(3);
+  t.same([a.acquire()!.slot, a.acquire()!.slot, a.acquire()!.slot], [0, 1, 2]);
+  t.equal(a.acquire(), null);
+  t.equal(a.busy, 3);
+});
+
+t.test("a freed gap below a busy slot is filled first, even over an idle cache entry", async (t) => {
+  const a = new SlotAllocator(4);
+  for (let i = 0; i < 3; i++) a.acquire();
+  a.release(0, tk(1, 2, 3)); // idle, cached
+  const g = a.acquire(tk(9, 9));
+  t.same(g, { slot: 0, reusePrefix: 0, evicted: true }, "fills slot 0 (the gap), evicting its cache");
+  a.release(1);
+  t.equal(a.acquire()!.slot, 1, "a free gap");
+  t.equal(a.acquire()!.slot, 3, "then the next free slot");
+});
+
+t.test("idle slots are a prefix cache: longest common prefix, then LRU eviction", async (t) => {
+  const a = new SlotAllocator(3);
+  for (let i = 0; i < 3; i++) a.acquire();
+  a.release(2, tk(1, 2, 3, 4));
+  a.release(1, tk(1, 2, 7));
+  a.release(0, tk(5, 6));
+  t.same(a.acquire(tk(1, 2, 3, 9)), { slot: 2, reusePrefix: 3, evicted: false }, "longest match wins");
+  t.same(a.acquire(tk(1, 2, 7, 7)), { slot: 1, reusePrefix: 3, evicted: false });
+  t.same(a.acquire(tk(8)), { slot: 0, reusePrefix: 0, evicted: true }, "no match: LRU idle evicted");
+  t.equal(a.acquire(tk(8)), null);
+});
+
+t.test("commonPrefix", async (t) => {
+  t.equal(commonPrefix(tk(1, 2, 3), tk(1, 2, 4)), 2);
+  t.equal(commonPrefix(tk(), tk(1)), 0);
+  t.equal(commonPrefix(tk(1, 2), tk(1, 2)), 2);
+});
