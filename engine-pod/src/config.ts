@@ -97,7 +97,9 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     toolTimeoutMs: intOpt(src, "tool-timeout-ms", 30_000, { min: 1, max: 3_600_000 }),
     ...(natsUrl !== undefined ? { natsUrl } : {}),
   };
-  const podName = stringOpt(src, "pod-name", process.env["HOSTNAME"] ?? "engine-local");
+  // The host name is only a default: made subject-safe (dots and other characters → "-").
+  const hostName = (src.env["HOSTNAME"] ?? "").replace(/[^a-zA-Z0-9_-]/g, "-").slice(0, 63);
+  const podName = stringOpt(src, "pod-name", hostName === "" ? "engine-local" : hostName);
   if (!/^[a-zA-Z0-9_-]{1,63}$/.test(podName)) {
     throw invalid(`invalid --pod-name (POD_NAME): "${podName}" must be 1-63 characters of [a-zA-Z0-9_-] (it is a NATS subject token)`);
   }

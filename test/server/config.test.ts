@@ -1,0 +1,62 @@
+/**
+ * @module The engine pod's options: defaults, flags over environment,
+ * and a clear error for each invalid combination.
+ */
+import t from "tap";
+import { parseArgv, type Source } from "../../common/src/index.js";
+import { parseEnginePodOptions } from "../../engine-pod/src/config.js";
+
+const src = (argv: string[], env: Record<string, string> = {}): Source => ({ flags: parseArgv(argv), env });
+
+t.test("defaults", async (t) => {
+  const o = parseEnginePodOptions(src(["--model-preset", "test"], { HOSTNAME: "node-1.example" }));
+  t.equal(o.modelPreset, "test");
+  t.equal(o.engine.modelPath, "");
+  t.equal(o.server.port, 8080);
+  t.equal(o.engine.threads, 1);
+  t.equal(o.engine.gpu, false);
+  t.equal(o.engine.kvPolicy, "auto");
+  t.equal(o.executor.kind, "in-process");
+  t.equal(o.podName, "node-1-example", "the host name, made subject-safe");
+  t.ok(o.server.maxPromptBytes <= o.server.maxBodyBytes);
+});
+
+t.test("flags over environment", async (t) => {
+  const o = parseEnginePodOptions(
+    src(["--model", "/m.gguf", "--port=9000", "--sequences", "4", "--gpu", "cuda", "--kv-policy", "swap", "--executor", "nats"], {
+      PORT: "1",
+      NATS_URL: "nats://n:4222",
+      POD_NAME: "engine-0",
+      CONTEXT_SIZE: "4096",
+      MAX_BODY_BYTES: "2048",
+    }),
+  );
+  t.equal(o.engine.modelPath, "/m.gguf");
+  t.equal(o.modelPreset, undefined);
+  t.equal(o.server.port, 9000);
+  t.equal(o.engine.sequences, 4);
+  t.equal(o.engine.contextSize, 4096);
+  t.equal(o.engine.gpu, "cuda");
+  t.equal(o.engine.kvPolicy, "swap");
+  t.equal(o.executor.kind, "nats");
+  t.equal(o.executor.natsUrl, "nats://n:4222");
+  t.equal(o.podName, "engine-0");
+  t.equal(o.server.maxBodyBytes, 2048);
+  t.equal(o.server.maxPromptBytes, 2048, "the prompt limit never exceeds the body limit");
+});
+
+t.test("clear errors", async (t) => {
+  const cases: [string[], RegExp][] = [
+    [[], /no model: give --model PATH \(MODEL\) or --model-preset test\|bench/],
+    [["--model", "/m", "--model-preset", "test"], /either --model .* or --model-preset/],
+    [["--model-preset", "huge"], /--model-preset \(MODEL_PRESET\): expected one of test\|bench/],
+    [["--model-preset", "test", "--executor", "nats"], /--executor nats needs --nats-url/],
+    [["--model-preset", "test", "--executor", "grpc"], /expected one of in-process\|nats/],
+    [["--model-preset", "test", "--port", "70000"], /--port \(PORT\): must be <= 65535/],
+    [["--model-preset", "test", "--gpu", "yes"], /--gpu \(GPU\): expected one of false\|cuda\|auto/],
+    [["--model-preset", "test", "--kv-policy", "maybe"], /--kv-policy/],
+    [["--model-preset", "test", "--pod-name", "a.b"], /--pod-name \(POD_NAME\)/],
+    [["--model-preset", "test", "--max-body-bytes", "2048", "--max-prompt-bytes", "4096"], /--max-prompt-bytes .* must be <= 2048/],
+  ];
+  for (const [argv, message] of cases) t.throws(() => parseEnginePodOptions(src(argv)), message, argv.join(" ") || "(nothing)");
+});
