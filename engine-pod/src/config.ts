@@ -41,6 +41,8 @@ export interface ExecutorOptions {
   natsUrl?: string;
   /** Default tool-call timeout for tools whose pool sets none, ms. */
   toolTimeoutMs: number;
+  /** NATS only: the pool that runs tools whose spec names none (`--default-pool namespace/name`). */
+  defaultPool?: { namespace: string; name: string };
 }
 
 export interface EnginePodOptions {
@@ -65,7 +67,7 @@ function invalid(message: string): InterlaceError {
  * --threads --gpu false|cuda|auto --kv-policy auto|keep|swap|recompute
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
  * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
- * `--nats-url`, `--tool-timeout-ms`, `--pod-name`, `--log-level`. Throws an
+ * `--nats-url`, `--default-pool ns/name`, `--tool-timeout-ms`, `--pod-name`, `--log-level`. Throws an
  * {@link InterlaceError} naming the flag and its environment variable.
  */
 export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodOptions {
@@ -92,10 +94,19 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   if (kind === "nats" && (natsUrl === undefined || natsUrl === "")) {
     throw invalid("--executor nats needs --nats-url (NATS_URL), e.g. nats://127.0.0.1:4222");
   }
+  const poolRaw = optionalStringOpt(src, "default-pool");
+  let defaultPool: ExecutorOptions["defaultPool"];
+  if (poolRaw !== undefined) {
+    const m = /^([a-z0-9][a-z0-9-]{0,62})\/([a-z0-9][a-z0-9-]{0,62})$/.exec(poolRaw);
+    if (m === null) throw invalid(`invalid --default-pool (DEFAULT_POOL): expected namespace/name, got "${poolRaw}"`);
+    if (kind !== "nats") throw invalid("--default-pool (DEFAULT_POOL) needs --executor nats");
+    defaultPool = { namespace: m[1]!, name: m[2]! };
+  }
   const executor: ExecutorOptions = {
     kind,
     toolTimeoutMs: intOpt(src, "tool-timeout-ms", 30_000, { min: 1, max: 3_600_000 }),
     ...(natsUrl !== undefined ? { natsUrl } : {}),
+    ...(defaultPool !== undefined ? { defaultPool } : {}),
   };
   // The host name is only a default: made subject-safe (dots and other characters → "-").
   const hostName = (src.env["HOSTNAME"] ?? "").replace(/[^a-zA-Z0-9_-]/g, "-").slice(0, 63);

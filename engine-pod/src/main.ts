@@ -40,15 +40,17 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
   }
   // Loaded only when selected, so in-process pods never load the NATS client.
   const { NatsExecutor } = await import("./executor/nats-executor.js");
+  const defaultPool = options.executor.defaultPool;
   const executor = await NatsExecutor.connect({
     servers: options.executor.natsUrl!.split(","),
     enginePod: options.podName,
     registry: metrics.registry,
     log,
+    ...(defaultPool !== undefined ? { defaultPool } : {}),
   });
   return {
     executor,
-    catalog: { builtins: new Map(), pools: true },
+    catalog: { builtins: new Map(), pools: true, ...(defaultPool !== undefined ? { defaultPool: `${defaultPool.namespace}/${defaultPool.name}` } : {}) },
     attach: (engine) => executor.setInterruptHandler((sessionId, input) => engine.interrupt(sessionId, input)),
   };
 }

@@ -43,6 +43,8 @@ t.test("flags over environment", async (t) => {
   t.equal(o.podName, "engine-0");
   t.equal(o.server.maxBodyBytes, 2048);
   t.equal(o.server.maxPromptBytes, 2048, "the prompt limit never exceeds the body limit");
+  const pooled = parseEnginePodOptions(src(["--model-preset", "test", "--executor", "nats", "--nats-url", "nats://x", "--default-pool", "ns/tools"]));
+  t.same(pooled.executor.defaultPool, { namespace: "ns", name: "tools" });
 });
 
 t.test("clear errors", async (t) => {
@@ -56,6 +58,8 @@ t.test("clear errors", async (t) => {
     [["--model-preset", "test", "--gpu", "yes"], /--gpu \(GPU\): expected one of false\|cuda\|auto/],
     [["--model-preset", "test", "--kv-policy", "maybe"], /--kv-policy/],
     [["--model-preset", "test", "--pod-name", "a.b"], /--pod-name \(POD_NAME\)/],
+    [["--model-preset", "test", "--default-pool", "tools"], /--default-pool \(DEFAULT_POOL\): expected namespace\/name/],
+    [["--model-preset", "test", "--default-pool", "ns/tools"], /needs --executor nats/],
     [["--model-preset", "test", "--max-body-bytes", "2048", "--max-prompt-bytes", "4096"], /--max-prompt-bytes .* must be <= 2048/],
   ];
   for (const [argv, message] of cases) t.throws(() => parseEnginePodOptions(src(argv)), message, argv.join(" ") || "(nothing)");

@@ -16,6 +16,8 @@ export interface ToolCatalog {
   builtins: ReadonlyMap<string, ToolSpec>;
   /** Tools that name a `pool` are accepted (the NATS executor routes them). */
   pools: boolean;
+  /** Tools that name no pool go to this one (NATS executor's default pool), so any tool is accepted. */
+  defaultPool?: string;
 }
 
 const ajv = new Ajv2020({ strict: false, allErrors: false });
@@ -91,7 +93,7 @@ export function resolveSessionTools(raw: unknown, catalog: ToolCatalog): ToolSpe
       spec = builtin;
     } else {
       spec = checkToolSpec(entry, where);
-      if (spec.pool === undefined && !catalog.builtins.has(spec.name)) {
+      if (spec.pool === undefined && !catalog.builtins.has(spec.name) && catalog.defaultPool === undefined) {
         throw HttpError.of(
           ErrorCode.UnknownTool,
           `unknown tool "${spec.name}": not a builtin of this engine (${[...catalog.builtins.keys()].join(", ")}) and it names no tool pool`,
