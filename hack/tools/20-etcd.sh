@@ -11,7 +11,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 ETCD_VERSION="${ETCD_VERSION:-v3.5.21}"
 BIN="$INTERLACE_BIN/etcd"
 
-if [[ -x "$BIN" ]] && "$BIN" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VERSION#v}"; then
+# (Output captured first: with pipefail, `grep -q` closing the pipe early would fail the check.)
+if [[ -x "$BIN" ]] && [[ "$("$BIN" --version 2>/dev/null || true)" == *"etcd Version: ${ETCD_VERSION#v}"* ]]; then
   log "etcd $ETCD_VERSION cached"
   exit 0
 fi

@@ -13,7 +13,7 @@ K8S_VERSION="${K8S_VERSION:-v1.34.4}"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 BIN="$INTERLACE_BIN/kube-apiserver"
 
-if [[ -x "$BIN" ]] && "$BIN" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VERSION"; then
+if [[ -x "$BIN" ]] && [[ "$("$BIN" --version 2>/dev/null || true)" == "Kubernetes $K8S_VERSION" ]]; then
   log "kube-apiserver $K8S_VERSION cached"
   exit 0
 fi

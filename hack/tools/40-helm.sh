@@ -13,7 +13,7 @@ BIN="$INTERLACE_BIN/helm"
 STAMP="$BIN.stamp"
 WANT="$HELM_VERSION k8s=1.$HELM_K8S_MINOR"
 
-if [[ -x "$BIN" && "$(cat "$STAMP" 2>/dev/null)" == "$WANT" ]] && "$BIN" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
+if [[ -x "$BIN" && "$(cat "$STAMP" 2>/dev/null || true)" == "$WANT" ]] && [[ "$("$BIN" version --template '{{.Version}}' 2>/dev/null || true)" == "$HELM_VERSION" ]]; then
   log "helm $HELM_VERSION cached"
   exit 0
 fi

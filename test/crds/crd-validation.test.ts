@@ -170,6 +170,11 @@ const invalid: Record<string, Case> = {
     obj: variant(tools, "bad-method", (o) => (o.spec.tools[2].http.method = "FETCH")),
     messages: ["spec.tools[2].http.method", 'Unsupported value: "FETCH"'],
   },
+  "HTTP GET (the runner sends a JSON body)": {
+    kind: ToolPool,
+    obj: variant(tools, "get-method", (o) => (o.spec.tools[2].http.method = "GET")),
+    messages: ["spec.tools[2].http.method", 'Unsupported value: "GET"', '"POST"', '"PUT"'],
+  },
   "zero concurrency": {
     kind: ToolPool,
     obj: variant(tools, "no-concurrency", (o) => (o.spec.concurrency = 0)),
@@ -285,7 +290,7 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
     t.equal(ep.spec.runtime.parallelSequences, 4);
     const tp = (await kubeRequest(kc, "GET", `${collection(ToolPool)}/basic-tools`)).body as any;
     t.equal(tp.spec.tools[1].speculative, false, "speculative defaults to false");
-    t.equal(tp.spec.tools[2].http.method, "GET");
+    t.equal(tp.spec.tools[2].http.method, "POST", "HTTP method defaults to POST");
     const aa = (await kubeRequest(kc, "GET", `${collection(AgentApp)}/assistant`)).body as any;
     t.equal(aa.spec.objective, "latency");
     t.equal(aa.spec.tools, undefined, "no invented fields");

@@ -9,10 +9,11 @@ import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import { bool, conditionsSchema, httpUrl, int, object, observedGenerationSchema, oneOf, str, type OpenApiSchema } from "./schema.js";
 
-export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+/** The tool runner sends the arguments as a JSON body, so only body-carrying methods. */
+export const HTTP_METHODS = ["POST", "PUT"] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
-/** Calls an HTTP endpoint with the arguments (JSON body, or query string for GET). */
+/** Calls an HTTP endpoint with the arguments as a JSON body. */
 export interface HttpImplementation {
   url: string;
   /** Default POST. */
@@ -98,7 +99,7 @@ const toolSchema: OpenApiSchema = object(
     speculative: bool("Stateless and cheap: safe to start before the model commits to the call.", false),
     idempotent: bool("Safe to retry.", false),
     http: object(
-      "Call an HTTP endpoint with the arguments as a JSON body (query string for GET).",
+      "Call an HTTP endpoint with the arguments as a JSON body.",
       {
         url: httpUrl("Endpoint URL."),
         method: oneOf("HTTP method.", HTTP_METHODS, "POST"),
