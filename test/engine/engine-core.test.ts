@@ -37,6 +37,26 @@ t.test("overlap: the first call runs while the second call's tokens are decoded"
   }
 });
 
+t.test("syncParallel: the turn's calls are dispatched together at its end, and run concurrently", async (t) => {
+  executor.calls.length = 0;
+  const calls = [
+    { id: "a", tool: "wait", arguments: { ms: 200, tag: "first" }, dependsOn: [], estimatedLatencyMs: 200 },
+    { id: "b", tool: "wait", arguments: { ms: 50, tag: "second" }, dependsOn: [], estimatedLatencyMs: 50 },
+  ];
+  const s = engine.createSession({ prompt: "two calls", tools: TOOLS, mode: "syncParallel", policy: { type: "lpt-dag", calls, thinkTokens: 4 } });
+  const done = await s.finished;
+  t.equal(done.reason, "eos");
+  const [a, b] = executor.calls;
+  t.ok(a !== undefined && b !== undefined, "both calls ran");
+  if (a === undefined || b === undefined) return;
+  t.equal(b.decodedAtStart, a.decodedAtStart, "dispatched in the same step, after both blocks were decoded");
+  t.ok(b.startedAt < a.endedAt!, "they run concurrently");
+  const callEvents = s.events.findIndex((e) => e.type === "call");
+  const trapAt = s.events.findIndex((e) => e.type === "trap");
+  t.equal(trapAt, -1, "the turn ends at the policy's trap instead of pausing the sequence");
+  t.ok(callEvents > 0);
+});
+
 t.test("injection keeps the KV cache: the sequence grows by exactly the interrupt's tokens", async (t) => {
   const s = engine.createSession({
     prompt: "one call",
