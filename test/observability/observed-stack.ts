@@ -2,18 +2,24 @@
  * @module The stack the observability tests scrape: a real nats-server, a
  * tool runner process (the ToolPool pod entrypoint) serving the builtin
  * tools, an in-process engine pod on the generated `test` model whose tools
- * run on that runner over NATS, optionally an extra `/metrics` endpoint (the
- * operator's registry), and a real Prometheus scraping all of them every
+ * run on that runner over NATS, optionally a real operator (in-process, on a
+ * real etcd + kube-apiserver, reconciling the sample ToolPool), and a real
+ * Prometheus scraping all of them every
  * second with the `namespace`/`pod` target labels a ServiceMonitor adds in a
  * cluster. Everything stops at the test's teardown.
  */
 import type { Test } from "tap";
-import type { Registry } from "prom-client";
-import { createLogger, parseArgv, serveProbes, type CreateSessionRequest, type SessionEvent } from "../../common/src/index.js";
+import { readFileSync } from "node:fs";
+import { parse } from "yaml";
+import { createLogger, parseArgv, type CreateSessionRequest, type SessionEvent } from "../../common/src/index.js";
 import { builtinToolSpecs } from "../../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions } from "../../engine-pod/src/config.js";
 import { startEnginePod, type EnginePod } from "../../engine-pod/src/main.js";
+import { applyManifest, installCrds, startControlPlane, type KubeAccess, type Manifest } from "../../hack/control-plane.js";
 import { NatsServer } from "../../hack/nats.js";
+import { parseOperatorOptions } from "../../operator/src/config.js";
+import { noopPoolCleanup } from "../../operator/src/controllers/index.js";
+import { createOperator, type Operator } from "../../operator/src/main.js";
 import { startPrometheus, type Prometheus, type ScrapeTarget } from "../../hack/prometheus.js";
 import { sampleToolPool, spawnToolRunner, type ToolRunnerProcess } from "../../hack/stack.js";
 
@@ -29,12 +35,20 @@ export interface ObservedStack {
   runner: ToolRunnerProcess;
   /** The tool pool the runner serves. */
   pool: { namespace: string; name: string };
+  /** With `operator: true`: the operator and the control plane's admin credentials. */
+  operator?: Operator;
+  kube?: KubeAccess;
 }
 
 export interface ObservedStackOptions {
-  /** More registries to serve on their own `/metrics` endpoint and scrape, by job name. */
-  extraRegistries?: Record<string, Registry>;
+  /**
+   * Also run the operator against a real control plane and let it reconcile
+   * `samples/toolpool.yaml` before scraping starts (default false).
+   */
+  operator?: boolean;
 }
+
+export const OPERATOR_POD = "obs-operator";
 
 /** Starts everything and waits until Prometheus scrapes every target successfully. */
 export async function startObservedStack(t: Test, options: ObservedStackOptions = {}): Promise<ObservedStack> {
@@ -61,15 +75,39 @@ export async function startObservedStack(t: Test, options: ObservedStackOptions 
     { job: "engine", url: `${engineBase}/metrics`, labels: labels(ENGINE_POD) },
     { job: "toolrunner", url: `http://127.0.0.1:${runner.port}/metrics`, labels: labels(RUNNER_ID) },
   ];
-  for (const [job, registry] of Object.entries(options.extraRegistries ?? {})) {
-    const { server, port } = await serveProbes(0, { registry, notReadyReason: () => null }, "127.0.0.1");
-    t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-    targets.push({ job, url: `http://127.0.0.1:${port}/metrics`, labels: labels(`obs-${job}`) });
+  let operator: { operator: Operator; kube: KubeAccess } | undefined;
+  if (options.operator === true) {
+    operator = await startOperator(t);
+    targets.push({ job: "operator", url: `http://127.0.0.1:${operator.operator.manager.probePort}/metrics`, labels: labels(OPERATOR_POD) });
   }
   const prom = await startPrometheus({ targets, scrapeIntervalMs: 1000 });
   t.teardown(() => prom.stop());
   await prom.waitForTargetsUp(30_000);
-  return { prom, engine, engineBase, runner, pool };
+  return { prom, engine, engineBase, runner, pool, ...(operator !== undefined ? operator : {}) };
+}
+
+/**
+ * A control plane with the CRDs, the operator (admin credentials: RBAC is
+ * the operator tests' concern) and the sample ToolPool and EnginePool
+ * applied, so its reconcile and work-queue metrics have samples and the
+ * children it builds (Services included) exist.
+ */
+async function startOperator(t: Test): Promise<{ operator: Operator; kube: KubeAccess }> {
+  const cp = await startControlPlane();
+  t.teardown(() => cp.stop());
+  await installCrds(cp.kubeConfig);
+  const opts = parseOperatorOptions({
+    flags: parseArgv(["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--identity", OPERATOR_POD, "--log-level", "warn"]),
+    env: {},
+  });
+  const operator = createOperator(opts, createLogger("obs-operator", process.env["LOG_LEVEL"] ?? "error"), { access: cp.kubeConfig, cleanup: noopPoolCleanup });
+  t.teardown(() => operator.stop());
+  await operator.start();
+  for (const sample of ["toolpool.yaml", "enginepool.yaml"]) {
+    const manifest = parse(readFileSync(new URL(`../../samples/${sample}`, import.meta.url), "utf8")) as Manifest;
+    await applyManifest(cp.kubeConfig, manifest, { namespace: "default" });
+  }
+  return { operator, kube: cp.kubeConfig };
 }
 
 /**
