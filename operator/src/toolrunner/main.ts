@@ -16,7 +16,8 @@ try {
   const options = parseToolRunnerOptions();
   const config = loadRunnerConfig(options.specFile);
   const metrics = new ToolRunnerMetrics(undefined, true);
-  const shutdown = new Shutdown(log, 60_000);
+  // Past the drain window, closing takes a moment more; then the process exits regardless.
+  const shutdown = new Shutdown(log, options.drainTimeoutMs + 3_000);
   shutdown.installSignalHandlers();
   let runner: ToolRunner | null = null;
   const probes = await serveProbes(
@@ -25,7 +26,7 @@ try {
     options.host,
   );
   shutdown.add("probes", () => new Promise<void>((r) => probes.server.close(() => r())));
-  runner = await ToolRunner.start({ servers: options.natsUrl, config, runnerId: options.runnerId, log, metrics, heartbeatMs: options.heartbeatMs });
+  runner = await ToolRunner.start({ servers: options.natsUrl, config, runnerId: options.runnerId, log, metrics, heartbeatMs: options.heartbeatMs, drainTimeoutMs: options.drainTimeoutMs });
   shutdown.add("runner", () => runner?.stop());
   process.stdout.write(`toolrunner ready port=${probes.port} runner=${runner.runnerId}\n`);
 } catch (err) {

@@ -16,6 +16,8 @@ export interface ToolRunnerProcessOptions {
   host: string;
   runnerId: string;
   heartbeatMs: number;
+  /** On SIGTERM, how long in-flight calls may finish before they are handed back for redelivery (keep below the pod's terminationGracePeriodSeconds). */
+  drainTimeoutMs: number;
 }
 
 export function parseToolRunnerOptions(src: Source = defaultSource()): ToolRunnerProcessOptions {
@@ -28,5 +30,6 @@ export function parseToolRunnerOptions(src: Source = defaultSource()): ToolRunne
     host: stringOpt(src, "host", "0.0.0.0"),
     runnerId: stringOpt(src, "runner-id", process.env["POD_NAME"] ?? `${hostname()}-${process.pid}`),
     heartbeatMs: intOpt(src, "heartbeat-ms", 2_000, { min: 100 }),
+    drainTimeoutMs: intOpt(src, "drain-timeout-ms", 25_000, { min: 0 }),
   };
 }
