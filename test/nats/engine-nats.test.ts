@@ -8,9 +8,9 @@
  */
 import t from "tap";
 import { jetstream } from "@nats-io/jetstream";
-import { connect, headers } from "@nats-io/transport-node";
+import { connect } from "@nats-io/transport-node";
 import { createLogger, type ToolSpec } from "../../common/src/index.js";
-import { Header, interruptSubject, MessageKind, PROTOCOL_VERSION, type InterruptMessage } from "../../common/src/protocol/index.js";
+import { sendInterrupt } from "../../common/src/protocol/index.js";
 import { createEngine } from "../../engine-pod/src/engine/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -54,11 +54,7 @@ t.test("an engine session whose tools run in a NATS tool pool", async (t) => {
   const js = jetstream(nc);
   s.subscribe((e) => {
     if (e.type === "interrupt" && e.id === "first") {
-      const m: InterruptMessage = { v: PROTOCOL_VERSION, type: "interrupt", sessionId: s.id, kind: "user", id: "user1", value: "also do two" };
-      const h = headers();
-      h.set(Header.Protocol, String(PROTOCOL_VERSION));
-      h.set(Header.Kind, MessageKind.Interrupt);
-      void js.publish(interruptSubject("engine-e2e", s.id), JSON.stringify(m), { headers: h });
+      void sendInterrupt(js, { enginePod: "engine-e2e", sessionId: s.id, kind: "user", id: "user1", value: "also do two" });
     }
   });
 

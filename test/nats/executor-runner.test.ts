@@ -6,9 +6,9 @@
  * subject reach the interrupt handler.
  */
 import t from "tap";
-import { connect, headers } from "@nats-io/transport-node";
+import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { Header, interruptSubject, MessageKind, PROTOCOL_VERSION, type InterruptMessage } from "../../common/src/protocol/index.js";
+import { interruptSubject, PROTOCOL_VERSION, sendInterrupt } from "../../common/src/protocol/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { counterValue, makeCall, poolConfig, startExecutor, startRunner } from "./fixtures.js";
 
@@ -71,15 +71,10 @@ t.test("executor and runner over a real nats-server", async (t) => {
     const nc = await connect({ servers: server.url });
     t.teardown(() => nc.close());
     const js = jetstream(nc);
-    const send = async (m: InterruptMessage): Promise<void> => {
-      const h = headers();
-      h.set(Header.Protocol, String(PROTOCOL_VERSION));
-      h.set(Header.Kind, MessageKind.Interrupt);
-      await js.publish(interruptSubject("engine-0", m.sessionId), JSON.stringify(m), { headers: h });
-    };
-    await send({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "s7", kind: "user", value: "stop and summarize", id: "u1" });
-    await send({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "s7.with.dots", kind: "agent", value: "from planner", from: "planner/s1" });
-    await send({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "gone", kind: "user", value: "late" });
+    await sendInterrupt(js, { enginePod: "engine-0", sessionId: "s7", kind: "user", value: "stop and summarize", id: "u1" });
+    // Agent-to-agent: another engine's executor sends it.
+    await executor.sendInterrupt("engine-0", "s7.with.dots", { kind: "agent", value: "from planner", from: "planner/s1" });
+    await sendInterrupt(js, { enginePod: "engine-0", sessionId: "gone", kind: "user", value: "late" });
     // Garbage on the subject is dropped and counted, not delivered.
     nc.publish(interruptSubject("engine-0", "s7"), "{not json");
     const until = Date.now() + 5_000;

@@ -11,3 +11,4 @@ export * from "./messages.js";
 export * from "./validate.js";
 export * from "./runner-config.js";
 export * from "./streams.js";
+export * from "./publish.js";

@@ -36,6 +36,7 @@ import {
   parseIntrMessage,
   parseInterruptSubject,
   poolStream,
+  sendInterrupt,
   PROTOCOL_VERSION,
   toolSubject,
   type CallMessage,
@@ -145,6 +146,14 @@ export class NatsExecutor implements Executor {
   /** Sets where user/agent interrupts go (the engine is usually built after its executor). */
   setInterruptHandler(handler: InterruptHandler): void {
     this.onInterrupt = handler;
+  }
+
+  /**
+   * Sends a user or agent message to a session on any engine pod (agent-to-agent
+   * messages): it arrives there as an `[INTR]` block. Resolves once stored.
+   */
+  async sendInterrupt(enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id?: string; from?: string }): Promise<void> {
+    await sendInterrupt(this.js, { enginePod, sessionId, ...input });
   }
 
   /** Calls published and not yet completed. */
