@@ -349,7 +349,9 @@ class LockstepEngine implements Engine {
   }
 
   private admit(id: string, config: SessionConfig, prompt: Token[], policy: TokenPolicy | undefined, reuse: boolean): SessionState {
-    const grant = this.slots.acquire(reuse ? prompt : []);
+    // Paused sessions whose results are in come first: they resume into the next free slot.
+    const resumable = [...this.live].some((x) => x.state === "trapped" && x.slot < 0 && x.queue.length > 0);
+    const grant = resumable ? null : this.slots.acquire(reuse ? prompt : []);
     if (grant === null) {
       throw new InterlaceError(ErrorCode.Capacity, `all ${this.slots.size} sequences are busy; retry later`);
     }
@@ -409,7 +411,7 @@ class LockstepEngine implements Engine {
     for (const s of this.live) {
       if (s.state === "active") return true;
       if (s.cancelRequested && s.state !== "busy" && s.state !== "done") return true;
-      if (s.state === "trapped" && s.queue.length > 0) return true;
+      if (s.state === "trapped" && s.queue.length > 0 && this.canResume(s)) return true;
       if (s.state === "waiting" && s.outstanding.size === 0) return true;
     }
     return false;
@@ -423,7 +425,7 @@ class LockstepEngine implements Engine {
         this.finish(s, "cancelled");
         continue;
       }
-      if (s.state === "trapped" && s.queue.length > 0) this.resume(s);
+      if (s.state === "trapped" && s.queue.length > 0 && this.canResume(s)) this.resume(s);
       else if (s.state === "waiting" && s.outstanding.size === 0) this.reenter(s);
     }
   }
@@ -786,17 +788,34 @@ class LockstepEngine implements Engine {
       const outcome = await this.kv.trap({ sequence: s.seq, expectedWaitMs: wait, kvPressure: pressure, override: verdict.decision });
       s.paused = outcome.paused;
       s.trapPauseMs = outcome.pauseMs;
+      if (outcome.paused.decision !== "keep") {
+        // The state lives outside the context now: lend the slot to other sessions until resume.
+        this.slots.release(s.slot);
+        s.slot = -1;
+      }
       s.state = "trapped";
     });
   }
 
-  /** A trapped session's interrupt arrived: restore its KV state, then inject. */
+  /** A trapped session can resume now: it kept its slot, or one is available. */
+  private canResume(s: SessionState): boolean {
+    return s.slot >= 0 || this.slots.available > 0;
+  }
+
+  /** A trapped session's interrupt arrived: take a slot if it lent its own, restore its KV state, then inject. */
   private resume(s: SessionState): void {
+    if (s.slot < 0) {
+      const grant = this.slots.acquire();
+      if (grant === null) return; // retried when a slot is released
+      s.slot = grant.slot;
+      s.seq = this.runtime.sequences[grant.slot]!;
+    }
     const paused = s.paused;
     this.background(s, async () => {
       let costMs = s.trapPauseMs ?? 0;
       if (paused !== undefined) {
-        const r = await this.kv.resume(paused);
+        // Into whichever sequence the session holds now (a cleared one, possibly not the original).
+        const r = await this.kv.resume(paused, s.seq);
         costMs += r.resumeMs;
         if (r.evaluatedTokens > 0) this.countPrefill(s, r.evaluatedTokens);
       }
@@ -935,6 +954,7 @@ class LockstepEngine implements Engine {
     const cleanup = async (): Promise<void> => {
       await gen?.return();
       if (paused !== undefined) await this.kv.discard(paused);
+      if (s.slot < 0) return; // a paused session that lent its slot holds no cells
       if (keepResident && s.seq.nextTokenIndex > 0) this.slots.release(s.slot, s.seq.contextTokens);
       else {
         if (s.seq.nextTokenIndex > 0) await s.seq.clearHistory();
@@ -944,6 +964,7 @@ class LockstepEngine implements Engine {
     cleanup()
       .catch(async (err: unknown) => {
         this.log.warn({ err, session: s.id }, "sequence cleanup failed; clearing it");
+        if (s.slot < 0) return;
         await s.seq.clearHistory().catch(() => undefined);
         this.slots.release(s.slot);
       })

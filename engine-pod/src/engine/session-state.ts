@@ -68,6 +68,7 @@ type DoneEvent = Extract<SessionEvent, { type: "done" }>;
 
 export class SessionState implements EngineSession {
   state: RunState = "filling";
+  /** The sequence slot held; -1 while paused with swap/recompute (the slot is lent out). */
   slot: number;
   seq: LlamaContextSequence;
   /** Tokens that are (logically) in the sequence's KV state: prompt, fed tokens, injections. */

@@ -45,6 +45,11 @@ export class SlotAllocator {
     return this.slots.filter((s) => s.state === "busy").length;
   }
 
+  /** Slots a request could get now (free, or idle and evictable). */
+  get available(): number {
+    return this.slots.filter((s) => s.state !== "busy").length;
+  }
+
   get idle(): number {
     return this.slots.filter((s) => s.state === "idle").length;
   }

@@ -1,0 +1,61 @@
+/**
+ * @module A trapped session paused with swap or recompute holds no sequence:
+ * its slot is lent to other sessions and it resumes into whichever slot is
+ * free when its result arrives, continuing exactly as if it had never paused.
+ * With keep it holds its slot, and the engine is full.
+ */
+import t from "tap";
+import { ErrorCode, type CreateSessionRequest, type KvPolicy } from "../../common/src/index.js";
+import { engineInternals } from "../../engine-pod/src/engine/index.js";
+import { eventsOf, startEngine, TOOLS } from "./engine-fixture.js";
+
+const { engine } = await startEngine(t, { sequences: 1 });
+const internals = engineInternals(engine);
+
+const policy: CreateSessionRequest["policy"] = {
+  type: "lpt-dag",
+  calls: [{ id: "w", tool: "wait", arguments: { ms: 400 }, dependsOn: [], estimatedLatencyMs: 400 }],
+  finalText: " and that is the whole story of the call we made",
+};
+
+async function trapped(s: { events: readonly { type: string }[]; subscribe(l: (e: { type: string }) => void): () => void }): Promise<void> {
+  if (s.events.some((e) => e.type === "trap")) return;
+  await new Promise<void>((resolve) => {
+    const off = s.subscribe((e) => {
+      if (e.type === "trap") (off(), resolve());
+    });
+  });
+}
+
+const tails: Record<string, number[]> = {};
+
+for (const kvPolicy of ["keep", "swap", "recompute"] as KvPolicy[]) {
+  t.test(`${kvPolicy}: the slot while trapped`, async (t) => {
+    const a = engine.createSession({ prompt: "pause and lend", tools: TOOLS, policy, kvPolicy, prefixReuse: false });
+    await trapped(a);
+    if (kvPolicy !== "keep") {
+      // The pause runs in the background after the trap event; it ends by lending the slot.
+      while (internals.sequenceOf(a.id) !== undefined) await new Promise((r) => setImmediate(r));
+    }
+    let other: string | undefined;
+    try {
+      const b = engine.createSession({ prompt: "borrower", tools: TOOLS, maxTokens: 10, prefixReuse: false });
+      const doneB = await b.finished;
+      other = doneB.reason;
+    } catch (err) {
+      other = (err as { code?: string }).code;
+    }
+    if (kvPolicy === "keep") t.equal(other, ErrorCode.Capacity, "keep holds the only slot: the engine is full");
+    else t.equal(other, "max_tokens", "the lent slot served another session to completion meanwhile");
+    const done = await a.finished;
+    t.equal(done.reason, "eos");
+    t.equal(eventsOf(a.events, "trap")[0]?.decision, kvPolicy);
+    t.equal(eventsOf(a.events, "resume")[0]?.decision, kvPolicy);
+    tails[kvPolicy] = internals.transcript(a.id)!.sampled.slice(-40);
+  });
+}
+
+t.test("after lending, the continuation is the same as if the sequence had never paused", async (t) => {
+  t.same(tails["swap"], tails["keep"], "swap");
+  t.same(tails["recompute"], tails["keep"], "recompute");
+});
