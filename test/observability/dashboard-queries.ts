@@ -13,7 +13,8 @@ import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-export const CHART = join(ROOT, "charts/interlace");
+/** The chart; `INTERLACE_OBS_CHART` points the dashboard test at another copy (to check a change before it lands). */
+export const CHART = process.env["INTERLACE_OBS_CHART"] ?? join(ROOT, "charts/interlace");
 
 /** The cached helm binary (built by `hack/tools/40-helm.sh` when missing). */
 export function helmBinary(): string {
