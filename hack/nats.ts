@@ -138,3 +138,16 @@ export class NatsServer {
     if (this.ownsStore) rmSync(this.storeDir, { recursive: true, force: true });
   }
 }
+
+// `npx tsx hack/nats.ts [--port 4222] [--store DIR]`: a server for manual use, until Ctrl-C.
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const arg = (name: string): string | undefined => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : undefined;
+  };
+  const port = arg("port");
+  const storeDir = arg("store");
+  const server = await NatsServer.start({ port: port === undefined ? 4222 : Number(port), ...(storeDir !== undefined ? { storeDir } : {}) });
+  console.log(`nats-server (JetStream) on ${server.url}, store ${server.storeDir}; Ctrl-C stops it`);
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void server.stop().then(() => process.exit(0)));
+}
