@@ -61,6 +61,8 @@ export interface CompletionResult {
   raw: string;
   toolCalls: { id: string; name: string; arguments: Record<string, unknown> }[];
   finishReason: "stop" | "length" | "tool_calls" | "trap";
+  /** Produced under a scripted policy (every token still a real forward pass). */
+  scripted?: boolean;
   usage: { promptTokens: number; completionTokens: number; prefilledTokens: number; reusedPrefixTokens: number };
 }
 

@@ -270,6 +270,7 @@ class LockstepEngine implements Engine {
       raw: s.raw,
       toolCalls: s.toolCalls,
       finishReason: s.finishReason ?? (done.reason === "max_tokens" ? "length" : "stop"),
+      scripted: s.scripted,
       usage: {
         promptTokens: s.promptTokens,
         completionTokens: s.usage.decodedTokens,
@@ -898,6 +899,8 @@ class LockstepEngine implements Engine {
         this.log.warn({ err }, "call grammar unavailable for this tool set; call blocks are unconstrained");
         grammar = null;
       }
+      // Tool sets come with requests: bound the cache (grammars are cheap to rebuild).
+      if (this.grammarCache.size >= MAX_GRAMMARS) this.grammarCache.clear();
       this.grammarCache.set(key, grammar);
     }
     return grammar === null ? undefined : new LlamaGrammarEvaluationState({ model: this.runtime.model, grammar });
@@ -991,6 +994,7 @@ class LockstepEngine implements Engine {
 }
 
 const MAX_DONE_SESSIONS = 1024;
+const MAX_GRAMMARS = 64;
 
 /** The `[INTR]` ban plus a test's extra logits, summed per token. */
 function combinedBias(runtime: Runtime, extra: ReadonlyMap<Token, number>): TokenBias {
