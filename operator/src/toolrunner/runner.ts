@@ -287,8 +287,10 @@ export class ToolRunner {
         this.metrics.truncated.inc({ tool });
       }
     } else {
-      result.output = `error ${outcome.code}: ${outcome.message}`;
-      result.error = { code: outcome.code, message: outcome.message };
+      // Error text (an HTTP body excerpt, an MCP message) is capped like any output.
+      const message = truncateOutput(outcome.message, this.settings.maxResultBytes).text;
+      result.output = `error ${outcome.code}: ${message}`;
+      result.error = { code: outcome.code, message };
     }
     this.metrics.calls.inc({ tool, outcome: outcome.ok ? "ok" : outcome.code });
     if (!(await this.publishResult(m, route.replyTo, result, callMsgIdValue))) return;

@@ -27,13 +27,28 @@ export class RunnerRegistry {
   ) {}
 
   async start(): Promise<void> {
+    await this.watchOnce();
+  }
+
+  /** Watches the bucket; if the watch ends (it should not, but connections do odd things), starts it again. */
+  private async watchOnce(): Promise<void> {
     const iter = await this.kv.watch({ key: ">" });
     this.watch = iter;
     void (async () => {
       try {
         for await (const entry of iter) this.apply(entry, entry.isUpdate ? Date.now() : entry.created.getTime());
       } catch (err) {
-        if (!this.stopped) this.log.warn({ err }, "runner heartbeat watch ended; falling back to bucket lookups");
+        if (!this.stopped) this.log.warn({ err }, "runner heartbeat watch failed");
+      }
+      while (!this.stopped) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        if (this.stopped) return;
+        try {
+          await this.watchOnce();
+          return;
+        } catch (err) {
+          this.log.warn({ err }, "cannot restart the runner heartbeat watch; bucket lookups cover it");
+        }
       }
     })();
   }
