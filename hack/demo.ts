@@ -57,7 +57,8 @@ const engineFlags = (o: DemoOptions): string[] => ["--model-preset", o.preset, "
 export async function bringUp(o: DemoOptions): Promise<Stack> {
   const components: Component[] = [];
   if (o.child) {
-    const engine = await spawnEngine(engineFlags(o), { env: { LOG_LEVEL: process.env["LOG_LEVEL"] ?? "warn" } });
+    // The child logs at info: spawnEngine reads its port from the "listening" line (and drains the rest).
+    const engine = await spawnEngine(engineFlags(o), { env: { LOG_LEVEL: "info" } });
     components.push({ name: "engine (child process)", stop: () => engine.stop() });
     return { url: engine.url, components };
   }

@@ -39,8 +39,6 @@ export interface ExecutorOptions {
   kind: ExecutorKind;
   /** NATS server URL(s), comma-separated; required with `--executor nats`. */
   natsUrl?: string;
-  /** Default tool-call timeout for tools whose pool sets none, ms. */
-  toolTimeoutMs: number;
   /** NATS only: the pool that runs tools whose spec names none (`--default-pool namespace/name`). */
   defaultPool?: { namespace: string; name: string };
 }
@@ -67,7 +65,7 @@ function invalid(message: string): InterlaceError {
  * --threads --gpu false|cuda|auto --kv-policy auto|keep|swap|recompute
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
  * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
- * `--nats-url`, `--default-pool ns/name`, `--tool-timeout-ms`, `--pod-name`, `--log-level`. Throws an
+ * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--log-level`. Throws an
  * {@link InterlaceError} naming the flag and its environment variable.
  */
 export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodOptions {
@@ -104,7 +102,6 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   }
   const executor: ExecutorOptions = {
     kind,
-    toolTimeoutMs: intOpt(src, "tool-timeout-ms", 30_000, { min: 1, max: 3_600_000 }),
     ...(natsUrl !== undefined ? { natsUrl } : {}),
     ...(defaultPool !== undefined ? { defaultPool } : {}),
   };
