@@ -78,7 +78,11 @@ t.test("executor and runner over a real nats-server", async (t) => {
     // Garbage on the subject is dropped and counted, not delivered.
     nc.publish(interruptSubject("engine-0", "s7"), "{not json");
     const until = Date.now() + 5_000;
-    while ((received.length < 2 || (await counterValue(executor.metrics.droppedCompletions)) < 2) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    const settled = async (): Promise<boolean> =>
+      received.length >= 2 &&
+      (await counterValue(executor.metrics.droppedCompletions, { reason: "invalid" })) >= 1 &&
+      (await counterValue(executor.metrics.droppedCompletions, { reason: "unknown_session" })) >= 1;
+    while (!(await settled()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     t.same(received, [
       { sessionId: "s7", kind: "user", value: "stop and summarize", id: "u1" },
       { sessionId: "s7.with.dots", kind: "agent", value: "from planner" },
