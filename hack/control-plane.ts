@@ -447,17 +447,36 @@ export async function installCrds(kc: KubeAccess, dir = path.join(ROOT, "crds"),
       names.push(name);
     }
   }
-  const deadline = Date.now() + timeoutMs;
-  for (const name of names) {
-    for (;;) {
-      const res = await kubeRequest(kc, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-      const conditions = (res.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
-      if (conditions.some((c) => c.type === "Established" && c.status === "True")) break;
-      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established: ${JSON.stringify(conditions)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  for (const name of names) await waitCrdServing(kc, name, timeoutMs);
   return names;
+}
+
+/**
+ * Waits until a CRD is Established and its resources can be listed: right
+ * after a CRD is created or changed, the API server answers lists with 429
+ * "storage is (re)initializing" until its watch cache is ready.
+ */
+export async function waitCrdServing(kc: KubeAccess, name: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  for (;;) {
+    const res = await kubeRequest(kc, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+    const crd = res.body as {
+      spec?: { group: string; names: { plural: string }; versions: { name: string; served: boolean }[] };
+      status?: { conditions?: { type: string; status: string }[] };
+    };
+    const established = (crd.status?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True");
+    const version = crd.spec?.versions.find((v) => v.served)?.name;
+    if (established && crd.spec !== undefined && version !== undefined) {
+      const list = await kubeRequest(kc, "GET", `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}`, { query: { limit: "1" } });
+      if (list.status === 200) return;
+      last = `list answered HTTP ${list.status}`;
+    } else {
+      last = `conditions ${JSON.stringify(crd.status?.conditions ?? [])}`;
+    }
+    if (Date.now() > deadline) throw new Error(`CRD ${name} not serving: ${last}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** POSTs `body` to `collection`; 409 AlreadyExists counts as success. */

@@ -12,7 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { parseAllDocuments } from "yaml";
-import { applyManifest, controlPlaneFor, kubeRequest, type Manifest } from "../helpers/control-plane.js";
+import { applyManifest, controlPlaneFor, kubeRequest, waitCrdServing, type Manifest } from "../helpers/control-plane.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHART = path.join(ROOT, "charts/interlace");
@@ -188,7 +188,7 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   const crds = ms.filter((m) => m.kind === "CustomResourceDefinition");
   t.equal(crds.length, 3, "the chart ships the three CRDs");
   for (const m of crds) await applyManifest(kc, m);
-  await waitEstablished(kc, [...crds.map((c) => c.metadata.name), "servicemonitors.monitoring.coreos.com"]);
+  for (const name of [...crds.map((c) => c.metadata.name), "servicemonitors.monitoring.coreos.com"]) await waitCrdServing(kc, name);
   for (const m of ms.filter((m) => m.kind !== "CustomResourceDefinition")) {
     const res = await applyManifest(kc, m, { namespace: NS, allowError: true });
     t.ok(res.status < 300, `${m.kind}/${m.metadata.name} applied: ${res.status}`, { body: res.body });
@@ -214,21 +214,8 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   t.notOk(await can("delete", "interlace.dev", "enginepools"), "never deletes user resources");
   t.notOk(await can("create", "apiextensions.k8s.io", "customresourcedefinitions"), "no CRD writes");
   const list = await kubeRequest(sa, "GET", "/apis/interlace.dev/v1alpha1/enginepools");
-  t.equal(list.status, 200, "the ServiceAccount token authenticates and lists EnginePools");
+  t.equal(list.status, 200, "the ServiceAccount token authenticates and lists EnginePools", { body: list.body });
 });
-
-async function waitEstablished(kc: Parameters<typeof kubeRequest>[0], names: string[]): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (const name of names) {
-    for (;;) {
-      const res = await kubeRequest(kc, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-      const conds = (res.body as any).status?.conditions ?? [];
-      if (conds.some((c: any) => c.type === "Established" && c.status === "True")) break;
-      if (Date.now() > deadline) throw new Error(`${name} not Established`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
 
 function minimalServiceMonitorCrd(): Manifest {
   return {

@@ -10,6 +10,7 @@ export {
   renderKubeconfig,
   kubeRequest,
   installCrds,
+  waitCrdServing,
   applyManifest,
   discover,
   pathOf,
