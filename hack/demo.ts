@@ -160,6 +160,23 @@ async function runSession(client: SessionClient, title: string, request: CreateS
   return { done, events };
 }
 
+/** One bar per call, from dispatch to the result's arrival, so the overlap is visible. */
+function timeline(label: string, events: SessionEvent[], width = 56): void {
+  const done = events.find((e): e is Done => e.type === "done");
+  const total = done?.t ?? 0;
+  if (total <= 0) return;
+  const calls = events.filter((e): e is Extract<SessionEvent, { type: "call" }> => e.type === "call");
+  console.log(`\n  ${label}: tool runs over the session (0 … ${total.toFixed(0)} ms)`);
+  for (const call of calls) {
+    const result = events.find((e): e is Extract<SessionEvent, { type: "interrupt" }> => e.type === "interrupt" && e.id === call.callId);
+    const end = result === undefined ? total : result.t - result.delayMs;
+    const from = Math.floor((call.t / total) * width);
+    const to = Math.max(from + 1, Math.round((end / total) * width));
+    const bar = " ".repeat(from) + "█".repeat(Math.min(width, to) - from);
+    console.log(`    ${call.callId.padEnd(8)} |${bar.padEnd(width)}| ${(end - call.t).toFixed(0)} ms`);
+  }
+}
+
 function summary(label: string, run: { done: Done; events: SessionEvent[] }, request: CreateSessionRequest): void {
   const { done, events } = run;
   const toolMs = request.policy?.type === "lpt-dag" ? request.policy.calls.reduce((n, c) => n + (c.estimatedLatencyMs ?? 0), 0) : 0;
@@ -204,6 +221,8 @@ async function main(): Promise<void> {
         maxTokens: 48,
       });
     }
+    timeline("async", asyncRun.events);
+    if (syncRun !== undefined) timeline("sync", syncRun.events);
     console.log("\n== summary");
     summary("async", asyncRun, asyncRequest);
     if (syncRun !== undefined) {

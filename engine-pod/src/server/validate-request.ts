@@ -174,7 +174,8 @@ export function parseCreateSessionRequest(body: unknown, catalog: ToolCatalog, l
   return request;
 }
 
-const INTERRUPT_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** Interrupt ids appear in `[INTR] id [HEAD]`: identifiers, like call ids. */
+const INTERRUPT_ID = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /** `POST /v1/sessions/{id}/interrupts` body. */
 export function parseInterruptRequest(body: unknown, maxBytes: number): PostInterruptRequest {
