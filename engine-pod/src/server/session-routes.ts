@@ -55,16 +55,19 @@ export function mountSessionRoutes(app: Express, json: RequestHandler, ctx: Sess
     if (session === undefined) throw HttpError.of(ErrorCode.NotFound, `no session "${id}"`);
     // Resume after the last event a reconnecting client saw (event ids are indexes).
     const lastSeen = Number(req.get("Last-Event-ID") ?? -1);
-    let next = Number.isInteger(lastSeen) && lastSeen >= -1 ? lastSeen + 1 : 0;
+    const from = Number.isInteger(lastSeen) && lastSeen >= -1 ? lastSeen + 1 : 0;
     const sse = openSse(req, res);
-    const send = (event: SessionEvent): void => sse.send(event, { event: event.type, id: next++ });
+    let index = 0;
+    const send = (event: SessionEvent): void => {
+      const i = index++;
+      if (i >= from) sse.send(event, { event: event.type, id: i });
+    };
     const past = session.events;
-    for (let i = next; i < past.length; i++) send(past[i]!);
+    for (const event of past) send(event);
     if (isDone(past)) {
       sse.end();
       return;
     }
-    next = Math.max(next, past.length);
     let finished = false;
     const unsubscribe = session.subscribe((event) => {
       send(event);
