@@ -751,11 +751,13 @@ class LockstepEngine implements Engine {
       return;
     }
     if (s.queue.length > 0) return; // injected right after this token, no pause
-    if (s.outstanding.size === 0) {
-      // Nothing is outstanding, so no interrupt is coming: the turn is over.
+    if (s.outstanding.size === 0 && !s.scripted) {
+      // No call is outstanding, so only a user could wake it: an unscripted model's
+      // trap here is a mistake, and waiting would hold the slot indefinitely.
       this.finish(s, "eos");
       return;
     }
+    // A policy traps with nothing outstanding only when it knows a user interrupt is coming (AsyncLM §6.6).
     this.enterTrap(s);
   }
 
