@@ -59,6 +59,16 @@ t.test("an async session streams calls, interrupts and done over SSE", async (t)
   t.equal(frames.length, typed.length);
 });
 
+t.test("sync and syncParallel sessions run the same workload through the API", async (t) => {
+  for (const mode of ["sync", "syncParallel"] as const) {
+    const { id } = (await (await postJson(`${base}/v1/sessions`, { ...lpt, mode })).json()) as { id: string };
+    const events = await readSession(base, id);
+    t.equal(ofType(events, "started")[0]?.mode, mode);
+    t.same(new Set(ofType(events, "interrupt").map((i) => i.id)), new Set(["slow", "fast", "sum"]), `${mode}: every result delivered`);
+    t.equal(ofType(events, "done")[0]?.reason, "eos", `${mode}: finished`);
+  }
+});
+
 t.test("late readers get the whole history; Last-Event-ID resumes after it", async (t) => {
   const { id } = (await (await postJson(`${base}/v1/sessions`, { ...lpt, policy: { type: "text", pieces: ["Hi", " there"] } })).json()) as { id: string };
   const first = await readSession(base, id);
