@@ -85,14 +85,16 @@ async function notReady(cp: ControlPlane, namespace: string): Promise<string[]> 
 
 /** `kubectl get interlace -o wide` when kubectl is on PATH, else the same tables from the API. */
 async function showResources(cp: ControlPlane, namespace: string): Promise<void> {
-  const kubectl = ["/usr/bin/kubectl", path.join(BIN, "kubectl")].find((p) => existsSync(p));
+  // E2E_KUBECTL=none forces the API-table fallback (what a machine without kubectl prints).
+  const forced = process.env["E2E_KUBECTL"];
+  const kubectl = forced === "none" ? undefined : [forced, path.join(BIN, "kubectl"), "/usr/local/bin/kubectl", "/usr/bin/kubectl"].find((p) => p !== undefined && existsSync(p));
   if (kubectl !== undefined) {
     say(`$ kubectl get interlace -n ${namespace}`);
     const { stdout } = await execFileP(kubectl, ["--kubeconfig", cp.kubeconfigPath, "get", "interlace", "-n", namespace]);
     process.stdout.write(stdout);
     return;
   }
-  say("kubectl not found; the same tables from the API server:");
+  say(forced === "none" ? "E2E_KUBECTL=none; the same tables from the API server:" : "kubectl not found; the same tables from the API server:");
   for (const def of Object.values(InterlaceKinds)) {
     const res = await kubeRequest(cp.kubeConfig, "GET", `/apis/${def.group}/${def.version}/namespaces/${namespace}/${def.plural}`, {
       accept: "application/json;as=Table;v=v1;g=meta.k8s.io",
