@@ -29,11 +29,7 @@ export type RenderResult = { ok: true; config: ToolRunnerConfig } | { ok: false;
 function implementationOf(tool: ToolDefinition): ToolImplementation | string {
   if (tool.builtin) return { type: "builtin", builtin: tool.builtin.name };
   if (tool.mcp) return { type: "mcp", url: tool.mcp.url, ...(tool.mcp.tool !== undefined ? { tool: tool.mcp.tool } : {}) };
-  if (tool.http) {
-    const method = tool.http.method ?? "POST";
-    if (method !== "POST" && method !== "PUT") return `tool ${tool.name}: http method ${method} is not supported by the tool runner (POST or PUT)`;
-    return { type: "http", url: tool.http.url, method, ...(tool.http.headers ? { headers: tool.http.headers } : {}) };
-  }
+  if (tool.http) return { type: "http", url: tool.http.url, method: tool.http.method ?? "POST", ...(tool.http.headers ? { headers: tool.http.headers } : {}) };
   return `tool ${tool.name} has no implementation (http, mcp or builtin)`;
 }
 

@@ -53,6 +53,19 @@ export interface LeaderCallbacks {
   onNewLeader?: (identity: string) => void;
 }
 
+/** `promise`'s value, or `fallback` when it takes longer than `ms`. */
+async function withTimeout<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Kubernetes MicroTime: RFC 3339 with exactly six fractional digits. */
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
@@ -98,7 +111,10 @@ export class LeaderElector {
       while (!signal.aborted) {
         await abortableDelay(retryPeriodMs, signal);
         if (signal.aborted) break;
-        if (await this.tryAcquireOrRenew(callbacks)) lastRenew = this.now();
+        // A renewal stuck on the network must not keep us leading past the
+        // deadline: by then a standby may already have taken the lease.
+        const budget = Math.max(0, renewDeadlineMs - (this.now() - lastRenew));
+        if (await withTimeout(this.tryAcquireOrRenew(callbacks), budget, false)) lastRenew = this.now();
         else if (this.now() - lastRenew >= renewDeadlineMs || (this.observedHolder !== "" && this.observedHolder !== this.opts.identity)) {
           log.warn({ identity: this.opts.identity, holder: this.observedHolder }, "lost leadership");
           break;
