@@ -135,9 +135,28 @@ export function renderKubeconfig(server: string, caPem: string, user: string, to
   ].join("\n");
 }
 
+/**
+ * Runs `bin args` under a small bash watchdog that stops it when this Node
+ * process disappears (a test killed by its timeout must not leave etcd or
+ * kube-apiserver behind; Node has no PR_SET_PDEATHSIG). SIGTERM to the
+ * watchdog is passed on to the child.
+ */
+const WATCHDOG = [
+  '"$@" & child=$!',
+  'trap \'kill -TERM "$child" 2>/dev/null; wait "$child"; exit $?\' TERM INT',
+  'while kill -0 "$WATCH_PID" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1 & wait $!; done',
+  'kill -TERM "$child" 2>/dev/null',
+  'wait "$child"',
+].join("\n");
+
 function startProcess(bin: string, args: string[], logPath: string): Promise<ChildProcess> {
   return open(logPath, "a").then((log) => {
-    const child = spawn(bin, args, { stdio: ["ignore", log.fd, log.fd] });
+    const child = spawn("bash", ["-c", WATCHDOG, "watchdog", bin, ...args], {
+      // Its own process group, so a stuck shutdown can be killed as a whole (watchdog and server).
+      detached: true,
+      stdio: ["ignore", log.fd, log.fd],
+      env: { ...process.env, WATCH_PID: String(process.pid) },
+    });
     // The child holds its own copy of the descriptor.
     child.once("spawn", () => void log.close());
     child.once("error", () => void log.close());
@@ -149,7 +168,13 @@ async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): P
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  const timer = setTimeout(() => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  }, graceMs);
   await exited;
   clearTimeout(timer);
 }
