@@ -130,6 +130,7 @@ export class Informer<T extends KubernetesObject> {
     while (!signal.aborted) {
       try {
         if (this.resourceVersion === "") await this.relist();
+        if (signal.aborted) break;
         await client.watch(
           type,
           this.opts.namespace,
