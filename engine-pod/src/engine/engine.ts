@@ -169,6 +169,7 @@ class LockstepEngine implements Engine {
     this.checkPromptFits(prompt.length);
     const maxTokens = request.maxTokens ?? this.options.maxTokens;
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InterlaceError(ErrorCode.BadRequest, "maxTokens must be a positive integer");
+    checkSampling(request.temperature, request.seed);
     const prefixReuse = request.prefixReuse ?? true;
     const config: SessionConfig = {
       kind: "session",
@@ -184,6 +185,7 @@ class LockstepEngine implements Engine {
     };
     const policy = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     const s = this.admit(randomUUID(), config, prompt, policy, prefixReuse && this.options.prefixCache);
+    this.log.debug({ session: s.id, mode, promptTokens: prompt.length, slot: s.slot, scripted: s.scripted }, "session admitted");
     s.emit({ type: "started", sessionId: s.id, mode, promptTokens: prompt.length, scripted: s.scripted, t: s.now() });
     return s;
   }
@@ -213,6 +215,10 @@ class LockstepEngine implements Engine {
     this.ensureOpen();
     const tools = validateTools(request.tools);
     if (request.policy !== undefined) validatePolicy(request.policy, tools);
+    checkSampling(request.temperature, request.seed);
+    if (request.maxTokens !== undefined && (!Number.isInteger(request.maxTokens) || request.maxTokens < 1)) {
+      throw new InterlaceError(ErrorCode.BadRequest, "maxTokens must be a positive integer");
+    }
     const messages = request.messages;
     if (messages.length === 0) throw new InterlaceError(ErrorCode.BadRequest, "messages must not be empty");
     const prompt = promptTokens(this.runtime, {
@@ -977,6 +983,7 @@ class LockstepEngine implements Engine {
         this.live.delete(s);
         this.forgetOldSessions();
         const end = performance.now();
+        this.log.debug({ session: s.id, reason, usage: s.usage }, "session done");
         s.emit({
           type: "done",
           reason,
@@ -1009,6 +1016,13 @@ function combinedBias(runtime: Runtime, extra: ReadonlyMap<Token, number>): Toke
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
+}
+
+function checkSampling(temperature: number | undefined, seed: number | undefined): void {
+  if (temperature !== undefined && !(Number.isFinite(temperature) && temperature >= 0)) {
+    throw new InterlaceError(ErrorCode.BadRequest, "temperature must be a number >= 0");
+  }
+  if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0)) throw new InterlaceError(ErrorCode.BadRequest, "seed must be a non-negative integer");
 }
 
 function toMessages(prompt: CreateSessionRequest["prompt"], system: string | undefined): ChatMessage[] {
