@@ -17,6 +17,7 @@
  * with its own stop; more components (nats-server, tool runners) slot in
  * there without touching the session part.
  */
+import { pathToFileURL } from "node:url";
 import { createLogger, parseArgv, SessionClient, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../common/src/index.js";
 import { builtinToolSpecs } from "../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions } from "../engine-pod/src/config.js";
@@ -239,4 +240,5 @@ async function main(): Promise<void> {
   process.exitCode = failed ? 1 : 0;
 }
 
-await main();
+// Run only as the entrypoint, so other scripts may import bringUp/sampleSession.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
