@@ -95,3 +95,15 @@ t.test("410 relists at once; a watch that worked resets the backoff", async (t) 
   t.same(seenVersions, ["10", "10", "10", "42"], "each relist restarts from the list's version; a bookmark advances it");
   t.same(delays, [100], "only the 500 backed off");
 });
+
+t.test("watches that end at once with nothing in them are paced, not spun", async (t) => {
+  const delays: number[] = [];
+  const empty = async (): Promise<void> => {};
+  const { client, calls } = scriptedClient([], [empty, empty, empty]);
+  const inf = new Informer({ client, type: CoreTypes.ConfigMap, log: testLogger("inf"), backoffBaseMs: 100, delay: async (ms) => void delays.push(ms) });
+  inf.start();
+  while (calls().watches < 4) await new Promise((r) => setImmediate(r));
+  await inf.stop();
+  t.same(delays, [100, 200, 400]);
+  t.equal(calls().lists, 1, "no relist: the resume point is still valid");
+});

@@ -131,6 +131,8 @@ export class Informer<T extends KubernetesObject> {
       try {
         if (this.resourceVersion === "") await this.relist();
         if (signal.aborted) break;
+        const startedAt = Date.now();
+        let events = 0;
         await client.watch(
           type,
           this.opts.namespace,
@@ -141,9 +143,17 @@ export class Informer<T extends KubernetesObject> {
             signal,
             ...(this.opts.labelSelector !== undefined ? { labelSelector: this.opts.labelSelector } : {}),
           },
-          (ev) => this.onEvent(ev),
+          (ev) => {
+            events++;
+            this.onEvent(ev);
+          },
         );
-        failures = 0;
+        // A watch the server closes at once with nothing in it (a proxy, an
+        // overloaded server) must not turn into a hot loop: pace it as a failure.
+        if (events === 0 && Date.now() - startedAt < 1000 && !signal.aborted) {
+          failures++;
+          await delay(Math.min(max, base * 2 ** (failures - 1)), signal);
+        } else failures = 0;
       } catch (err) {
         if (signal.aborted) break;
         if (isGone(err)) {
