@@ -13,9 +13,13 @@
  * real llama.cpp forward pass and every call, interrupt and trap goes
  * through the real engine. `--free` adds a free-running (unscripted) session.
  *
+ * Tools go the way they go in a cluster: the engine publishes each call to
+ * a real nats-server (JetStream), a tool runner process (the ToolPool pod's
+ * entrypoint) runs it and the result comes back over NATS as an interrupt.
+ * `--in-process-tools` runs them inside the engine instead.
+ *
  * Structure: {@link bringUp} starts the stack as a list of components, each
- * with its own stop; more components (nats-server, tool runners) slot in
- * there without touching the session part.
+ * with its own stop (stopped in reverse order).
  */
 import { pathToFileURL } from "node:url";
 import { createLogger, parseArgv, SessionClient, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../common/src/index.js";
@@ -23,12 +27,14 @@ import { builtinToolSpecs } from "../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions } from "../engine-pod/src/config.js";
 import { startEnginePod } from "../engine-pod/src/main.js";
 import { spawnEngine } from "./engine-process.js";
+import { engineNatsFlags, inPool, startToolStack } from "./stack.js";
 
 export interface DemoOptions {
   preset: "test" | "bench";
   child: boolean;
   free: boolean;
   compareSync: boolean;
+  inProcessTools: boolean;
 }
 
 /** One running piece of the demo stack. */
@@ -40,6 +46,8 @@ export interface Component {
 export interface Stack {
   url: string;
   components: Component[];
+  /** The ToolPool the engine routes tools to over NATS (absent: in-process tools). */
+  toolPool?: { namespace: string; name: string };
 }
 
 function parseDemoOptions(argv: string[]): DemoOptions {
@@ -49,24 +57,45 @@ function parseDemoOptions(argv: string[]): DemoOptions {
     child: flags.has("child"),
     free: flags.has("free"),
     compareSync: flags.get("sync") !== "false",
+    inProcessTools: flags.has("in-process-tools"),
   };
 }
 
 const engineFlags = (o: DemoOptions): string[] => ["--model-preset", o.preset, "--sequences", "2", "--context-size", "4096", "--threads", "1"];
 
-/** Starts the engine pod (and, later, whatever else the demo needs). */
+/** Starts nats-server and a tool runner (unless tools run in-process), then the engine pod. */
 export async function bringUp(o: DemoOptions): Promise<Stack> {
   const components: Component[] = [];
-  if (o.child) {
-    // The child logs at info: spawnEngine reads its port from the "listening" line (and drains the rest).
-    const engine = await spawnEngine(engineFlags(o), { env: { LOG_LEVEL: "info" } });
-    components.push({ name: "engine (child process)", stop: () => engine.stop() });
-    return { url: engine.url, components };
+  let flags = engineFlags(o);
+  let toolPool: Stack["toolPool"];
+  if (!o.inProcessTools) {
+    const tools = await startToolStack({ runners: 1 });
+    // Pushed first, so it stops last: the engine drains its calls before NATS goes.
+    components.push({ name: "nats-server + tool runner", stop: () => tools.stop() });
+    flags = [...flags, ...engineNatsFlags(tools)];
+    toolPool = tools.pool;
   }
-  const options = parseEnginePodOptions({ flags: parseArgv([...engineFlags(o), "--port", "0", "--host", "127.0.0.1"]), env: {} });
-  const pod = await startEnginePod(options, createLogger("engine-pod", process.env["LOG_LEVEL"] ?? "warn"));
-  components.push({ name: "engine (in-process)", stop: () => pod.close() });
-  return { url: `http://127.0.0.1:${pod.port}`, components };
+  const pool = toolPool !== undefined ? { toolPool } : {};
+  try {
+    if (o.child) {
+      // The child logs at info: spawnEngine reads its port from the "listening" line (and drains the rest).
+      const engine = await spawnEngine(flags, { env: { LOG_LEVEL: "info" } });
+      components.push({ name: "engine (child process)", stop: () => engine.stop() });
+      return { url: engine.url, components, ...pool };
+    }
+    const options = parseEnginePodOptions({ flags: parseArgv([...flags, "--port", "0", "--host", "127.0.0.1"]), env: {} });
+    const pod = await startEnginePod(options, createLogger("engine-pod", process.env["LOG_LEVEL"] ?? "warn"));
+    components.push({ name: "engine (in-process)", stop: () => pod.close() });
+    return { url: `http://127.0.0.1:${pod.port}`, components, ...pool };
+  } catch (err) {
+    await tearDown({ url: "", components });
+    throw err;
+  }
+}
+
+/** Routes a request's tools to the stack's ToolPool, when tools run over NATS. */
+function routed(stack: Stack, request: CreateSessionRequest): CreateSessionRequest {
+  return stack.toolPool === undefined ? request : { ...request, tools: inPool(request.tools ?? [], stack.toolPool) };
 }
 
 export async function tearDown(stack: Stack): Promise<void> {
@@ -196,7 +225,9 @@ function summary(label: string, run: { done: Done; events: SessionEvent[] }, req
 
 async function main(): Promise<void> {
   const o = parseDemoOptions(process.argv.slice(2));
-  console.log(`Interlace demo: engine on the generated "${o.preset}" model (${o.child ? "child process" : "in-process"}), builtin tools in-process.`);
+  console.log(
+    `Interlace demo: engine on the generated "${o.preset}" model (${o.child ? "child process" : "in-process"}), builtin tools ${o.inProcessTools ? "in-process" : "in a tool runner over NATS JetStream"}.`,
+  );
   const t0 = performance.now();
   const stack = await bringUp(o);
   console.log(`Engine ready at ${stack.url} in ${((performance.now() - t0) / 1000).toFixed(1)} s.`);
@@ -205,22 +236,26 @@ async function main(): Promise<void> {
     const client = new SessionClient(stack.url);
     // Prefill the shared prompt once, so both modes start from the same resident prefix.
     const w0 = performance.now();
-    const warm = await client.run({ ...sampleSession("async"), policy: { type: "text", pieces: ["ok"] }, maxTokens: 4 });
+    const warm = await client.run(routed(stack, { ...sampleSession("async"), policy: { type: "text", pieces: ["ok"] }, maxTokens: 4 }));
     const started = warm.find((e) => e.type === "started");
     console.log(
       `\nPrompt prefix (${started?.type === "started" ? started.promptTokens : "?"} tokens) prefilled and kept resident in ${((performance.now() - w0) / 1000).toFixed(1)} s.`,
     );
-    const asyncRequest = sampleSession("async");
+    const asyncRequest = routed(stack, sampleSession("async"));
     const asyncRun = await runSession(client, "async session: tools run while the model keeps decoding (scripted)", asyncRequest);
     let syncRun: { done: Done; events: SessionEvent[] } | undefined;
-    const syncRequest = sampleSession("sync");
+    const syncRequest = routed(stack, sampleSession("sync"));
     if (o.compareSync) syncRun = await runSession(client, "the same workload in sync mode: stop at each call, wait, re-enter (scripted)", syncRequest);
     if (o.free) {
-      await runSession(client, "free-running session (unscripted: the random-weight model picks its own tokens)", {
-        prompt: "What is 6 times 7?",
-        tools: builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo"),
-        maxTokens: 48,
-      });
+      await runSession(
+        client,
+        "free-running session (unscripted: the random-weight model picks its own tokens)",
+        routed(stack, {
+          prompt: "What is 6 times 7?",
+          tools: builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo"),
+          maxTokens: 48,
+        }),
+      );
     }
     timeline("async", asyncRun.events);
     if (syncRun !== undefined) timeline("sync", syncRun.events);
