@@ -2,7 +2,8 @@
  * @module Generated models under real llama.cpp (node-llama-cpp, CPU, one
  * thread): the file loads, greedy decoding returns tokens, the CML markers
  * are single control tokens that user text can never produce, and any UTF-8
- * round-trips through byte fallback.
+ * round-trips through byte fallback, with every vocabulary (core, 32k
+ * filler, the bench preset's 32k cl100k).
  */
 import t from "tap";
 import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from "node-llama-cpp";
@@ -11,11 +12,18 @@ import { buildVocabulary, CHATML, ensureModel, PRESETS, SPECIAL_TOKEN_IDS, Token
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
 const model = await llama.loadModel({ modelPath: await ensureModel({ preset: "test", seed: 1 }) });
-// The test preset's shape with the bench preset's 32k vocabulary (filler tokens): same tokenizer guarantees.
+// The test preset's shape with a 32k filler vocabulary, and with the bench preset's 32k cl100k
+// vocabulary: the same tokenizer guarantees hold for every vocabulary.
 const wide = await llama.loadModel({
   modelPath: await ensureModel({ preset: { ...PRESETS.test, name: "test-wide", vocabSize: PRESETS.bench.vocabSize ?? 32000 } }),
 });
+const bpe = await llama.loadModel({
+  modelPath: await ensureModel({
+    preset: { ...PRESETS.test, name: "test-bpe", vocabSize: PRESETS.bench.vocabSize ?? 32000, vocabulary: PRESETS.bench.vocabulary ?? "cl100k" },
+  }),
+});
 t.teardown(async () => {
+  await bpe.dispose();
   await wide.dispose();
   await model.dispose();
   await llama.dispose();
@@ -106,7 +114,8 @@ function tokenizerSuite(label: string, m: LlamaModel): void {
 }
 
 tokenizerSuite("core vocabulary", model);
-tokenizerSuite("32k vocabulary", wide);
+tokenizerSuite("32k filler vocabulary", wide);
+tokenizerSuite("32k cl100k vocabulary (bench)", bpe);
 
 t.test("the padded vocabulary has the requested size", async (t) => {
   const vocab = buildVocabulary(32000);
@@ -114,6 +123,11 @@ t.test("the padded vocabulary has the requested size", async (t) => {
   t.equal(new Set(vocab.tokens).size, 32000, "no duplicate token texts");
   t.same(vocab.tokens.slice(0, 300), buildVocabulary().tokens.slice(0, 300), "specials and bytes keep their ids");
   t.equal(wide.tokens.bos, SPECIAL_TOKEN_IDS.bos);
+  const cl100k = buildVocabulary(32000, "cl100k");
+  t.equal(cl100k.tokens.length, 32000);
+  t.equal(new Set(cl100k.tokens).size, 32000, "no duplicate cl100k token texts");
+  t.same(cl100k.tokens.slice(0, 300), vocab.tokens.slice(0, 300), "same specials and bytes as the filler vocabulary");
+  t.equal(bpe.tokens.bos, SPECIAL_TOKEN_IDS.bos);
 });
 
 t.test("greedy decoding on one thread returns tokens deterministically", async (t) => {

@@ -7,8 +7,10 @@ export { ensureModel, generateModel, modelFileName, defaultModelCacheDir, sha256
 export type { ModelRequest, EnsureModelOptions } from "./ensure-model.js";
 export { PRESETS, PRESET_NAMES, isPresetName } from "./presets.js";
 export type { ModelPreset, PresetName } from "./presets.js";
-export { buildVocabulary, TokenType, SPECIAL_TOKEN_IDS, CHATML, CHATML_TEMPLATE, SPM_SPACE } from "./tokenizer.js";
-export type { Vocabulary } from "./tokenizer.js";
+export { buildVocabulary, specialFragments, TokenType, SPECIAL_TOKEN_IDS, CHATML, CHATML_TEMPLATE, SPM_SPACE } from "./tokenizer.js";
+export type { Vocabulary, VocabularySource } from "./tokenizer.js";
+export { cl100kRanks, parseBpeRanks } from "./cl100k-ranks.js";
+export type { BpeRank } from "./cl100k-ranks.js";
 export { buildLlamaGguf, GENERATOR_VERSION } from "./llama-model.js";
 export { writeGguf, encodeGgufHeader, ggufFileSize, gguf, GgufValueType, GgmlType, GGUF_ALIGNMENT, f32ToF16Bits } from "./gguf-writer.js";
 export type { GgufValue, GgufFileSpec, TensorSpec, TensorType } from "./gguf-writer.js";

@@ -20,7 +20,7 @@ function fileType(preset: ModelPreset): number {
 export function buildLlamaGguf(preset: ModelPreset, seed: number): GgufFileSpec {
   if (preset.nEmbd % preset.nHead !== 0) throw new Error(`n_embd ${preset.nEmbd} not divisible by n_head ${preset.nHead}`);
   if (preset.nHead % preset.nHeadKv !== 0) throw new Error(`n_head ${preset.nHead} not divisible by n_head_kv ${preset.nHeadKv}`);
-  const vocab = buildVocabulary(preset.vocabSize);
+  const vocab = buildVocabulary(preset.vocabSize, preset.vocabulary);
   const nVocab = vocab.tokens.length;
   const headDim = preset.nEmbd / preset.nHead;
   const nEmbdKv = headDim * preset.nHeadKv;

@@ -7,6 +7,7 @@
  * ~3.4 ms per token, so `bench` is wider and has a realistic 32k vocabulary.
  */
 import type { TensorType } from "./gguf-writer.js";
+import type { VocabularySource } from "./tokenizer.js";
 
 /** Hyperparameters of one generated model. */
 export interface ModelPreset {
@@ -27,6 +28,13 @@ export interface ModelPreset {
    * filler words up to it. Omitted: the core vocabulary only.
    */
   readonly vocabSize?: number;
+  /**
+   * What pads the vocabulary up to {@link vocabSize}: filler pseudo-words
+   * (`core`, the default) or cl100k_base BPE tokens (`cl100k`: tool calls and
+   * English cost as many tokens as with a real model's tokenizer). Part of the
+   * preset, so it is part of the cache file name's hash.
+   */
+  readonly vocabulary?: VocabularySource;
   /**
    * Standard deviation of the logits (output weights scaled by
    * gain/sqrt(n_embd) after an RMS norm): large enough that greedy decoding
@@ -76,6 +84,7 @@ export const PRESETS: Readonly<Record<PresetName, ModelPreset>> = {
     rmsEps: 1e-5,
     tensorType: "f32",
     vocabSize: 32000,
+    vocabulary: "cl100k",
     logitGain: 3,
     suppressEndOfGeneration: true,
   },
