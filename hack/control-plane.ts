@@ -47,6 +47,14 @@ export interface ControlPlaneOptions {
   startTimeoutMs?: number;
   /** Extra kube-apiserver flags. */
   apiServerArgs?: string[];
+  /**
+   * Also run kube-controller-manager with only its garbage collector, so
+   * deleting an owner really deletes its children (background cascading
+   * deletion) and foreground deletion completes. Needs the binary from
+   * hack/tools/35-kube-controller-manager.sh. Other controllers stay off: no
+   * kubelet runs, tests set Deployment status themselves.
+   */
+  garbageCollector?: boolean;
   /** Keep the work folder (logs, certificates) after stop, for debugging. */
   keepDir?: boolean;
 }
@@ -243,10 +251,12 @@ async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
   const deadline = Date.now() + (opts.startTimeoutMs ?? 120_000);
   let etcd: ChildProcess | undefined;
   let api: ChildProcess | undefined;
+  let kcm: ChildProcess | undefined;
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
+    await stopProcess(kcm);
     await stopProcess(api);
     await stopProcess(etcd);
     if (opts.keepDir !== true) await rm(dir, { recursive: true, force: true });
@@ -314,6 +324,22 @@ async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
 
     const kubeconfigPath = path.join(dir, "admin.kubeconfig");
     await writeFile(kubeconfigPath, renderKubeconfig(server, ca, "admin", adminToken), { mode: 0o600 });
+    if (opts.garbageCollector === true) {
+      const kcmBin = path.join(bin, "kube-controller-manager");
+      if (!existsSync(kcmBin)) throw new Error(`${kcmBin} is missing: run bash hack/tools/35-kube-controller-manager.sh`);
+      kcm = await startProcess(
+        kcmBin,
+        [
+          `--kubeconfig=${kubeconfigPath}`,
+          "--controllers=garbagecollector",
+          "--leader-elect=false",
+          "--use-service-account-credentials=false",
+          "--secure-port=0",
+          "--v=0",
+        ],
+        path.join(dir, "kube-controller-manager.log"),
+      );
+    }
     const kubeConfig: KubeAccess = { server, ca: Buffer.from(ca), token: adminToken };
 
     const tokenFor = async (namespace: string, name: string, expirationSeconds = 3600): Promise<string> => {

@@ -54,6 +54,16 @@ interface Case {
 }
 
 const invalid: Record<string, Case> = {
+  "EnginePool name too long for its Service": {
+    kind: EnginePool,
+    obj: variant(engine, `e${"x".repeat(56)}`, () => undefined),
+    messages: ["an EnginePool name must start with a letter and be at most 56 characters"],
+  },
+  "EnginePool name starting with a digit": {
+    kind: EnginePool,
+    obj: variant(engine, "7b-model", () => undefined),
+    messages: ["an EnginePool name must start with a letter"],
+  },
   "model with two sources": {
     kind: EnginePool,
     obj: variant(engine, "two-sources", (o) => (o.spec.model.path = "/models/a.gguf")),

@@ -64,6 +64,7 @@ export function buildCrd(def: KindDefinition): CustomResourceDefinition {
                 status: def.status,
               },
               required: ["spec"],
+              ...(def.objectRules !== undefined ? { "x-kubernetes-validations": def.objectRules.map((r) => ({ ...r })) } : {}),
             },
           },
           subresources: { status: {} },

@@ -205,6 +205,13 @@ export const EnginePoolKind: KindDefinition = {
   description: "EnginePool is a model served by a set of Interlace engine pods (llama.cpp on CPU/CUDA, or an OpenAI-compatible upstream).",
   spec: specSchema,
   status: statusSchema,
+  objectRules: [
+    {
+      // The headless Service is `<name>-engine`, and a Service name is a DNS-1035 label (<= 63, starts with a letter).
+      rule: "self.metadata.name.size() <= 56 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+      message: "an EnginePool name must start with a letter and be at most 56 characters (its Service is <name>-engine)",
+    },
+  ],
   printerColumns: [
     READY_COLUMN,
     { name: "Desired", type: "integer", jsonPath: ".spec.replicas", description: "Desired engine pods." },

@@ -5,7 +5,7 @@
  * REST coordinates (it is structurally a runtime `ResourceType`).
  */
 import type { V1ObjectMeta } from "@kubernetes/client-node";
-import type { OpenApiSchema } from "./schema.js";
+import type { CelRule, OpenApiSchema } from "./schema.js";
 
 /** The API group of every Interlace kind. */
 export const GROUP = "interlace.dev";
@@ -39,6 +39,8 @@ export interface KindDefinition {
   spec: OpenApiSchema;
   status: OpenApiSchema;
   printerColumns: PrinterColumn[];
+  /** CEL rules on the whole object (they can see `metadata.name`). */
+  objectRules?: CelRule[];
 }
 
 /** An Interlace object as read from the API server. */
