@@ -84,7 +84,10 @@ t.test("helm template with default values", async (t) => {
   const dash = find(ms, "ConfigMap", "interlace-dashboard-interlace");
   t.equal(dash.metadata.labels.grafana_dashboard, "1", "Grafana sidecar label");
   const json = JSON.parse(dash.data["interlace.json"]);
-  t.ok(json.panels.length >= 10, "dashboard has panels");
+  const exprs = JSON.stringify(json.panels.map((p: { targets?: unknown }) => p.targets ?? []));
+  for (const metric of ["ttft_seconds", "tpot_seconds", "injection_delay_seconds", "traps_total", "tool_calls_total", "toolrunner_calls_total", "reconcile_total", "workqueue_depth"]) {
+    t.match(exprs, metric, `dashboard plots ${metric}`);
+  }
   t.notOk(find(ms, "ServiceMonitor"), "no ServiceMonitor by default");
 
   for (const [name, pod] of podSpecs(ms)) {
