@@ -24,7 +24,7 @@ import {
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /** Polls `check` until it returns a value other than undefined/null/false, or fails with the last observation. */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 30_000): Promise<Exclude<T, undefined | null | false>> {
+export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 60_000): Promise<Exclude<T, undefined | null | false>> {
   const deadline = Date.now() + timeoutMs;
   let delay = 20;
   let lastErr: unknown;
