@@ -4,7 +4,11 @@
  * 10–30 ms per token on one CPU thread, like a GPU-served 3–8B model.
  * Measured on the 2-core AMD EPYC build machine (node-llama-cpp 3.22.1,
  * threads: 1): 512 x 8 / n_ff 1376 with a 900-token vocabulary decoded at only
- * ~3.4 ms per token, so `bench` is wider and has a realistic 32k vocabulary.
+ * ~3.4 ms per token, so `bench` is wider and has a realistic 32k vocabulary:
+ * the most frequent ~31k tokens of OpenAI's cl100k_base BPE, so a tool call or
+ * a sentence costs about as many tokens as with a real model's tokenizer
+ * (13 BFCL-style calls and sentences: 206 tokens; Gemma 3: 216; see
+ * test/model/bpe-vocabulary.test.ts).
  */
 import type { TensorType } from "./gguf-writer.js";
 import type { VocabularySource } from "./tokenizer.js";
@@ -24,8 +28,9 @@ export interface ModelPreset {
   readonly rmsEps: number;
   readonly tensorType: TensorType;
   /**
-   * Total vocabulary size; the core vocabulary (~900 tokens) is padded with
-   * filler words up to it. Omitted: the core vocabulary only.
+   * Total vocabulary size; the core vocabulary (~1,200 tokens) is padded up
+   * to it from {@link vocabulary}. Omitted: the core vocabulary only (with
+   * `core`) or every usable cl100k token (with `cl100k`).
    */
   readonly vocabSize?: number;
   /**
@@ -72,7 +77,7 @@ export const PRESETS: Readonly<Record<PresetName, ModelPreset>> = {
   bench: {
     name: "bench",
     description:
-      "LLaMA 768 x 8 layers, n_ff 2048, 32k vocabulary, F32 (~420 MB): ~10-35 ms per token on one CPU thread, " +
+      "LLaMA 768 x 8 layers, n_ff 2048, 32k cl100k_base BPE vocabulary, F32 (~420 MB): ~10-35 ms per token on one CPU thread, " +
       "prefill ~300-400 tokens/s (the wide output projection costs decode time, not prefill)",
     nEmbd: 768,
     nLayer: 8,
