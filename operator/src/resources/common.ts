@@ -97,3 +97,6 @@ export function httpProbes(): Pick<V1Container, "readinessProbe" | "livenessProb
 
 /** The pod's own name, from the downward API. */
 export const POD_NAME_ENV = { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } };
+
+/** The root filesystem is read-only: anything that writes under $HOME (caches) writes to the /tmp emptyDir. */
+export const HOME_ENV = { name: "HOME", value: "/tmp" };

@@ -16,6 +16,7 @@ import type {
 import type { EnginePool, ModelSource } from "../api/index.js";
 import {
   CONTAINER_SECURITY,
+  HOME_ENV,
   POD_NAME_ENV,
   POD_PORT,
   POD_SECURITY,
@@ -145,7 +146,7 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1D
     ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
     command: ENGINE_COMMAND,
     args: engineArgs(pool, model?.path, draft?.path, opts),
-    env: [POD_NAME_ENV],
+    env: [POD_NAME_ENV, HOME_ENV],
     ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
     ...httpProbes(),
     ...(resources ? { resources } : {}),

@@ -10,7 +10,7 @@ import type { V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import type { ToolRunnerConfig, RunnerToolSpec, ToolImplementation } from "../../../common/src/protocol/index.js";
 import type { ToolDefinition, ToolPool } from "../api/index.js";
-import { CONTAINER_SECURITY, POD_NAME_ENV, POD_PORT, POD_SECURITY, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
+import { CONTAINER_SECURITY, HOME_ENV, POD_NAME_ENV, POD_PORT, POD_SECURITY, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
 
 export const TOOLRUNNER_COMPONENT = "toolrunner";
 export const TOOLRUNNER_COMMAND = ["node", "dist/operator/src/toolrunner/main.js"];
@@ -110,7 +110,7 @@ export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConf
                 "--runner-id",
                 "$(POD_NAME)",
               ],
-              env: [POD_NAME_ENV],
+              env: [POD_NAME_ENV, HOME_ENV],
               ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
               ...httpProbes(),
               volumeMounts: [
