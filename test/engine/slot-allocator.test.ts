@@ -16,15 +16,22 @@ t.test("lowest slots first; null when every slot is busy", async (t) => {
   t.equal(a.busy, 3);
 });
 
-t.test("a freed gap below a busy slot is filled first, even over an idle cache entry", async (t) => {
-  const a = new SlotAllocator(4);
+t.test("busy slots stay contiguous: gaps between them are filled first, even over an idle cache entry", async (t) => {
+  const a = new SlotAllocator(5);
   for (let i = 0; i < 3; i++) a.acquire();
-  a.release(0, tk(1, 2, 3)); // idle, cached
-  const g = a.acquire(tk(9, 9));
-  t.same(g, { slot: 0, reusePrefix: 0, evicted: true }, "fills slot 0 (the gap), evicting its cache");
-  a.release(1);
-  t.equal(a.acquire()!.slot, 1, "a free gap");
-  t.equal(a.acquire()!.slot, 3, "then the next free slot");
+  a.release(1, tk(1, 2, 3)); // idle, cached, between busy 0 and 2
+  t.same(a.gap(), { from: 2, to: 1 }, "compaction would move 2 down to 1");
+  t.same(a.acquire(tk(9, 9)), { slot: 1, reusePrefix: 0, evicted: true }, "fills the gap, evicting its cache");
+  t.equal(a.gap(), null);
+  a.release(0, tk(4)); // below the busy block: not a gap
+  t.equal(a.gap(), null, "a free slot below every busy one splits nothing");
+  t.same(a.acquire(tk(9)), { slot: 3, reusePrefix: 0, evicted: false }, "the lowest free slot; the cache at 0 survives");
+  a.release(2);
+  t.same(a.gap(), { from: 3, to: 2 });
+  a.claim(2);
+  a.release(3);
+  t.equal(a.gap(), null, "after the move");
+  t.throws(() => a.claim(1), "a busy slot cannot be claimed");
 });
 
 t.test("idle slots are a prefix cache: longest common prefix, then LRU eviction", async (t) => {

@@ -34,6 +34,8 @@ export interface EngineOptions {
   prefixCache: boolean;
   /** Directory for swapped-out sequence state (tmpfs is best). */
   swapDir?: string;
+  /** Move sessions down into freed lower sequence ids so batches stay contiguous (default true). */
+  compaction?: boolean;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
@@ -44,9 +46,10 @@ export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
   kvPolicy: "auto",
   maxTokens: 512,
   prefixCache: true,
+  compaction: true,
 };
 
-/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--swap-dir`. */
+/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--compaction`, `--swap-dir`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
@@ -60,6 +63,7 @@ export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions>
     kvPolicy: enumOpt(src, "kv-policy", ["keep", "swap", "recompute", "auto"] as const, d.kvPolicy),
     maxTokens: intOpt(src, "max-tokens", d.maxTokens, { min: 1 }),
     prefixCache: boolOpt(src, "prefix-cache", d.prefixCache),
+    compaction: boolOpt(src, "compaction", d.compaction ?? true),
     ...(swapDir !== undefined ? { swapDir } : {}),
   };
 }

@@ -1,10 +1,10 @@
 /**
  * @module The sequence slot allocator. Each live session or completion owns
  * one sequence (slot) of the shared context. Allocation keeps busy sequences
- * contiguous from id 0 (llama.cpp splits a batch at gaps between sequence ids:
- * ENGINE-NOTES "Batching"): a new request fills the lowest gap below the
- * highest busy slot, evicting an idle cached state there if it must, before
- * it takes a free slot further up. Finished sequences may
+ * contiguous (llama.cpp splits a batch at every gap between the sequence ids
+ * in it: ENGINE-NOTES "Batching"): a new request fills a gap between busy
+ * slots first, evicting an idle cached state there if it must, before it
+ * takes the lowest free slot; `gap()` plans compaction moves. Finished sequences may
  * stay resident as an idle prefix cache (vLLM-style automatic prefix caching):
  * a new request takes the idle slot sharing its longest token prefix, and idle
  * slots are evicted least-recently-used when no free slot is left.
@@ -72,12 +72,8 @@ export class SlotAllocator {
       });
     }
     if (best !== undefined) return this.take(best.slot, best.reuse, false);
-    let highestBusy = -1;
-    this.slots.forEach((s, i) => {
-      if (s.state === "busy") highestBusy = i;
-    });
-    const gap = this.slots.findIndex((s, i) => i < highestBusy && s.state !== "busy");
-    if (gap >= 0) return this.take(gap, 0, this.slots[gap]!.state === "idle");
+    const gap = this.gap();
+    if (gap !== null) return this.take(gap.to, 0, this.slots[gap.to]!.state === "idle");
     const free = this.slots.findIndex((s) => s.state === "free");
     if (free >= 0) return this.take(free, 0, false);
     let lru = -1;
@@ -86,6 +82,32 @@ export class SlotAllocator {
     });
     if (lru >= 0) return this.take(lru, 0, true);
     return null;
+  }
+
+  /**
+   * A compaction move, as plain data: the highest busy slot and the lowest
+   * non-busy slot between the lowest and the highest busy ones (a gap that
+   * splits every batch), or null when the busy slots are contiguous.
+   */
+  gap(): { from: number; to: number } | null {
+    let lo = -1;
+    let from = -1;
+    this.slots.forEach((s, i) => {
+      if (s.state !== "busy") return;
+      if (lo < 0) lo = i;
+      from = i;
+    });
+    const to = this.slots.findIndex((s, i) => i > lo && i < from && s.state !== "busy");
+    return lo < 0 || to < 0 ? null : { from, to };
+  }
+
+  /** Claims a specific non-busy slot (a compaction target); whether it held an idle cached state. */
+  claim(slot: number): { evicted: boolean } {
+    const s = this.slots[slot];
+    if (s === undefined || s.state === "busy") throw new Error(`slot ${slot} is not available`);
+    const evicted = s.state === "idle";
+    this.take(slot, 0, evicted);
+    return { evicted };
   }
 
   /**
