@@ -216,6 +216,10 @@ t.test("AgentApp: missing references are Degraded with a reason, then Ready once
   t.match(condition(missingEngine, "Ready"), { status: "False", reason: "EnginePoolNotFound" });
   t.equal(missingEngine.status?.observedGeneration, 1);
   t.notOk(missingEngine.status?.endpoint);
+  await waitFor("a Warning event with the reason", async () => {
+    const events = await admin.list<KubernetesObject & { type?: string; reason?: string; involvedObject?: { kind?: string; name?: string } }>(CoreTypes.Event, NS);
+    return events.items.some((e) => e.type === "Warning" && e.reason === "EnginePoolNotFound" && e.involvedObject?.kind === "AgentApp" && e.involvedObject.name === "helper");
+  });
 
   await admin.create<EnginePool>(EnginePoolKind, {
     apiVersion: "interlace.dev/v1alpha1",
