@@ -12,6 +12,7 @@ ARG CUDA_BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json .npmrc ./
+COPY hack/npm ./hack/npm
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY common ./common
