@@ -286,6 +286,7 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
       t.same(r?.shortNames, def.shortNames, `${def.kind} short names`);
       t.same(r?.categories, ["interlace"], `${def.kind} in the interlace category`);
       t.ok(resources.some((x) => x.name === `${def.plural}/status`), `${def.kind} has a status subresource`);
+      t.equal(resources.some((x) => x.name === `${def.plural}/scale`), def.scale !== undefined, `${def.kind} scale subresource as declared`);
     }
   });
 
@@ -349,6 +350,20 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
     t.equal(after.spec.replicas, 2, "spec changed");
     t.equal(after.metadata.generation, 2, "generation follows spec changes");
     t.equal(after.status.readyReplicas, 1, "status untouched by a main-resource write");
+  });
+
+  t.test("scale subresource (kubectl scale) goes through the schema", async (t) => {
+    const url = `${collection(ToolPool)}/basic-tools/scale`;
+    const scale = await kubeRequest(kc, "GET", url);
+    t.equal(scale.status, 200);
+    t.equal((scale.body as any).spec.replicas, 2);
+    const up = await kubeRequest(kc, "PATCH", url, { body: { spec: { replicas: 5 } }, contentType: "application/merge-patch+json" });
+    t.equal(up.status, 200, messageOf(up.body));
+    t.equal(((await kubeRequest(kc, "GET", `${collection(ToolPool)}/basic-tools`)).body as any).spec.replicas, 5, "spec.replicas follows");
+    const tooMany = await kubeRequest(kc, "PATCH", `${collection(EnginePool)}/qwen-small/scale`, { body: { spec: { replicas: 100 } }, contentType: "application/merge-patch+json" });
+    t.equal(tooMany.status, 422);
+    t.match(messageOf(tooMany.body), "less than or equal to 64");
+    t.equal(((await kubeRequest(kc, "PATCH", url, { body: { spec: { replicas: 2 } }, contentType: "application/merge-patch+json" })).status), 200);
   });
 
   t.test("printer columns (kubectl get)", async (t) => {

@@ -21,7 +21,10 @@ export interface CustomResourceDefinition {
       served: true;
       storage: true;
       schema: { openAPIV3Schema: OpenApiSchema };
-      subresources: { status: Record<string, never> };
+      subresources: {
+        status: Record<string, never>;
+        scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+      };
       additionalPrinterColumns: PrinterColumn[];
     }[];
   };
@@ -67,7 +70,7 @@ export function buildCrd(def: KindDefinition): CustomResourceDefinition {
               ...(def.objectRules !== undefined ? { "x-kubernetes-validations": def.objectRules.map((r) => ({ ...r })) } : {}),
             },
           },
-          subresources: { status: {} },
+          subresources: { status: {}, ...(def.scale !== undefined ? { scale: { ...def.scale } } : {}) },
           additionalPrinterColumns: def.printerColumns.map((c) => ({ ...c })),
         },
       ],

@@ -205,6 +205,7 @@ export const EnginePoolKind: KindDefinition = {
   description: "EnginePool is a model served by a set of Interlace engine pods (llama.cpp on CPU/CUDA, or an OpenAI-compatible upstream).",
   spec: specSchema,
   status: statusSchema,
+  scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" },
   objectRules: [
     {
       // The headless Service is `<name>-engine`, and a Service name is a DNS-1035 label (<= 63, starts with a letter).

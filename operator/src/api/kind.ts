@@ -39,6 +39,8 @@ export interface KindDefinition {
   spec: OpenApiSchema;
   status: OpenApiSchema;
   printerColumns: PrinterColumn[];
+  /** The scale subresource (`kubectl scale`, HorizontalPodAutoscaler), for kinds with replicas. */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
   /** CEL rules on the whole object (they can see `metadata.name`). */
   objectRules?: CelRule[];
 }

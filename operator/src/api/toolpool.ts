@@ -75,6 +75,8 @@ export interface ToolPoolStatus {
   toolCount?: number;
   /** NATS subject prefix the runners consume (`interlace.tools.<namespace>.<pool>`). */
   subject?: string;
+  /** Runner pod selector as a string (for the scale subresource). */
+  selector?: string;
   /** Calls being executed (reported by runners). */
   callsInFlight?: number;
   conditions?: Condition[];
@@ -160,6 +162,7 @@ const statusSchema = object("Observed state of a ToolPool.", {
   readyReplicas: int("Runner pods available.", 0, 1_000_000),
   toolCount: int("Tools in the spec.", 0, 1024),
   subject: str("NATS subject prefix the runners consume.", { maxLength: 1024 }),
+  selector: str("Runner pod label selector.", { maxLength: 4096 }),
   callsInFlight: int("Calls being executed.", 0, 1_000_000_000),
   conditions: conditionsSchema(),
 });
@@ -176,6 +179,7 @@ export const ToolPoolKind: KindDefinition = {
   description: "ToolPool is a set of tools and the runner pods that execute their calls from NATS JetStream.",
   spec: specSchema,
   status: statusSchema,
+  scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" },
   printerColumns: [
     READY_COLUMN,
     { name: "Desired", type: "integer", jsonPath: ".spec.replicas", description: "Desired runner pods." },
