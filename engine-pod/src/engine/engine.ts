@@ -404,7 +404,8 @@ class LockstepEngine implements Engine {
   private async loop(): Promise<void> {
     while (!this.closed) {
       this.housekeeping();
-      const batch = [...this.live].filter((s) => s.state === "active");
+      // In sequence-id order: llama.cpp splits a batch wherever consecutive items' ids are not adjacent.
+      const batch = [...this.live].filter((s) => s.state === "active").sort((x, y) => x.slot - y.slot);
       if (batch.length === 0) {
         await new Promise<void>((resolve) => {
           this.wakeResolve = resolve;
