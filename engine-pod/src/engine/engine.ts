@@ -403,7 +403,12 @@ class LockstepEngine implements Engine {
 
   private async loop(): Promise<void> {
     while (!this.closed) {
-      this.housekeeping();
+      try {
+        this.housekeeping();
+      } catch (err) {
+        // A bookkeeping bug must not stop every session: log it and keep stepping.
+        this.log.error({ err }, "decode loop housekeeping failed");
+      }
       // In sequence-id order: llama.cpp splits a batch wherever consecutive items' ids are not adjacent.
       const batch = [...this.live].filter((s) => s.state === "active").sort((x, y) => x.slot - y.slot);
       if (batch.length === 0) {
