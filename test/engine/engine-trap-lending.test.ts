@@ -59,3 +59,17 @@ t.test("after lending, the continuation is the same as if the sequence had never
   t.same(tails["swap"], tails["keep"], "swap");
   t.same(tails["recompute"], tails["keep"], "recompute");
 });
+
+t.test("cancelling a swapped-out session drops its state file and frees everything", async (t) => {
+  const { readdirSync } = await import("node:fs");
+  const a = engine.createSession({ prompt: "cancel while paused", tools: TOOLS, policy, kvPolicy: "swap", prefixReuse: false });
+  await trapped(a);
+  while (internals.sequenceOf(a.id) !== undefined) await new Promise((r) => setImmediate(r));
+  t.equal(readdirSync(internals.kv.swapDir).length, 1, "one state file while paused");
+  engine.cancel(a.id);
+  const done = await a.finished;
+  t.equal(done.reason, "cancelled");
+  t.equal(readdirSync(internals.kv.swapDir).length, 0, "the state file is gone");
+  t.equal(engine.stats().activeSessions, 0);
+  t.equal(engine.stats().kvCellsUsed, 0, "no cells in use");
+});
