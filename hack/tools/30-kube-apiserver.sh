@@ -39,7 +39,7 @@ gomod=$(printf '%s' "$modjson" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
     | sed -n "s#^\s*\(k8s\.io/[A-Za-z0-9._-]*\) => ./staging/src/.*#\t\1 => \1 $STAGING_VERSION#p"
   echo ")"
 } > go.mod
-go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION"
+go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" 2>&1 | grep -v '^go: \(downloading\|added\|upgraded\)' || true
 CGO_ENABLED=0 go build -trimpath \
   -ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${K8S_VERSION#v1.}" \
   -o "$BIN.tmp" k8s.io/kubernetes/cmd/kube-apiserver
