@@ -136,10 +136,11 @@ t.test("the ServiceMonitor selects a Service for every component the dashboard r
   const chartServices = docs.filter((d) => d["kind"] === "Service") as unknown as Service[];
   let clusterServices: Service[] = [];
   const until = Date.now() + 20_000;
-  // The operator reconciles the sample EnginePool into a Deployment and a Service; wait for that Service.
+  // The operator reconciles the sample EnginePool and ToolPool into Deployments and Services; wait for both Services.
+  const reconciled = (component: string): boolean => clusterServices.some((s) => s.metadata.labels?.["app.kubernetes.io/component"] === component);
   while (Date.now() < until) {
     clusterServices = ((await kubeRequest(kube!, "GET", "/api/v1/services")).body as { items: Service[] }).items;
-    if (clusterServices.some((s) => s.metadata.labels?.["app.kubernetes.io/component"] === "engine")) break;
+    if (reconciled("engine") && reconciled("toolrunner")) break;
     await new Promise((r) => setTimeout(r, 200));
   }
   const services = [...chartServices, ...clusterServices];
@@ -153,11 +154,7 @@ t.test("the ServiceMonitor selects a Service for every component the dashboard r
   t.ok(components.size > 0, `components read by the dashboard: ${[...components].join(", ")}`);
   for (const component of [...components].sort()) {
     const found = scraped.filter((s) => s.metadata.labels?.["app.kubernetes.io/component"] === component);
-    // Known gap, owned elsewhere: the operator builds no Service for a ToolPool's runners,
-    // so a ServiceMonitor cannot reach them. Drop the todo once it does.
-    const todo = component === "toolrunner" && found.length === 0 ? "the operator creates no Service for ToolPool runners (operator/src/resources/tool-pool.ts); the dashboard's tool runner panels stay empty in a cluster" : false;
     t.ok(found.length > 0, `a Service with component=${component} is selected by the ServiceMonitor (port ${[...ports].join(",")})`, {
-      todo,
       selected: scraped.map((s) => `${s.metadata.namespace ?? "(chart)"}/${s.metadata.name} component=${s.metadata.labels?.["app.kubernetes.io/component"]}`),
       allServices: services.map((s) => `${s.metadata.namespace ?? "(chart)"}/${s.metadata.name} component=${s.metadata.labels?.["app.kubernetes.io/component"] ?? "-"}`),
     });

@@ -186,6 +186,10 @@ t.test("ToolPool: finalizer, spec ConfigMap, runner Deployment, Ready after avai
   const dep = await waitFor("runner deployment", () => get<V1Deployment>(CoreTypes.Deployment, "web-tools").then((d) => d ?? undefined));
   t.equal(dep.metadata?.ownerReferences?.[0]?.uid, created.metadata?.uid);
   t.equal(dep.spec?.replicas, 2);
+  const svc = await waitFor("runner metrics service", () => get<V1Service>(CoreTypes.Service, "web-tools").then((s) => s ?? undefined));
+  t.equal(svc.metadata?.ownerReferences?.[0]?.uid, created.metadata?.uid);
+  t.same(svc.spec?.ports?.map((p) => p.name), ["http"], "the port a ServiceMonitor scrapes");
+  t.same(svc.spec?.selector, dep.spec?.selector?.matchLabels, "selects the runner pods");
 
   const pending = await waitFor("status", async () => {
     const p = await get<ToolPool>(ToolPoolKind, "web");

@@ -8,7 +8,7 @@
 import type { V1Deployment } from "@kubernetes/client-node";
 import { poolSubjects } from "../../../common/src/protocol/index.js";
 import { Reason, ToolPoolKind, type ToolPool, type ToolPoolStatus } from "../api/index.js";
-import { buildToolRunnerDeployment, buildToolSpecConfigMap, renderRunnerConfig } from "../resources/index.js";
+import { buildToolRunnerDeployment, buildToolRunnerService, buildToolSpecConfigMap, renderRunnerConfig } from "../resources/index.js";
 import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
 import { applyChild, type ReconcilerContext } from "./context.js";
 import type { PoolCleanup } from "./pool-cleanup.js";
@@ -60,6 +60,7 @@ export class ToolPoolReconciler implements Reconciler {
       try {
         await applyChild(client, CoreTypes.ConfigMap, buildToolSpecConfigMap(pool, rendered.config));
         deployment = await applyChild(client, CoreTypes.Deployment, buildToolRunnerDeployment(pool, rendered.config, build));
+        await applyChild(client, CoreTypes.Service, buildToolRunnerService(pool));
         conditions = rolloutConditions(deploymentAvailability(deployment), "tool runners");
       } catch (err) {
         failure = err;

@@ -1,12 +1,13 @@
 /**
  * @module ToolPool → its children: a ConfigMap holding the tool runner's spec
- * file (common/src/protocol/runner-config.ts) and the tool-runner Deployment
- * that mounts it. Pure functions; rendering can fail on a spec the runner
+ * file (common/src/protocol/runner-config.ts), the tool-runner Deployment
+ * that mounts it, and a headless Service over the runners' `http` port (probes
+ * and /metrics; calls themselves arrive over NATS). Pure functions; rendering can fail on a spec the runner
  * cannot execute, which is returned as a value (the reconciler turns it into
  * a Degraded condition).
  */
 import { createHash } from "node:crypto";
-import type { V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
+import type { V1ConfigMap, V1Deployment, V1Service } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import type { ToolRunnerConfig, RunnerToolSpec, ToolImplementation } from "../../../common/src/protocol/index.js";
 import type { ToolDefinition, ToolPool } from "../api/index.js";
@@ -18,7 +19,7 @@ export const TOOLRUNNER_COMMAND = ["node", "dist/operator/src/toolrunner/main.js
 export const RUNNER_SPEC_KEY = "tools.yaml";
 const SPEC_DIR = "/etc/interlace";
 
-/** Name shared by the pool's Deployment and ConfigMap. */
+/** Name shared by the pool's Deployment, ConfigMap and Service. */
 export function toolPoolChildName(pool: ToolPool): string {
   return `${pool.metadata.name ?? ""}-tools`;
 }
@@ -126,6 +127,23 @@ export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConf
           ],
         },
       },
+    },
+  };
+}
+
+/**
+ * Headless Service over the runners: what a ServiceMonitor (port `http`)
+ * selects to scrape each runner's /metrics.
+ */
+export function buildToolRunnerService(pool: ToolPool): V1Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: childMeta(pool, toolPoolChildName(pool), TOOLRUNNER_COMPONENT),
+    spec: {
+      clusterIP: "None",
+      selector: selectorLabels(TOOLRUNNER_COMPONENT, pool.metadata.name ?? ""),
+      ports: [{ name: "http", port: POD_PORT, targetPort: "http", protocol: "TCP" }],
     },
   };
 }

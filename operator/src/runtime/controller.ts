@@ -100,6 +100,8 @@ export class Controller {
   start(): void {
     if (this.queue) return;
     const { metrics, name } = this.opts;
+    // Export the series from the start: an idle queue reads 0, not "no data".
+    metrics.queueDepth.set({ controller: name }, 0);
     this.abort = new AbortController();
     this.queue = new WorkQueue({
       rateLimiter: this.opts.rateLimiter?.() ?? defaultControllerRateLimiter(),
