@@ -108,3 +108,21 @@ t.test("async EOS with results outstanding waits for them (AsyncLM semantics)", 
   t.equal(done.usage.interrupts, 1);
   t.equal(done.reason, "eos", "then the session ends");
 });
+
+t.test("sync modes deliver results and errors by re-entry, never by injection", async (t) => {
+  for (const mode of ["sync", "syncParallel"] as const) {
+    const s = engine.createSession({
+      prompt: "sync errors",
+      tools: TOOLS,
+      mode,
+      prefixReuse: false,
+      policy: { type: "text", pieces: ['[CALL] bad [HEAD] {"name": "nope", "arguments": {}} [END][CALL] ok [HEAD] {"name": "echo", "arguments": {"text": "y"}} [END][TRAP][END] fine'] },
+    });
+    const done = await s.finished;
+    t.equal(done.reason, "eos", `${mode}: finished`);
+    t.same(eventsOf(s.events, "call_error").map((e) => e.callId), ["bad"], `${mode}: the invalid call is reported`);
+    t.same(eventsOf(s.events, "interrupt").map((i) => [i.id, i.kind]), [["bad", "tool_error"], ["ok", "tool_result"]], `${mode}: both delivered`);
+    t.equal(done.usage.injectedTokens, 0, `${mode}: nothing injected into the live stream`);
+    t.ok(done.usage.prefilledTokens > done.usage.promptTokens, `${mode}: delivered by re-prefilled requests`);
+  }
+});

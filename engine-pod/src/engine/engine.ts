@@ -430,7 +430,7 @@ class LockstepEngine implements Engine {
       if (s.state === "active") return true;
       if (s.cancelRequested && s.state !== "busy" && s.state !== "done") return true;
       if (s.state === "trapped" && s.queue.length > 0 && this.canResume(s)) return true;
-      if (s.state === "waiting" && s.outstanding.size === 0) return true;
+      if (s.state === "waiting" && s.outstanding.size === 0 && s.queue.length > 0) return true;
     }
     return false;
   }
@@ -444,7 +444,7 @@ class LockstepEngine implements Engine {
         continue;
       }
       if (s.state === "trapped" && s.queue.length > 0 && this.canResume(s)) this.resume(s);
-      else if (s.state === "waiting" && s.outstanding.size === 0) this.reenter(s);
+      else if (s.state === "waiting" && s.outstanding.size === 0 && s.queue.length > 0) this.reenter(s);
     }
     this.compact();
   }
@@ -642,6 +642,7 @@ class LockstepEngine implements Engine {
         const failure = { code: ErrorCode.MalformedCall, message: `malformed_call: ${ev.reason}` };
         s.emit({ type: "call_error", callId: id, code: failure.code, message: failure.message, t: s.now() });
         if (s.config.kind === "session") this.enqueue(s, id, "tool_error", formatCallError(failure));
+        if (s.config.kind === "session" && s.config.mode === "sync") s.state = "waiting";
         return;
       }
     }
@@ -656,6 +657,7 @@ class LockstepEngine implements Engine {
       s.emit({ type: "call_error", callId: id, code: parsed.code, message: parsed.message, t: s.now() });
       // The model reads the error as an interrupt; nothing else happens.
       if (s.config.kind === "session") this.enqueue(s, id, "tool_error", formatCallError(parsed));
+      if (s.config.kind === "session" && s.config.mode === "sync") s.state = "waiting";
       return;
     }
     s.usage.calls++;
@@ -715,7 +717,8 @@ class LockstepEngine implements Engine {
 
   /** At a token boundary outside any critical section, appends every queued interrupt after the pending token. */
   private maybeInject(s: SessionState): void {
-    if (s.queue.length === 0 || s.config.kind === "completion") return;
+    // Sync modes deliver everything by re-entry (a new request), never into the live stream.
+    if (s.queue.length === 0 || s.config.kind === "completion" || s.config.mode !== "async") return;
     if (!s.monitor.safeToInject) {
       for (const q of s.queue) {
         if (!q.deferred && s.monitor.inCriticalSection) {
@@ -781,8 +784,9 @@ class LockstepEngine implements Engine {
       return;
     }
     if (s.queue.length > 0) {
-      // Results already arrived: the model reads them instead of stopping.
-      this.maybeInject(s);
+      // Interrupts already arrived: the model reads them instead of stopping.
+      if (s.config.mode === "async") this.maybeInject(s);
+      else s.state = "waiting"; // re-entered with them at once
       return;
     }
     if (s.outstanding.size > 0) {
@@ -806,15 +810,25 @@ class LockstepEngine implements Engine {
       this.endTurn(s, "trap");
       return;
     }
+    if (s.config.mode !== "async") {
+      // Sync modes have no pause: the request stops, and a new one starts when there is something to read.
+      if (s.queue.length === 0 && s.outstanding.size === 0 && !this.expectsUserInterrupt(s)) this.finish(s, "eos");
+      else s.state = "waiting";
+      return;
+    }
     if (s.queue.length > 0) return; // injected right after this token, no pause
-    if (s.outstanding.size === 0 && !s.scripted) {
-      // No call is outstanding, so only a user could wake it: an unscripted model's
-      // trap here is a mistake, and waiting would hold the slot indefinitely.
+    if (s.outstanding.size === 0 && !this.expectsUserInterrupt(s)) {
+      // No call is outstanding, so only a user could wake it: unless a script says one
+      // is coming, the trap ends the turn (waiting would hold the slot indefinitely).
       this.finish(s, "eos");
       return;
     }
-    // A policy traps with nothing outstanding only when it knows a user interrupt is coming (AsyncLM §6.6).
     this.enterTrap(s);
+  }
+
+  /** A script that still needs a user interrupt (AsyncLM §6.6 workloads) waits for it at a trap. */
+  private expectsUserInterrupt(s: SessionState): boolean {
+    return s.policy?.expectsInterrupt?.(s.view) ?? false;
   }
 
   /** Pauses the session until its next interrupt; the KV manager decides keep / swap / recompute. */

@@ -35,6 +35,11 @@ export class LptDagPolicy implements TokenPolicy {
     return token ?? "eos";
   }
 
+  expectsInterrupt(view: PolicyView): boolean {
+    // Calls not yet emitted can only become ready through injected interrupts.
+    return this.spec.calls.some((c) => !view.emittedCalls.has(c.id));
+  }
+
   /** The ready call with the longest estimated latency (declaration order breaks ties). */
   static pickReady(calls: readonly ScriptedCall[], view: PolicyView): ScriptedCall | undefined {
     let best: ScriptedCall | undefined;

@@ -23,6 +23,12 @@ export type PolicyStep = Token | "eos";
 export interface TokenPolicy {
   /** Called once per decode step of a scripted session. */
   next(view: PolicyView): PolicyStep;
+  /**
+   * Whether the script still needs an interrupt that no outstanding call will
+   * deliver (a user interrupt that introduces more work): a trap with nothing
+   * outstanding then waits for it instead of ending the session.
+   */
+  expectsInterrupt?(view: PolicyView): boolean;
 }
 
 /** Tokenizers a policy needs (from the runtime). */
