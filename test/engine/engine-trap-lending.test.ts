@@ -73,3 +73,24 @@ t.test("cancelling a swapped-out session drops its state file and frees everythi
   t.equal(engine.stats().activeSessions, 0);
   t.equal(engine.stats().kvCellsUsed, 0, "no cells in use");
 });
+
+t.test("a paused state is restored ahead of its expected interrupt", async (t) => {
+  // The tool says 150 ms but takes 700: the restore is due long before the result arrives.
+  const tools = TOOLS.map((x) => (x.name === "wait" ? { ...x, estimatedLatencyMs: 150 } : x));
+  const slow: CreateSessionRequest["policy"] = { type: "lpt-dag", calls: [{ id: "w", tool: "wait", arguments: { ms: 700 }, dependsOn: [] }] };
+  const a = engine.createSession({ prompt: "prefetch", tools, policy: slow, kvPolicy: "swap", prefixReuse: false });
+  await trapped(a);
+  let lent = false;
+  let restoredEarly = false;
+  while (eventsOf(a.events, "interrupt").length === 0 && a.events.every((e) => e.type !== "done")) {
+    const seq = internals.sequenceOf(a.id);
+    if (seq === undefined) lent = true;
+    else if (lent && eventsOf(a.events, "interrupt").length === 0) restoredEarly = true;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const done = await a.finished;
+  t.equal(done.reason, "eos");
+  t.ok(lent, "the slot was lent while paused");
+  t.ok(restoredEarly, "the state was back in a sequence before the result arrived");
+  t.equal(eventsOf(a.events, "resume")[0]?.decision, "swap");
+});

@@ -865,7 +865,31 @@ class LockstepEngine implements Engine {
         // The state lives outside the context now: lend the slot to other sessions until resume.
         this.slots.release(s.slot);
         s.slot = -1;
+        // Restore ahead of the expected interrupt, so the restore adds no latency (AsyncLM §5.4).
+        if (Number.isFinite(wait)) {
+          const lead = Math.max(0, wait - outcome.pauseMs - verdict.restoreLeadMs);
+          s.prefetchTimer = setTimeout(() => this.prefetch(s), lead);
+          s.prefetchTimer.unref();
+        }
       }
+      s.state = "trapped";
+    });
+  }
+
+  /** The expected interrupt is near: take a slot and restore the paused state now, still trapped. */
+  private prefetch(s: SessionState): void {
+    s.prefetchTimer = undefined;
+    const paused = s.paused;
+    if (s.state !== "trapped" || paused === undefined || s.slot >= 0 || s.queue.length > 0) return;
+    const grant = this.slots.acquire();
+    if (grant === null) return; // the interrupt path restores it once a slot frees
+    s.slot = grant.slot;
+    s.seq = this.runtime.sequences[grant.slot]!;
+    this.background(s, async () => {
+      const r = await this.kv.resume(paused, s.seq);
+      s.paused = undefined;
+      s.trapPauseMs = (s.trapPauseMs ?? 0) + r.resumeMs;
+      if (r.evaluatedTokens > 0) this.countPrefill(s, r.evaluatedTokens);
       s.state = "trapped";
     });
   }
@@ -877,6 +901,8 @@ class LockstepEngine implements Engine {
 
   /** A trapped session's interrupt arrived: take a slot if it lent its own, restore its KV state, then inject. */
   private resume(s: SessionState): void {
+    clearTimeout(s.prefetchTimer);
+    s.prefetchTimer = undefined;
     if (s.slot < 0) {
       const grant = this.slots.acquire();
       if (grant === null) return; // retried when a slot is released
@@ -1021,6 +1047,7 @@ class LockstepEngine implements Engine {
       }
     }
     if (reason === "cancelled" || reason === "error") s.abort.abort();
+    clearTimeout(s.prefetchTimer);
     const gen = s.gen;
     s.gen = null;
     const paused = s.paused;

@@ -102,8 +102,10 @@ export class SessionState implements EngineSession {
   finishReason: "stop" | "length" | "tool_calls" | "trap" | undefined;
   /** Completions with raw output: every emitted token's text, markers included. */
   onRaw: ((text: string) => void) | undefined;
-  /** Time the trap's pause took, until the resume reports the total. */
+  /** Time the trap's pause (and an early restore) took, until the resume reports the total. */
   trapPauseMs: number | undefined;
+  /** Restores a paused state shortly before its expected interrupt. */
+  prefetchTimer: NodeJS.Timeout | undefined;
 
   decodeSteps = 0;
   stepMs: number[] = [];
