@@ -36,6 +36,13 @@ export interface EngineOptions {
   swapDir?: string;
   /** Move sessions down into freed lower sequence ids so batches stay contiguous (default true). */
   compaction?: boolean;
+  /**
+   * Most tokens of one session's fill (prompt, re-entry, long injection)
+   * evaluated per step; the rest waits for the next steps, so a long prompt
+   * never stalls the other sessions' decoding for its whole prefill. 0: no limit.
+   * Default 128.
+   */
+  prefillChunk?: number;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
@@ -47,9 +54,10 @@ export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
   maxTokens: 512,
   prefixCache: true,
   compaction: true,
+  prefillChunk: 128,
 };
 
-/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--compaction`, `--swap-dir`. */
+/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--compaction`, `--prefill-chunk`, `--swap-dir`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
@@ -64,6 +72,7 @@ export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions>
     maxTokens: intOpt(src, "max-tokens", d.maxTokens, { min: 1 }),
     prefixCache: boolOpt(src, "prefix-cache", d.prefixCache),
     compaction: boolOpt(src, "compaction", d.compaction ?? true),
+    prefillChunk: intOpt(src, "prefill-chunk", d.prefillChunk ?? 128, { min: 0 }),
     ...(swapDir !== undefined ? { swapDir } : {}),
   };
 }

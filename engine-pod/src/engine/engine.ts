@@ -512,6 +512,21 @@ class LockstepEngine implements Engine {
       this.finish(s, "max_tokens");
       return;
     }
+    const chunk = this.options.prefillChunk ?? DEFAULT_PREFILL_CHUNK;
+    if (chunk > 0 && s.feed.length > chunk) {
+      // Chunked prefill: a long fill advances one chunk per step, so the sessions
+      // decoding beside it keep producing a token every step instead of stalling.
+      const head = s.feed.slice(0, chunk);
+      try {
+        await s.seq.evaluateWithoutGeneratingNewTokens(head);
+      } catch (err) {
+        this.fail(s, err);
+        return;
+      }
+      s.context.push(...head);
+      s.feed = s.feed.slice(chunk);
+      return;
+    }
     const t0 = performance.now();
     let result: IteratorResult<Token, void>;
     try {
@@ -1094,6 +1109,8 @@ class LockstepEngine implements Engine {
 }
 
 const MAX_DONE_SESSIONS = 1024;
+/** Tokens of a fill evaluated per step (see `EngineOptions.prefillChunk`). */
+const DEFAULT_PREFILL_CHUNK = 128;
 /** Decode steps a session must still have ahead (by its maxTokens) to be worth moving. */
 const COMPACTION_MIN_REMAINING = 16;
 const MAX_GRAMMARS = 64;
