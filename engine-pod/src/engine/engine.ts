@@ -9,21 +9,16 @@
  * results, cancel) only queue work and wake it, and KV operations that take
  * time (pause, resume, re-entry fill, cleanup) run in the background while the
  * session sits in `busy`, so the batch never waits for them.
+ *
+ * Batching (ENGINE-NOTES): every active sequence advances one token per step,
+ * in sequence-id order; busy ids are kept contiguous (gap-filling admission,
+ * compaction moves); a long fill is chunked so it never stalls the others; a
+ * trap that swaps or recomputes lends its sequence to other sessions and is
+ * restored shortly before its expected interrupt.
  */
 import { randomUUID } from "node:crypto";
 import { LlamaGrammar, LlamaGrammarEvaluationState, TokenBias, type LlamaContextSequence, type Token } from "node-llama-cpp";
-import {
-  CML,
-  ErrorCode,
-  InterlaceError,
-  TOOL_NAME_PATTERN,
-  type ChatMessage,
-  type CreateSessionRequest,
-  type Logger,
-  type ScriptedPolicySpec,
-  type SessionEvent,
-  type ToolSpec,
-} from "../../../common/src/index.js";
+import { CML, ErrorCode, InterlaceError, type CreateSessionRequest, type Logger, type SessionEvent, type ToolSpec } from "../../../common/src/index.js";
 import { buildCallGrammar, createTokenMonitor, INTR_LOGIT, intrLogitBias, formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import type { Executor, ToolCall, ToolResult } from "../executor/executor.js";
 import { KvManager, expectedWaitMs, pauseSequence, resumeSequence } from "../kv/index.js";
@@ -42,6 +37,7 @@ import type { EngineOptions } from "./engine-options.js";
 import { promptTokens } from "./prompt-tokens.js";
 import { loadRuntime, type Runtime } from "./runtime.js";
 import { median, SessionState, type SessionConfig } from "./session-state.js";
+import { checkSampling, toMessages, validatePolicy, validateTools } from "./validate-request.js";
 
 /** Default time budget of one tool call when the spec gives no latency. */
 const DEFAULT_CALL_BUDGET_MS = 60_000;
@@ -129,7 +125,7 @@ class LockstepEngine implements Engine {
     private readonly kv: KvManager,
     private readonly executor: Executor,
     private readonly log: Logger,
-    private readonly extras: EngineExtras,
+    extras: EngineExtras,
   ) {
     this.slots = new SlotAllocator(runtime.sequences.length);
     const extra = extras.extraLogitBias ?? new Map<Token, number>();
@@ -1126,47 +1122,4 @@ function combinedBias(runtime: Runtime, extra: ReadonlyMap<Token, number>): Toke
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
-}
-
-function checkSampling(temperature: number | undefined, seed: number | undefined): void {
-  if (temperature !== undefined && !(Number.isFinite(temperature) && temperature >= 0)) {
-    throw new InterlaceError(ErrorCode.BadRequest, "temperature must be a number >= 0");
-  }
-  if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0)) throw new InterlaceError(ErrorCode.BadRequest, "seed must be a non-negative integer");
-}
-
-function toMessages(prompt: CreateSessionRequest["prompt"], system: string | undefined): ChatMessage[] {
-  if (typeof prompt === "string") {
-    if (prompt === "") throw new InterlaceError(ErrorCode.BadRequest, "prompt must not be empty");
-    return [...(system !== undefined ? [{ role: "system" as const, content: system }] : []), { role: "user", content: prompt }];
-  }
-  if (!Array.isArray(prompt) || prompt.length === 0) throw new InterlaceError(ErrorCode.BadRequest, "prompt must be a string or a non-empty message list");
-  const hasSystem = prompt[0]?.role === "system";
-  return !hasSystem && system !== undefined ? [{ role: "system", content: system }, ...prompt] : prompt;
-}
-
-function validateTools(tools: readonly ToolSpec[]): Map<string, ToolSpec> {
-  const byName = new Map<string, ToolSpec>();
-  for (const t of tools) {
-    if (typeof t?.name !== "string" || !TOOL_NAME_PATTERN.test(t.name)) {
-      throw new InterlaceError(ErrorCode.BadRequest, `invalid tool name ${JSON.stringify(t?.name)}`);
-    }
-    if (byName.has(t.name)) throw new InterlaceError(ErrorCode.BadRequest, `duplicate tool "${t.name}"`);
-    byName.set(t.name, t);
-  }
-  return byName;
-}
-
-function validatePolicy(policy: ScriptedPolicySpec, tools: ReadonlyMap<string, ToolSpec>): void {
-  if (policy.type === "text") {
-    if (!Array.isArray(policy.pieces)) throw new InterlaceError(ErrorCode.BadRequest, "policy.pieces must be a list of strings");
-    return;
-  }
-  if (policy.type !== "lpt-dag" || !Array.isArray(policy.calls)) throw new InterlaceError(ErrorCode.BadRequest, "unknown policy");
-  const ids = new Set(policy.calls.map((c) => c.id));
-  for (const c of policy.calls) {
-    if (!tools.has(c.tool)) throw new InterlaceError(ErrorCode.UnknownTool, `policy call "${c.id}" uses unknown tool "${c.tool}"`);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(c.id)) throw new InterlaceError(ErrorCode.BadRequest, `policy call id "${c.id}" must be an identifier`);
-    for (const d of c.dependsOn) if (!ids.has(d)) throw new InterlaceError(ErrorCode.BadRequest, `policy call "${c.id}" depends on unknown "${d}"`);
-  }
 }
