@@ -10,10 +10,11 @@
  * As a command (`tsx hack/control-plane.ts`) it starts one, prints the
  * kubeconfig path and runs until interrupted.
  *
- * `@kubernetes/client-node` 2.x cannot be loaded on Node 20 (its undici 8
- * needs Node 22), so credentials are plain {@link KubeAccess} records
- * (structurally the operator runtime's `ClusterAccess`) and requests go
- * through node:https.
+ * Credentials are plain {@link KubeAccess} records (the operator turns one
+ * into a `KubeConfig` with `kubeConfigFromAccess`), and {@link kubeRequest}
+ * stays a raw node:https request on purpose: tests need exact status codes,
+ * Status messages, dry runs, tables and apply patches, which the typed
+ * client turns into exceptions or models.
  */
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -31,7 +32,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /**
  * How to reach the API server as one user: server URL, the test CA and a
  * bearer token. Structurally a `ClusterAccess` of operator/src/runtime, so it
- * can be handed to the operator's `KubeClient` directly.
+ * can be handed to the operator (`createOperator`'s `access`) directly.
  */
 export interface KubeAccess {
   server: string;

@@ -9,7 +9,8 @@ import { Shutdown, createLogger, type Logger } from "../../common/src/index.js";
 import { parseOperatorOptions, DEFAULT_POD_NATS_URL, type OperatorOptions } from "./config.js";
 import { JetStreamPoolCleanup, noopPoolCleanup, setupControllers, type PoolCleanup } from "./controllers/index.js";
 import { createOperatorMetrics } from "./metrics.js";
-import { EventRecorder, KubeClient, Manager, loadClusterAccess, type ClusterAccess, type RateLimiter } from "./runtime/index.js";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { EventRecorder, KubeClient, Manager, loadKubeConfig, toKubeConfig, type ClusterAccess, type RateLimiter } from "./runtime/index.js";
 
 export interface Operator {
   manager: Manager;
@@ -20,7 +21,8 @@ export interface Operator {
 
 /** Test seams: replace the cleanup hook, pace retries, pass cluster access directly. */
 export interface OperatorOverrides {
-  access?: ClusterAccess;
+  /** Cluster access instead of `--kubeconfig`/in-cluster: a KubeConfig, or a server + CA + token record. */
+  access?: KubeConfig | ClusterAccess;
   cleanup?: PoolCleanup;
   rateLimiter?: () => RateLimiter;
   watchTimeoutSeconds?: number;
@@ -30,7 +32,7 @@ export interface OperatorOverrides {
 
 /** Assembles the manager, informers, controllers and the cleanup hook. */
 export function createOperator(opts: OperatorOptions, log: Logger, overrides: OperatorOverrides = {}): Operator {
-  const client = new KubeClient(overrides.access ?? loadClusterAccess(opts.kubeconfig));
+  const client = new KubeClient(overrides.access ? toKubeConfig(overrides.access) : loadKubeConfig(opts.kubeconfig));
   const metrics = createOperatorMetrics({ defaultMetrics: overrides.access === undefined });
   const manager = new Manager({
     client,

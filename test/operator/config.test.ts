@@ -1,11 +1,11 @@
 import t from "tap";
-import { mkdtemp, writeFile, mkdir, rm } from "node:fs/promises";
+import { mkdtemp, writeFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgv } from "../../common/src/index.js";
 import { parseOperatorOptions, DEFAULT_IMAGE } from "../../operator/src/config.js";
 import { deploymentAvailability, mergeConditions, rolloutConditions } from "../../operator/src/controllers/index.js";
-import { loadClusterAccess, loadInCluster, parseKubeconfig } from "../../operator/src/runtime/index.js";
+import { kubeConfigFromAccess, loadKubeConfig } from "../../operator/src/runtime/index.js";
 
 const src = (argv: string[], env: Record<string, string> = {}) => ({ flags: parseArgv(argv), env });
 
@@ -25,7 +25,7 @@ t.test("operator options: defaults, flags, env, and cross-field checks", async (
   t.throws(() => parseOperatorOptions(src(["--image-pull-policy", "Sometimes"])), /image-pull-policy/);
 });
 
-t.test("kubeconfig: token, certificate data, files relative to the kubeconfig, context selection", async (t) => {
+t.test("kubeconfig: --kubeconfig file (paths relative to it), $KUBECONFIG, context namespace", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "kc-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await writeFile(path.join(dir, "ca.crt"), "CA-PEM");
@@ -36,51 +36,45 @@ current-context: a
 clusters:
   - name: c1
     cluster: { server: "https://127.0.0.1:6443", certificate-authority: ca.crt }
-  - name: c2
-    cluster: { server: "https://10.0.0.1", insecure-skip-tls-verify: true }
 users:
   - name: u1
     user: { token: tok }
-  - name: u2
-    user: { client-certificate-data: ${Buffer.from("CERT").toString("base64")}, client-key-data: ${Buffer.from("KEY").toString("base64")} }
-  - name: u3
-    user: { exec: { command: aws } }
 contexts:
   - name: a
     context: { cluster: c1, user: u1, namespace: team }
-  - name: b
-    context: { cluster: c2, user: u2 }
-  - name: e
-    context: { cluster: c1, user: u3 }
 `;
-  const a = parseKubeconfig(yaml, dir);
-  t.equal(a.server, "https://127.0.0.1:6443");
-  t.equal(a.ca?.toString(), "CA-PEM");
-  t.equal(a.token, "tok");
-  t.equal(a.namespace, "team");
-  const b = parseKubeconfig(yaml, dir, "b");
-  t.equal(b.cert?.toString(), "CERT");
-  t.equal(b.key?.toString(), "KEY");
-  t.equal(b.insecureSkipTlsVerify, true);
-  t.throws(() => parseKubeconfig(yaml, dir, "e"), /exec\/auth-provider plugin/);
-  t.throws(() => parseKubeconfig(yaml, dir, "nope"), /context nope not found/);
-  await writeFile(path.join(dir, "config"), yaml);
-  t.equal(loadClusterAccess(undefined, { KUBECONFIG: path.join(dir, "config") }).token, "tok", "$KUBECONFIG");
+  const file = path.join(dir, "config");
+  await writeFile(file, yaml);
+  const a = loadKubeConfig(file, {});
+  t.equal(a.getCurrentCluster()?.server, "https://127.0.0.1:6443");
+  t.equal(a.getCurrentCluster()?.caFile, path.join(dir, "ca.crt"), "relative to the kubeconfig");
+  t.equal(a.getCurrentUser()?.token, "tok");
+  t.equal(a.getContextObject(a.getCurrentContext())?.namespace, "team");
+  const saved = process.env["KUBECONFIG"];
+  process.env["KUBECONFIG"] = file;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env["KUBECONFIG"];
+    else process.env["KUBECONFIG"] = saved;
+  });
+  t.equal(loadKubeConfig(undefined, {}).getCurrentUser()?.token, "tok", "$KUBECONFIG when no file and not in a cluster");
 });
 
-t.test("in-cluster: service host, mounted CA and a token file that is re-read", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "sa-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "ca.crt"), "CA");
-  await writeFile(path.join(dir, "token"), "t1");
-  await writeFile(path.join(dir, "namespace"), "interlace\n");
-  const a = loadInCluster({ KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" }, dir);
-  t.equal(a.server, "https://10.96.0.1:443");
-  t.equal(a.tokenFile, path.join(dir, "token"));
-  t.equal(a.namespace, "interlace");
-  t.equal(loadInCluster({ KUBERNETES_SERVICE_HOST: "fd00::1" }, dir).server, "https://[fd00::1]:443");
-  t.throws(() => loadInCluster({}, dir), /not running in a cluster/);
+t.test("in-cluster when KUBERNETES_SERVICE_HOST is set; a server+CA+token record converts", async (t) => {
+  const saved = { host: process.env["KUBERNETES_SERVICE_HOST"], port: process.env["KUBERNETES_SERVICE_PORT"] };
+  t.teardown(() => {
+    for (const [k, v] of [["KUBERNETES_SERVICE_HOST", saved.host], ["KUBERNETES_SERVICE_PORT", saved.port]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+  process.env["KUBERNETES_SERVICE_HOST"] = "fd00::1";
+  process.env["KUBERNETES_SERVICE_PORT"] = "443";
+  const kc = loadKubeConfig(undefined, process.env);
+  t.equal(kc.getCurrentCluster()?.server, "https://[fd00::1]:443");
+  t.equal(kc.getCurrentUser()?.authProvider?.config?.tokenFile, "/var/run/secrets/kubernetes.io/serviceaccount/token", "the rotating token file");
+  const rec = kubeConfigFromAccess({ server: "https://127.0.0.1:1", ca: Buffer.from("CA"), token: "t" });
+  t.equal(rec.getCurrentCluster()?.caData, Buffer.from("CA").toString("base64"));
+  t.equal(rec.getCurrentUser()?.token, "t");
 });
 
 t.test("conditions keep lastTransitionTime while their status holds", async (t) => {

@@ -34,7 +34,6 @@ class RecordingCleanup implements PoolCleanup {
 
 const cp = await controlPlaneFor(t);
 const admin = new KubeClient(adminAccess(cp));
-t.teardown(() => admin.close());
 await installGeneratedCrds(admin);
 await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
 const saConfig = await operatorAccount(cp, "interlace-system", "interlace");
@@ -49,7 +48,6 @@ const get = <T extends KubernetesObject>(type: Parameters<KubeClient["get"]>[0],
 
 t.test("the operator's account has the chart's permissions only (RBAC is enforced)", async (t) => {
   const asOperator = new KubeClient(saConfig);
-  t.teardown(() => asOperator.close());
   const secrets = { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true };
   const denied = await asOperator.list(secrets, NS).then(
     () => null,

@@ -6,8 +6,8 @@
  */
 import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
-import type { KubernetesObject, V1Deployment } from "@kubernetes/client-node";
-import { parse, parseAllDocuments } from "yaml";
+import { AppsV1Api, PatchStrategy, loadAllYaml, setHeaderOptions, type KubeConfig, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
+import { parse } from "yaml";
 import { createLogger, type Logger } from "../../common/src/index.js";
 import { parseArgv } from "../../common/src/index.js";
 import { parseOperatorOptions } from "../../operator/src/config.js";
@@ -16,8 +16,7 @@ import {
   CoreTypes,
   ExponentialBackoffLimiter,
   KubeClient,
-  loadKubeconfigFile,
-  type ClusterAccess,
+  loadKubeConfig,
   type ResourceType,
 } from "../../operator/src/runtime/index.js";
 
@@ -68,8 +67,8 @@ export interface KubeconfigSource {
 }
 
 /** Cluster access as the control plane's admin. */
-export function adminAccess(cp: KubeconfigSource): ClusterAccess {
-  return loadKubeconfigFile(cp.kubeconfigPath);
+export function adminAccess(cp: KubeconfigSource): KubeConfig {
+  return loadKubeConfig(cp.kubeconfigPath);
 }
 
 export const CrdType: ResourceType = { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false };
@@ -79,8 +78,10 @@ export async function installGeneratedCrds(admin: KubeClient): Promise<void> {
   const dir = path.join(ROOT, "crds");
   const names: string[] = [];
   for (const file of (await readdir(dir)).filter((f) => f.endsWith(".yaml")).sort()) {
-    for (const doc of parseAllDocuments(await readFile(path.join(dir, file), "utf8"))) {
-      const crd = doc.toJS() as KubernetesObject | null;
+    // loadAllYaml turns the wire form into the library's models: applied raw, its
+    // serializer would drop the schema's `x-kubernetes-*` keys (their model
+    // property names differ from the wire names).
+    for (const crd of loadAllYaml(await readFile(path.join(dir, file), "utf8")) as (KubernetesObject | null)[]) {
       if (!crd) continue;
       await admin.apply(CrdType, crd, { fieldManager: "test", force: true });
       names.push(crd.metadata?.name ?? "");
@@ -95,14 +96,14 @@ export async function installGeneratedCrds(admin: KubeClient): Promise<void> {
 }
 
 /** Creates the chart's ClusterRole and binds it to `namespace/name`; returns cluster access acting as that account. */
-export async function operatorAccount(cp: KubeconfigSource, namespace: string, name: string): Promise<ClusterAccess> {
+export async function operatorAccount(cp: KubeconfigSource, namespace: string, name: string): Promise<KubeConfig> {
   const admin = new KubeClient(adminAccess(cp));
   const role = `${name}-operator`;
   await admin.apply(ClusterRoleType, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: role }, rules: await chartOperatorRules() } as KubernetesObject, {
     fieldManager: "test",
     force: true,
   });
-  const access = loadKubeconfigFile(await cp.kubeconfigPathFor(namespace, name));
+  const access = loadKubeConfig(await cp.kubeconfigPathFor(namespace, name));
   await admin.apply(
     ClusterRoleBindingType,
     {
@@ -114,31 +115,25 @@ export async function operatorAccount(cp: KubeconfigSource, namespace: string, n
     } as KubernetesObject,
     { fieldManager: "test", force: true },
   );
-  admin.close();
   return access;
 }
 
-/** What a Deployment controller would write once every replica is up. */
+/** What a Deployment controller would write once every replica is up (a merge patch of the status subresource). */
 export async function markDeploymentAvailable(admin: KubeClient, namespace: string, name: string): Promise<V1Deployment> {
   const dep = await admin.get<V1Deployment>(CoreTypes.Deployment, namespace, name);
   if (!dep) throw new Error(`deployment ${namespace}/${name} not found`);
   const n = dep.spec?.replicas ?? 1;
-  return admin.mergePatch<V1Deployment>(
-    CoreTypes.Deployment,
-    namespace,
-    name,
-    {
-      status: {
-        observedGeneration: dep.metadata?.generation,
-        replicas: n,
-        updatedReplicas: n,
-        readyReplicas: n,
-        availableReplicas: n,
-        conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "simulated by the test" }],
-      },
-    },
-    { subresource: "status" },
-  );
+  const status = {
+    observedGeneration: dep.metadata?.generation,
+    replicas: n,
+    updatedReplicas: n,
+    readyReplicas: n,
+    availableReplicas: n,
+    conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "simulated by the test" }],
+  };
+  return admin.kubeConfig
+    .makeApiClient(AppsV1Api)
+    .patchNamespacedDeploymentStatus({ namespace, name, body: { status } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
 }
 
 /** The status of a condition type on an object, or undefined. */
@@ -151,7 +146,7 @@ export function testLogger(name: string): Logger {
 }
 
 /** An in-process operator with the given flags, a fast retry limiter and no process metrics. */
-export function startTestOperator(argv: string[], access: ClusterAccess, log: Logger, overrides: OperatorOverrides = {}): Operator {
+export function startTestOperator(argv: string[], access: KubeConfig, log: Logger, overrides: OperatorOverrides = {}): Operator {
   const opts = parseOperatorOptions({ flags: parseArgv(argv), env: {} });
   return createOperator(opts, log, {
     access,

@@ -8,10 +8,10 @@
 import t from "tap";
 import { spawn } from "node:child_process";
 import path from "node:path";
-import type { KubernetesObject, V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
+import { Watch, type KubernetesObject, type V1ConfigMap, type V1Deployment } from "@kubernetes/client-node";
 import { controlPlaneFor } from "../helpers/control-plane.js";
 import { EnginePoolKind, type EnginePool } from "../../operator/src/api/index.js";
-import { CoreTypes, Informer, KubeClient } from "../../operator/src/runtime/index.js";
+import { CoreTypes, Informer, KubeClient, collectionPath } from "../../operator/src/runtime/index.js";
 import type { Operator } from "../../operator/src/main.js";
 import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
@@ -20,7 +20,6 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 // version is answered with 410 Expired, as on a long-running cluster.
 const cp = await controlPlaneFor(t, { apiServerArgs: ["--watch-cache=false", "--etcd-compaction-interval=1s"] });
 const admin = new KubeClient(adminAccess(cp));
-t.teardown(() => admin.close());
 await installGeneratedCrds(admin);
 
 async function namespace(name: string): Promise<void> {
@@ -38,7 +37,7 @@ t.test("informer: list, then watch adds, updates and deletes into the cache", as
   const inf = new Informer<V1ConfigMap>({ client: admin, type: CoreTypes.ConfigMap, namespace: "inf", log: testLogger("informer") });
   inf.addHandler({
     add: (o) => seen.push(`add ${o.metadata?.name}`),
-    update: (_o, n) => seen.push(`update ${n.metadata?.name}=${n.data?.["value"]}`),
+    update: (n) => seen.push(`update ${n.metadata?.name}=${n.data?.["value"]}`),
     delete: (o) => seen.push(`delete ${o.metadata?.name}`),
   });
   inf.start();
@@ -57,27 +56,38 @@ t.test("informer: list, then watch adds, updates and deletes into the cache", as
   t.not(inf.latestResourceVersion(), "");
 });
 
-t.test("informer: a watch from a compacted resource version (410 Gone) relists", async (t) => {
+t.test("informer: resuming from a compacted resource version (410 Gone) relists", async (t) => {
   await namespace("gone");
   await admin.create(CoreTypes.ConfigMap, configMap("gone", "x", "1"));
-  // Wait until resource version 1 has been compacted away: the server then answers 410 Expired.
-  await waitFor("revision 1 compacted", async () => {
-    let code: number | undefined;
-    const ac = new AbortController();
-    await admin.watch(CoreTypes.ConfigMap, "gone", { resourceVersion: "1", timeoutSeconds: 1, signal: ac.signal }, (ev) => {
-      if (ev.type === "ERROR") code = ev.object.code;
-      ac.abort();
-    });
-    return code === 410;
-  });
-  const inf = new Informer<V1ConfigMap>({ client: admin, type: CoreTypes.ConfigMap, namespace: "gone", log: testLogger("informer"), startResourceVersion: "1" });
+  const inf = new Informer<V1ConfigMap>({ client: admin, type: CoreTypes.ConfigMap, namespace: "gone", log: testLogger("informer") });
   inf.start();
   t.teardown(() => inf.stop());
-  await waitFor("relisted", () => inf.listCount >= 1 && inf.get("gone", "x") !== undefined);
-  t.ok(inf.hasSynced());
+  await inf.waitForSync();
+  await inf.stop();
+  const resumeFrom = inf.latestResourceVersion();
+  // Writes elsewhere move etcd on; wait until the informer's resume point has
+  // been compacted away (the server then answers a watch from it with 410 Expired).
+  await admin.create(CoreTypes.ConfigMap, configMap("gone", "later", "1"));
+  const watch = new Watch(admin.kubeConfig);
+  await waitFor("the resume point compacted", async () => {
+    await admin.mergePatch(CoreTypes.ConfigMap, "gone", "later", { data: { value: String(Date.now()) } });
+    return new Promise<boolean>((resolve) => {
+      let code: number | undefined;
+      void watch.watch(
+        collectionPath(CoreTypes.ConfigMap, "gone"),
+        { resourceVersion: resumeFrom, timeoutSeconds: 1 },
+        (type, obj: { code?: number }) => {
+          if (type === "ERROR") code = obj.code;
+        },
+        (err: { statusCode?: number } | null) => resolve(code === 410 || err?.statusCode === 410),
+      );
+    });
+  });
+  inf.start();
+  await waitFor("relisted", () => inf.listCount >= 2 && inf.get("gone", "later") !== undefined);
   await admin.create(CoreTypes.ConfigMap, configMap("gone", "y", "2"));
   await waitFor("watching again after the relist", () => inf.get("gone", "y") !== undefined);
-  t.equal(inf.listCount, 1);
+  t.equal(inf.listCount, 2, "the first list and one relist");
 });
 
 /** Reconcile passes an operator has run (from its own metrics). */

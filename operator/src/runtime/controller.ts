@@ -68,18 +68,18 @@ export class Controller {
 
   constructor(private readonly opts: ControllerOptions) {
     const enqueue = (obj: KubernetesObject): void => this.enqueue(keyOf(obj));
-    opts.primary.addHandler({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+    opts.primary.addHandler({ add: enqueue, update: enqueue, delete: enqueue });
     const enqueueOwner = (obj: KubernetesObject): void => {
       for (const ref of obj.metadata?.ownerReferences ?? []) {
         if (ref.kind === opts.primaryKind && ref.controller) this.enqueue(`${obj.metadata?.namespace ?? ""}/${ref.name}`);
       }
     };
-    for (const child of opts.owns ?? []) child.addHandler({ add: enqueueOwner, update: (_o, n) => enqueueOwner(n), delete: enqueueOwner });
+    for (const child of opts.owns ?? []) child.addHandler({ add: enqueueOwner, update: enqueueOwner, delete: enqueueOwner });
     for (const w of opts.watches ?? []) {
       const enqueueMapped = (obj: KubernetesObject): void => {
         for (const key of w.map(obj)) this.enqueue(key);
       };
-      w.informer.addHandler({ add: enqueueMapped, update: (_o, n) => enqueueMapped(n), delete: enqueueMapped });
+      w.informer.addHandler({ add: enqueueMapped, update: enqueueMapped, delete: enqueueMapped });
     }
   }
 

@@ -1,7 +1,8 @@
 /**
  * @module Errors of the operator runtime: a failed API call carries the HTTP
  * status and the API server's `Status.reason` so callers can branch on
- * NotFound / Conflict / Gone without parsing messages.
+ * NotFound / Conflict / Gone without parsing messages (the library's
+ * `ApiException` carries only the code and the raw body).
  */
 
 /** A non-2xx answer from the API server. */
@@ -19,13 +20,3 @@ export class KubeApiError extends Error {
     super(message, options);
   }
 }
-
-/** True when `err` is an API error with the given HTTP status. */
-export function isStatus(err: unknown, status: number): err is KubeApiError {
-  return err instanceof KubeApiError && err.status === status;
-}
-
-export const isNotFound = (err: unknown): err is KubeApiError => isStatus(err, 404);
-export const isConflict = (err: unknown): err is KubeApiError => isStatus(err, 409);
-/** 410 Gone: the resource version asked for has been compacted away; relist. */
-export const isGone = (err: unknown): err is KubeApiError => isStatus(err, 410);

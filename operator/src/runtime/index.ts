@@ -1,6 +1,9 @@
 /**
- * @module The operator runtime: REST client, informers, work queue, rate
- * limiters, leader election, controllers, the manager and event recording.
+ * @module The operator runtime: API access, informers and the Lease API come
+ * from `@kubernetes/client-node` (KubeConfig, KubernetesObjectApi,
+ * CustomObjectsApi, ListWatch/Watch, CoordinationV1Api) and are wrapped here;
+ * the work queue, rate limiters, leader election, controllers, the manager and
+ * event recording are the operator's own (the library has none of them).
  */
 export * from "./errors.js";
 export * from "./resource-type.js";

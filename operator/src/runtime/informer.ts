@@ -1,28 +1,42 @@
 /**
- * @module An informer: a local cache of one kind kept current by list + watch.
- * It lists once, then watches from the list's resourceVersion with bookmarks
- * (so a quiet watch still advances its resume point), resumes from the last
- * seen version when a watch ends, relists when the API server answers 410 Gone
- * (the version was compacted away), and backs off exponentially on other
- * failures. Handlers only learn *that* something changed; controllers
- * reconcile from the cache, never from the event payload.
+ * @module An informer: a local cache of one kind kept current by list +
+ * watch, built on `@kubernetes/client-node`'s `ListWatch` (which lists, watches
+ * from the list's resourceVersion, resumes from the last seen version when a
+ * watch ends, and relists on 410 Gone, in-band or as an HTTP status). What
+ * this adds around it, because `ListWatch` 1.4.0 lacks it:
+ *
+ * - Retry. `ListWatch` reports a failed list or watch to its error callbacks
+ *   and stops; here it is restarted with capped exponential backoff.
+ * - Bookmarks and a server-side watch timeout: its `Watch` sends only
+ *   resourceVersion and selectors, so a {@link PacedWatch} adds
+ *   `allowWatchBookmarks` (a quiet watch still advances its resume point) and
+ *   `timeoutSeconds`.
+ * - Pacing. A watch the server closes at once with nothing in it (a proxy, an
+ *   overloaded server) is reopened by `ListWatch` immediately; the
+ *   {@link PacedWatch} delays such ends like failures, so it never spins.
+ * - Readiness: {@link Informer.waitForSync} resolves after the first list.
+ *
+ * Handlers only learn *that* something changed; controllers reconcile from
+ * the cache, never from the event payload.
  */
-import type { KubernetesObject } from "@kubernetes/client-node";
+import { ADD, DELETE, ERROR, ListWatch, UPDATE, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { isGone } from "./errors.js";
-import type { KubeClient, WatchEvent } from "./kube-client.js";
-import type { ResourceType } from "./resource-type.js";
 import { abortableDelay } from "./delay.js";
+import type { KubeClient } from "./kube-client.js";
+import { collectionPath, type ResourceType } from "./resource-type.js";
 
-/** Callbacks for cache changes; `resync` re-announces every cached object. */
+/** Callbacks for cache changes; `resync` re-announces every cached object as an update. */
 export interface InformerHandler<T> {
   add?: (obj: T) => void;
-  update?: (oldObj: T, newObj: T) => void;
+  update?: (obj: T) => void;
   delete?: (obj: T) => void;
 }
 
+/** The watch call `ListWatch` makes (the library `Watch`'s signature). */
+export type WatchFn = Watch["watch"];
+
 export interface InformerOptions {
-  client: Pick<KubeClient, "list" | "watch">;
+  client: Pick<KubeClient, "list" | "kubeConfig">;
   type: ResourceType;
   /** Watch one namespace; all namespaces when undefined. */
   namespace?: string;
@@ -32,12 +46,12 @@ export interface InformerOptions {
   resyncMs?: number;
   /** Server-side timeout of each watch request. */
   watchTimeoutSeconds?: number;
-  /** Backoff after failed list/watch calls. */
+  /** Backoff after failed list/watch calls and after empty watches. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
-  /** Watch from this version first instead of listing (a resume point kept elsewhere). */
-  startResourceVersion?: string;
   delay?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The watch transport (default: the library `Watch` on the client's KubeConfig); tests script it. */
+  watch?: WatchFn;
 }
 
 /** `namespace/name` (or `name` for cluster-scoped objects): the work-queue key. */
@@ -53,47 +67,117 @@ export function splitKey(key: string): { namespace: string | undefined; name: st
   return i < 0 ? { namespace: undefined, name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
 }
 
+/**
+ * The library `Watch` with bookmarks and a server timeout requested, and with
+ * watches that end at once and empty paced like failures (the delay runs
+ * before `ListWatch` learns the watch ended, so its immediate reconnect waits).
+ */
+export class PacedWatch extends Watch {
+  constructor(
+    kc: KubeConfig,
+    private readonly hooks: {
+      timeoutSeconds: number;
+      /** A watch opened: `ListWatch` has applied the list before it. */
+      onOpen: () => void;
+      /** How long to wait before reporting the end of a watch that ended at once and empty (0: none). */
+      emptyEnd: (quick: boolean) => number;
+      delay: (ms: number) => Promise<void>;
+      transport?: WatchFn;
+    },
+  ) {
+    super(kc);
+  }
+
+  override async watch(path: string, query: Record<string, string | number | boolean | undefined>, callback: (phase: string, obj: any, raw?: any) => void, done: (err: any) => void): Promise<AbortController> {
+    this.hooks.onOpen();
+    const startedAt = Date.now();
+    let events = 0;
+    const params = { ...query, allowWatchBookmarks: true, timeoutSeconds: this.hooks.timeoutSeconds };
+    const counted = (phase: string, obj: any, raw?: any): void => {
+      events++;
+      callback(phase, obj, raw);
+    };
+    const paced = (err: unknown): void => {
+      const wait = err ? 0 : this.hooks.emptyEnd(events === 0 && Date.now() - startedAt < 1000);
+      if (wait > 0) void this.hooks.delay(wait).then(() => done(null));
+      else done(err);
+    };
+    return this.hooks.transport ? this.hooks.transport(path, params, counted, paced) : super.watch(path, params, counted, paced);
+  }
+}
+
 /** A list+watch cache of one kind. */
 export class Informer<T extends KubernetesObject> {
-  private readonly cache = new Map<string, T>();
   private readonly handlers: InformerHandler<T>[] = [];
-  private readonly abort = new AbortController();
-  private resourceVersion = "";
+  private readonly lw: ListWatch<T>;
+  private abort = new AbortController();
+  private running = false;
   private synced = false;
   private syncWaiters: (() => void)[] = [];
-  private loop: Promise<void> | null = null;
   private resyncTimer: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private restart: Promise<void> | null = null;
   /** How many full lists ran (the first one and each relist); tests assert relists with it. */
   listCount = 0;
 
   constructor(private readonly opts: InformerOptions) {
-    if (opts.startResourceVersion !== undefined) this.resourceVersion = opts.startResourceVersion;
+    const { client, type, namespace, labelSelector } = opts;
+    const watch = new PacedWatch(client.kubeConfig, {
+      timeoutSeconds: opts.watchTimeoutSeconds ?? 300,
+      onOpen: () => {
+        if (this.listCount > 0) this.markSynced();
+      },
+      emptyEnd: (quick) => {
+        if (!quick) {
+          this.failures = 0;
+          return 0;
+        }
+        return this.nextBackoff();
+      },
+      delay: (ms) => (opts.delay ?? abortableDelay)(ms, this.abort.signal),
+      ...(opts.watch ? { transport: opts.watch } : {}),
+    });
+    const list = async (): Promise<KubernetesListObject<T>> => {
+      const l = await client.list<T>(type, namespace, labelSelector !== undefined ? { labelSelector } : {});
+      this.listCount++;
+      return { apiVersion: "v1", kind: "List", metadata: { resourceVersion: l.resourceVersion }, items: l.items };
+    };
+    this.lw = new ListWatch<T>(collectionPath(type, namespace), watch, list, false, labelSelector);
+    this.lw.on(ADD, (o) => this.handlers.forEach((h) => h.add?.(o)));
+    this.lw.on(UPDATE, (o) => this.handlers.forEach((h) => h.update?.(o)));
+    this.lw.on(DELETE, (o) => this.handlers.forEach((h) => h.delete?.(o)));
+    this.lw.on(ERROR, (err) => this.onError(err));
   }
 
   addHandler(handler: InformerHandler<T>): void {
     this.handlers.push(handler);
   }
 
-  /** Starts the list/watch loop; returns at once (see {@link waitForSync}). */
+  /** Starts (or, after {@link stop}, restarts) the list/watch; returns at once (see {@link waitForSync}). */
   start(): void {
-    if (this.loop) return;
-    this.loop = this.run();
+    if (this.running) return;
+    this.running = true;
+    if (this.abort.signal.aborted) this.abort = new AbortController();
+    void this.lw.start();
     const resync = this.opts.resyncMs ?? 0;
     if (resync > 0) {
       this.resyncTimer = setInterval(() => {
-        for (const obj of this.cache.values()) for (const h of this.handlers) h.update?.(obj, obj);
+        for (const obj of this.lw.list()) for (const h of this.handlers) h.update?.(obj);
       }, resync);
       this.resyncTimer.unref();
     }
   }
 
-  /** Stops watching; the cache keeps its last contents. */
+  /** Stops watching; the cache keeps its contents and resume point. */
   async stop(): Promise<void> {
+    this.running = false;
     this.abort.abort();
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.resyncTimer = null;
     for (const w of this.syncWaiters) w();
     this.syncWaiters = [];
-    await this.loop;
+    await this.lw.stop();
+    await this.restart;
   }
 
   hasSynced(): boolean {
@@ -102,130 +186,45 @@ export class Informer<T extends KubernetesObject> {
 
   /** Resolves once the first list has filled the cache (or the informer stopped). */
   waitForSync(): Promise<void> {
-    if (this.synced || this.abort.signal.aborted) return Promise.resolve();
+    if (this.synced || !this.running) return Promise.resolve();
     return new Promise((resolve) => this.syncWaiters.push(resolve));
   }
 
   get(namespace: string | undefined, name: string): T | undefined {
-    return this.cache.get(namespace ? `${namespace}/${name}` : name);
+    return this.lw.get(name, namespace);
   }
 
   list(namespace?: string): T[] {
-    const all = [...this.cache.values()];
-    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
+    return [...this.lw.list(namespace)];
   }
 
   /** The version the next watch resumes from ("" means the next pass relists). */
   latestResourceVersion(): string {
-    return this.resourceVersion;
+    return this.lw.latestResourceVersion();
   }
 
-  private async run(): Promise<void> {
-    const { client, type, log } = this.opts;
-    const signal = this.abort.signal;
-    const delay = this.opts.delay ?? abortableDelay;
-    const base = this.opts.backoffBaseMs ?? 200;
-    const max = this.opts.backoffMaxMs ?? 30_000;
-    let failures = 0;
-    while (!signal.aborted) {
-      try {
-        if (this.resourceVersion === "") await this.relist();
-        if (signal.aborted) break;
-        const startedAt = Date.now();
-        let events = 0;
-        await client.watch(
-          type,
-          this.opts.namespace,
-          {
-            resourceVersion: this.resourceVersion,
-            allowWatchBookmarks: true,
-            timeoutSeconds: this.opts.watchTimeoutSeconds ?? 300,
-            signal,
-            ...(this.opts.labelSelector !== undefined ? { labelSelector: this.opts.labelSelector } : {}),
-          },
-          (ev) => {
-            events++;
-            this.onEvent(ev);
-          },
-        );
-        // A watch the server closes at once with nothing in it (a proxy, an
-        // overloaded server) must not turn into a hot loop: pace it as a failure.
-        if (events === 0 && Date.now() - startedAt < 1000 && !signal.aborted) {
-          failures++;
-          await delay(Math.min(max, base * 2 ** (failures - 1)), signal);
-        } else failures = 0;
-      } catch (err) {
-        if (signal.aborted) break;
-        if (isGone(err)) {
-          log.info({ kind: type.kind }, "watch resource version expired (410 Gone); relisting");
-          this.resourceVersion = "";
-          continue;
-        }
-        failures++;
-        const wait = Math.min(max, base * 2 ** (failures - 1));
-        log.warn({ err, kind: type.kind, retryInMs: wait }, "list/watch failed; retrying");
-        await delay(wait, signal);
-      }
-    }
+  private markSynced(): void {
+    if (this.synced) return;
+    this.synced = true;
+    for (const w of this.syncWaiters) w();
+    this.syncWaiters = [];
   }
 
-  private async relist(): Promise<void> {
-    const list = await this.opts.client.list<T>(this.opts.type, this.opts.namespace, {
-      ...(this.opts.labelSelector !== undefined ? { labelSelector: this.opts.labelSelector } : {}),
-    });
-    this.listCount++;
-    const seen = new Set<string>();
-    for (const obj of list.items) {
-      seen.add(keyOf(obj));
-      this.upsert(obj);
-    }
-    for (const [key, old] of [...this.cache]) {
-      if (seen.has(key)) continue;
-      this.cache.delete(key);
-      for (const h of this.handlers) h.delete?.(old);
-    }
-    this.resourceVersion = list.resourceVersion;
-    if (!this.synced) {
-      this.synced = true;
-      for (const w of this.syncWaiters) w();
-      this.syncWaiters = [];
-    }
+  private nextBackoff(): number {
+    this.failures++;
+    return Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 200) * 2 ** (this.failures - 1));
   }
 
-  private onEvent(ev: WatchEvent): void {
-    switch (ev.type) {
-      case "ERROR":
-        // The server reports an expired version in-band (HTTP 200, then an ERROR
-        // event carrying a Status); the stream ends right after, and we relist.
-        if (ev.object.code === 410) this.resourceVersion = "";
-        else this.opts.log.warn({ kind: this.opts.type.kind, status: ev.object }, "watch error event");
-        return;
-      case "BOOKMARK":
-        break;
-      case "ADDED":
-      case "MODIFIED":
-        this.upsert(ev.object as T);
-        break;
-      case "DELETED": {
-        const key = keyOf(ev.object);
-        const old = this.cache.get(key);
-        this.cache.delete(key);
-        for (const h of this.handlers) h.delete?.((old ?? ev.object) as T);
-        break;
-      }
-    }
-    const rv = ev.object.metadata?.resourceVersion;
-    if (rv) this.resourceVersion = rv;
-  }
-
-  private upsert(obj: T): void {
-    const key = keyOf(obj);
-    const old = this.cache.get(key);
-    if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
-    this.cache.set(key, obj);
-    for (const h of this.handlers) {
-      if (old) h.update?.(old, obj);
-      else h.add?.(obj);
-    }
+  /** `ListWatch` stopped on a failed list or watch: restart it after a backoff. */
+  private onError(err: unknown): void {
+    if (!this.running || this.restart) return;
+    const wait = this.nextBackoff();
+    const { log, type } = this.opts;
+    log.warn({ err, kind: type.kind, retryInMs: wait }, "list/watch failed; retrying");
+    this.restart = (async () => {
+      await (this.opts.delay ?? abortableDelay)(wait, this.abort.signal);
+      this.restart = null;
+      if (this.running) void this.lw.start();
+    })();
   }
 }

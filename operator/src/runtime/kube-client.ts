@@ -1,286 +1,178 @@
 /**
- * @module A thin typed REST client for the API server over node:https, with
- * credentials from {@link ClusterAccess} (kubeconfig or in-cluster). Each call
- * sets its own Content-Type explicitly: server-side apply must be sent as
- * `application/apply-patch+yaml` and status merges as
- * `application/merge-patch+json`, which the generated `@kubernetes/client-node`
- * APIs make easy to get wrong (they default PATCH bodies to JSON-patch); and
- * client-node 2.x cannot be loaded on Node 20 at all (its undici 8 needs
- * Node 22), so only its types are used.
+ * @module The operator's API calls, made with `@kubernetes/client-node`:
+ * `KubernetesObjectApi` for get/list/create/replace/delete, merge patch and
+ * server-side apply of any kind, and `CustomObjectsApi` for the status
+ * subresource of the operator's own kinds (the generic object API has no
+ * subresources). Two things this module takes care of so callers need not:
+ *
+ * - Content types. The generated 1.x APIs pick the first media type they list
+ *   for PATCH (`application/json-patch+json`), which the API server rejects
+ *   for a merge patch or an apply body; `setHeaderOptions` overrides it per
+ *   call (kubernetes-client/javascript#1398 and its follow-ups). The object
+ *   API takes the strategy as a parameter.
+ * - Errors. The library throws `ApiException` (HTTP code, raw body); calls
+ *   here rethrow {@link KubeApiError} with the Status `reason`, so callers
+ *   branch on NotFound / Conflict / Gone as before.
+ *
+ * Objects the library returns for built-in kinds are its model classes
+ * (timestamps as `Date`); the operator's own kinds come back as plain JSON
+ * apart from `metadata`.
  */
-import http from "node:http";
-import https from "node:https";
-import { createInterface } from "node:readline";
-import { readFile } from "node:fs/promises";
-import type { KubernetesObject } from "@kubernetes/client-node";
+import {
+  ApiException,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
 import { KubeApiError } from "./errors.js";
-import type { ClusterAccess } from "./kubeconfig.js";
-import { collectionPath, objectPath, type ResourceType } from "./resource-type.js";
+import { apiVersionOf, type ResourceType } from "./resource-type.js";
 
-/** A list answer: the items and the list's resourceVersion to watch from. */
+/** A list answer: the items (with apiVersion/kind filled in) and the list's resourceVersion to watch from. */
 export interface ObjectList<T> {
   items: T[];
   resourceVersion: string;
-}
-
-/** One watch event as the API server streams it. */
-export interface WatchEvent {
-  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
-  object: KubernetesObject & { code?: number; reason?: string; message?: string };
-}
-
-export interface WatchOptions {
-  resourceVersion?: string;
-  labelSelector?: string;
-  /** Ask for BOOKMARK events so the resume point stays fresh on quiet watches. */
-  allowWatchBookmarks?: boolean;
-  /** Server-side watch timeout; the stream ends cleanly after it. */
-  timeoutSeconds?: number;
-  signal?: AbortSignal;
 }
 
 export interface ApplyOptions {
   fieldManager: string;
   /** Take over fields owned by other managers (a hand edit); controllers apply with force. */
   force?: boolean;
-  subresource?: string;
+  /** Only `status`, and only for custom resources. */
+  subresource?: "status";
 }
 
-interface RequestOptions {
-  query?: Record<string, string | number | boolean | undefined>;
-  /** Destroy the request when its socket is idle this long. */
-  idleMs?: number;
-  body?: unknown;
-  contentType?: string;
-  signal?: AbortSignal;
-}
-
-/** Typed REST calls against one API server. */
+/** Typed calls against the API server named by a `KubeConfig`. */
 export class KubeClient {
-  private readonly server: URL;
-  private readonly agent: http.Agent;
-  private token: { value: string; readAt: number } | null = null;
+  private readonly objects: KubernetesObjectApi;
+  private readonly custom: CustomObjectsApi;
 
-  constructor(readonly access: ClusterAccess) {
-    this.server = new URL(access.server);
-    this.agent =
-      this.server.protocol === "https:"
-        ? new https.Agent({
-            keepAlive: true,
-            ...(access.ca ? { ca: access.ca } : {}),
-            ...(access.cert ? { cert: access.cert } : {}),
-            ...(access.key ? { key: access.key } : {}),
-            ...(access.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
-            ...(access.tlsServerName ? { servername: access.tlsServerName } : {}),
-          })
-        : new http.Agent({ keepAlive: true });
+  constructor(readonly kubeConfig: KubeConfig) {
+    this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
   }
 
   /** Reads one object; null when it does not exist. */
   async get<T extends KubernetesObject>(type: ResourceType, namespace: string | undefined, name: string): Promise<T | null> {
-    const res = await this.send("GET", objectPath(type, namespace, name), {});
-    if (res.status === 404) return null;
-    return this.decode<T>(res, "GET", type.kind, name);
+    try {
+      return await this.objects.read<T>({ apiVersion: apiVersionOf(type), kind: type.kind, metadata: { name, ...(namespace !== undefined ? { namespace } : {}) } });
+    } catch (err) {
+      const e = toApiError(err, "GET", type.kind, name);
+      if (e.status === 404) return null;
+      throw e;
+    }
   }
 
   /** Lists objects (all namespaces when `namespace` is undefined). */
   async list<T extends KubernetesObject>(type: ResourceType, namespace?: string, opts: { labelSelector?: string } = {}): Promise<ObjectList<T>> {
-    const res = await this.send("GET", collectionPath(type, namespace), { query: { labelSelector: opts.labelSelector } });
-    const body = this.decode<{ items?: T[]; metadata?: { resourceVersion?: string } }>(res, "LIST", type.kind, "");
-    const items = (body.items ?? []).map((item) => withTypeMeta(item, type));
-    return { items, resourceVersion: body.metadata?.resourceVersion ?? "" };
+    const list = await call("LIST", type.kind, "", () =>
+      this.objects.list<T>(apiVersionOf(type), type.kind, namespace, undefined, undefined, undefined, undefined, opts.labelSelector),
+    );
+    return { items: list.items.map((item) => withTypeMeta(item, type)), resourceVersion: list.metadata?.resourceVersion ?? "" };
   }
 
-  async create<T extends KubernetesObject>(type: ResourceType, obj: T, opts: { fieldManager?: string } = {}): Promise<T> {
-    const res = await this.send("POST", collectionPath(type, obj.metadata?.namespace), {
-      body: obj,
-      contentType: "application/json",
-      query: { fieldManager: opts.fieldManager },
-    });
-    return this.decode<T>(res, "POST", type.kind, obj.metadata?.name ?? "");
+  create<T extends KubernetesObject>(type: ResourceType, obj: T, opts: { fieldManager?: string } = {}): Promise<T> {
+    return call("POST", type.kind, obj.metadata?.name ?? "", () => this.objects.create(obj, undefined, undefined, opts.fieldManager));
   }
 
   /** PUT with the object's resourceVersion: optimistic concurrency (409 on a lost race). */
-  async replace<T extends KubernetesObject>(type: ResourceType, obj: T, opts: { fieldManager?: string; subresource?: string } = {}): Promise<T> {
-    const name = obj.metadata?.name ?? "";
-    const res = await this.send("PUT", objectPath(type, obj.metadata?.namespace, name, opts.subresource), {
-      body: obj,
-      contentType: "application/json",
-      query: { fieldManager: opts.fieldManager },
-    });
-    return this.decode<T>(res, "PUT", type.kind, name);
+  replace<T extends KubernetesObject>(type: ResourceType, obj: T, opts: { fieldManager?: string } = {}): Promise<T> {
+    return call("PUT", type.kind, obj.metadata?.name ?? "", () => this.objects.replace(obj, undefined, undefined, opts.fieldManager));
   }
 
   /**
    * Server-side apply: the body is the full intent of `fieldManager`; fields it
    * applied before and omits now are removed, fields others own are kept.
    */
-  async apply<T extends KubernetesObject>(type: ResourceType, obj: T, opts: ApplyOptions): Promise<T> {
+  apply<T extends KubernetesObject>(type: ResourceType, obj: T, opts: ApplyOptions): Promise<T> {
     const name = obj.metadata?.name ?? "";
-    const res = await this.send("PATCH", objectPath(type, obj.metadata?.namespace, name, opts.subresource), {
-      // JSON is valid YAML, so the apply-patch+yaml content type accepts it as is.
-      body: obj,
-      contentType: "application/apply-patch+yaml",
-      query: { fieldManager: opts.fieldManager, force: opts.force },
-    });
-    return this.decode<T>(res, "APPLY", type.kind, name);
+    if (opts.subresource === "status") {
+      return call("APPLY", type.kind, name, () =>
+        this.custom.patchNamespacedCustomObjectStatus(
+          { ...customCoordinates(type, obj.metadata?.namespace, name), body: obj, fieldManager: opts.fieldManager, ...(opts.force !== undefined ? { force: opts.force } : {}) },
+          setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply),
+        ) as Promise<T>,
+      );
+    }
+    return call("APPLY", type.kind, name, () => this.objects.patch(obj, undefined, undefined, opts.fieldManager, opts.force, PatchStrategy.ServerSideApply));
   }
 
-  /** JSON merge patch (RFC 7386), optionally on a subresource such as `status`. */
-  async mergePatch<T extends KubernetesObject>(
+  /** JSON merge patch (RFC 7386), optionally on the `status` subresource of a custom resource. */
+  mergePatch<T extends KubernetesObject>(
     type: ResourceType,
     namespace: string | undefined,
     name: string,
-    patch: unknown,
-    opts: { subresource?: string; fieldManager?: string } = {},
+    patch: Record<string, unknown>,
+    opts: { subresource?: "status"; fieldManager?: string } = {},
   ): Promise<T> {
-    const res = await this.send("PATCH", objectPath(type, namespace, name, opts.subresource), {
-      body: patch,
-      contentType: "application/merge-patch+json",
-      query: { fieldManager: opts.fieldManager },
-    });
-    return this.decode<T>(res, "PATCH", type.kind, name);
+    if (opts.subresource === "status") {
+      return call("PATCH", type.kind, name, () =>
+        this.custom.patchNamespacedCustomObjectStatus(
+          { ...customCoordinates(type, namespace, name), body: patch, ...(opts.fieldManager !== undefined ? { fieldManager: opts.fieldManager } : {}) },
+          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+        ) as Promise<T>,
+      );
+    }
+    // The object API finds the path from apiVersion/kind/metadata: the patch carries them.
+    const meta = (patch["metadata"] ?? {}) as Record<string, unknown>;
+    const body = { ...patch, apiVersion: apiVersionOf(type), kind: type.kind, metadata: { ...meta, name, ...(namespace !== undefined ? { namespace } : {}) } };
+    return call("PATCH", type.kind, name, () => this.objects.patch(body as T, undefined, undefined, opts.fieldManager, undefined, PatchStrategy.MergePatch));
   }
 
   /** Deletes one object; false when it was already gone. */
   async delete(type: ResourceType, namespace: string | undefined, name: string, opts: { propagationPolicy?: string } = {}): Promise<boolean> {
-    const res = await this.send("DELETE", objectPath(type, namespace, name), {
-      body: { kind: "DeleteOptions", apiVersion: "v1", ...(opts.propagationPolicy ? { propagationPolicy: opts.propagationPolicy } : {}) },
-      contentType: "application/json",
-    });
-    if (res.status === 404) return false;
-    this.decode(res, "DELETE", type.kind, name);
-    return true;
-  }
-
-  /**
-   * Streams watch events until the server ends the stream (resolve) or the
-   * request fails (reject with {@link KubeApiError}; 410 when the resource
-   * version is too old). Abort with `opts.signal` to stop early (resolves).
-   */
-  async watch(type: ResourceType, namespace: string | undefined, opts: WatchOptions, onEvent: (ev: WatchEvent) => void): Promise<void> {
-    const query = {
-      watch: true,
-      resourceVersion: opts.resourceVersion,
-      labelSelector: opts.labelSelector,
-      allowWatchBookmarks: opts.allowWatchBookmarks,
-      timeoutSeconds: opts.timeoutSeconds,
-    };
-    // A connection that dies silently would hang the watch forever: give up
-    // when nothing (not even a bookmark) arrived well past the server timeout.
-    const idleMs = ((opts.timeoutSeconds ?? 300) + 60) * 1000;
-    const req = await this.open("GET", collectionPath(type, namespace), { query, idleMs, ...(opts.signal ? { signal: opts.signal } : {}) });
-    let res: http.IncomingMessage;
+    const header = { apiVersion: apiVersionOf(type), kind: type.kind, metadata: { name, ...(namespace !== undefined ? { namespace } : {}) } };
     try {
-      res = await req.response;
+      await this.objects.delete(header, undefined, undefined, undefined, undefined, opts.propagationPolicy);
+      return true;
     } catch (err) {
-      if (opts.signal?.aborted) return;
-      throw err;
+      const e = toApiError(err, "DELETE", type.kind, name);
+      if (e.status === 404) return false;
+      throw e;
     }
-    if (res.statusCode !== 200) {
-      const text = await readAll(res);
-      throw toApiError(res.statusCode ?? 0, text, "WATCH", type.kind, "");
-    }
-    await new Promise<void>((resolve, reject) => {
-      const lines = createInterface({ input: res });
-      lines.on("line", (line) => {
-        if (line.trim() === "") return;
-        let ev: WatchEvent;
-        try {
-          ev = JSON.parse(line) as WatchEvent;
-        } catch {
-          return;
-        }
-        if (ev.type !== "ERROR" && ev.type !== "BOOKMARK") ev.object = withTypeMeta(ev.object, type);
-        onEvent(ev);
-      });
-      lines.on("close", () => resolve());
-      // readline re-emits the stream's errors; both must be handled (an aborted watch is a clean end).
-      const onError = (err: Error): void => (opts.signal?.aborted ? resolve() : reject(err));
-      res.on("error", onError);
-      lines.on("error", onError);
-    });
   }
+}
 
-  /** Closes idle keep-alive sockets. */
-  close(): void {
-    this.agent.destroy();
+/** The CustomObjectsApi coordinates of one object of a namespaced custom kind. */
+function customCoordinates(type: ResourceType, namespace: string | undefined, name: string) {
+  if (type.group === "" || !type.namespaced || namespace === undefined) {
+    throw new Error(`status subresource writes are supported for namespaced custom resources only (${type.kind})`);
   }
+  return { group: type.group, version: type.version, plural: type.plural, namespace, name };
+}
 
-  private async send(method: string, path: string, opts: RequestOptions): Promise<{ status: number; text: string }> {
-    const req = await this.open(method, path, { idleMs: 60_000, ...opts });
-    const res = await req.response;
-    return { status: res.statusCode ?? 0, text: await readAll(res) };
-  }
-
-  private async open(method: string, path: string, opts: RequestOptions): Promise<{ response: Promise<http.IncomingMessage> }> {
-    const url = new URL(this.server.toString().replace(/\/$/, "") + path);
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { Accept: "application/json", "User-Agent": "interlace-operator" };
-    const auth = await this.authorization();
-    if (auth) headers["Authorization"] = auth;
-    const reqOpts: https.RequestOptions = { method, agent: this.agent, headers };
-    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    if (body !== undefined) {
-      headers["Content-Type"] = opts.contentType ?? "application/json";
-      headers["Content-Length"] = String(Buffer.byteLength(body));
-    }
-    const mod = url.protocol === "https:" ? https : http;
-    const response = new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = mod.request(url, { ...reqOpts, ...(opts.signal ? { signal: opts.signal } : {}) }, resolve);
-      req.on("error", reject);
-      if (opts.idleMs !== undefined) req.setTimeout(opts.idleMs, () => req.destroy(new Error(`no data for ${opts.idleMs} ms`)));
-      if (body !== undefined) req.write(body);
-      req.end();
-    });
-    return { response };
-  }
-
-  /** Bearer token (a token file is re-read every minute: projected tokens rotate) or basic auth. */
-  private async authorization(): Promise<string | undefined> {
-    const { token, tokenFile, username, password } = this.access;
-    if (tokenFile) {
-      if (!this.token || Date.now() - this.token.readAt > 60_000) {
-        this.token = { value: (await readFile(tokenFile, "utf8")).trim(), readAt: Date.now() };
-      }
-      return `Bearer ${this.token.value}`;
-    }
-    if (token) return `Bearer ${token}`;
-    if (username !== undefined) return `Basic ${Buffer.from(`${username}:${password ?? ""}`).toString("base64")}`;
-    return undefined;
-  }
-
-  private decode<T>(res: { status: number; text: string }, verb: string, kind: string, name: string): T {
-    if (res.status < 200 || res.status > 299) throw toApiError(res.status, res.text, verb, kind, name);
-    return JSON.parse(res.text) as T;
+async function call<T>(verb: string, kind: string, name: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toApiError(err, verb, kind, name);
   }
 }
 
 /** Lists drop apiVersion/kind from items; put them back so objects are self-describing. */
 function withTypeMeta<T extends KubernetesObject>(obj: T, type: ResourceType): T {
   if (obj.kind !== undefined && obj.apiVersion !== undefined) return obj;
-  const apiVersion = type.group === "" ? type.version : `${type.group}/${type.version}`;
-  return { ...obj, apiVersion, kind: type.kind };
+  return Object.assign(obj, { apiVersion: apiVersionOf(type), kind: type.kind });
 }
 
-function readAll(res: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    res.on("data", (c: Buffer) => chunks.push(c));
-    res.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    res.on("error", reject);
-  });
-}
-
-function toApiError(status: number, text: string, verb: string, kind: string, name: string): KubeApiError {
-  let reason = "";
-  let message = text.slice(0, 500);
-  try {
-    const body = JSON.parse(text) as { reason?: string; message?: string };
-    reason = body.reason ?? "";
-    message = body.message ?? message;
-  } catch {
-    // not a Status object; keep the raw text
+/** `ApiException` (code + raw body, a Status object as text or parsed) → {@link KubeApiError}; anything else passes through wrapped. */
+export function toApiError(err: unknown, verb: string, kind: string, name: string): KubeApiError {
+  if (err instanceof KubeApiError) return err;
+  if (!(err instanceof ApiException)) {
+    return new KubeApiError(0, "", `${verb} ${kind}${name ? ` ${name}` : ""}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  return new KubeApiError(status, reason, `${verb} ${kind}${name ? ` ${name}` : ""}: ${status} ${reason}: ${message}`);
+  const status = (err as ApiException<unknown>).code;
+  const raw = (err as ApiException<unknown>).body;
+  let body: { reason?: string; message?: string } = {};
+  if (typeof raw === "string") {
+    try {
+      body = JSON.parse(raw) as typeof body;
+    } catch {
+      body = { message: raw.slice(0, 500) };
+    }
+  } else if (raw && typeof raw === "object") body = raw as typeof body;
+  const reason = body.reason ?? "";
+  return new KubeApiError(status, reason, `${verb} ${kind}${name ? ` ${name}` : ""}: ${status} ${reason}: ${body.message ?? ""}`, { cause: err });
 }

@@ -8,28 +8,14 @@
  * retry period and steps down when it cannot renew within the renew deadline;
  * on a graceful stop it releases the lease so a standby takes over at once.
  */
+import { V1MicroTime, type CoordinationV1Api, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { KubeClient } from "./kube-client.js";
-import { isConflict } from "./errors.js";
-import { CoreTypes } from "./resource-type.js";
+import { toApiError } from "./kube-client.js";
 import { abortableDelay } from "./delay.js";
 
-/** The Lease fields the algorithm reads and writes. */
-interface Lease {
-  apiVersion: "coordination.k8s.io/v1";
-  kind: "Lease";
-  metadata: { name: string; namespace: string; resourceVersion?: string };
-  spec?: {
-    holderIdentity?: string | null;
-    leaseDurationSeconds?: number;
-    acquireTime?: string | null;
-    renewTime?: string | null;
-    leaseTransitions?: number;
-  };
-}
-
 export interface LeaderElectionOptions {
-  client: Pick<KubeClient, "get" | "create" | "replace">;
+  /** The library's Lease API (`kubeConfig.makeApiClient(CoordinationV1Api)`). */
+  leases: Pick<CoordinationV1Api, "readNamespacedLease" | "createNamespacedLease" | "replaceNamespacedLease">;
   namespace: string;
   name: string;
   /** Unique per candidate (pod name + a random suffix). */
@@ -66,9 +52,14 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, fallback: T): Pro
   }
 }
 
-/** Kubernetes MicroTime: RFC 3339 with exactly six fractional digits. */
-function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+/** Kubernetes MicroTime (the library's `V1MicroTime` writes six fractional digits). */
+function microTime(ms: number): V1MicroTime {
+  return new V1MicroTime(ms);
+}
+
+/** A MicroTime as read back (the library leaves the wire string) or as written (a Date), as one comparable string. */
+function timeKey(t: Date | string | null | undefined): string {
+  return t instanceof Date ? t.toISOString() : (t ?? "");
 }
 
 /** One candidate in a leader election. */
@@ -131,60 +122,78 @@ export class LeaderElector {
 
   /** One attempt: true when we hold the lease afterwards. */
   async tryAcquireOrRenew(callbacks?: Pick<LeaderCallbacks, "onNewLeader">): Promise<boolean> {
-    const { client, namespace, name, identity, log } = this.opts;
+    const { leases, namespace, name, identity, log } = this.opts;
     const now = this.now();
     const durationSeconds = Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000));
     try {
-      const lease = await client.get<Lease>(CoreTypes.Lease, namespace, name);
+      const lease = await this.read();
       if (!lease) {
-        await client.create<Lease>(CoreTypes.Lease, {
-          apiVersion: "coordination.k8s.io/v1",
-          kind: "Lease",
-          metadata: { name, namespace },
-          spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+        const renewTime = microTime(now);
+        await leases.createNamespacedLease({
+          namespace,
+          body: {
+            apiVersion: "coordination.k8s.io/v1",
+            kind: "Lease",
+            metadata: { name, namespace },
+            spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: renewTime, renewTime, leaseTransitions: 0 },
+          },
         });
-        this.observe(identity, `${identity}@${microTime(now)}`, now, callbacks);
+        this.observe(identity, `${identity}@${timeKey(renewTime)}`, now, callbacks);
         return true;
       }
       const spec = lease.spec ?? {};
       const holder = spec.holderIdentity ?? "";
-      this.observe(holder, `${holder}@${spec.renewTime ?? ""}`, now, callbacks);
+      this.observe(holder, `${holder}@${timeKey(spec.renewTime)}`, now, callbacks);
       const heldByOther = holder !== "" && holder !== identity;
       const expired = this.observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 <= now;
       if (heldByOther && !expired) return false;
       const transition = holder !== identity;
-      const next: Lease = {
-        ...lease,
-        spec: {
-          holderIdentity: identity,
-          leaseDurationSeconds: durationSeconds,
-          acquireTime: transition ? microTime(now) : (spec.acquireTime ?? microTime(now)),
-          renewTime: microTime(now),
-          leaseTransitions: (spec.leaseTransitions ?? 0) + (transition && holder !== "" ? 1 : 0),
+      const renewTime = microTime(now);
+      await leases.replaceNamespacedLease({
+        namespace,
+        name,
+        body: {
+          ...lease,
+          spec: {
+            holderIdentity: identity,
+            leaseDurationSeconds: durationSeconds,
+            acquireTime: transition ? renewTime : (spec.acquireTime ?? renewTime),
+            renewTime,
+            leaseTransitions: (spec.leaseTransitions ?? 0) + (transition && holder !== "" ? 1 : 0),
+          },
         },
-      };
-      await client.replace<Lease>(CoreTypes.Lease, next);
-      this.observe(identity, `${identity}@${next.spec?.renewTime ?? ""}`, now, callbacks);
+      });
+      this.observe(identity, `${identity}@${timeKey(renewTime)}`, now, callbacks);
       return true;
     } catch (err) {
-      if (!isConflict(err)) log.warn({ err, lease: name }, "lease acquire/renew failed");
+      const e = toApiError(err, "LEASE", "Lease", name);
+      if (e.status !== 409) log.warn({ err: e, lease: name }, "lease acquire/renew failed");
       return false;
+    }
+  }
+
+  /** The lease, or null when there is none. */
+  private async read(): Promise<V1Lease | null> {
+    try {
+      return await this.opts.leases.readNamespacedLease({ namespace: this.opts.namespace, name: this.opts.name });
+    } catch (err) {
+      if (toApiError(err, "GET", "Lease", this.opts.name).status === 404) return null;
+      throw err;
     }
   }
 
   /** Gives the lease up (holder cleared) so a standby need not wait for expiry. */
   private async release(): Promise<void> {
-    const { client, namespace, name, identity, log } = this.opts;
+    const { leases, namespace, name, identity, log } = this.opts;
     try {
-      const lease = await client.get<Lease>(CoreTypes.Lease, namespace, name);
-      if (!lease || lease.spec?.holderIdentity !== identity) return;
-      await client.replace<Lease>(CoreTypes.Lease, {
-        ...lease,
-        spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime(this.now()) },
-      });
+      const lease = await this.read();
+      if (!lease?.spec || lease.spec.holderIdentity !== identity) return;
+      // A PUT replaces the spec: leaving holderIdentity out clears it.
+      const { holderIdentity: _released, ...rest } = lease.spec;
+      await leases.replaceNamespacedLease({ namespace, name, body: { ...lease, spec: { ...rest, leaseDurationSeconds: 1, renewTime: microTime(this.now()) } } });
       log.info({ identity, lease: name }, "released leadership");
     } catch (err) {
-      log.warn({ err, lease: name }, "lease release failed");
+      log.warn({ err: toApiError(err, "PUT", "Lease", name), lease: name }, "lease release failed");
     }
   }
 

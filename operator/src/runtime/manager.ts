@@ -5,7 +5,7 @@
  * run only on the leader. Ready (`/readyz`) once every informer has synced.
  */
 import type { Server } from "node:http";
-import type { KubernetesObject } from "@kubernetes/client-node";
+import { CoordinationV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { serveProbes } from "../../../common/src/index.js";
 import type { OperatorMetrics } from "../metrics.js";
@@ -111,7 +111,7 @@ export class Manager {
       for (const c of this.controllers) c.start();
       return;
     }
-    this.elector = new LeaderElector({ client: this.opts.client, log, ...le });
+    this.elector = new LeaderElector({ leases: this.opts.client.kubeConfig.makeApiClient(CoordinationV1Api), log, ...le });
     this.election = this.elector.run(this.abort.signal, {
       onStartedLeading: () => {
         metrics.leader.set(1);
@@ -141,6 +141,5 @@ export class Manager {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
-    this.opts.client.close();
   }
 }

@@ -29,12 +29,6 @@ export function collectionPath(type: ResourceType, namespace?: string): string {
   return `${groupVersionPath(type)}${ns}/${type.plural}`;
 }
 
-/** The path of one object, optionally a subresource (`status`). */
-export function objectPath(type: ResourceType, namespace: string | undefined, name: string, subresource?: string): string {
-  const sub = subresource === undefined ? "" : `/${subresource}`;
-  return `${collectionPath(type, namespace)}/${encodeURIComponent(name)}${sub}`;
-}
-
 /** The built-in kinds the operator creates or reads. */
 export const CoreTypes = {
   Deployment: { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
