@@ -122,3 +122,17 @@ t.test("watches that end at once with nothing in them are paced, not spun", asyn
   t.same(delays, [100, 200, 400]);
   t.equal(calls().lists, 1, "no relist: the resume point is still valid");
 });
+
+t.test("a stop that lands while the list is in flight opens no watch", async (t) => {
+  let releaseList: () => void = () => {};
+  const listGate = new Promise<void>((resolve) => (releaseList = resolve));
+  const { client, watch, calls } = scripted([() => listGate], []);
+  const inf = new Informer({ client, watch, type: CoreTypes.ConfigMap, log: testLogger("inf") });
+  inf.start();
+  await until(() => calls().lists === 1);
+  const stopped = inf.stop();
+  releaseList();
+  await stopped;
+  await new Promise((r) => setTimeout(r, 20));
+  t.equal(calls().watches, 0, "no watch left open after stop");
+});

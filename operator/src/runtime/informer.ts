@@ -79,6 +79,8 @@ export class PacedWatch extends Watch {
       timeoutSeconds: number;
       /** A watch opened: `ListWatch` has applied the list before it. */
       onOpen: () => void;
+      /** True once the informer stopped. */
+      stopped: () => boolean;
       /** How long to wait before reporting the end of a watch that ended at once and empty (0: none). */
       emptyEnd: (quick: boolean) => number;
       delay: (ms: number) => Promise<void>;
@@ -89,6 +91,14 @@ export class PacedWatch extends Watch {
   }
 
   override async watch(path: string, query: Record<string, string | number | boolean | undefined>, callback: (phase: string, obj: any, raw?: any) => void, done: (err: any) => void): Promise<AbortController> {
+    // ListWatch checks for stop() only before it lists; a stop() that lands
+    // during the list would otherwise still open a watch that nobody closes.
+    if (this.hooks.stopped()) {
+      const ac = new AbortController();
+      ac.abort();
+      queueMicrotask(() => done(null));
+      return ac;
+    }
     this.hooks.onOpen();
     const startedAt = Date.now();
     let events = 0;
@@ -127,6 +137,7 @@ export class Informer<T extends KubernetesObject> {
       onOpen: () => {
         if (this.listCount > 0) this.markSynced();
       },
+      stopped: () => !this.running,
       emptyEnd: (quick) => {
         if (!quick) {
           this.failures = 0;
