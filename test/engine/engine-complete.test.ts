@@ -89,3 +89,38 @@ t.test("async-naive restarts: the policy resumes from the history", async (t) =>
   t.equal(r3.content, " end");
   t.equal(internals.runtime.sequences.length, 2);
 });
+
+t.test("sync clients: tool messages (toolCallId) count as delivered results for a policy", async (t) => {
+  const policy = {
+    type: "lpt-dag" as const,
+    calls: [
+      { id: "a", tool: "echo", arguments: { text: "a" }, dependsOn: [] },
+      { id: "b", tool: "echo", arguments: { text: "b" }, dependsOn: ["a"] },
+    ],
+    finalText: " all done",
+  };
+  const user = { role: "user" as const, content: "go" };
+  const r1 = await engine.complete({ messages: [user], tools: TOOLS, policy });
+  t.equal(r1.finishReason, "tool_calls");
+  t.same(r1.toolCalls.map((c) => c.id), ["a"]);
+  t.equal(r1.scripted, true);
+  const r2 = await engine.complete({
+    messages: [user, { role: "assistant", content: r1.raw }, { role: "tool", content: "echo a", toolCallId: "a" }],
+    tools: TOOLS,
+    policy,
+  });
+  t.same(r2.toolCalls.map((c) => c.id), ["b"], "a's result is in: b is next");
+  const r3 = await engine.complete({
+    messages: [
+      user,
+      { role: "assistant", content: r1.raw },
+      { role: "tool", content: "echo a", toolCallId: "a" },
+      { role: "assistant", content: r2.raw },
+      { role: "tool", content: "echo b", toolCallId: "b" },
+    ],
+    tools: TOOLS,
+    policy,
+  });
+  t.equal(r3.finishReason, "stop");
+  t.equal(r3.content, " all done");
+});

@@ -35,7 +35,12 @@ export interface InterruptInput {
  * call blocks, and return what was generated. Resident KV prefixes are reused.
  */
 export interface CompletionRequest {
-  messages: ChatMessage[];
+  /**
+   * The conversation. A `tool` message carries the raw result as `content` and
+   * the id of the call it answers as `toolCallId`; the renderer writes it as
+   * `[INTR] toolCallId [HEAD] content [END]` (do not wrap it yourself).
+   */
+  messages: (ChatMessage & { toolCallId?: string })[];
   tools: ToolSpec[];
   maxTokens?: number;
   temperature?: number;

@@ -244,9 +244,11 @@ class LockstepEngine implements Engine {
     if (policy !== undefined) {
       // A policy resumes where the history stops: calls and results after the last user message.
       const lastUser = messages.map((m) => m.role).lastIndexOf("user");
-      const history = scanTranscript(messages.slice(lastUser + 1).map((m) => m.content).join("\n"));
+      const after = messages.slice(lastUser + 1);
+      const history = scanTranscript(after.map((m) => m.content).join("\n"));
       for (const id of history.emittedCalls) (s.view.emittedCalls.add(id), s.usedCallIds.add(id));
       for (const id of history.injected) s.view.injected.add(id);
+      for (const m of after) if (m.role === "tool" && m.toolCallId !== undefined) s.view.injected.add(m.toolCallId);
     }
     const onText = request.onText;
     if (onText !== undefined) {
