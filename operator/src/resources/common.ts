@@ -3,7 +3,7 @@
  * the operator's config, the label set, names derived from the owner, the
  * controller owner reference and the restricted pod security settings.
  */
-import type { KubernetesObject, V1Container, V1OwnerReference, V1PodSecurityContext, V1SecurityContext } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Container, V1OwnerReference, V1PodSecurityContext, V1SecurityContext, V1Service } from "@kubernetes/client-node";
 
 /** Operator-wide settings the builders need (one-to-one with operator flags). */
 export interface BuildOptions {
@@ -100,3 +100,20 @@ export const POD_NAME_ENV = { name: "POD_NAME", valueFrom: { fieldRef: { fieldPa
 
 /** The root filesystem is read-only: anything that writes under $HOME (caches) writes to the /tmp emptyDir. */
 export const HOME_ENV = { name: "HOME", value: "/tmp" };
+
+/**
+ * A headless Service over a component's pods, port `http`: DNS returns every
+ * ready pod (the router picks an engine), and a ServiceMonitor scrapes /metrics.
+ */
+export function buildHeadlessService(owner: Owner, name: string, component: string): V1Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: childMeta(owner, name, component),
+    spec: {
+      clusterIP: "None",
+      selector: selectorLabels(component, owner.metadata.name ?? ""),
+      ports: [{ name: "http", port: POD_PORT, targetPort: "http", protocol: "TCP" }],
+    },
+  };
+}

@@ -20,6 +20,7 @@ import {
   POD_NAME_ENV,
   POD_PORT,
   POD_SECURITY,
+  buildHeadlessService,
   childMeta,
   httpProbes,
   selectorLabels,
@@ -177,16 +178,7 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1D
 
 /** The headless Service: DNS returns every ready engine pod, the router picks one. */
 export function buildEngineService(pool: EnginePool): V1Service {
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: childMeta(pool, engineChildName(pool), ENGINE_COMPONENT),
-    spec: {
-      clusterIP: "None",
-      selector: selectorLabels(ENGINE_COMPONENT, pool.metadata.name ?? ""),
-      ports: [{ name: "http", port: POD_PORT, targetPort: "http", protocol: "TCP" }],
-    },
-  };
+  return buildHeadlessService(pool, engineChildName(pool), ENGINE_COMPONENT);
 }
 
 /** At most one engine pod voluntarily disrupted at a time (each holds live sessions' KV state). */

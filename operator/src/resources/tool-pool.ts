@@ -11,7 +11,7 @@ import type { V1ConfigMap, V1Deployment, V1Service } from "@kubernetes/client-no
 import { stringify } from "yaml";
 import type { ToolRunnerConfig, RunnerToolSpec, ToolImplementation } from "../../../common/src/protocol/index.js";
 import type { ToolDefinition, ToolPool } from "../api/index.js";
-import { CONTAINER_SECURITY, HOME_ENV, POD_NAME_ENV, POD_PORT, POD_SECURITY, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
+import { CONTAINER_SECURITY, HOME_ENV, POD_NAME_ENV, POD_PORT, POD_SECURITY, buildHeadlessService, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
 
 export const TOOLRUNNER_COMPONENT = "toolrunner";
 export const TOOLRUNNER_COMMAND = ["node", "dist/operator/src/toolrunner/main.js"];
@@ -136,14 +136,5 @@ export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConf
  * selects to scrape each runner's /metrics.
  */
 export function buildToolRunnerService(pool: ToolPool): V1Service {
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: childMeta(pool, toolPoolChildName(pool), TOOLRUNNER_COMPONENT),
-    spec: {
-      clusterIP: "None",
-      selector: selectorLabels(TOOLRUNNER_COMPONENT, pool.metadata.name ?? ""),
-      ports: [{ name: "http", port: POD_PORT, targetPort: "http", protocol: "TCP" }],
-    },
-  };
+  return buildHeadlessService(pool, toolPoolChildName(pool), TOOLRUNNER_COMPONENT);
 }

@@ -5,6 +5,7 @@
  * 5xx, 429 and network errors; others are never retried (a repeated POST
  * could act twice).
  */
+import { abortableDelay } from "../../../../common/src/builtin-tools/index.js";
 import { ToolFailure, type ToolImpl, type ToolRunContext } from "./tool-impl.js";
 
 export interface HttpImplOptions {
@@ -20,21 +21,6 @@ export interface HttpImplOptions {
 function excerpt(text: string, max = 300): string {
   const oneLine = text.replace(/\s+/g, " ").trim();
   return oneLine.length > max ? `${oneLine.slice(0, max)}…` : oneLine;
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 export function createHttpImpl(options: HttpImplOptions): ToolImpl {
@@ -75,7 +61,7 @@ export function createHttpImpl(options: HttpImplOptions): ToolImpl {
         if ("output" in r) return r.output;
         last = r.error;
         if (!r.retryable) break;
-        if (i + 1 < attempts) await delay(backoffMs * 2 ** i * (0.5 + Math.random()), ctx.signal);
+        if (i + 1 < attempts) await abortableDelay(backoffMs * 2 ** i * (0.5 + Math.random()), ctx.signal);
       }
       const suffix = ctx.idempotent ? (attempts > 1 ? ` (after ${attempts} attempts)` : "") : " (not retried: the tool is not idempotent)";
       throw new ToolFailure(`${last?.message ?? "request failed"}${suffix}`);
