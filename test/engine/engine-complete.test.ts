@@ -124,3 +124,34 @@ t.test("sync clients: tool messages (toolCallId) count as delivered results for 
   t.equal(r3.finishReason, "stop");
   t.equal(r3.content, " all done");
 });
+
+t.test("an aborted completion stays resident: the restarted request prefills only what is new", async (t) => {
+  const messages = [{ role: "user" as const, content: "keep going until interrupted" }];
+  const abort = new AbortController();
+  let streamed = "";
+  const pieces = Array.from({ length: 40 }, (_, i) => ` step ${i}`);
+  await t.rejects(
+    engine.complete({
+      messages,
+      tools: TOOLS,
+      stopAtCalls: "never",
+      policy: { type: "text", pieces },
+      signal: abort.signal,
+      onText: (text) => {
+        streamed += text;
+        if (streamed.length > 40) abort.abort();
+      },
+    }),
+    "the aborted request ends without a result",
+  );
+  // Async-naive restart: same history, what was streamed, then an interrupt.
+  const restarted = await engine.complete({
+    messages: [...messages, { role: "assistant", content: `${streamed}[INTR] u1 [HEAD] new input [END]` }],
+    tools: TOOLS,
+    stopAtCalls: "never",
+    continueAssistant: true,
+    maxTokens: 2,
+  });
+  t.ok(restarted.usage.reusedPrefixTokens > restarted.usage.promptTokens * 0.8, `reused ${restarted.usage.reusedPrefixTokens} of ${restarted.usage.promptTokens} prompt tokens`);
+  t.ok(restarted.usage.prefilledTokens < 40, `prefilled ${restarted.usage.prefilledTokens}: the streamed tail and the interrupt, not the history`);
+});

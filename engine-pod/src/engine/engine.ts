@@ -1065,7 +1065,10 @@ class LockstepEngine implements Engine {
     s.gen = null;
     const paused = s.paused;
     s.paused = undefined;
-    const keepResident = (reason === "eos" || reason === "max_tokens") && this.options.prefixCache && s.config.prefixReuse;
+    // An aborted completion's cells are still a valid prefix: async-naive clients
+    // abort and restart with the same history plus an interrupt, so keep them.
+    const reusable = reason === "eos" || reason === "max_tokens" || (reason === "cancelled" && s.config.kind === "completion");
+    const keepResident = reusable && this.options.prefixCache && s.config.prefixReuse;
     const cleanup = async (): Promise<void> => {
       await gen?.return();
       if (paused !== undefined) await this.kv.discard(paused);
