@@ -6,6 +6,7 @@
  * extensions (`interlace_raw_cml`, `interlace_continue`, `interlace_policy`).
  */
 import t from "tap";
+import { toChatMessages } from "../../engine-pod/src/server/index.js";
 import { postJson, sseFrames, startTestPod } from "./helpers.js";
 
 const { base } = await startTestPod(t);
@@ -152,4 +153,13 @@ t.test("bad completion requests → 400 with the reason", async (t) => {
     t.match(err.error.message, message);
     t.equal(err.error.type, "invalid_request_error", "OpenAI error shape");
   }
+});
+
+t.test("a tool message keeps its raw content and call id (the prompt renderer writes the one [INTR] block)", async (t) => {
+  const messages = toChatMessages([
+    { role: "user", content: "weather?" },
+    { role: "tool", tool_call_id: "call_w", content: "sunny" },
+  ]);
+  t.same(messages[1], { role: "tool", content: "sunny", toolCallId: "call_w" });
+  t.notMatch(messages[1]!.content, /\[INTR\]/, "not wrapped here as well");
 });

@@ -9,7 +9,6 @@
 import {
   ErrorCode,
   formatCallBlock,
-  formatInterruptBlock,
   type ChatMessage,
   type ScriptedPolicySpec,
   type ToolSpec,
@@ -76,10 +75,10 @@ function toolCallsText(value: unknown, where: string): string {
     .join("");
 }
 
-/** OpenAI messages → engine chat messages. */
-export function toChatMessages(value: unknown): ChatMessage[] {
+/** OpenAI messages → engine chat messages; a tool result carries the id of the call it answers. */
+export function toChatMessages(value: unknown): (ChatMessage & { toolCallId?: string })[] {
   if (!Array.isArray(value) || value.length === 0) throw bad(`"messages" must be a non-empty array`);
-  return value.map((m, i): ChatMessage => {
+  return value.map((m, i): ChatMessage & { toolCallId?: string } => {
     const where = `messages[${i}]`;
     if (!isObject(m)) throw bad(`${where} must be an object`);
     const content = contentText(m["content"], `${where}.content`);
@@ -94,7 +93,8 @@ export function toChatMessages(value: unknown): ChatMessage[] {
       case "tool": {
         const id = m["tool_call_id"];
         if (typeof id !== "string" || !CALL_ID.test(id)) throw bad(`${where}.tool_call_id must be the id of an earlier tool call`);
-        return { role: "tool", content: formatInterruptBlock(id, content) };
+        // The prompt renderer writes it as `[INTR] id [HEAD] content [END]`, content as plain text.
+        return { role: "tool", content, toolCallId: id };
       }
       default:
         throw bad(`${where}.role must be one of "system", "developer", "user", "assistant", "tool", got ${JSON.stringify(m["role"])}`);
