@@ -13,7 +13,7 @@ import type { CostModel } from "./cost-model.js";
 export interface CalibrateOptions {
   /** Directory for the state files (a tmpfs). */
   swapDir: string;
-  /** Prefill chunk sizes; three or more let the fit see the quadratic term. Default [32, 128, 320]. */
+  /** Prefill chunk sizes; three or more let the fit see the quadratic term. Default [32, 192, 512]. */
   sizes?: number[];
   /** Decode steps timed. Default 8. */
   decodeSteps?: number;
@@ -28,7 +28,7 @@ export interface CalibrateOptions {
  */
 export async function calibrateCostModel(sequence: LlamaContextSequence, options: CalibrateOptions): Promise<CostModel> {
   const started = performance.now();
-  const sizes = [...(options.sizes ?? [32, 128, 320])].sort((a, b) => a - b).filter((n) => n > 0 && n < sequence.contextSize);
+  const sizes = [...(options.sizes ?? [32, 192, 512])].sort((a, b) => a - b).filter((n) => n > 0 && n < sequence.contextSize);
   if (sizes.length === 0) throw new Error("calibration needs at least one chunk size below the context size");
   const largest = sizes[sizes.length - 1] ?? 1;
   const tokens = options.tokens ?? fillerTokens(sequence.model, largest + 16);
@@ -93,6 +93,13 @@ export async function calibrateCostModel(sequence: LlamaContextSequence, options
     source: "measured",
     calibratedAt: new Date().toISOString(),
     calibrationMs: performance.now() - started,
+    samples: prefill.map((p, i) => ({
+      tokens: p.x,
+      prefillMs: p.y,
+      stateBytes: bytes[i]?.y ?? 0,
+      saveMs: save[i]?.y ?? 0,
+      loadMs: load[i]?.y ?? 0,
+    })),
   };
 }
 
@@ -184,23 +191,26 @@ export function fitLine(points: readonly Point[]): { intercept: number; slope: n
  * Prefill time p0 + p1·n + p2·n² by non-negative least squares: every subset
  * of the three terms is solved by ordinary least squares and the best fit
  * whose coefficients are all ≥ 0 wins (noise must never predict free or
- * shrinking prefill). Needs three sizes to see the quadratic term.
+ * shrinking prefill). At most n−1 terms for n points; three sizes can show
+ * either a fixed cost or a quadratic term, four can show both.
  */
 export function fitPrefill(points: readonly Point[]): Pick<CostModel, "prefillFixedMs" | "prefillMsPerToken" | "prefillMsPerTokenSq"> {
   const basis = [(_n: number) => 1, (n: number) => n, (n: number) => n * n];
-  let best: { coef: number[]; residual: number } | undefined;
+  let best: { coef: number[]; residual: number; terms: number } | undefined;
   // The per-token term is always in (prefill is never free per token); the
   // fixed and quadratic terms join when the points support them.
   for (const mask of [0b010, 0b011, 0b110, 0b111]) {
     const terms = [0, 1, 2].filter((k) => (mask >> k) & 1);
-    if (terms.length > points.length) continue;
+    // Keep a degree of freedom: three points fitted exactly by three terms
+    // would turn measurement noise into a curvature that explodes at 2k tokens.
+    if (terms.length > Math.max(1, points.length - 1)) continue;
     const solved = leastSquares(points.map((p) => terms.map((k) => (basis[k] as (n: number) => number)(p.x))), points.map((p) => p.y));
     if (solved === undefined || solved.some((c) => !(c >= 0))) continue;
     const coef = [0, 0, 0];
     terms.forEach((k, i) => (coef[k] = solved[i] ?? 0));
     const residual = points.reduce((sum, p) => sum + (p.y - (coef[0] ?? 0) - (coef[1] ?? 0) * p.x - (coef[2] ?? 0) * p.x * p.x) ** 2, 0);
-    // Prefer fewer terms unless more terms fit clearly better (avoid fitting noise).
-    if (best === undefined || residual < best.residual * 0.999) best = { coef, residual };
+    // Masks come in growing order: a larger model must halve the residual to win.
+    if (best === undefined || residual < best.residual * (terms.length > best.terms ? 0.5 : 1)) best = { coef, residual, terms: terms.length };
   }
   if (best === undefined) {
     const last = points[points.length - 1] ?? { x: 1, y: 1 };

@@ -42,6 +42,8 @@ export interface CostModel {
   calibratedAt: string;
   /** Wall time the calibration itself took. */
   calibrationMs: number;
+  /** The raw measurements the fit came from (absent for the default model). */
+  samples?: { tokens: number; prefillMs: number; stateBytes: number; saveMs: number; loadMs: number }[];
 }
 
 /** Estimated costs of each action for a context of `contextTokens`. */
