@@ -163,3 +163,32 @@ t.test("a tool message keeps its raw content and call id (the prompt renderer wr
   t.same(messages[1], { role: "tool", content: "sunny", toolCallId: "call_w" });
   t.notMatch(messages[1]!.content, /\[INTR\]/, "not wrapped here as well");
 });
+
+t.test("async-naive restart: a request aborted mid-stream leaves its prefix resident for the immediate restart", async (t) => {
+  const pieces = Array.from({ length: 60 }, (_, i) => ` part ${i}`);
+  const body = (assistant?: string) => ({
+    messages: [user, ...(assistant !== undefined ? [{ role: "assistant", content: assistant }] : [])],
+    tools,
+    stream: true,
+    interlace_raw_cml: true,
+    ...(assistant !== undefined ? { interlace_continue: true } : {}),
+    interlace_policy: { type: "text", pieces },
+  });
+  const abort = new AbortController();
+  let streamed = "";
+  const res = await postJson(url, body(), { signal: abort.signal });
+  try {
+    for await (const frame of sseFrames(res)) {
+      if (frame.data === "[DONE]") break;
+      streamed += (JSON.parse(frame.data) as Chunk).choices[0]?.delta.content ?? "";
+      if (streamed.length > 60) abort.abort(); // an interrupt arrived: stop and restart
+    }
+  } catch {
+    // the abort ends the stream
+  }
+  t.ok(abort.signal.aborted, "the first request was aborted mid-stream");
+  // Restart at once, with what was streamed plus the interrupt.
+  const restarted = await postJson(url, { ...body(`${streamed}[INTR] u1 [HEAD] more [END]`), stream: false, max_tokens: 2 });
+  const json = (await restarted.json()) as Completion & { interlace: { prefilled_tokens: number; reused_prefix_tokens: number } };
+  t.ok(json.interlace.reused_prefix_tokens > json.usage.prompt_tokens * 0.8, `reused ${json.interlace.reused_prefix_tokens} of ${json.usage.prompt_tokens}`);
+});

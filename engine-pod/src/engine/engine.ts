@@ -23,7 +23,7 @@ import { buildCallGrammar, createTokenMonitor, INTR_LOGIT, intrLogitBias, format
 import type { Executor, ToolCall, ToolResult } from "../executor/executor.js";
 import { KvManager, expectedWaitMs, pauseSequence, resumeSequence } from "../kv/index.js";
 import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
-import { SlotAllocator } from "../scheduler/index.js";
+import { commonPrefix, SlotAllocator } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import type {
   CompletionRequest,
@@ -240,6 +240,7 @@ class LockstepEngine implements Engine {
       stopAtCalls: request.stopAtCalls ?? "turn",
     };
     const policy = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
+    await this.settleSupersededCompletions(prompt);
     const s = this.admit(`cmpl-${randomUUID()}`, config, prompt, policy, this.options.prefixCache);
     if (policy !== undefined) {
       // A policy resumes where the history stops: calls and results after the last user message.
@@ -356,6 +357,26 @@ class LockstepEngine implements Engine {
         `the prompt has ${tokens} tokens; the context holds ${this.runtime.contextSize} per session`,
       );
     }
+  }
+
+  /**
+   * Async-naive clients abort a request and restart at once with the same
+   * history plus an interrupt. The restart can arrive before the server has
+   * even seen the old connection close, so: when a running completion already
+   * holds nearly all of the new prompt, give it a moment (bounded) to be
+   * cancelled and to release its cells into the prefix cache, instead of
+   * re-prefilling the whole history next to it.
+   */
+  private async settleSupersededCompletions(prompt: readonly Token[], limitMs = 100): Promise<void> {
+    const superseded = [...this.live].filter(
+      (x) =>
+        x.cancelRequested ||
+        (x.config.kind === "completion" && x.state !== "done" && commonPrefix(x.seq.contextTokens, prompt) >= SUPERSEDED_SHARE * prompt.length),
+    );
+    if (superseded.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(superseded.map((x) => x.finished)), new Promise<void>((resolve) => (timer = setTimeout(resolve, limitMs)))]);
+    clearTimeout(timer);
   }
 
   private admit(id: string, config: SessionConfig, prompt: Token[], policy: TokenPolicy | undefined, reuse: boolean): SessionState {
@@ -1110,6 +1131,8 @@ class LockstepEngine implements Engine {
 }
 
 const MAX_DONE_SESSIONS = 1024;
+/** A running completion holding this share of a new prompt is taken to be superseded by it (an async-naive restart). */
+const SUPERSEDED_SHARE = 0.9;
 /** Tokens of a fill evaluated per step (see `EngineOptions.prefillChunk`). */
 const DEFAULT_PREFILL_CHUNK = 128;
 /** Decode steps a session must still have ahead (by its maxTokens) to be worth moving. */
