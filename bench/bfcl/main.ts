@@ -61,10 +61,10 @@ function parseConfig(argv: string[]): Config {
   return {
     quick,
     workloads: workload === undefined ? [...WORKLOADS] : [workload as WorkloadName],
-    tasks: { parallel: perWorkload(5, 30), multistep: perWorkload(3, 10), interrupts: perWorkload(3, 10) },
+    tasks: { parallel: perWorkload(4, 30), multistep: perWorkload(2, 10), interrupts: perWorkload(2, 10) },
     seed: Number(flags.get("seed") ?? 1),
     sweepScales: (flags.get("sweep") ?? (quick ? "0.5,1,2,4" : "0.25,0.5,1,2,4,8")).split(",").map(Number),
-    sweepTasks: Number(flags.get("sweep-tasks") ?? (quick ? 3 : 8)),
+    sweepTasks: Number(flags.get("sweep-tasks") ?? (quick ? 2 : 8)),
     ...(flags.get("questions") !== undefined ? { questions: flags.get("questions")! } : {}),
     ...(flags.get("answers") !== undefined ? { answers: flags.get("answers")! } : {}),
     ...(flags.get("json") !== undefined ? { json: flags.get("json")! } : {}),
@@ -120,7 +120,7 @@ export async function run(argv: string[]): Promise<void> {
 
   const modelPath = await ensureModel({ preset: "bench" });
   const nats = await NatsServer.start();
-  const engine = await spawnEngine(["--model", modelPath, "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4", "--context-size", "4096", "--threads", "1"]);
+  const engine = await spawnEngine(["--model", modelPath, "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4", "--context-size", "8192", "--threads", "1"]);
   const naive = await NatsExecutor.connect({ servers: nats.url, enginePod: "bench-naive-client", log });
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
   const vocab = await llama.loadModel({ modelPath, vocabOnly: true });
@@ -138,11 +138,15 @@ export async function run(argv: string[]): Promise<void> {
 
   try {
     const rows: ResultRow[] = [];
+    const taskRuns: (TaskRun & { workload: WorkloadName; bound_ms: number })[] = [];
     for (const { workload, tasks } of phases) {
+      // The secondary no-reuse row re-prefills the whole history at every call: ~10 s
+      // per call for the ~7k-token multi-turn prompts on CPU, so --quick keeps it to parallel.
+      const modes = config.quick && workload !== "parallel" ? MODES.filter((m) => m !== "syncNoReuse") : MODES;
       const runs = await withPool(replayPool(`bfcl-${workload}`, tasks), async (ctx) => {
         const all: TaskRun[] = [];
         for (const task of tasks) {
-          all.push(...(await runTask(task, MODES, ctx, naive)));
+          all.push(...(await runTask(task, modes, ctx, naive)));
           process.stderr.write(`  ${workload} ${task.id} done\n`);
         }
         return all;
@@ -153,8 +157,9 @@ export async function run(argv: string[]): Promise<void> {
         const tpot = runs.find((r) => r.taskId === task.id && r.mode === "async")!.tpotMs;
         bounds.set(task.id, taskBound(task, tpot, counter, FINAL_TEXT).boundMs);
       }
+      for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN) });
       const syncP50 = median(runs.filter((r) => r.mode === "sync").map((r) => r.e2eMs));
-      for (const mode of MODES)
+      for (const mode of modes)
         rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), bounds, syncP50));
     }
 
@@ -208,7 +213,7 @@ export async function run(argv: string[]): Promise<void> {
     console.log("\nSweep (parallel workload, tool durations scaled):\n");
     console.log(sweepTable);
     mkdirSync(config.outDir, { recursive: true });
-    const json = { results: rows, sweep, config: resultConfig };
+    const json = { results: rows, sweep, config: resultConfig, runs: taskRuns };
     writeFileSync(join(config.outDir, "bfcl.json"), JSON.stringify(json, null, 2));
     if (config.json !== undefined) writeFileSync(config.json, JSON.stringify(json, null, 2));
     writeFileSync(join(config.outDir, "bfcl.md"), `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Sweep\n\n${sweepTable}\n`);

@@ -362,16 +362,16 @@ class LockstepEngine implements Engine {
   /**
    * Async-naive clients abort a request and restart at once with the same
    * history plus an interrupt. The restart can arrive before the server has
-   * even seen the old connection close, so: when a running completion already
-   * holds nearly all of the new prompt, give it a moment (bounded) to be
+   * even seen the old connection close, so: when a running completion's prompt
+   * is nearly all of the new prompt (it may still be filling it), give it a moment (bounded) to be
    * cancelled and to release its cells into the prefix cache, instead of
    * re-prefilling the whole history next to it.
    */
-  private async settleSupersededCompletions(prompt: readonly Token[], limitMs = 100): Promise<void> {
+  private async settleSupersededCompletions(prompt: readonly Token[], limitMs = 1000): Promise<void> {
     const superseded = [...this.live].filter(
       (x) =>
         x.cancelRequested ||
-        (x.config.kind === "completion" && x.state !== "done" && commonPrefix(x.seq.contextTokens, prompt) >= SUPERSEDED_SHARE * prompt.length),
+        (x.config.kind === "completion" && x.state !== "done" && commonPrefix(x.prompt, prompt) >= SUPERSEDED_SHARE * prompt.length),
     );
     if (superseded.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
@@ -390,6 +390,7 @@ class LockstepEngine implements Engine {
     const monitor = createTokenMonitor({ markerTokens: this.runtime.markerTokens });
     const detok = new StreamDetokenizer(this.runtime.model, this.runtime.markerTokens);
     const s = new SessionState(id, config, monitor, detok, policy, grant.slot, seq);
+    s.prompt = prompt;
     s.promptTokens = prompt.length;
     s.usage.promptTokens = prompt.length;
     this.sessions.set(id, s);

@@ -77,6 +77,8 @@ export class SessionState implements EngineSession {
   feed: Token[] = [];
   gen: AsyncGenerator<Token, void, Token | Token[] | void> | null = null;
   promptTokens = 0;
+  /** The request's prompt (what it fills before generating). */
+  prompt: readonly Token[] = [];
   /** Tokens emitted by decode steps (sampled or scripted), as fed. */
   generated: Token[] = [];
   /** What the model sampled at each step (the policy may have fed something else). */
