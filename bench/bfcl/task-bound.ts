@@ -9,7 +9,7 @@ import { CML_MARKERS, formatCallBlock, type CmlMarker } from "../../common/src/i
 import { findMarkerTokens } from "../../engine-pod/src/cml/index.js";
 import { tokenizeCml } from "../../engine-pod/src/engine/runtime.js";
 import { formatCallBody } from "../../engine-pod/src/policy/call-format.js";
-import { lptListSchedule, type BoundCall } from "./bound.js";
+import { lptListSchedule, syncLatency, type BoundCall } from "./bound.js";
 import type { BenchTask } from "./workloads.js";
 
 export interface TokenCounter {
@@ -32,6 +32,8 @@ export function tokenCounter(model: LlamaModel, callStyle: "json" | "python"): T
 
 export interface TaskBound {
   boundMs: number;
+  /** L_Sync with zero overhead: every call generated, then run, one after another (Appendix A), plus the tail. */
+  syncModelMs: number;
   /** Mean generation time of a call block, ms (Ḡ). */
   meanGenMs: number;
   /** Mean tool time, ms (Ē). */
@@ -50,9 +52,11 @@ export function taskBound(task: BenchTask, tpotMs: number, counter: TokenCounter
       ...(releaseMs !== undefined ? { releaseMs } : {}),
     };
   });
-  const schedule = lptListSchedule(calls, counter.textTokens(finalText) * tpotMs);
+  const tailMs = counter.textTokens(finalText) * tpotMs;
+  const schedule = lptListSchedule(calls, tailMs);
   return {
     boundMs: schedule.makespanMs,
+    syncModelMs: syncLatency(calls) + tailMs,
     meanGenMs: calls.reduce((s, c) => s + c.genMs, 0) / calls.length,
     meanExecMs: calls.reduce((s, c) => s + c.execMs, 0) / calls.length,
   };

@@ -13,9 +13,10 @@ t.test("latency bars and the sweep render to SVG with their data", async (t) => 
   t.match(svg, /1\.80x/, "speedup label drawn");
   t.match(svg, /parallel/);
   const sweep = await renderSweepChart([
-    { scale: 1, e_over_g: 0.5, speedup_measured: 1.4, speedup_predicted: 1.5 },
-    { scale: 2, e_over_g: 1, speedup_measured: 1.9, speedup_predicted: 2 },
+    { scale: 1, e_over_g: 0.5, speedup_measured: 1.4, speedup_predicted: 1.5, speedup_analytic: 1.45 },
+    { scale: 2, e_over_g: 1, speedup_measured: 1.9, speedup_predicted: 2, speedup_analytic: 1.8 },
   ]);
   t.match(sweep, /^<svg/);
   t.match(sweep, /1 \+ E\/G/);
+  t.match(sweep, /exact analytic/);
 });
