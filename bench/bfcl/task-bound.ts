@@ -4,10 +4,10 @@
  * policy emits it) × the measured time per token, the tools' actual
  * durations, the final text's tokens, and user interrupts as release times.
  */
-import type { LlamaModel, Token } from "node-llama-cpp";
-import { CML_MARKERS, formatCallBlock, type CmlMarker } from "../../common/src/index.js";
+import type { LlamaModel } from "node-llama-cpp";
+import { formatCallBlock } from "../../common/src/index.js";
 import { findMarkerTokens } from "../../engine-pod/src/cml/index.js";
-import { tokenizeCml } from "../../engine-pod/src/engine/runtime.js";
+import { markerTokenIds, tokenizeCml } from "../../engine-pod/src/engine/runtime.js";
 import { formatCallBody } from "../../engine-pod/src/policy/call-format.js";
 import { lptListSchedule, syncLatency, type BoundCall } from "./bound.js";
 import type { BenchTask } from "./workloads.js";
@@ -18,12 +18,7 @@ export interface TokenCounter {
 }
 
 export function tokenCounter(model: LlamaModel, callStyle: "json" | "python"): TokenCounter {
-  const { markerTokens } = findMarkerTokens(model);
-  const markerIds = {} as Record<CmlMarker, Token[]>;
-  for (const marker of CML_MARKERS) {
-    const id = [...markerTokens].find(([, m]) => m === marker)?.[0];
-    markerIds[marker] = id !== undefined ? [id as Token] : model.tokenize(marker, false, "trimLeadingSpace");
-  }
+  const markerIds = markerTokenIds(model, findMarkerTokens(model).markerTokens);
   return {
     callTokens: (tool, args, id) => tokenizeCml(model, markerIds, formatCallBlock(formatCallBody(tool, args, callStyle), id)).length,
     textTokens: (text) => (text === "" ? 0 : model.tokenize(text, false, "trimLeadingSpace").length),

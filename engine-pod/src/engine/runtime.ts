@@ -54,11 +54,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
   for (let i = 0; i < options.sequences; i++) sequences.push(context.getSequence());
 
   const { markerTokens } = findMarkerTokens(model);
-  const markerIds = {} as Record<CmlMarker, Token[]>;
-  for (const marker of CML_MARKERS) {
-    const id = [...markerTokens].find(([, m]) => m === marker)?.[0];
-    markerIds[marker] = id !== undefined ? [id as Token] : model.tokenize(marker, false, "trimLeadingSpace");
-  }
+  const markerIds = markerTokenIds(model, markerTokens);
   // With text markers no single token can be banned; the monitor reports a spelled-out [INTR] as malformed.
   const intrBias = createIntrTokenBias(model, markerTokens);
 
@@ -93,6 +89,16 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
       await llama.dispose();
     },
   };
+}
+
+/** Each marker's token(s): its control token where the vocabulary has one, else its text tokens. */
+export function markerTokenIds(model: LlamaModel, markerTokens: ReadonlyMap<number, CmlMarker>): Record<CmlMarker, Token[]> {
+  const markerIds = {} as Record<CmlMarker, Token[]>;
+  for (const marker of CML_MARKERS) {
+    const id = [...markerTokens].find(([, m]) => m === marker)?.[0];
+    markerIds[marker] = id !== undefined ? [id as Token] : model.tokenize(marker, false, "trimLeadingSpace");
+  }
+  return markerIds;
 }
 
 /**
