@@ -120,7 +120,7 @@ export async function run(argv: string[]): Promise<void> {
 
   const modelPath = await ensureModel({ preset: "bench" });
   const nats = await NatsServer.start();
-  const engine = await spawnEngine(["--model", modelPath, "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4", "--context-size", "8192", "--threads", "1"]);
+  const engine = await spawnEngine(["--model", modelPath, "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4", "--context-size", "16384", "--threads", "1"]);
   const naive = await NatsExecutor.connect({ servers: nats.url, enginePod: "bench-naive-client", log });
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
   const vocab = await llama.loadModel({ modelPath, vocabOnly: true });
