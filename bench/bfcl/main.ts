@@ -26,7 +26,7 @@ import { renderLatencyChart, renderSweepChart, type SweepPoint } from "./charts.
 import { buildTasks, readEntries } from "./load-tasks.js";
 import { aggregate, markdownTable, type ResultRow } from "./report.js";
 import { runSessionMode, type ModeName, type RunContext, type TaskRun } from "./session-modes.js";
-import { median } from "./stats.js";
+import { median, quantile } from "../lib/stats.js";
 import { taskBound, tokenCounter } from "./task-bound.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
 
@@ -158,7 +158,7 @@ export async function run(argv: string[]): Promise<void> {
         bounds.set(task.id, taskBound(task, tpot, counter, FINAL_TEXT).boundMs);
       }
       for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN) });
-      const syncP50 = median(runs.filter((r) => r.mode === "sync").map((r) => r.e2eMs));
+      const syncP50 = quantile(runs.filter((r) => r.mode === "sync").map((r) => r.e2eMs), 0.5);
       for (const mode of modes)
         rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), bounds, syncP50));
     }
@@ -180,8 +180,8 @@ export async function run(argv: string[]): Promise<void> {
         const stats = tasks.map((t) => taskBound(t, tpot, counter, FINAL_TEXT));
         const eOverG = median(stats.map((s) => s.meanExecMs)) / median(stats.map((s) => s.meanGenMs));
         const ratios = asyncRuns.map((r) => r.e2eMs / stats[tasks.findIndex((t) => t.id === r.taskId)]!.boundMs);
-        const syncP50 = median(syncRuns.map((r) => r.e2eMs));
-        const asyncP50 = median(asyncRuns.map((r) => r.e2eMs));
+        const syncP50 = quantile(syncRuns.map((r) => r.e2eMs), 0.5);
+        const asyncP50 = quantile(asyncRuns.map((r) => r.e2eMs), 0.5);
         // The exact analytic speedup for these tasks (finite |F|): L_Sync model over the LPT bound.
         const analytic = median(stats.map((s) => s.syncModelMs)) / median(stats.map((s) => s.boundMs));
         sweep.push({

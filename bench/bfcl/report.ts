@@ -6,7 +6,7 @@
  */
 import type { TrapDecision } from "../../common/src/index.js";
 import type { ModeName, TaskRun } from "./session-modes.js";
-import { mean, median, percentile } from "./stats.js";
+import { mean, median, quantile } from "../lib/stats.js";
 import type { WorkloadName } from "./workloads.js";
 
 export interface ResultRow {
@@ -32,15 +32,15 @@ export function aggregate(workload: WorkloadName, mode: ModeName, runs: TaskRun[
   const ratios = runs.map((r) => r.e2eMs / (bounds.get(r.taskId) ?? NaN));
   const decisions: Record<TrapDecision, number> = { keep: 0, swap: 0, recompute: 0 };
   for (const r of runs) for (const d of ["keep", "swap", "recompute"] as const) decisions[d] += r.trapDecisions[d];
-  const p50 = median(e2e);
+  const p50 = quantile(e2e, 0.5);
   const requests = runs.map((r) => r.requests).filter((n): n is number => n !== undefined);
   return {
     workload,
     mode,
     tasks: runs.length,
     p50_ms: round(p50),
-    p10_ms: round(percentile(e2e, 10)),
-    p90_ms: round(percentile(e2e, 90)),
+    p10_ms: round(quantile(e2e, 0.1)),
+    p90_ms: round(quantile(e2e, 0.9)),
     speedup_vs_sync: syncP50 === undefined ? NaN : round(syncP50 / p50, 2),
     bound_ratio: round(median(ratios), 3),
     bound_p50_ms: round(median(runs.map((r) => bounds.get(r.taskId) ?? NaN))),

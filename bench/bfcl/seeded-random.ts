@@ -4,18 +4,12 @@
  * same call order and the same tool durations in every mode.
  */
 
+import { seededRandom } from "../lib/stats.js";
+
 export type Rng = () => number;
 
-export function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The benchmark's seeded PRNG (mulberry32). */
+export const mulberry32: (seed: number) => Rng = seededRandom;
 
 /** Fisher–Yates on a copy. */
 export function shuffled<T>(items: readonly T[], rng: Rng): T[] {

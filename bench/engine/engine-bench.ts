@@ -16,7 +16,7 @@ import type { ScriptedCall, SessionEvent, ToolSpec } from "../../common/src/inde
 import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
 import { createEngine, DEFAULT_ENGINE_OPTIONS, engineInternals, type Engine } from "../../engine-pod/src/engine/index.js";
 import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
-import { median, quantile, r3, seededRandom } from "./stats.js";
+import { median, quantile, r3, seededRandom } from "../lib/stats.js";
 
 export interface EngineInjectionResult {
   sessions: number;

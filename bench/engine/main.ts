@@ -14,7 +14,7 @@ import { KvManager } from "../../engine-pod/src/kv/index.js";
 import { ensureModel, isPresetName, type PresetName } from "../../engine-pod/src/model/index.js";
 import { summarize, textScenario, toolScenario, type EngineInjectionResult } from "./engine-bench.js";
 import { fillerTokens, injectionLoop, measureTpot, measureTrapCosts, type TrapSizeResult } from "./sequence-bench.js";
-import { r3 } from "./stats.js";
+import { r3 } from "../lib/stats.js";
 
 const TRAP_SIZES = [128, 512, 2048] as const;
 const AUTO_WAITS_MS = [10, 100, 1000, 10_000] as const;

@@ -9,7 +9,7 @@
  */
 import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { estimateTrapCosts, type KvManager } from "../../engine-pod/src/kv/index.js";
-import { median, quantile, r3, seededRandom } from "./stats.js";
+import { median, quantile, r3, seededRandom } from "../lib/stats.js";
 
 export interface TrapCost {
   /** Pause side (keep: nothing; swap: save + clear; recompute: clear), ms. */

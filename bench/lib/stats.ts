@@ -1,21 +1,27 @@
 /**
- * @module Small statistics and a seeded PRNG for the engine benchmark (so a
- * run's arrival times are reproducible).
+ * @module Statistics and a seeded PRNG shared by the benchmark suites: quantiles
+ * by nearest rank, an interpolated median, and mulberry32 so a run's arrivals,
+ * task choice and tool durations are reproducible.
  */
 
-/** The q-quantile (0..1) by nearest rank; 0 for an empty list. */
+/** The q-quantile (0..1) by nearest rank; NaN for an empty list. */
 export function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return 0;
+  if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[rank] ?? 0;
+  return sorted[rank]!;
 }
 
+/** The median, averaging the middle pair of an even-sized list; NaN for an empty list. */
 export function median(values: readonly number[]): number {
-  if (values.length === 0) return 0;
+  if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function mean(values: readonly number[]): number {
+  return values.length === 0 ? NaN : values.reduce((s, v) => s + v, 0) / values.length;
 }
 
 /** Rounds for reports (3 decimals). */
