@@ -11,6 +11,7 @@ import type { ChatMessage, ToolSpec } from "../../../common/src/index.js";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
 import { childMeta } from "./common.js";
 import { engineEndpoint } from "./engine-pool.js";
+import { toolSpecOf } from "./tool-pool.js";
 
 export const APP_CONFIG_COMPONENT = "app-config";
 /** The ConfigMap key holding the JSON app config. */
@@ -73,15 +74,7 @@ export function resolveAppConfig(
         return { ok: false, reason: Reason.InvalidSpec, message: `tool ${t.name} is defined by both ToolPool ${other} and ToolPool ${ref.name}` };
       }
       seen.set(t.name, ref.name);
-      tools.push({
-        name: t.name,
-        description: t.description,
-        parameters: t.parameters,
-        ...(t.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: t.estimatedLatencyMs } : {}),
-        ...(t.speculative !== undefined ? { speculative: t.speculative } : {}),
-        ...(t.idempotent !== undefined ? { idempotent: t.idempotent } : {}),
-        pool: { namespace, name: ref.name },
-      });
+      tools.push({ ...toolSpecOf(t), pool: { namespace, name: ref.name } });
     }
   }
   const mode = app.spec.callingMode ?? "async";

@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import type { V1ConfigMap, V1Deployment, V1Service } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import type { ToolRunnerConfig, RunnerToolSpec, ToolImplementation } from "../../../common/src/protocol/index.js";
+import type { ToolSpec } from "../../../common/src/index.js";
 import type { ToolDefinition, ToolPool } from "../api/index.js";
 import { CONTAINER_SECURITY, HOME_ENV, POD_NAME_ENV, POD_PORT, POD_SECURITY, buildHeadlessService, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
 
@@ -22,6 +23,18 @@ const SPEC_DIR = "/etc/interlace";
 /** Name shared by the pool's Deployment, ConfigMap and Service. */
 export function toolPoolChildName(pool: ToolPool): string {
   return `${pool.metadata.name ?? ""}-tools`;
+}
+
+/** A ToolPool tool as the model and the engine see it (no implementation details). */
+export function toolSpecOf(t: ToolDefinition): ToolSpec {
+  return {
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters,
+    ...(t.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: t.estimatedLatencyMs } : {}),
+    ...(t.speculative !== undefined ? { speculative: t.speculative } : {}),
+    ...(t.idempotent !== undefined ? { idempotent: t.idempotent } : {}),
+  };
 }
 
 /** A rendered runner config, or why the spec cannot run. */
@@ -43,12 +56,7 @@ export function renderRunnerConfig(pool: ToolPool): RenderResult {
     const implementation = implementationOf(t);
     if (typeof implementation === "string") return { ok: false, message: implementation };
     tools.push({
-      name: t.name,
-      description: t.description,
-      parameters: t.parameters,
-      ...(t.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: t.estimatedLatencyMs } : {}),
-      ...(t.speculative !== undefined ? { speculative: t.speculative } : {}),
-      ...(t.idempotent !== undefined ? { idempotent: t.idempotent } : {}),
+      ...toolSpecOf(t),
       ...(t.http?.timeoutMs !== undefined ? { timeoutMs: t.http.timeoutMs } : {}),
       implementation,
     });
