@@ -79,7 +79,14 @@ export class KvManager {
     this.model = options.costModel ?? defaultCostModel();
     const root = options.swapRoot ?? (existsSync("/dev/shm") ? "/dev/shm" : tmpdir());
     this.swapDir = mkdtempSync(join(root, "interlace-kv-"));
+    // A process that exits without close() (a crash, a killed test) must not
+    // leave state files in host memory behind.
+    process.once("exit", this.removeSwapDir);
   }
+
+  private readonly removeSwapDir = (): void => {
+    rmSync(this.swapDir, { recursive: true, force: true });
+  };
 
   get costModel(): CostModel {
     return this.model;
@@ -170,6 +177,7 @@ export class KvManager {
   /** Discards every paused state and removes the swap directory. */
   async close(): Promise<void> {
     for (const paused of [...this.paused]) await this.discard(paused);
-    rmSync(this.swapDir, { recursive: true, force: true });
+    this.removeSwapDir();
+    process.removeListener("exit", this.removeSwapDir);
   }
 }
