@@ -72,6 +72,10 @@ t.test("engine Deployment: args parse with the engine's own option parser", asyn
   t.equal(parsed.executor.natsUrl, "nats://nats:4222");
   t.equal(parsed.podName, "qwen-engine-abc12");
   t.match(parsed.engine, { contextSize: 8192, sequences: 16, threads: 6, kvPolicy: "swap" });
+  // Swapped KV state goes to /dev/shm: a memory-backed volume, not the container's 64 MiB default.
+  const shm = c.volumeMounts?.find((m) => m.mountPath === "/dev/shm");
+  t.ok(shm, "/dev/shm is mounted");
+  t.match(dep.spec?.template.spec?.volumes?.find((v) => v.name === shm?.name)?.emptyDir, { medium: "Memory" });
 });
 
 t.test("engine model sources: PVC mounted read-only, URL fetched by an init container", async (t) => {

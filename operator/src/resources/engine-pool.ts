@@ -125,14 +125,25 @@ export function engineArgs(pool: EnginePool, modelPath: string | undefined, draf
 }
 
 /** The engine Deployment. */
+/** Memory the engine may use for swapped-out KV state (counted against the pod's memory). */
+const SWAP_SIZE_LIMIT = "2Gi";
+
 export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1Deployment {
   const name = engineChildName(pool);
   const instance = pool.metadata.name ?? "";
   const image = pool.spec.image ?? opts.image;
   const model = pool.spec.model ? resolveModel(pool.spec.model, "model", "/models", image, opts) : undefined;
   const draft = pool.spec.draftModel ? resolveModel(pool.spec.draftModel.model, "draft-model", "/draft-models", image, opts) : undefined;
-  const volumes: V1Volume[] = [{ name: "tmp", emptyDir: {} }];
-  const mounts: V1VolumeMount[] = [{ name: "tmp", mountPath: "/tmp" }];
+  // The trap handler swaps KV state to /dev/shm (tmpfs); a container's default
+  // 64 MiB there holds barely one 2k-token state, so mount a memory-backed one.
+  const volumes: V1Volume[] = [
+    { name: "tmp", emptyDir: {} },
+    { name: "kv-swap", emptyDir: { medium: "Memory", sizeLimit: SWAP_SIZE_LIMIT } },
+  ];
+  const mounts: V1VolumeMount[] = [
+    { name: "tmp", mountPath: "/tmp" },
+    { name: "kv-swap", mountPath: "/dev/shm" },
+  ];
   const inits: V1Container[] = [];
   for (const m of [model, draft]) {
     if (!m) continue;
