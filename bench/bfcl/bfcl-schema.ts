@@ -1,26 +1,15 @@
 /**
  * @module BFCL parameter schemas → JSON Schema. BFCL uses its own type names
  * (`dict`, `float`, `tuple`, `any`) inside otherwise JSON-Schema-like objects;
- * the engine's validator and grammar need standard JSON Schema.
+ * the names resolve through the CML module's alias table (the one the engine's
+ * validator and grammar use), and a name that resolves to no JSON Schema type
+ * is an error here rather than passed through.
  */
 import type { JsonSchema } from "../../common/src/index.js";
+import { resolveTypeAlias } from "../../engine-pod/src/cml/index.js";
 
-const TYPE_MAP: Record<string, string | undefined> = {
-  dict: "object",
-  object: "object",
-  float: "number",
-  number: "number",
-  integer: "integer",
-  int: "integer",
-  string: "string",
-  str: "string",
-  boolean: "boolean",
-  bool: "boolean",
-  array: "array",
-  list: "array",
-  tuple: "array",
-  any: undefined,
-};
+/** JSON Schema's types: what a BFCL type must resolve to (anything else is rejected, not guessed). */
+const JSON_TYPES = new Set(["object", "number", "integer", "string", "boolean", "array", "null"]);
 
 /** Keys of a BFCL schema node that carry meaning in JSON Schema too. */
 const KEPT_KEYS = ["description", "enum", "default", "required", "minimum", "maximum", "format"] as const;
@@ -30,10 +19,11 @@ export function bfclToJsonSchema(node: unknown): JsonSchema {
   const src = node as Record<string, unknown>;
   const out: JsonSchema = {};
   const bfclType = typeof src["type"] === "string" ? (src["type"] as string) : undefined;
-  if (bfclType !== undefined) {
-    if (!(bfclType in TYPE_MAP)) throw new Error(`unknown BFCL parameter type "${bfclType}"`);
-    const mapped = TYPE_MAP[bfclType];
-    if (mapped !== undefined) out["type"] = mapped;
+  // `any` means any value: no type at all.
+  if (bfclType !== undefined && bfclType !== "any") {
+    const mapped = resolveTypeAlias(bfclType);
+    if (!JSON_TYPES.has(mapped)) throw new Error(`unknown BFCL parameter type "${bfclType}"`);
+    out["type"] = mapped;
   }
   for (const key of KEPT_KEYS) if (src[key] !== undefined) out[key] = src[key];
   // BFCL marks some defaults as the string "None"; JSON Schema has no use for them.

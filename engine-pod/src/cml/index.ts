@@ -7,7 +7,7 @@ export type { MonitorEvent, MonitorOptions, TokenMonitor, ParsedCall } from "./m
 export { createTokenMonitor } from "./token-monitor.js";
 export { parseCallBody, describeAjvErrors } from "./parse-call.js";
 export { parsePythonCall, type PythonCall, type PythonCallResult } from "./python-call.js";
-export { normalizeSchema, propertyOrder } from "./schema.js";
+export { normalizeSchema, propertyOrder, resolveTypeAlias } from "./schema.js";
 export { formatCallError, formatErrorInterrupt, type CallFailure } from "./call-errors.js";
 export { buildCallGrammar, createCallGrammar, gbnfLiteral, markerGbnf, type CallGrammarOptions } from "./call-grammar.js";
 export { findMarkerTokens, intrTokenId, intrLogitBias, createIntrTokenBias, INTR_LOGIT, type MarkerTokenInfo } from "./marker-tokens.js";

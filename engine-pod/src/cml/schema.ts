@@ -21,8 +21,13 @@ const TYPE_ALIASES: Record<string, string | undefined> = {
 
 const cache = new WeakMap<object, JsonSchema>();
 
+/** A dataset type name as its JSON Schema type (`dict` → `object`); JSON Schema names pass through. */
+export function resolveTypeAlias(name: string): string {
+  return TYPE_ALIASES[name] ?? name;
+}
+
 function normalizeType(t: unknown): unknown {
-  if (typeof t === "string") return TYPE_ALIASES[t] ?? t;
+  if (typeof t === "string") return resolveTypeAlias(t);
   if (Array.isArray(t)) return t.map(normalizeType);
   return t;
 }
