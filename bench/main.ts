@@ -7,6 +7,7 @@ const suites: Record<string, () => Promise<{ run(argv: string[]): Promise<void> 
   engine: () => import("./engine/main.js"),
   nats: () => import("./nats/main.js"),
   bfcl: () => import("./bfcl/main.js"),
+  facts: () => import("./facts/main.js"),
 };
 
 const [name, ...argv] = process.argv.slice(2);
