@@ -1,7 +1,7 @@
 /**
  * @module The NATS half of the local stack: a nats-server (JetStream,
  * loopback) plus tool runner processes serving a ToolPool spec — the same
- * entrypoint (`operator/src/toolrunner/main.ts`) a ToolPool pod runs. The
+ * entrypoint (`toolrunner/src/main.ts`) a ToolPool pod runs. The
  * engine side connects with `NatsExecutor.connect({ servers: stack.natsUrl,
  * enginePod, defaultPool: stack.pool })`. Used by `hack/demo.ts` and the
  * NATS benchmark.
@@ -41,14 +41,14 @@ export interface ToolRunnerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Spawns `tsx operator/src/toolrunner/main.ts` with a spec file; resolves once it prints its ready line. */
+/** Spawns `tsx toolrunner/src/main.ts` with a spec file; resolves once it prints its ready line. */
 export async function spawnToolRunner(natsUrl: string, config: ToolRunnerConfig, id: string, env: NodeJS.ProcessEnv = {}): Promise<ToolRunnerProcess> {
   const dir = mkdtempSync(join(tmpdir(), "interlace-runner-"));
   const specFile = join(dir, "tools.json");
   writeFileSync(specFile, JSON.stringify(config));
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", join(ROOT, "operator/src/toolrunner/main.ts"), "--spec-file", specFile, "--nats-url", natsUrl, "--port", "0", "--host", "127.0.0.1", "--runner-id", id],
+    ["--import", "tsx", join(ROOT, "toolrunner/src/main.ts"), "--spec-file", specFile, "--nats-url", natsUrl, "--port", "0", "--host", "127.0.0.1", "--runner-id", id],
     { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_LEVEL: process.env["LOG_LEVEL"] ?? "warn", ...env } },
   );
   const exited = new Promise<void>((r) => child.once("exit", () => r()));

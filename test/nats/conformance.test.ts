@@ -9,7 +9,7 @@ import { executorConformance } from "../executor/conformance.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { log, POOL, poolConfig } from "./fixtures.js";
 import { NatsExecutor } from "../../engine-pod/src/executor/nats-executor.js";
-import { ToolRunner } from "../../operator/src/toolrunner/runner.js";
+import { ToolRunner } from "../../toolrunner/src/runner.js";
 
 t.test("NATS executor conformance", async (t) => {
   const server = await startNatsServer(t);

@@ -7,7 +7,7 @@ import { createLogger } from "../../common/src/index.js";
 import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import type { ToolCall } from "../../engine-pod/src/executor/executor.js";
 import { NatsExecutor, type NatsExecutorOptions } from "../../engine-pod/src/executor/nats-executor.js";
-import { ToolRunner, type ToolRunnerOptions } from "../../operator/src/toolrunner/runner.js";
+import { ToolRunner, type ToolRunnerOptions } from "../../toolrunner/src/runner.js";
 
 export const log = createLogger("test", process.env["LOG_LEVEL"] ?? "silent");
 export const POOL = { namespace: "default", name: "tools" } as const;
@@ -72,7 +72,7 @@ export async function counterValue(metric: { get(): Promise<{ values: { value: n
   return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((a, v) => a + v.value, 0);
 }
 
-/** A tool runner child process (`tsx operator/src/toolrunner/main.ts`), as a ToolPool pod runs it. */
+/** A tool runner child process (`tsx toolrunner/src/main.ts`), as a ToolPool pod runs it. */
 export interface RunnerProcess {
   pid: number;
   port: number;
@@ -94,7 +94,7 @@ export async function spawnRunner(t: Teardownable, url: string, config: ToolRunn
   writeFileSync(specFile, JSON.stringify(config));
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "operator/src/toolrunner/main.ts", "--spec-file", specFile, "--nats-url", url, "--port", "0", "--host", "127.0.0.1", "--runner-id", runnerId, "--heartbeat-ms", "500"],
+    ["--import", "tsx", "toolrunner/src/main.ts", "--spec-file", specFile, "--nats-url", url, "--port", "0", "--host", "127.0.0.1", "--runner-id", runnerId, "--heartbeat-ms", "500"],
     { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_LEVEL: process.env["LOG_LEVEL"] ?? "warn" } },
   );
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));

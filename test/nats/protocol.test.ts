@@ -18,8 +18,8 @@ import {
   toolFromSubject,
   toolSubject,
 } from "../../common/src/protocol/index.js";
-import { parseRunnerConfig } from "../../operator/src/toolrunner/spec-file.js";
-import { truncateOutput } from "../../operator/src/toolrunner/truncate.js";
+import { parseRunnerConfig } from "../../toolrunner/src/spec-file.js";
+import { truncateOutput } from "../../toolrunner/src/truncate.js";
 
 t.test("subject tokens round-trip any string", async (t) => {
   for (const s of ["plain", "with.dots", "a*b>c", "spaces and\ttabs", "ünïcödé ✓", "", "=00", "100%"]) {

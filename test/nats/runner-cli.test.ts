@@ -17,7 +17,7 @@ t.test("a spec file naming an unknown builtin stops the runner with a clear erro
     ["namespace: default", "pool: tools", "tools:", "  - name: search", "    description: s", "    parameters: {type: object}", "    implementation: {type: builtin, builtin: nope}", ""].join("\n"),
   );
   // Port 1 on loopback: nothing listens there, so reaching NATS would fail differently.
-  const r = spawnSync(process.execPath, ["--import", "tsx", "operator/src/toolrunner/main.ts", "--spec-file", spec, "--nats-url", "nats://127.0.0.1:1", "--port", "0", "--host", "127.0.0.1"], {
+  const r = spawnSync(process.execPath, ["--import", "tsx", "toolrunner/src/main.ts", "--spec-file", spec, "--nats-url", "nats://127.0.0.1:1", "--port", "0", "--host", "127.0.0.1"], {
     encoding: "utf8",
     timeout: 60_000,
   });

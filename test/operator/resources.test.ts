@@ -3,7 +3,7 @@ import { parse } from "yaml";
 import { compileSchema, toolRunnerConfigSchema, type ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import { parseEnginePodOptions } from "../../engine-pod/src/config.js";
 import { parseArgv } from "../../common/src/index.js";
-import { parseToolRunnerOptions } from "../../operator/src/toolrunner/options.js";
+import { parseToolRunnerOptions } from "../../toolrunner/src/options.js";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
 import {
   appEndpoint,
@@ -150,7 +150,7 @@ t.test("ToolPool: the runner spec file validates against the runner's schema", a
   t.equal(dep.metadata?.name, "web-tools");
   t.equal(dep.spec?.replicas, 2);
   const c = dep.spec?.template.spec?.containers[0]!;
-  t.same(c.command, ["node", "dist/operator/src/toolrunner/main.js"]);
+  t.same(c.command, ["node", "dist/toolrunner/src/main.js"]);
   const runnerOpts = parseToolRunnerOptions({ flags: parseArgv((c.args ?? []).map((a) => (a === "$(POD_NAME)" ? "web-tools-x1" : a))), env: {} });
   t.equal(runnerOpts.specFile, "/etc/interlace/tools.yaml");
   t.same(runnerOpts.natsUrl, ["nats://nats:4222"]);

@@ -1,6 +1,6 @@
 import t from "tap";
 import Ajv2020 from "ajv/dist/2020.js";
-import { createToolSet } from "../../operator/src/toolrunner/implementations/index.js";
+import { createToolSet } from "../../toolrunner/src/implementations/index.js";
 import { toolRunnerConfigSchema, type ToolRunnerConfig } from "../../common/src/protocol/index.js";
 
 const config: ToolRunnerConfig = {

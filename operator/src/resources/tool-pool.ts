@@ -15,7 +15,7 @@ import type { ToolDefinition, ToolPool } from "../api/index.js";
 import { CONTAINER_SECURITY, HOME_ENV, POD_NAME_ENV, POD_PORT, POD_SECURITY, buildHeadlessService, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
 
 export const TOOLRUNNER_COMPONENT = "toolrunner";
-export const TOOLRUNNER_COMMAND = ["node", "dist/operator/src/toolrunner/main.js"];
+export const TOOLRUNNER_COMMAND = ["node", "dist/toolrunner/src/main.js"];
 /** The ConfigMap key the runner reads (YAML). */
 export const RUNNER_SPEC_KEY = "tools.yaml";
 const SPEC_DIR = "/etc/interlace";

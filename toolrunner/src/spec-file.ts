@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
-import { compileSchema, toolRunnerConfigSchema, type ToolRunnerConfig } from "../../../common/src/protocol/index.js";
+import { compileSchema, toolRunnerConfigSchema, type ToolRunnerConfig } from "../../common/src/protocol/index.js";
 
 const validate = compileSchema<ToolRunnerConfig>(toolRunnerConfigSchema, "spec");
 

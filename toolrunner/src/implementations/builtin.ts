@@ -3,9 +3,9 @@
  * (`common/src/builtin-tools`: echo, sleep, calculator, replay) run inside
  * the runner process.
  */
-import { canonicalJson, createBuiltinTools, createReplayTool, REPLAY_TOOL_NAME, type BuiltinTool } from "../../../../common/src/builtin-tools/index.js";
-import type { ReplayRecording } from "../../../../common/src/protocol/index.js";
-import type { ToolSpec } from "../../../../common/src/index.js";
+import { canonicalJson, createBuiltinTools, createReplayTool, REPLAY_TOOL_NAME, type BuiltinTool } from "../../../common/src/builtin-tools/index.js";
+import type { ReplayRecording } from "../../../common/src/protocol/index.js";
+import type { ToolSpec } from "../../../common/src/index.js";
 import type { ToolImpl } from "./tool-impl.js";
 
 const builtins = createBuiltinTools();

@@ -5,7 +5,7 @@
  * 5xx, 429 and network errors; others are never retried (a repeated POST
  * could act twice).
  */
-import { abortableDelay } from "../../../../common/src/builtin-tools/index.js";
+import { abortableDelay } from "../../../common/src/builtin-tools/index.js";
 import { ToolFailure, type ToolImpl, type ToolRunContext } from "./tool-impl.js";
 
 export interface HttpImplOptions {

@@ -1,7 +1,7 @@
 /**
  * @module Builds each configured tool's implementation from the spec file.
  */
-import type { RunnerToolSpec, ToolRunnerConfig } from "../../../../common/src/protocol/index.js";
+import type { RunnerToolSpec, ToolRunnerConfig } from "../../../common/src/protocol/index.js";
 import { builtinNames, createBuiltinImpl } from "./builtin.js";
 import { createHttpImpl } from "./http.js";
 import { createMcpImpl, McpClients } from "./mcp.js";

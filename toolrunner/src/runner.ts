@@ -16,7 +16,7 @@ import { hostname } from "node:os";
 import { jetstream, jetstreamManager, type Consumer, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import { ErrorCode, type Logger } from "../../../common/src/index.js";
+import { ErrorCode, type Logger } from "../../common/src/index.js";
 import {
   ensureIntrStream,
   ensurePoolStream,
@@ -36,7 +36,7 @@ import {
   type ResultMessage,
   type RunnerHeartbeat,
   type ToolRunnerConfig,
-} from "../../../common/src/protocol/index.js";
+} from "../../common/src/protocol/index.js";
 import { createToolSet, type ToolSet } from "./implementations/index.js";
 import { ToolRunnerMetrics } from "./metrics.js";
 import { truncateOutput } from "./truncate.js";

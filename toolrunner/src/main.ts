@@ -5,7 +5,7 @@
  * finishes in-flight calls and drains. Prints `toolrunner ready port=<n>` on
  * stdout once serving (the local stack and tests wait for it).
  */
-import { createLogger, serveProbes, Shutdown } from "../../../common/src/index.js";
+import { createLogger, serveProbes, Shutdown } from "../../common/src/index.js";
 import { ToolRunnerMetrics } from "./metrics.js";
 import { parseToolRunnerOptions } from "./options.js";
 import { ToolRunner } from "./runner.js";

@@ -4,7 +4,7 @@
  * in the spec file; these say where to find it and how to connect.
  */
 import { hostname } from "node:os";
-import { defaultSource, intOpt, optionalStringOpt, stringOpt, type Source } from "../../../common/src/index.js";
+import { defaultSource, intOpt, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
 
 export interface ToolRunnerProcessOptions {
   /** Comma-separated NATS URLs. */
