@@ -11,3 +11,4 @@ export * from "./probes.js";
 export * from "./shutdown.js";
 export * from "./config.js";
 export * from "./session-client.js";
+export * from "./run-under-deadline.js";

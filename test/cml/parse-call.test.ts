@@ -71,10 +71,10 @@ t.test("invalid_arguments names the offending argument", async (t) => {
   t.same(parseCallBody('{"name": "add", "arguments": {"a": "1", "b": 2}}', TOOLS), { ok: false, code: "invalid_arguments", message: 'invalid_arguments: "a" must be number' });
   t.match(parseCallBody("add(1)", TOOLS), { code: "invalid_arguments", message: /required property 'b'/ });
   t.match(parseCallBody("add(1, 2, 3)", TOOLS), { code: "invalid_arguments", message: /takes 2 argument/ });
-  t.match(parseCallBody("add(1, 2, c=3)", TOOLS), { code: "invalid_arguments", message: /must NOT have additional properties \("c"\)/ });
+  t.match(parseCallBody("add(1, 2, c=3)", TOOLS), { code: "invalid_arguments", message: /unknown field "c"/ });
   t.match(parseCallBody("add(1, a=3)", TOOLS), { code: "invalid_arguments", message: /both by position and by keyword/ });
   t.match(parseCallBody("search(query='x', limit=0)", TOOLS), { code: "invalid_arguments", message: /"limit" must be >= 1/ });
-  t.match(parseCallBody("search(query='x', mode='slow')", TOOLS), { code: "invalid_arguments", message: /"mode" must be equal to one of the allowed values: "fast", "deep"/ });
+  t.match(parseCallBody("search(query='x', mode='slow')", TOOLS), { code: "invalid_arguments", message: /"mode" must be one of "fast", "deep"/ });
   t.match(parseCallBody("search(query='x', since='2024-13-40')", TOOLS), { code: "invalid_arguments", message: /"since" must match format "date"/ }, "ajv-formats is active");
   t.match(parseCallBody("search(query='x', tags=['a', 1])", TOOLS), { code: "invalid_arguments", message: /"tags\[1\]" must be string/ });
   t.match(parseCallBody("search(query='x', filters={'k': 'v'})", TOOLS), { code: "invalid_arguments", message: /"filters\.k" must be integer/ });

@@ -15,17 +15,20 @@
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager, type Consumer, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import { ErrorCode, type Logger } from "../../common/src/index.js";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { ErrorCode, runUnderDeadline, type Logger, type StopReason } from "../../common/src/index.js";
 import {
+  encodeResult,
   ensureIntrStream,
   ensurePoolStream,
-  Header,
   MessageKind,
   openRunnersBucket,
   parseCallMessage,
   poolStream,
   PROTOCOL_VERSION,
+  publishBackoffMs,
+  publishWithRetry,
+  readHeaders,
   resultMsgId,
   RUNNER_DEFAULTS,
   RUNNERS_CONSUMER,
@@ -37,6 +40,7 @@ import {
   type RunnerHeartbeat,
   type ToolRunnerConfig,
 } from "../../common/src/protocol/index.js";
+import { errorOutcome } from "../../common/src/wire/index.js";
 import { createToolSet, type ToolSet } from "./implementations/index.js";
 import { ToolRunnerMetrics } from "./metrics.js";
 import { truncateOutput } from "./truncate.js";
@@ -57,7 +61,7 @@ export interface ToolRunnerOptions {
 }
 
 /** The abort reason of a call stopped because the runner is shutting down. */
-const SHUTDOWN_REASON = new Error("the runner is shutting down");
+const SHUTDOWN_REASON: StopReason = { kind: "cancelled", why: "the runner is shutting down" };
 /** What {@link ToolRunner.run} returns for such a call. */
 const SHUTDOWN = "shutdown" as const;
 
@@ -195,7 +199,7 @@ export class ToolRunner {
       } catch (err) {
         if (this.stopping) break;
         if (failures++ === 0) this.log.warn({ err: (err as Error).message }, "pull failed; retrying");
-        await sleep(Math.min(1_000, 50 * 2 ** Math.min(failures, 5)));
+        await sleep(publishBackoffMs(failures));
       }
     }
   }
@@ -218,16 +222,13 @@ export class ToolRunner {
   }
 
   private async handle(m: JsMsg): Promise<void> {
-    const h = m.headers;
     const attempt = m.info.deliveryCount;
-    const hdr = (name: string): string | undefined => h?.get(name) || undefined;
-    const callMsgIdValue = hdr(Header.MsgId) ?? `${m.info.stream}:${m.seq}`;
     // Routing metadata from headers, so even an unreadable body gets an answer.
-    const route = { replyTo: hdr(Header.ReplyTo), callId: hdr(Header.CallId), sessionId: hdr(Header.SessionId) };
+    const { protocol: version, msgId, ...route } = readHeaders(m.headers);
+    const callMsgIdValue = msgId ?? `${m.info.stream}:${m.seq}`;
     const subjectTool = toolFromSubject(this.pool, m.subject) ?? "?";
     if (attempt > 1) this.metrics.redeliveries.inc({ tool: subjectTool });
 
-    const version = hdr(Header.Protocol);
     const parsed = parseCallMessage(m.data);
     let outcome: Outcome;
     let tool = subjectTool;
@@ -273,11 +274,13 @@ export class ToolRunner {
       callId: route.callId,
       sessionId: route.sessionId,
       tool,
-      ok: outcome.ok,
-      output: "",
       runMs,
       attempt,
       runner: this.runnerId,
+      ...(outcome.ok
+        ? { ok: true, output: "" }
+        : // Error text (an HTTP body excerpt, an MCP message) is capped like any output.
+          errorOutcome(outcome.code, truncateOutput(outcome.message, this.settings.maxResultBytes).text)),
     };
     if (outcome.ok) {
       const cut = truncateOutput(outcome.output, this.settings.maxResultBytes);
@@ -286,11 +289,6 @@ export class ToolRunner {
         result.truncated = true;
         this.metrics.truncated.inc({ tool });
       }
-    } else {
-      // Error text (an HTTP body excerpt, an MCP message) is capped like any output.
-      const message = truncateOutput(outcome.message, this.settings.maxResultBytes).text;
-      result.output = `error ${outcome.code}: ${message}`;
-      result.error = { code: outcome.code, message };
     }
     this.metrics.calls.inc({ tool, outcome: outcome.ok ? "ok" : outcome.code });
     if (!(await this.publishResult(m, route.replyTo, result, callMsgIdValue))) return;
@@ -322,59 +320,37 @@ export class ToolRunner {
     }
     const controller = new AbortController();
     this.running.add(controller);
-    const timer = setTimeout(() => controller.abort(new Error("timeout")), budget);
     // Keep the message ours while the tool runs longer than a fraction of ack_wait.
     const working = setInterval(() => m.working(), Math.max(200, Math.floor(this.settings.ackWaitMs / 3)));
     const started = performance.now();
-    const stopped = new Promise<"timeout">((resolve) => controller.signal.addEventListener("abort", () => resolve("timeout"), { once: true }));
-    try {
-      const ran = tool.impl.run(valid.value, { signal: controller.signal, idempotent: tool.spec.idempotent === true, ...ids });
-      ran.catch(() => undefined); // its late failure after a timeout is not interesting
-      const r = await Promise.race([ran, stopped]);
-      if (controller.signal.reason === SHUTDOWN_REASON) return SHUTDOWN;
-      if (r === "timeout" && controller.signal.aborted) {
-        this.metrics.timeouts.inc({ tool: name });
-        const why = budget < toolTimeout ? "the call's deadline" : "its timeout";
-        return { ok: false, code: ErrorCode.ToolTimeout, message: `${name} did not finish within ${budget} ms (${why})` };
-      }
-      return { ok: true, output: typeof r === "string" ? r : String(r) };
-    } catch (err) {
-      if (controller.signal.reason === SHUTDOWN_REASON) return SHUTDOWN;
-      if (controller.signal.aborted) {
-        this.metrics.timeouts.inc({ tool: name });
-        return { ok: false, code: ErrorCode.ToolTimeout, message: `${name} did not finish within ${budget} ms` };
-      }
-      return { ok: false, code: ErrorCode.ToolFailed, message: `${name} failed: ${err instanceof Error ? err.message : String(err)}` };
-    } finally {
-      this.metrics.duration.observe({ tool: name }, (performance.now() - started) / 1000);
-      clearTimeout(timer);
-      clearInterval(working);
-      this.running.delete(controller);
-      if (!controller.signal.aborted) controller.abort(new Error("finished"));
-    }
+    const ran = await runUnderDeadline((signal) => tool.impl.run(valid.value, { signal, idempotent: tool.spec.idempotent === true, ...ids }), {
+      budgetMs: budget,
+      controller,
+    });
+    this.metrics.duration.observe({ tool: name }, (performance.now() - started) / 1000);
+    clearInterval(working);
+    this.running.delete(controller);
+    if (ran.ok) return { ok: true, output: typeof ran.value === "string" ? ran.value : String(ran.value) };
+    if (!("stopped" in ran)) return { ok: false, code: ErrorCode.ToolFailed, message: `${name} failed: ${ran.error instanceof Error ? ran.error.message : String(ran.error)}` };
+    if (ran.stopped === SHUTDOWN_REASON) return SHUTDOWN;
+    this.metrics.timeouts.inc({ tool: name });
+    const why = budget < toolTimeout ? "the call's deadline" : "its timeout";
+    return { ok: false, code: ErrorCode.ToolTimeout, message: `${name} did not finish within ${budget} ms (${why})` };
   }
 
   /** Publishes through JetStream until stored (a disconnect is retried; the message id makes retries safe). */
   private async publishResult(m: JsMsg, subject: string, result: ResultMessage, callMsgIdValue: string): Promise<boolean> {
-    const h = natsHeaders();
-    h.set(Header.Protocol, String(PROTOCOL_VERSION));
-    h.set(Header.Kind, MessageKind.Result);
-    h.set(Header.CallId, result.callId);
-    h.set(Header.SessionId, result.sessionId);
-    if (result.error) h.set(Header.ErrorCode, result.error.code);
-    const data = JSON.stringify(result);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.js.publish(subject, data, { msgID: resultMsgId(callMsgIdValue), headers: h, timeout: 5_000 });
-        return true;
-      } catch (err) {
+    const ack = await publishWithRetry(this.js, subject, encodeResult(result, resultMsgId(callMsgIdValue)), {
+      timeoutMs: () => 5_000,
+      onFailure: (err, attempt) => {
         if (this.nc.isClosed()) return false;
         this.metrics.publishRetries.inc();
-        if (attempt === 0) this.log.warn({ err: (err as Error).message, callId: result.callId }, "result publish failed; retrying");
+        if (attempt === 0) this.log.warn({ err: err.message, callId: result.callId }, "result publish failed; retrying");
         m.working();
-        await sleep(Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)));
-      }
-    }
+        return true;
+      },
+    });
+    return ack !== null;
   }
 
   /**

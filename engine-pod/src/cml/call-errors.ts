@@ -3,6 +3,7 @@
  * interrupt the model can read: `[INTR] id [HEAD] error: ... [END]`.
  */
 import { formatInterruptBlock } from "../../../common/src/index.js";
+import { formatErrorLine } from "../../../common/src/wire/index.js";
 import type { ParsedCall } from "./monitor-api.js";
 
 /** A failed parse, as returned by `parseCallBody`. */
@@ -14,8 +15,7 @@ export type CallFailure = Extract<ParsedCall, { ok: false }>;
  * `error: invalid_arguments: "a" must be number`.
  */
 export function formatCallError(failure: CallFailure | { code: string; message: string }): string {
-  const msg = failure.message.startsWith(`${failure.code}:`) ? failure.message : `${failure.code}: ${failure.message}`;
-  return `error: ${msg.replace(/\s*\n\s*/g, " ")}`;
+  return formatErrorLine(failure.code, failure.message);
 }
 
 /** The whole error interrupt block for call `id`. */

@@ -5,7 +5,7 @@
  */
 export type { MonitorEvent, MonitorOptions, TokenMonitor, ParsedCall } from "./monitor-api.js";
 export { createTokenMonitor } from "./token-monitor.js";
-export { parseCallBody, describeAjvErrors } from "./parse-call.js";
+export { parseCallBody } from "./parse-call.js";
 export { parsePythonCall, type PythonCall, type PythonCallResult } from "./python-call.js";
 export { normalizeSchema, propertyOrder, resolveTypeAlias } from "./schema.js";
 export { formatCallError, formatErrorInterrupt, type CallFailure } from "./call-errors.js";

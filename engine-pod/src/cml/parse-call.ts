@@ -2,60 +2,15 @@
  * @module Call-body parsing and validation: a call block's body, in JSON
  * (`{"name": ..., "arguments": {...}}`) or Python style (`name(arg=value)`),
  * becomes a tool name and an arguments object validated against the tool's
- * JSON Schema with Ajv. Every failure is a value with a message the model can
- * read in an error interrupt; nothing throws.
+ * JSON Schema by the project's one validator (`common/src/wire/`). Every
+ * failure is a value with a message the model can read in an error
+ * interrupt; nothing throws.
  */
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormatsModule from "ajv-formats";
 import type { ToolSpec } from "../../../common/src/index.js";
+import { validateArguments } from "../../../common/src/wire/index.js";
 import type { ParsedCall } from "./monitor-api.js";
 import { parsePythonCall } from "./python-call.js";
-import { normalizeSchema, propertyOrder } from "./schema.js";
-
-// ajv-formats is CommonJS with `exports.default`; under nodenext the default import is the module object.
-type FormatsPlugin = (ajv: Ajv2020) => unknown;
-const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin;
-
-const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true });
-addFormats(ajv);
-
-/** Compiled validators, once per parameters schema object. */
-const validators = new WeakMap<object, ValidateFunction | string>();
-
-function validatorFor(tool: ToolSpec): ValidateFunction | string {
-  let v = validators.get(tool.parameters);
-  if (v === undefined) {
-    try {
-      v = ajv.compile(normalizeSchema(tool.parameters));
-    } catch (err) {
-      // A broken tool schema is the operator's fault, not the model's; say so.
-      v = `tool "${tool.name}" has an invalid parameters schema: ${(err as Error).message}`;
-    }
-    validators.set(tool.parameters, v);
-  }
-  return v;
-}
-
-/** `/a/b/0` → `"a.b[0]"`; the root is `arguments`. */
-function pathOf(instancePath: string): string {
-  if (instancePath === "") return "arguments";
-  const parts = instancePath.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
-  let out = "";
-  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out === "" ? p : `.${p}`;
-  return `"${out}"`;
-}
-
-/** Ajv errors as one line, e.g. `"a" must be number; arguments must have required property 'b'`. */
-export function describeAjvErrors(errors: readonly ErrorObject[] | null | undefined): string {
-  if (!errors || errors.length === 0) return "arguments do not match the schema";
-  const lines = errors.map((e) => {
-    let msg = `${pathOf(e.instancePath)} ${e.message ?? "is invalid"}`;
-    if (e.keyword === "enum") msg += `: ${(e.params as { allowedValues: unknown[] }).allowedValues.map((x) => JSON.stringify(x)).join(", ")}`;
-    if (e.keyword === "additionalProperties") msg += ` ("${(e.params as { additionalProperty: string }).additionalProperty}")`;
-    return msg;
-  });
-  return [...new Set(lines)].join("; ");
-}
+import { propertyOrder } from "./schema.js";
 
 function stripFences(body: string): string {
   const m = /^```[a-zA-Z]*\s*([\s\S]*?)\s*```$/.exec(body);
@@ -130,8 +85,7 @@ export function parseCallBody(body: string, tools: readonly ToolSpec[] | Readonl
     const known = [...byName.keys()].join(", ");
     return { ok: false, code: "unknown_tool", message: `unknown_tool: "${ex.name}" is not a tool (available: ${known === "" ? "none" : known})` };
   }
-  const validate = validatorFor(tool);
-  if (typeof validate === "string") return { ok: false, code: "invalid_arguments", message: `invalid_arguments: ${validate}` };
-  if (!validate(ex.args)) return { ok: false, code: "invalid_arguments", message: `invalid_arguments: ${describeAjvErrors(validate.errors)}` };
+  const valid = validateArguments(tool.parameters, ex.args, tool.name);
+  if (!valid.ok) return { ok: false, code: "invalid_arguments", message: `invalid_arguments: ${valid.error}` };
   return { ok: true, tool: tool.name, arguments: ex.args, style: ex.style };
 }

@@ -38,6 +38,7 @@ import { promptTokens } from "./prompt-tokens.js";
 import { loadRuntime, type Runtime } from "./runtime.js";
 import { median, SessionState, type SessionConfig } from "./session-state.js";
 import { checkSampling, toMessages, validatePolicy, validateTools } from "./validate-request.js";
+import { errorOutcome } from "../../../common/src/wire/index.js";
 
 /** Default time budget of one tool call when the spec gives no latency. */
 const DEFAULT_CALL_BUDGET_MS = 60_000;
@@ -729,12 +730,7 @@ class LockstepEngine implements Engine {
       settled = Promise.reject(err);
     }
     settled
-      .catch((err: unknown): ToolResult => ({
-        callId: id,
-        ok: false,
-        output: `error: ${ErrorCode.ToolFailed}: ${err instanceof Error ? err.message : String(err)}`,
-        error: { code: ErrorCode.ToolFailed, message: String(err) },
-      }))
+      .catch((err: unknown): ToolResult => ({ callId: id, ...errorOutcome(ErrorCode.ToolFailed, err instanceof Error ? err.message : String(err)) }))
       .then((result) => this.onResult(s, id, result));
   }
 

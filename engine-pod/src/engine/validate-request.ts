@@ -2,7 +2,8 @@
  * @module Validation of what a request asks of the engine (tools, policy,
  * sampling, prompt shape), as `InterlaceError`s with stable codes the HTTP
  * server maps to 400s. The server validates wire JSON first; this guards the
- * engine's own contract for every caller.
+ * engine's own contract for every caller, with the same wire schemas and
+ * checks (`common/src/wire/`).
  */
 import {
   ErrorCode,
@@ -13,13 +14,12 @@ import {
   type ScriptedPolicySpec,
   type ToolSpec,
 } from "../../../common/src/index.js";
+import { policyProblem, validateSampling, validateScriptedPolicy } from "../../../common/src/wire/index.js";
 
-/** Temperature is a number >= 0; seed a non-negative integer. */
+/** Temperature is a number in 0..2; seed a 32-bit non-negative integer. */
 export function checkSampling(temperature: number | undefined, seed: number | undefined): void {
-  if (temperature !== undefined && !(Number.isFinite(temperature) && temperature >= 0)) {
-    throw new InterlaceError(ErrorCode.BadRequest, "temperature must be a number >= 0");
-  }
-  if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0)) throw new InterlaceError(ErrorCode.BadRequest, "seed must be a non-negative integer");
+  const checked = validateSampling({ ...(temperature !== undefined ? { temperature } : {}), ...(seed !== undefined ? { seed } : {}) });
+  if (!checked.ok) throw new InterlaceError(ErrorCode.BadRequest, checked.error);
 }
 
 /** The request's prompt as messages (a `system` text goes first unless the list has its own). */
@@ -48,15 +48,8 @@ export function validateTools(tools: readonly ToolSpec[]): Map<string, ToolSpec>
 
 /** A policy's calls use known tools (`unknown_tool` otherwise), identifier ids and known dependencies. */
 export function validatePolicy(policy: ScriptedPolicySpec, tools: ReadonlyMap<string, ToolSpec>): void {
-  if (policy.type === "text") {
-    if (!Array.isArray(policy.pieces)) throw new InterlaceError(ErrorCode.BadRequest, "policy.pieces must be a list of strings");
-    return;
-  }
-  if (policy.type !== "lpt-dag" || !Array.isArray(policy.calls)) throw new InterlaceError(ErrorCode.BadRequest, "unknown policy");
-  const ids = new Set(policy.calls.map((c) => c.id));
-  for (const c of policy.calls) {
-    if (!tools.has(c.tool)) throw new InterlaceError(ErrorCode.UnknownTool, `policy call "${c.id}" uses unknown tool "${c.tool}"`);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(c.id)) throw new InterlaceError(ErrorCode.BadRequest, `policy call id "${c.id}" must be an identifier`);
-    for (const d of c.dependsOn) if (!ids.has(d)) throw new InterlaceError(ErrorCode.BadRequest, `policy call "${c.id}" depends on unknown "${d}"`);
-  }
+  const checked = validateScriptedPolicy(policy);
+  if (!checked.ok) throw new InterlaceError(ErrorCode.BadRequest, checked.error);
+  const problem = policyProblem(policy, new Set(tools.keys()));
+  if (problem !== null) throw new InterlaceError(problem.code, problem.message);
 }

@@ -19,15 +19,15 @@
  * `execute` never rejects; every failure is an `ok: false` result.
  */
 import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
-import { connect, headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
 import {
   callMsgId,
+  encodeCall,
   enginePodConsumer,
   ensureEngineConsumer,
   ensureIntrStream,
-  Header,
   interruptSubject,
   INTR_STREAM,
   maxDeliveriesAdvisorySubject,
@@ -36,6 +36,7 @@ import {
   parseIntrMessage,
   parseInterruptSubject,
   poolStream,
+  publishWithRetry,
   sendInterrupt,
   PROTOCOL_VERSION,
   toolSubject,
@@ -44,6 +45,7 @@ import {
   type PoolRef,
   type ResultMessage,
 } from "../../../common/src/protocol/index.js";
+import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
 import { NatsExecutorMetrics } from "./nats/metrics.js";
 import { callKey, FinishedCalls, type Finish } from "./nats/pending-calls.js";
@@ -88,8 +90,6 @@ interface MaxDeliveriesAdvisory {
   stream_seq: number;
   deliveries: number;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export class NatsExecutor implements Executor {
   readonly metrics: NatsExecutorMetrics;
@@ -189,7 +189,7 @@ export class NatsExecutor implements Executor {
 
   execute(call: ToolCall, signal?: AbortSignal): Promise<ToolResult> {
     const pool = call.spec.pool ?? this.options.defaultPool;
-    const fail = (code: string, message: string): ToolResult => ({ callId: call.id, ok: false, output: `error ${code}: ${message}`, error: { code, message } });
+    const fail = (code: string, message: string): ToolResult => ({ callId: call.id, ...errorOutcome(code, message) });
     if (this.closed) return Promise.resolve(fail(ErrorCode.Cancelled, "the executor is closed"));
     if (pool === undefined) return Promise.resolve(fail(ErrorCode.UnknownTool, `tool "${call.tool}" belongs to no tool pool`));
     const poolLabel = `${pool.namespace}/${pool.name}`;
@@ -261,13 +261,7 @@ export class NatsExecutor implements Executor {
       replyTo,
       publishedAt: Date.now(),
     };
-    const h = natsHeaders();
-    h.set(Header.Protocol, String(PROTOCOL_VERSION));
-    h.set(Header.CallId, call.id);
-    h.set(Header.SessionId, call.sessionId);
-    h.set(Header.Deadline, String(call.deadline));
-    h.set(Header.ReplyTo, replyTo);
-    const data = JSON.stringify(body);
+    const message = encodeCall(body, msgId);
 
     if ((await this.runners.liveRunners(pool)) === 0) {
       this.failNoRunners(key, entry);
@@ -275,29 +269,22 @@ export class NatsExecutor implements Executor {
     }
     const stream = poolStream(pool);
     const publishTimeoutMs = this.options.publishTimeoutMs ?? 5_000;
-    for (let attempt = 0; this.pending.has(key); attempt++) {
-      try {
-        const ack = await this.js.publish(toolSubject(pool, call.tool), data, {
-          msgID: msgId,
-          headers: h,
-          timeout: Math.max(250, Math.min(publishTimeoutMs, call.deadline - Date.now())),
-        });
-        if (this.pending.has(key)) {
-          entry.seqKey = `${ack.stream}:${ack.seq}`;
-          this.bySeq.set(entry.seqKey, key);
-        }
-        return;
-      } catch (err) {
-        if (!this.pending.has(key) || this.closed) return;
+    const ack = await publishWithRetry(this.js, toolSubject(pool, call.tool), message, {
+      timeoutMs: () => Math.max(250, Math.min(publishTimeoutMs, call.deadline - Date.now())),
+      active: () => this.pending.has(key) && !this.closed,
+      onFailure: async (err, attempt) => {
         if (await this.streamMissing(stream)) {
           this.failNoRunners(key, entry);
-          return;
+          return false;
         }
         this.metrics.publishRetries.inc({ pool: entry.poolLabel });
-        const backoff = Math.min(1_000, 50 * 2 ** attempt);
-        this.log.warn({ err: (err as Error).message, callId: call.id, session: call.sessionId, attempt }, "call publish failed; retrying");
-        await sleep(backoff);
-      }
+        this.log.warn({ err: err.message, callId: call.id, session: call.sessionId, attempt }, "call publish failed; retrying");
+        return this.pending.has(key);
+      },
+    });
+    if (ack !== null && this.pending.has(key)) {
+      entry.seqKey = `${ack.stream}:${ack.seq}`;
+      this.bySeq.set(entry.seqKey, key);
     }
   }
 
@@ -313,7 +300,7 @@ export class NatsExecutor implements Executor {
 
   private failNoRunners(key: string, entry: Pending): void {
     const message = `no tool runner is serving pool ${entry.poolLabel} (tool "${entry.call.tool}"); the call was not sent`;
-    this.settle(key, "failed", { callId: entry.call.id, ok: false, output: `error ${ErrorCode.NoRunners}: ${message}`, error: { code: ErrorCode.NoRunners, message } });
+    this.settle(key, "failed", { callId: entry.call.id, ...errorOutcome(ErrorCode.NoRunners, message) });
   }
 
   private onMaxDeliveries(advisory: MaxDeliveriesAdvisory): void {
@@ -324,7 +311,7 @@ export class NatsExecutor implements Executor {
     if (entry === undefined) return;
     const message = `tool "${entry.call.tool}" (pool ${entry.poolLabel}) failed on all ${advisory.deliveries} deliveries: its runner died or lost its connection each time`;
     this.log.warn({ callId: entry.call.id, session: entry.call.sessionId, deliveries: advisory.deliveries }, "call ran out of deliveries");
-    this.settle(key, "failed", { callId: entry.call.id, ok: false, output: `error ${ErrorCode.MaxDeliveries}: ${message}`, error: { code: ErrorCode.MaxDeliveries, message } });
+    this.settle(key, "failed", { callId: entry.call.id, ...errorOutcome(ErrorCode.MaxDeliveries, message) });
     // The message stays in the work queue after its last delivery; remove it.
     this.jsm.streams.deleteMessage(advisory.stream, advisory.stream_seq, false).catch(() => undefined);
   }
@@ -374,8 +361,7 @@ export class NatsExecutor implements Executor {
     if (this.closed) return;
     this.closed = true;
     for (const [key, entry] of [...this.pending]) {
-      const message = "the executor is closing";
-      this.settle(key, "cancelled", { callId: entry.call.id, ok: false, output: `error ${ErrorCode.Cancelled}: ${message}`, error: { code: ErrorCode.Cancelled, message } });
+      this.settle(key, "cancelled", { callId: entry.call.id, ...errorOutcome(ErrorCode.Cancelled, "the executor is closing") });
     }
     this.runners.stop();
     this.advisories?.unsubscribe();

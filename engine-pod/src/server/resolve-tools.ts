@@ -5,9 +5,8 @@
  * engine routes calls over NATS. Completion tools (OpenAI path) are run by
  * the client, so any well-formed spec is accepted there.
  */
-import { Ajv2020 } from "ajv/dist/2020.js";
 import { ErrorCode, TOOL_NAME_PATTERN, type ToolSpec } from "../../../common/src/index.js";
-import { normalizeSchema } from "../cml/index.js";
+import { schemaError } from "../../../common/src/wire/index.js";
 import { HttpError } from "./http-errors.js";
 
 /** What tools this engine can run itself. */
@@ -19,8 +18,6 @@ export interface ToolCatalog {
   /** Tools that name no pool go to this one (NATS executor's default pool), so any tool is accepted. */
   defaultPool?: string;
 }
-
-const ajv = new Ajv2020({ strict: false, allErrors: false });
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
 
@@ -43,11 +40,8 @@ export function checkToolSpec(raw: unknown, where: string): ToolSpec {
   if (type !== undefined && type !== "object" && type !== "dict") {
     throw bad(`tool "${name}": "parameters" must describe an object (type "object"), got type ${JSON.stringify(type)}`);
   }
-  try {
-    ajv.compile(normalizeSchema(parameters));
-  } catch (err) {
-    throw bad(`tool "${name}": "parameters" is not a valid JSON Schema: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  const invalid = schemaError(parameters);
+  if (invalid !== null) throw bad(`tool "${name}": "parameters" is not a valid JSON Schema: ${invalid}`);
   const spec: ToolSpec = { name, description, parameters };
   const latency = raw["estimatedLatencyMs"];
   if (latency !== undefined) {
