@@ -1,7 +1,7 @@
 /**
  * @module The engine core: the decode loop and its step. Each step asks the
- * scheduler for a plan (plain data), applies its state changes (cancel,
- * resume, re-entry, compaction move), runs the batch — every active sequence
+ * scheduler for a plan (plain data), applies its state changes (cancel; and
+ * through `KvWork` resume, re-entry, compaction move), runs the batch — every active sequence
  * advances one token, or one prefill chunk — feeds each sampled token to the
  * session's CML monitor and its turn policy, and applies what they return.
  *
@@ -13,10 +13,11 @@
 import type { Token } from "node-llama-cpp";
 import { CML, ErrorCode, type InterruptKind, type Logger } from "../../../common/src/index.js";
 import { formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
-import { expectedWaitMs, type KvManager } from "../kv/index.js";
+import type { KvManager } from "../kv/index.js";
 import type { Admission, Scheduler, SessionView, StepPlan } from "../scheduler/index.js";
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
 import { InterruptManager } from "./interrupt-manager.js";
+import { KvWork } from "./kv-work.js";
 import { RateWindow } from "./rate-window.js";
 import type { Runtime } from "./runtime.js";
 import type { Sampling } from "./sampling.js";
@@ -44,13 +45,13 @@ export class EngineCore {
   /** Sessions not yet done (or finishing their cleanup). */
   readonly live = new Set<SessionState>();
   readonly interrupts: InterruptManager;
+  private readonly work: KvWork;
   readonly counters = { lastBatchSize: 0, tokensDecoded: 0, tokensPrefilled: 0 };
   readonly decodeRate = new RateWindow();
   private wakeResolve: (() => void) | undefined;
   private stopped = false;
   private loopDone: Promise<void> = Promise.resolve();
   private readonly runtime: Runtime;
-  private readonly kv: KvManager;
   private readonly scheduler: Scheduler;
   private readonly log: Logger;
 
@@ -58,7 +59,7 @@ export class EngineCore {
   private readonly ops: TurnOps = {
     dispatch: (s, call) => this.dispatch(s, call),
     finish: (s, reason) => this.finish(s, reason),
-    trap: (s) => this.enterTrap(s),
+    trap: (s) => this.work.trap(s),
     // A call event after the same token finished the session changes nothing.
     wait: (s) => s.state !== "done" && s.transition("waiting"),
     inject: (s) => this.inject(s),
@@ -69,10 +70,15 @@ export class EngineCore {
 
   constructor(private readonly deps: EngineCoreDeps) {
     this.runtime = deps.runtime;
-    this.kv = deps.kv;
     this.scheduler = deps.scheduler;
     this.log = deps.log;
     this.interrupts = new InterruptManager(deps.runtime, () => this.wake());
+    this.work = new KvWork(deps.runtime, deps.kv, deps.scheduler, this.interrupts, deps.log, {
+      background: (s, op) => this.background(s, op),
+      inject: (s) => this.inject(s),
+      finish: (s, reason) => this.finish(s, reason),
+      countPrefill: (s, n) => this.countPrefill(s, n),
+    });
   }
 
   start(): void {
@@ -108,34 +114,12 @@ export class EngineCore {
     }));
   }
 
-  /** Takes in an admitted session and prepares its sequence in the background (prefix fork or reuse, or clearing). */
+  /** Takes in an admitted session; its sequence is prepared in the background. */
   add(s: SessionState, admission: Admission, reuse: boolean): void {
     this.sessions.set(s.id, s);
     this.live.add(s);
-    const prompt = s.tokens.prompt;
-    this.background(s, async () => {
-      let evaluated = 0;
-      if (reuse && admission.fork !== null) {
-        // A prefix another sequence holds: copy its cells rather than prefilling them again.
-        const r = await this.kv.fork(s.seq, this.runtime.sequences[admission.fork.from]!, admission.fork.tokens);
-        evaluated = r.evaluatedTokens;
-        if (evaluated > 0) this.countPrefill(s, evaluated);
-      }
-      if (reuse && (admission.fork !== null || admission.reusePrefix > 0)) {
-        // Whatever the sequence holds now, keep only what matches the prompt (the fork's source may have changed meanwhile).
-        const r = await this.kv.reusePrefix(s.seq, prompt);
-        s.reusedPrefixTokens = Math.max(0, r.reusedTokens - evaluated);
-        s.tokens.context = prompt.slice(0, r.reusedTokens);
-        s.tokens.feed = r.suffix;
-      } else {
-        await this.kv.clear(s.seq);
-        s.tokens.context = [];
-        s.tokens.feed = prompt.slice();
-      }
-      this.countPrefill(s, s.tokens.feed.length);
-    });
+    this.work.fill(s, admission, reuse);
   }
-
   enqueue(s: SessionState, id: string, kind: InterruptKind, value: string): void {
     this.interrupts.enqueue(s, id, kind, value);
   }
@@ -172,9 +156,9 @@ export class EngineCore {
   /** State changes the plan asks for before the batch runs. */
   private apply(plan: StepPlan): void {
     for (const id of plan.cancel) this.finish(this.sessions.get(id)!, "cancelled");
-    for (const r of plan.resume) this.resume(this.sessions.get(r.id)!, r.slot, r.granted);
-    for (const id of plan.reenter) this.reenter(this.sessions.get(id)!);
-    if (plan.move !== null) this.move(this.sessions.get(plan.move.id)!, plan.move.from, plan.move.to);
+    for (const r of plan.resume) this.work.resume(this.sessions.get(r.id)!, r.slot, r.granted);
+    for (const id of plan.reenter) this.work.reenter(this.sessions.get(id)!);
+    if (plan.move !== null) this.work.move(this.sessions.get(plan.move.id)!, plan.move.from, plan.move.to);
   }
 
   /** Runs `op` with the session out of the batch; errors end the session. */
@@ -392,140 +376,6 @@ export class EngineCore {
     s.usage.injectedTokens += tokens.length;
   }
 
-  // ── traps, resumes, re-entries, moves (KV work in the background) ─────────
-
-  /** Pauses the session until its next interrupt; the KV manager decides keep / swap / recompute, once. */
-  private enterTrap(s: SessionState): void {
-    s.usage.traps++;
-    const pending = [...s.outstanding.values()].map((c) => ({
-      startedAt: c.startedAt,
-      ...(c.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: c.estimatedLatencyMs } : {}),
-    }));
-    const wait = expectedWaitMs(pending, Date.now());
-    const pressure = this.scheduler.busy / this.scheduler.size;
-    const contextTokens = s.seq.nextTokenIndex;
-    s.transition("trapped");
-    this.background(s, async () => {
-      const outcome = await this.kv.trap({
-        sequence: s.seq,
-        expectedWaitMs: wait,
-        kvPressure: pressure,
-        override: s.config.kvPolicy,
-        // The KV manager requires no live generator on a sequence whose cells leave it.
-        release: () => this.closeGenerator(s),
-      });
-      s.kv.trapDecision = outcome.verdict.decision;
-      s.emit({ type: "trap", decision: outcome.verdict.decision, expectedWaitMs: Number.isFinite(wait) ? Math.round(wait) : -1, contextTokens, t: s.now() });
-      s.kv.paused = outcome.paused;
-      s.kv.trapPauseMs = outcome.pauseMs;
-      if (outcome.paused.decision !== "keep") {
-        // The state lives outside the context now: lend the slot to other sessions until resume.
-        this.scheduler.release(s.slot);
-        s.slot = -1;
-        // Restore ahead of the expected interrupt, so the restore adds no latency (AsyncLM §5.4).
-        if (Number.isFinite(wait)) {
-          const lead = Math.max(0, wait - outcome.pauseMs - outcome.verdict.restoreLeadMs);
-          s.kv.prefetchTimer = setTimeout(() => this.prefetch(s), lead);
-          s.kv.prefetchTimer.unref();
-        }
-      }
-      s.transition("trapped");
-    });
-  }
-
-  /** The expected interrupt is near: take a slot and restore the paused state now, still trapped. */
-  private prefetch(s: SessionState): void {
-    s.kv.prefetchTimer = undefined;
-    const paused = s.kv.paused;
-    if (s.state !== "trapped" || paused === undefined || s.slot >= 0 || this.interrupts.pending(s) > 0) return;
-    const slot = this.scheduler.acquire();
-    if (slot === null) return; // the interrupt path restores it once a slot frees
-    this.assign(s, slot);
-    this.background(s, async () => {
-      const r = await this.kv.resume(paused, s.seq);
-      s.kv.paused = undefined;
-      s.kv.trapPauseMs = (s.kv.trapPauseMs ?? 0) + r.resumeMs;
-      if (r.evaluatedTokens > 0) this.countPrefill(s, r.evaluatedTokens);
-      s.transition("trapped");
-    });
-  }
-
-  /** A trapped session's interrupt arrived: restore its KV state (into `slot`, granted if it lent its own), then inject. */
-  private resume(s: SessionState, slot: number, granted: boolean): void {
-    clearTimeout(s.kv.prefetchTimer);
-    s.kv.prefetchTimer = undefined;
-    if (granted) this.assign(s, slot);
-    const paused = s.kv.paused;
-    this.background(s, async () => {
-      let costMs = s.kv.trapPauseMs ?? 0;
-      if (paused !== undefined) {
-        // Into whichever sequence the session holds now (a cleared one, possibly not the original).
-        const r = await this.kv.resume(paused, s.seq);
-        costMs += r.resumeMs;
-        if (r.evaluatedTokens > 0) this.countPrefill(s, r.evaluatedTokens);
-      }
-      s.kv.paused = undefined;
-      s.kv.trapPauseMs = undefined;
-      s.emit({ type: "resume", decision: s.kv.trapDecision ?? "keep", costMs: Math.round(costMs * 1000) / 1000, t: s.now() });
-      s.transition("active");
-      this.inject(s);
-    });
-  }
-
-  /**
-   * Sync modes: the turn's results are in. Re-enter as a NEW request whose
-   * tokens are the whole history plus the results: with prefix reuse only the
-   * tokens past the resident prefix are evaluated; without, the sequence is
-   * erased and everything is prefilled again.
-   */
-  private reenter(s: SessionState): void {
-    const full = [...s.tokens.context, ...s.tokens.feed, ...this.interrupts.take(s, "reenter")];
-    this.background(s, async () => {
-      await this.closeGenerator(s);
-      if (s.config.prefixReuse) {
-        const r = await this.kv.reusePrefix(s.seq, full);
-        s.tokens.context = full.slice(0, r.reusedTokens);
-        s.tokens.feed = r.suffix;
-      } else {
-        await this.kv.clear(s.seq);
-        s.tokens.context = [];
-        s.tokens.feed = full;
-      }
-      this.countPrefill(s, s.tokens.feed.length);
-      if (s.usage.decodedTokens >= s.config.maxTokens) this.finish(s, "max_tokens");
-    });
-  }
-
-  /** Compaction: the session moves down into a lower sequence id so busy ids stay contiguous. */
-  private move(s: SessionState, from: number, to: number): void {
-    const source = s.seq;
-    const target = this.runtime.sequences[to]!;
-    this.background(s, async () => {
-      await this.closeGenerator(s);
-      let r: { ms: number; tokens: number };
-      try {
-        r = await this.kv.move(source, target);
-      } catch (err) {
-        this.scheduler.release(to);
-        throw err;
-      }
-      this.assign(s, to);
-      this.scheduler.release(from);
-      this.log.debug({ session: s.id, from, to, tokens: r.tokens, ms: r.ms }, "sequence compacted");
-    });
-  }
-
-  private assign(s: SessionState, slot: number): void {
-    s.slot = slot;
-    s.seq = this.runtime.sequences[slot]!;
-  }
-
-  private async closeGenerator(s: SessionState): Promise<void> {
-    const gen = s.kv.gen;
-    s.kv.gen = null;
-    await gen?.return();
-  }
-
   private countPrefill(s: SessionState, n: number): void {
     s.usage.prefilledTokens += n;
     this.counters.tokensPrefilled += n;
@@ -565,25 +415,12 @@ export class EngineCore {
     clearTimeout(s.kv.prefetchTimer);
     const paused = s.kv.paused;
     s.kv.paused = undefined;
-    const reusable = reason === "eos" || reason === "max_tokens" || (reason === "cancelled" && s.turn.keepCellsOnCancel);
+    // A restartable request's cells stay a valid prefix even when cancelled: its client restarts with the same history.
+    const reusable = reason === "eos" || reason === "max_tokens" || (reason === "cancelled" && s.turn.restartable);
     const keepResident = reusable && this.deps.prefixCache && s.config.prefixReuse;
-    const cleanup = async (): Promise<void> => {
-      await this.closeGenerator(s);
-      if (paused !== undefined) await this.kv.discard(paused);
-      if (s.slot < 0) return; // a paused session that lent its slot holds no cells
-      if (keepResident && s.seq.nextTokenIndex > 0) this.scheduler.release(s.slot, s.seq.contextTokens);
-      else {
-        await this.kv.clear(s.seq);
-        this.scheduler.release(s.slot);
-      }
-    };
-    cleanup()
-      .catch(async (err: unknown) => {
-        this.log.warn({ err, session: s.id }, "sequence cleanup failed; clearing it");
-        if (s.slot < 0) return;
-        await this.kv.clear(s.seq).catch(() => undefined);
-        this.scheduler.release(s.slot);
-      })
+    this.work
+      .release(s, keepResident, paused)
+      .catch((err: unknown) => this.log.warn({ err, session: s.id }, "sequence cleanup failed; cleared it"))
       .finally(() => {
         this.live.delete(s);
         this.forgetOldSessions();

@@ -184,15 +184,7 @@ class LlamaEngine implements Engine {
       for (const id of history.injected) s.view.injected.add(id);
       for (const m of after) if (m.role === "tool" && m.toolCallId !== undefined) s.view.injected.add(m.toolCallId);
     }
-    const onText = request.onText;
-    if (onText !== undefined) {
-      if (turn.stopAtCalls === "never") s.onRaw = onText;
-      else {
-        s.subscribe((e) => {
-          if (e.type === "text") onText(e.text);
-        });
-      }
-    }
+    if (request.onText !== undefined) turn.stream(s, request.onText);
     const signal = request.signal;
     const onAbort = (): void => void this.cancel(s.id);
     if (signal !== undefined) {
@@ -295,7 +287,7 @@ class LlamaEngine implements Engine {
     const superseded = [...this.core.live].filter(
       (x) =>
         x.cancelRequested ||
-        (x.turn instanceof CompletionTurnPolicy && x.state !== "done" && commonPrefix(x.tokens.prompt, prompt) >= SUPERSEDED_SHARE * prompt.length),
+        (x.turn.restartable && x.state !== "done" && commonPrefix(x.tokens.prompt, prompt) >= SUPERSEDED_SHARE * prompt.length),
     );
     if (superseded.length === 0) return;
     let timer: NodeJS.Timeout | undefined;

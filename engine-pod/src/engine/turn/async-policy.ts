@@ -7,7 +7,7 @@ import type { SessionState } from "../session-state.js";
 import { eosAfterTurn, type CallFailure, type TurnCall, type TurnOps, type TurnPolicy } from "./turn-policy.js";
 
 export class AsyncTurnPolicy implements TurnPolicy {
-  readonly keepCellsOnCancel = false;
+  readonly restartable = false;
 
   onCall(s: SessionState, call: TurnCall, ops: TurnOps): void {
     ops.dispatch(s, call);

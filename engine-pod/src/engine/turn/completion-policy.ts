@@ -12,11 +12,21 @@ export type FinishReason = "stop" | "length" | "tool_calls" | "trap";
 
 export class CompletionTurnPolicy implements TurnPolicy {
   /** An aborted completion's cells are still a valid prefix: async-naive clients restart with the same history. */
-  readonly keepCellsOnCancel = true;
+  readonly restartable = true;
   readonly toolCalls: TurnCall[] = [];
   finishReason: FinishReason | undefined;
 
   constructor(readonly stopAtCalls: "turn" | "never") {}
+
+  /** Streams the completion to `onText`: every token's text, markers included, when raw; else the text outside blocks. */
+  stream(s: SessionState, onText: (text: string) => void): void {
+    if (this.stopAtCalls === "never") s.onRaw = onText;
+    else {
+      s.subscribe((e) => {
+        if (e.type === "text") onText(e.text);
+      });
+    }
+  }
 
   onCall(_s: SessionState, call: TurnCall): void {
     this.toolCalls.push(call);

@@ -8,7 +8,7 @@ import type { SessionState } from "../session-state.js";
 import { eosAfterTurn, type CallFailure, stopOrWait, textEndsTurn, type TurnCall, type TurnOps, type TurnPolicy } from "./turn-policy.js";
 
 export class SyncParallelTurnPolicy implements TurnPolicy {
-  readonly keepCellsOnCancel = false;
+  readonly restartable = false;
   /** Validated calls waiting for the turn's end. */
   private readonly collected: TurnCall[] = [];
 

@@ -62,8 +62,12 @@ export interface TurnPolicy {
   onMaxTokens(s: SessionState, ops: TurnOps): void;
   /** At a token boundary with interrupts queued: inject them now, or leave them for re-entry. */
   deliver(s: SessionState, ops: TurnOps): void;
-  /** A cancelled session's cells stay a valid prefix (async-naive clients restart with the same history). */
-  readonly keepCellsOnCancel: boolean;
+  /**
+   * Its client may abort it and restart at once with the same history plus
+   * more (async-naive clients): a cancelled one's cells stay resident as a
+   * prefix, and a new request extending its prompt waits briefly for it to end.
+   */
+  readonly restartable: boolean;
 }
 
 /**
