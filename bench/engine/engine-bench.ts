@@ -14,7 +14,7 @@
 import { pino } from "pino";
 import type { ScriptedCall, SessionEvent, ToolSpec } from "../../common/src/index.js";
 import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
-import { createEngine, DEFAULT_ENGINE_OPTIONS, engineInternals, type Engine } from "../../engine-pod/src/engine/index.js";
+import { createEngine, DEFAULT_ENGINE_OPTIONS, loadRuntime, type Engine, type Runtime } from "../../engine-pod/src/engine/index.js";
 import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
 import { median, quantile, r3, seededRandom } from "../lib/stats.js";
 
@@ -42,13 +42,15 @@ type Done = Extract<SessionEvent, { type: "done" }>;
 async function start(modelPath: string, sequences: number, contextSize: number): Promise<{ engine: Engine; executor: InProcessExecutor }> {
   const log = pino({ level: process.env["LOG_LEVEL"] ?? "warn" });
   const executor = new InProcessExecutor({ tools: createBuiltinTools() });
-  const engine = await createEngine(
-    { ...DEFAULT_ENGINE_OPTIONS, modelPath, sequences, contextSize, threads: 1, kvPolicy: "auto", maxTokens: 1000 },
-    executor,
-    log,
-  );
+  const options = { ...DEFAULT_ENGINE_OPTIONS, modelPath, sequences, contextSize, threads: 1, kvPolicy: "auto" as const, maxTokens: 1000 };
+  // The bench loads the runtime itself so it can read llama.cpp's own token meters.
+  const runtime = await loadRuntime(options, log);
+  const engine = await createEngine(options, executor, log, { runtime });
+  runtimes.set(engine, runtime);
   return { engine, executor };
 }
+
+const runtimes = new WeakMap<Engine, Runtime>();
 
 /** Plain-text sessions + user interrupts at random times. */
 export async function textScenario(
@@ -90,7 +92,7 @@ export async function textScenario(
 
 /** Every token llama.cpp evaluated on the engine's sequences (input + output meters). */
 function llamaMeter(engine: Engine): number {
-  return engineInternals(engine).runtime.sequences.reduce((sum, seq) => sum + seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens, 0);
+  return runtimes.get(engine)!.sequences.reduce((sum, seq) => sum + seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens, 0);
 }
 
 /** LPT-DAG sessions over `sleep` calls with random durations. */

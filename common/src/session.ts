@@ -77,6 +77,12 @@ export interface CreateSessionRequest {
   grammar?: boolean;
   kvPolicy?: KvPolicy;
   policy?: ScriptedPolicySpec;
+  /**
+   * Admission priority, higher first (the router sends 1 for AgentApps whose
+   * objective is `latency`, 0 for `throughput`). Optional; an engine without
+   * an admission queue ignores it.
+   */
+  priority?: number;
 }
 
 export interface SessionUsage {
@@ -118,6 +124,8 @@ export type SessionEvent =
       tokens: number;
       delayMs: number;
       delayTokens: number;
+      /** Held back at least once because it arrived inside a critical section (a call block). */
+      deferred?: boolean;
       t: number;
     }
   | {

@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { createLogger, InterlaceError, Shutdown, type Logger, type ToolSpec } from "../../common/src/index.js";
 import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions, type EnginePodOptions } from "./config.js";
-import { createEngine, type Engine } from "./engine/index.js";
+import { createEngine, InterruptInbox, type Engine } from "./engine/index.js";
 import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
@@ -28,15 +28,14 @@ export interface EnginePod {
 interface ExecutorChoice {
   executor: Executor;
   catalog: ToolCatalog;
-  /** Wires the engine in once it exists (user/agent interrupts arriving over NATS). */
-  attach(engine: Engine): void;
 }
 
-async function createExecutor(options: EnginePodOptions, log: Logger, metrics: EngineMetrics): Promise<ExecutorChoice> {
+/** `inbox`: the engine's inbox, where user/agent interrupts arriving over NATS go. */
+async function createExecutor(options: EnginePodOptions, log: Logger, metrics: EngineMetrics, inbox: InterruptInbox): Promise<ExecutorChoice> {
   if (options.executor.kind === "in-process") {
     const tools = createBuiltinTools();
     const builtins = new Map<string, ToolSpec>([...tools].map(([name, tool]) => [name, tool.spec]));
-    return { executor: new InProcessExecutor({ tools, log: log.child({ subsystem: "executor" }) }), catalog: { builtins, pools: false }, attach: () => {} };
+    return { executor: new InProcessExecutor({ tools, log: log.child({ subsystem: "executor" }) }), catalog: { builtins, pools: false } };
   }
   // Loaded only when selected, so in-process pods never load the NATS client.
   const { NatsExecutor } = await import("./executor/nats-executor.js");
@@ -46,12 +45,12 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
     enginePod: options.podName,
     registry: metrics.registry,
     log,
+    inbox,
     ...(defaultPool !== undefined ? { defaultPool } : {}),
   });
   return {
     executor,
     catalog: { builtins: new Map(), pools: true, ...(defaultPool !== undefined ? { defaultPool: `${defaultPool.namespace}/${defaultPool.name}` } : {}) },
-    attach: (engine) => executor.setInterruptHandler((sessionId, input) => engine.interrupt(sessionId, input)),
   };
 }
 
@@ -70,7 +69,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     started.length = 0;
   };
   try {
-    const { executor, catalog, attach } = await createExecutor(options, log, metrics);
+    const inbox = new InterruptInbox();
+    const { executor, catalog } = await createExecutor(options, log, metrics, inbox);
     started.push({ name: "executor", close: () => executor.close() });
 
     const server = new EngineServer({
@@ -90,10 +90,9 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       log.info({ preset: options.modelPreset, modelPath, ms: Math.round(performance.now() - t0) }, "model ready");
     }
     const t0 = performance.now();
-    const engine = await createEngine({ ...options.engine, modelPath }, executor, log.child({ subsystem: "engine" }));
+    const engine = await createEngine({ ...options.engine, modelPath }, executor, log.child({ subsystem: "engine" }), { inbox });
     // Stop accepting and cancel the sessions first, then close the engine.
     started.push({ name: "engine", close: async () => (await server.close(), await engine.close()) });
-    attach(engine);
     server.setEngine(engine);
     log.info(
       { modelPath, contextSize: engine.contextSize, sequences: options.engine.sequences, threads: options.engine.threads, loadMs: Math.round(performance.now() - t0) },

@@ -6,11 +6,9 @@
  */
 import t from "tap";
 import { ErrorCode, InterlaceError } from "../../common/src/index.js";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
-import { eventsOf, startEngine, TOOLS } from "./engine-fixture.js";
+import { eventsOf, sequenceOf, startEngine, TOOLS } from "./engine-fixture.js";
 
-const { engine } = await startEngine(t, { sequences: 2, maxTokens: 100_000 });
-const internals = engineInternals(engine);
+const { engine, runtime } = await startEngine(t, { sequences: 2, maxTokens: 100_000 });
 
 function code(fn: () => unknown): string | undefined {
   try {
@@ -32,7 +30,7 @@ t.test("more sessions than sequences: capacity; cancel frees the sequence", asyn
       if (e.type === "text") (off(), resolve());
     });
   });
-  const seqA = internals.sequenceOf(a.id)!;
+  const seqA = sequenceOf(runtime, a)!;
   t.ok(seqA.nextTokenIndex > 0, "a holds KV cells while running");
   t.equal(engine.cancel(a.id), true);
   const doneA = await a.finished;

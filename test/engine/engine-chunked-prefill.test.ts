@@ -6,12 +6,10 @@
  */
 import t from "tap";
 import type { Token } from "node-llama-cpp";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
 import { startEngine, TOOLS } from "./engine-fixture.js";
 
 const CHUNK = 32;
-const { engine } = await startEngine(t, { sequences: 3, prefixCache: false, prefillChunk: CHUNK });
-const internals = engineInternals(engine);
+const { engine, runtime } = await startEngine(t, { sequences: 3, prefixCache: false, prefillChunk: CHUNK });
 
 t.test("a running session keeps decoding while a long prompt is prefilled", async (t) => {
   const a = engine.createSession({ prompt: "keep talking", maxTokens: 100_000 });
@@ -20,12 +18,12 @@ t.test("a running session keeps decoding while a long prompt is prefilled", asyn
       if (e.type === "text") (off(), resolve());
     });
   });
-  const before = internals.transcript(a.id)!.sampled.length;
+  const before = a.inspect().tokens.sampled.length;
   let during = -1;
   // A long prompt (system prompt with tools, ~900 tokens); its first token is the policy's "ok".
   const b = engine.createSession({ prompt: "a long one", tools: TOOLS, policy: { type: "text", pieces: ["ok"] } });
   b.subscribe((e) => {
-    if (e.type === "text" && during < 0) during = internals.transcript(a.id)!.sampled.length - before;
+    if (e.type === "text" && during < 0) during = a.inspect().tokens.sampled.length - before;
   });
   const doneB = await b.finished;
   const promptLen = doneB.usage.promptTokens;
@@ -38,12 +36,12 @@ t.test("a running session keeps decoding while a long prompt is prefilled", asyn
 t.test("a chunked fill leaves the same state as one evaluation", async (t) => {
   const s = engine.createSession({ prompt: "same state", system: "You are a helpful assistant. ".repeat(20), temperature: 0, maxTokens: 40 });
   await s.finished;
-  const tr = internals.transcript(s.id)!;
+  const tr = s.inspect().tokens;
   const promptLen = s.events[0]?.type === "started" ? s.events[0].promptTokens : 0;
   t.ok(promptLen > CHUNK, "the prompt spans chunks");
-  const prompt = tr.context.slice(0, promptLen);
+  const prompt = tr.context.slice(0, promptLen) as Token[];
   // Reference: a bare sequence of the same context, the same sampling, the prompt in one evaluation.
-  const rt = internals.runtime;
+  const rt = runtime;
   const seq = rt.sequences[2]!;
   const ref: Token[] = [];
   const gen = seq.evaluate(prompt, { temperature: 0, topK: 0, topP: 1, tokenBias: rt.intrBias, yieldEogToken: true });

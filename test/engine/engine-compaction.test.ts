@@ -5,11 +5,9 @@
  * it had never moved.
  */
 import t from "tap";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
-import { startEngine, TOOLS } from "./engine-fixture.js";
+import { sequenceOf, startEngine, TOOLS } from "./engine-fixture.js";
 
-const { engine } = await startEngine(t, { sequences: 3, prefixCache: false });
-const internals = engineInternals(engine);
+const { engine, runtime } = await startEngine(t, { sequences: 3, prefixCache: false });
 
 async function firstText(s: { events: readonly { type: string }[]; subscribe(l: (e: { type: string }) => void): () => void }): Promise<void> {
   if (s.events.some((e) => e.type === "text")) return;
@@ -25,22 +23,22 @@ t.test("a freed slot between busy ones pulls the highest session down; its greed
   // Reference: the same session alone, never moved.
   const ref = engine.createSession(request);
   await ref.finished;
-  const refSampled = internals.transcript(ref.id)!.sampled;
+  const refSampled = ref.inspect().tokens.sampled;
 
   const a = engine.createSession({ prompt: "first", tools: TOOLS, maxTokens: 100_000 });
   const b = engine.createSession({ prompt: "second", tools: TOOLS, maxTokens: 100_000 });
   const c = engine.createSession(request);
-  t.same([a, b, c].map((s) => internals.sequenceOf(s.id) === internals.runtime.sequences[[a, b, c].indexOf(s)]), [true, true, true], "slots 0, 1, 2");
+  t.same([a, b, c].map((s) => sequenceOf(runtime, s) === runtime.sequences[[a, b, c].indexOf(s)]), [true, true, true], "slots 0, 1, 2");
   await firstText(c);
-  const before = internals.compactions();
+  const before = engine.stats().compactions;
   engine.cancel(b.id); // slots 0 and 2 stay busy: a gap that splits every batch
   await b.finished;
   const doneC = await c.finished;
   t.equal(doneC.reason, "max_tokens");
-  t.ok(internals.compactions() > before, "a session was moved");
-  t.ok(internals.sequenceOf(c.id) === internals.runtime.sequences[1], "c (the highest) moved down into slot 1");
-  t.ok(internals.sequenceOf(a.id) === internals.runtime.sequences[0], "a stayed in slot 0: ids 0-1 contiguous");
-  t.same(internals.transcript(c.id)!.sampled, refSampled, "c's greedy samples are the reference's");
+  t.ok(engine.stats().compactions > before, "a session was moved");
+  t.ok(sequenceOf(runtime, c) === runtime.sequences[1], "c (the highest) moved down into slot 1");
+  t.ok(sequenceOf(runtime, a) === runtime.sequences[0], "a stayed in slot 0: ids 0-1 contiguous");
+  t.same(c.inspect().tokens.sampled, refSampled, "c's greedy samples are the reference's");
   engine.cancel(a.id);
   await a.finished;
 });

@@ -5,12 +5,10 @@
  */
 import t from "tap";
 import { CML } from "../../common/src/index.js";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
-import { eventsOf, startEngine, TOOLS } from "./engine-fixture.js";
+import { eventsOf, sequenceOf, startEngine, TOOLS } from "./engine-fixture.js";
 
 // One engine for the file: loading the model dominates a test's time.
-const { engine, executor } = await startEngine(t);
-const internals = engineInternals(engine);
+const { engine, executor, runtime } = await startEngine(t);
 
 t.test("overlap: the first call runs while the second call's tokens are decoded", async (t) => {
   for (const mode of ["async", "sync"] as const) {
@@ -63,7 +61,7 @@ t.test("injection keeps the KV cache: the sequence grows by exactly the interrup
     tools: TOOLS,
     policy: { type: "lpt-dag", calls: [{ id: "q", tool: "wait", arguments: { ms: 20 }, dependsOn: [] }], thinkTokens: 30, finalText: " all done" },
   });
-  const seq = internals.sequenceOf(s.id)!;
+  const seq = sequenceOf(runtime, s)!;
   const meterBefore = seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens;
   let injectedAt = -1;
   let lengthBefore = -1;
@@ -71,7 +69,7 @@ t.test("injection keeps the KV cache: the sequence grows by exactly the interrup
     if (e.type === "interrupt") {
       // Emitted when the interrupt's tokens are queued to be fed in the next step.
       lengthBefore = seq.nextTokenIndex;
-      injectedAt = internals.transcript(s.id)!.context.length;
+      injectedAt = s.inspect().tokens.context.length;
     }
   });
   const done = await s.finished;
@@ -87,14 +85,14 @@ t.test("injection keeps the KV cache: the sequence grows by exactly the interrup
   t.equal(lengthBefore, injectedAt, "the engine's view matches the sequence at injection");
 
   // Final sequence = prompt + every fed generated token + the interrupt, each evaluated exactly once.
-  const tr = internals.transcript(s.id)!;
+  const tr = s.inspect().tokens;
   const expected = done.usage.promptTokens + tr.generated.length + tokens;
   t.equal(seq.nextTokenIndex, expected, "sequence length = prompt + generated + interrupt tokens");
   t.equal(seq.tokenMeter.usedInputTokens + seq.tokenMeter.usedOutputTokens - meterBefore, expected - reused, "evaluated = prefilled + generated + interrupt");
   t.same(seq.contextTokens, tr.context, "the sequence holds exactly the tracked tokens");
 
   // The interrupt's tokens are in place, right after the token they followed.
-  const rt = internals.runtime;
+  const rt = runtime;
   const block = [...rt.markerIds[CML.INTR], ...rt.tokenizeText("q"), ...rt.markerIds[CML.HEAD], ...rt.tokenizeText("waited 20"), ...rt.markerIds[CML.END]];
   t.equal(block.length, tokens);
   const ctx = seq.contextTokens;
@@ -121,10 +119,11 @@ t.test("an interrupt arriving inside a call block is injected only after its [EN
   t.same(order.slice(0, 3), ["call:fast", "call:slow", "intr:fast"], "fast's result waits for slow's [END]");
   const fast = eventsOf(s.events, "interrupt").find((e) => e.id === "fast")!;
   t.ok(fast.delayTokens >= 20, `held for the whole block (${fast.delayTokens} tokens)`);
+  t.equal(fast.deferred, true, "its event says it was deferred");
   t.ok(engine.stats().interruptsDeferred >= 1, "counted as deferred by a critical section");
   // In the token stream, the [INTR] follows slow's [END] directly.
-  const rt = internals.runtime;
-  const ctx = internals.transcript(s.id)!.context;
+  const rt = runtime;
+  const ctx = s.inspect().tokens.context;
   // Search the generated part only: the system prompt's few-shot example has markers too.
   const promptLen = done.usage.promptTokens;
   const intrAt = ctx.indexOf(rt.markerIds[CML.INTR][0]!, promptLen);

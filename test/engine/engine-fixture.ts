@@ -6,9 +6,20 @@
  * this one exists to observe timing from inside the test.)
  */
 import type { Test } from "tap";
+import type { LlamaContextSequence } from "node-llama-cpp";
 import { createLogger, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
-import { createEngine, type Engine, type EngineExtras, type EngineOptions } from "../../engine-pod/src/engine/index.js";
-import type { Executor, ToolCall, ToolResult } from "../../engine-pod/src/executor/executor.js";
+import {
+  createEngine,
+  loadRuntime,
+  type Engine,
+  type EngineExtras,
+  type EngineOptions,
+  type EngineSession,
+  type Executor,
+  type Runtime,
+  type ToolCall,
+  type ToolResult,
+} from "../../engine-pod/src/engine/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 
 export interface CallRecord {
@@ -73,33 +84,41 @@ export class RecordingExecutor implements Executor {
   async close(): Promise<void> {}
 }
 
-/** A real engine on the `test` model, closed at teardown. */
+/**
+ * A real engine on the `test` model, closed at teardown. The test loads the
+ * runtime itself and hands it to the engine (a public option), so it can look
+ * at the sequences a session's `inspect()` names.
+ */
 export async function startEngine(
   t: Test,
   options: Partial<EngineOptions> = {},
   extras: EngineExtras = {},
-): Promise<{ engine: Engine; executor: RecordingExecutor }> {
+): Promise<{ engine: Engine; executor: RecordingExecutor; runtime: Runtime }> {
   const modelPath = await ensureModel({ preset: "test" });
   const executor = new RecordingExecutor();
-  const engine = await createEngine(
-    {
-      modelPath,
-      gpu: false,
-      sequences: 4,
-      contextSize: 2048,
-      threads: 1,
-      kvPolicy: "auto",
-      maxTokens: 256,
-      prefixCache: true,
-      ...options,
-    },
-    executor,
-    createLogger("engine-test", "warn"),
-    { calibrate: false, ...extras },
-  );
+  const log = createLogger("engine-test", "warn");
+  const opts: EngineOptions = {
+    modelPath,
+    gpu: false,
+    sequences: 4,
+    contextSize: 2048,
+    threads: 1,
+    kvPolicy: "auto",
+    maxTokens: 256,
+    prefixCache: true,
+    ...options,
+  };
+  const runtime = await loadRuntime(opts, log);
+  const engine = await createEngine(opts, executor, log, { calibrate: false, runtime, ...extras });
   executor.engine = engine;
   t.teardown(() => engine.close());
-  return { engine, executor };
+  return { engine, executor, runtime };
+}
+
+/** The sequence a session holds now (undefined while a paused session has lent it out). */
+export function sequenceOf(runtime: Runtime, s: EngineSession): LlamaContextSequence | undefined {
+  const id = s.inspect().sequence;
+  return id === null ? undefined : runtime.sequences[id];
 }
 
 /** Events of one type. */

@@ -9,7 +9,6 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { CML, type ToolSpec } from "../../common/src/index.js";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
 import { defaultModelCacheDir } from "../../engine-pod/src/model/index.js";
 import { eventsOf, startEngine } from "./engine-fixture.js";
 
@@ -21,8 +20,7 @@ const tools: ToolSpec[] = [
 ];
 
 t.test("Gemma 3 270M: scripted call, text-marker monitor, interrupt injected as text", { skip }, async (t) => {
-  const { engine } = await startEngine(t, { modelPath: GEMMA, sequences: 1, contextSize: 2048 });
-  const rt = engineInternals(engine).runtime;
+  const { engine, runtime: rt } = await startEngine(t, { modelPath: GEMMA, sequences: 1, contextSize: 2048 });
   t.equal(rt.markerTokens.size, 0, "no marker is a single token");
   t.ok(rt.markerIds[CML.CALL].length > 1, "[CALL] spans several tokens");
 

@@ -7,7 +7,6 @@
 import t from "tap";
 import { TokenBias, type Token } from "node-llama-cpp";
 import { CML, CML_MARKERS } from "../../common/src/index.js";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
 import { SPECIAL_TOKEN_IDS } from "../../engine-pod/src/model/index.js";
 import { startEngine, TOOLS } from "./engine-fixture.js";
 
@@ -18,13 +17,11 @@ const TEMPERATURE = 1.5;
 // Generated models have the markers as fixed control tokens (checked below against the loaded model).
 const intrId = (SPECIAL_TOKEN_IDS.cmlFirst + CML_MARKERS.indexOf(CML.INTR)) as Token;
 
-const { engine } = await startEngine(
+const { engine, runtime: rt } = await startEngine(
   t,
   { sequences: 2, contextSize: 4096, maxTokens: STEPS, prefixCache: false },
   { extraLogitBias: new Map([[intrId, BOOST]]) },
 );
-const internals = engineInternals(engine);
-const rt = internals.runtime;
 
 t.test("the generated model has [INTR] as one control token", async (t) => {
   t.equal(rt.markerIds[CML.INTR].length, 1);
@@ -49,7 +46,7 @@ t.test("with a strong preference, bare sampling emits [INTR]; the engine never d
   // The engine: grammar off, same temperature and boost; only the ban stands between the model and [INTR].
   const s = engine.createSession({ prompt: "sample freely", tools: TOOLS, grammar: false, temperature: TEMPERATURE, seed: 7, maxTokens: STEPS });
   const done = await s.finished;
-  const tr = internals.transcript(s.id)!;
+  const tr = s.inspect().tokens;
   t.ok(tr.sampled.length >= STEPS / 2, `${tr.sampled.length} steps sampled through the engine (${done.reason})`);
   t.equal(tr.sampled.filter((tk) => tk === intrId).length, 0, "the engine never sampled [INTR]");
   t.equal(s.events.filter((e) => e.type === "call_error" && /INTR/.test(e.message)).length, 0, "no forged interrupt reported");

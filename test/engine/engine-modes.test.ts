@@ -7,11 +7,9 @@
  */
 import t from "tap";
 import type { CreateSessionRequest, KvPolicy } from "../../common/src/index.js";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
 import { eventsOf, startEngine, TOOLS } from "./engine-fixture.js";
 
 const { engine } = await startEngine(t, { sequences: 4 });
-const internals = engineInternals(engine);
 
 // a and b are independent; c needs both; d needs c.
 const dag: CreateSessionRequest["policy"] = {
@@ -78,7 +76,7 @@ t.test("traps: keep, swap and recompute resume to the same greedy continuation",
     t.equal(trap[0]?.decision, kvPolicy, `${kvPolicy}: decision taken`);
     t.equal(resume[0]?.decision, kvPolicy, `${kvPolicy}: resumed`);
     t.ok((resume[0]?.costMs ?? -1) >= 0, `${kvPolicy}: cost reported`);
-    const tr = internals.transcript(s.id)!;
+    const tr = s.inspect().tokens;
     const at = s.events.findIndex((e) => e.type === "resume");
     t.ok(at > 0);
     // What the model sampled after the interrupt: a function of the KV state only (greedy).

@@ -6,11 +6,20 @@
  */
 import t from "tap";
 import { ErrorCode, type CreateSessionRequest, type KvPolicy } from "../../common/src/index.js";
-import { engineInternals } from "../../engine-pod/src/engine/index.js";
-import { eventsOf, startEngine, TOOLS } from "./engine-fixture.js";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { eventsOf, sequenceOf, startEngine, TOOLS } from "./engine-fixture.js";
 
-const { engine } = await startEngine(t, { sequences: 1 });
-const internals = engineInternals(engine);
+// The engine keeps its swap files in a directory of its own under this root.
+const swapRoot = mkdtempSync(join(tmpdir(), "trap-lending-"));
+t.teardown(() => rmSync(swapRoot, { recursive: true, force: true }));
+const { engine, runtime } = await startEngine(t, { sequences: 1, swapDir: swapRoot });
+
+/** State files the engine holds in its swap directory now. */
+function swapFiles(): number {
+  return readdirSync(swapRoot).reduce((n, dir) => n + readdirSync(join(swapRoot, dir)).length, 0);
+}
 
 const policy: CreateSessionRequest["policy"] = {
   type: "lpt-dag",
@@ -35,7 +44,7 @@ for (const kvPolicy of ["keep", "swap", "recompute"] as KvPolicy[]) {
     await trapped(a);
     if (kvPolicy !== "keep") {
       // The pause runs in the background after the trap event; it ends by lending the slot.
-      while (internals.sequenceOf(a.id) !== undefined) await new Promise((r) => setImmediate(r));
+      while (sequenceOf(runtime, a) !== undefined) await new Promise((r) => setImmediate(r));
     }
     let other: string | undefined;
     try {
@@ -51,7 +60,7 @@ for (const kvPolicy of ["keep", "swap", "recompute"] as KvPolicy[]) {
     t.equal(done.reason, "eos");
     t.equal(eventsOf(a.events, "trap")[0]?.decision, kvPolicy);
     t.equal(eventsOf(a.events, "resume")[0]?.decision, kvPolicy);
-    tails[kvPolicy] = internals.transcript(a.id)!.sampled.slice(-40);
+    tails[kvPolicy] = a.inspect().tokens.sampled.slice(-40);
   });
 }
 
@@ -61,15 +70,14 @@ t.test("after lending, the continuation is the same as if the sequence had never
 });
 
 t.test("cancelling a swapped-out session drops its state file and frees everything", async (t) => {
-  const { readdirSync } = await import("node:fs");
   const a = engine.createSession({ prompt: "cancel while paused", tools: TOOLS, policy, kvPolicy: "swap", prefixReuse: false });
   await trapped(a);
-  while (internals.sequenceOf(a.id) !== undefined) await new Promise((r) => setImmediate(r));
-  t.equal(readdirSync(internals.kv.swapDir).length, 1, "one state file while paused");
+  while (sequenceOf(runtime, a) !== undefined) await new Promise((r) => setImmediate(r));
+  t.equal(swapFiles(), 1, "one state file while paused");
   engine.cancel(a.id);
   const done = await a.finished;
   t.equal(done.reason, "cancelled");
-  t.equal(readdirSync(internals.kv.swapDir).length, 0, "the state file is gone");
+  t.equal(swapFiles(), 0, "the state file is gone");
   t.equal(engine.stats().activeSessions, 0);
   t.equal(engine.stats().kvCellsUsed, 0, "no cells in use");
 });
@@ -83,7 +91,7 @@ t.test("a paused state is restored ahead of its expected interrupt", async (t) =
   let lent = false;
   let restoredEarly = false;
   while (eventsOf(a.events, "interrupt").length === 0 && a.events.every((e) => e.type !== "done")) {
-    const seq = internals.sequenceOf(a.id);
+    const seq = sequenceOf(runtime, a);
     if (seq === undefined) lent = true;
     else if (lent && eventsOf(a.events, "interrupt").length === 0) restoredEarly = true;
     await new Promise((r) => setTimeout(r, 5));

@@ -21,11 +21,11 @@ t.test("busy slots stay contiguous: gaps between them are filled first, even ove
   for (let i = 0; i < 3; i++) a.acquire();
   a.release(1, tk(1, 2, 3)); // idle, cached, between busy 0 and 2
   t.same(a.gap(), { from: 2, to: 1 }, "compaction would move 2 down to 1");
-  t.same(a.acquire(tk(9, 9)), { slot: 1, reusePrefix: 0, evicted: true }, "fills the gap, evicting its cache");
+  t.same(a.acquire(tk(9, 9)), { slot: 1, reusePrefix: 0 }, "fills the gap, evicting its cache");
   t.equal(a.gap(), null);
   a.release(0, tk(4)); // below the busy block: not a gap
   t.equal(a.gap(), null, "a free slot below every busy one splits nothing");
-  t.same(a.acquire(tk(9)), { slot: 3, reusePrefix: 0, evicted: false }, "the lowest free slot; the cache at 0 survives");
+  t.same(a.acquire(tk(9)), { slot: 3, reusePrefix: 0 }, "the lowest free slot; the cache at 0 survives");
   a.release(2);
   t.same(a.gap(), { from: 3, to: 2 });
   a.claim(2);
@@ -40,10 +40,12 @@ t.test("idle slots are a prefix cache: longest common prefix, then LRU eviction"
   a.release(2, tk(1, 2, 3, 4));
   a.release(1, tk(1, 2, 7));
   a.release(0, tk(5, 6));
-  t.same(a.acquire(tk(1, 2, 3, 9)), { slot: 2, reusePrefix: 3, evicted: false }, "longest match wins");
-  t.same(a.acquire(tk(1, 2, 7, 7)), { slot: 1, reusePrefix: 3, evicted: false });
-  t.same(a.acquire(tk(8)), { slot: 0, reusePrefix: 0, evicted: true }, "no match: LRU idle evicted");
+  t.same(a.acquire(tk(1, 2, 3, 9)), { slot: 2, reusePrefix: 3 }, "longest match wins");
+  t.same(a.acquire(tk(1, 2, 7, 7)), { slot: 1, reusePrefix: 3 });
+  t.same(a.acquire(tk(8)), { slot: 0, reusePrefix: 0 }, "no match: LRU idle taken");
   t.equal(a.acquire(tk(8)), null);
+  a.release(0);
+  t.same(a.acquire(tk(5, 6)), { slot: 0, reusePrefix: 0 }, "its cached prefix was evicted");
 });
 
 t.test("commonPrefix", async (t) => {

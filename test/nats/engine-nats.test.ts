@@ -11,7 +11,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { createLogger, type ToolSpec } from "../../common/src/index.js";
 import { sendInterrupt } from "../../common/src/protocol/index.js";
-import { createEngine } from "../../engine-pod/src/engine/index.js";
+import { createEngine, InterruptInbox } from "../../engine-pod/src/engine/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { POOL, startExecutor, startRunner } from "./fixtures.js";
@@ -24,16 +24,17 @@ const TOOLS: ToolSpec[] = [
 t.test("an engine session whose tools run in a NATS tool pool", async (t) => {
   const server = await startNatsServer(t);
   await startRunner(t, server.url);
-  const executor = await startExecutor(t, server.url, { enginePod: "engine-e2e" });
+  // The engine's inbox exists before the engine: the executor is built with it, the engine opens it.
+  const inbox = new InterruptInbox();
+  const executor = await startExecutor(t, server.url, { enginePod: "engine-e2e", inbox });
   const modelPath = await ensureModel({ preset: "test" });
   const engine = await createEngine(
     { modelPath, gpu: false, sequences: 2, contextSize: 2048, threads: 1, kvPolicy: "auto", maxTokens: 256, prefixCache: true },
     executor,
     createLogger("engine-test", "warn"),
-    { calibrate: false },
+    { calibrate: false, inbox },
   );
   t.teardown(() => engine.close());
-  executor.setInterruptHandler((sessionId, input) => engine.interrupt(sessionId, input));
 
   const s = engine.createSession({
     prompt: "look something up, then do what the user adds",

@@ -16,10 +16,12 @@ t.test("executor and runner over a real nats-server", async (t) => {
   const server = await startNatsServer(t);
   const received: { sessionId: string; kind: string; value: string; id?: string }[] = [];
   const executor = await startExecutor(t, server.url, {
-    onInterrupt: (sessionId, input) => {
-      if (sessionId === "gone") return false;
-      received.push({ sessionId, ...input });
-      return true;
+    inbox: {
+      post: (sessionId, input) => {
+        if (sessionId === "gone") return false;
+        received.push({ sessionId, ...input });
+        return true;
+      },
     },
   });
 

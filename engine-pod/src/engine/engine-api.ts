@@ -20,6 +20,27 @@ export interface EngineSession {
   subscribe(listener: (event: SessionEvent) => void): () => void;
   /** Resolves with the final `done` event (also on cancel or error). */
   readonly finished: Promise<Extract<SessionEvent, { type: "done" }>>;
+  /** A copy of what the engine holds for the session now (tests, benchmarks, debugging). */
+  inspect(): SessionSnapshot;
+}
+
+/** A session as the engine holds it at one moment. Plain data (copies). */
+export interface SessionSnapshot {
+  /** Run state: filling, active, trapped, waiting, busy or done. */
+  state: string;
+  /**
+   * The sequence id (slot) the session holds; null while a paused session has
+   * lent its sequence out. After `done`, the sequence it last held.
+   */
+  sequence: number | null;
+  tokens: {
+    /** Tokens in the session's KV state, as the engine tracks them. */
+    context: number[];
+    /** Tokens emitted by decode steps and fed. */
+    generated: number[];
+    /** What the model sampled at each step (differs from `generated` under a scripted policy). */
+    sampled: number[];
+  };
 }
 
 export interface InterruptInput {
@@ -74,6 +95,11 @@ export interface CompletionResult {
 export interface EngineStats {
   activeSessions: number;
   maxSessions: number;
+  /** Sequences (slots) of the context, and those a new session could take now (free or idle prefix cache). */
+  totalSequences: number;
+  freeSequences: number;
+  /** Sessions waiting for a sequence to (re)enter the batch: paused ones whose interrupt arrived while their slot was lent out. */
+  queuedSessions: number;
   /** KV cells in use across all sequences. */
   kvCellsUsed: number;
   kvCellsTotal: number;
@@ -86,6 +112,13 @@ export interface EngineStats {
   /** Interrupts that had to wait for a critical section (call block) to end. */
   interruptsDeferred: number;
   trapsByDecision: { keep: number; swap: number; recompute: number };
+  /** Sessions moved to a lower sequence id so batches stay contiguous. */
+  compactions: number;
+  /** Prompt prefixes copied from another resident sequence instead of being prefilled, and their tokens. */
+  prefixForks: number;
+  prefixForkedTokens: number;
+  /** Tokens decoded per second over the last few seconds (all sessions). */
+  decodeTokensPerSec: number;
 }
 
 export interface Engine {

@@ -1,47 +1,21 @@
 /**
- * @module One session's (or completion's) state inside the engine: run state,
- * tokens, monitor, interrupt queue, outstanding calls, usage and timings, and
- * the event log with its subscribers. The decode loop (`engine.ts`) drives it;
- * outside callers see it only as an `EngineSession`.
+ * @module One session's (or completion's) state inside the engine: a
+ * read-only config, the run state (changed only through `transition()`, which
+ * checks the table in `run-state.ts`), the token log, usage and timing
+ * records, the outstanding calls, and the event log with its subscribers.
+ * The engine core drives it; outside callers see it only as an `EngineSession`.
  */
 import type { LlamaContextSequence, LlamaGrammarEvaluationState, Token } from "node-llama-cpp";
-import type {
-  CallingMode,
-  InterruptKind,
-  KvPolicy,
-  SessionEvent,
-  SessionUsage,
-  ToolSpec,
-  TrapDecision,
-} from "../../../common/src/index.js";
+import type { CallingMode, KvPolicy, SessionEvent, SessionUsage, ToolSpec, TrapDecision } from "../../../common/src/index.js";
 import type { TokenMonitor } from "../cml/index.js";
 import type { PausedSequence } from "../kv/index.js";
 import type { TokenPolicy } from "../policy/index.js";
 import type { StreamDetokenizer } from "./detokenizer.js";
-import type { EngineSession } from "./engine-api.js";
+import type { EngineSession, SessionSnapshot } from "./engine-api.js";
+import { checkedMove, type RunState } from "./run-state.js";
+import type { TurnPolicy } from "./turn/index.js";
 
-/**
- * - `filling`: admitted; the slot is being prepared (cleared or its cached prefix trimmed).
- * - `active`: in the lockstep batch.
- * - `trapped`: paused until its next interrupt (trap, or EOS with results outstanding).
- * - `waiting`: sync modes, stopped until the turn's calls return.
- * - `busy`: a background KV operation (pause, resume, re-entry) is running.
- * - `done`: finished; the slot is (being) released.
- */
-export type RunState = "filling" | "active" | "trapped" | "waiting" | "busy" | "done";
-
-/** A queued interrupt (tool result, tool error, user or agent message). */
-export interface QueuedInterrupt {
-  id: string;
-  kind: InterruptKind;
-  value: string;
-  /** performance.now() at arrival. */
-  arrivedAt: number;
-  /** The session's decode step count at arrival. */
-  arrivedStep: number;
-  /** Held back at least once by a critical section. */
-  deferred: boolean;
-}
+export type { RunState } from "./run-state.js";
 
 export interface OutstandingCall {
   tool: string;
@@ -51,70 +25,82 @@ export interface OutstandingCall {
 
 /** Generation settings fixed per session. */
 export interface SessionConfig {
-  kind: "session" | "completion";
-  mode: CallingMode;
-  tools: ReadonlyMap<string, ToolSpec>;
-  maxTokens: number;
-  temperature: number;
-  seed?: number;
-  grammar: boolean;
-  kvPolicy: KvPolicy;
-  prefixReuse: boolean;
-  /** Completions only. */
-  stopAtCalls: "turn" | "never";
+  /** Reported in `started` events; the turn policy carries the behaviour. */
+  readonly mode: CallingMode;
+  readonly tools: ReadonlyMap<string, ToolSpec>;
+  readonly maxTokens: number;
+  readonly temperature: number;
+  readonly seed?: number;
+  readonly grammar: boolean;
+  readonly kvPolicy: KvPolicy;
+  /** The session's cells may be reused as a prefix (its own re-entries, later requests). */
+  readonly prefixReuse: boolean;
+  /** Admission priority, higher first (0 when the request gave none). */
+  readonly priority: number;
+}
+
+/** Tokens of one session, as the engine tracks them. */
+export interface TokenLog {
+  /** The request's prompt (what it fills before generating). */
+  prompt: readonly Token[];
+  /** Tokens that are (logically) in the sequence's KV state: prompt, fed tokens, injections. */
+  context: Token[];
+  /** Tokens to evaluate in the next step (the last emitted token, injections, a fill). */
+  feed: Token[];
+  /** Tokens emitted by decode steps (sampled or scripted), as fed. */
+  generated: Token[];
+  /** What the model sampled at each step (a scripted policy may have fed something else). */
+  sampled: Token[];
+}
+
+/** Timing record (performance.now() ms). */
+export interface SessionTiming {
+  readonly acceptedAt: number;
+  firstTokenAt: number | undefined;
+  lastTokenAt: number | undefined;
+  /** Decode steps that evaluated only the previous token (TPOT samples). */
+  stepMs: number[];
+  decodeSteps: number;
+}
+
+/** What the KV side holds for a session between steps. */
+export interface SessionKv {
+  /** node-llama-cpp's generator on the sequence; null when none is open. */
+  gen: AsyncGenerator<Token, void, Token | Token[] | void> | null;
+  grammarState: LlamaGrammarEvaluationState | undefined;
+  paused: PausedSequence | undefined;
+  trapDecision: TrapDecision | undefined;
+  /** Time the trap's pause (and an early restore) took, until the resume reports the total. */
+  trapPauseMs: number | undefined;
+  /** Restores a paused state shortly before its expected interrupt. */
+  prefetchTimer: NodeJS.Timeout | undefined;
 }
 
 type DoneEvent = Extract<SessionEvent, { type: "done" }>;
 
 export class SessionState implements EngineSession {
-  state: RunState = "filling";
+  private runState: RunState = "filling";
   /** The sequence slot held; -1 while paused with swap/recompute (the slot is lent out). */
   slot: number;
   seq: LlamaContextSequence;
-  /** Tokens that are (logically) in the sequence's KV state: prompt, fed tokens, injections. */
-  context: Token[] = [];
-  /** Tokens to evaluate in the next step (the last emitted token, injections, a fill). */
-  feed: Token[] = [];
-  gen: AsyncGenerator<Token, void, Token | Token[] | void> | null = null;
-  promptTokens = 0;
-  /** The request's prompt (what it fills before generating). */
-  prompt: readonly Token[] = [];
-  /** Tokens emitted by decode steps (sampled or scripted), as fed. */
-  generated: Token[] = [];
-  /** What the model sampled at each step (the policy may have fed something else). */
-  sampled: Token[] = [];
-  queue: QueuedInterrupt[] = [];
-  outstanding = new Map<string, OutstandingCall>();
-  /** Calls of the current turn (syncParallel / completion turn end). */
+  readonly tokens: TokenLog = { prompt: [], context: [], feed: [], generated: [], sampled: [] };
+  readonly timing: SessionTiming = { acceptedAt: performance.now(), firstTokenAt: undefined, lastTokenAt: undefined, stepMs: [], decodeSteps: 0 };
+  readonly usage: SessionUsage = { promptTokens: 0, prefilledTokens: 0, decodedTokens: 0, injectedTokens: 0, calls: 0, interrupts: 0, traps: 0 };
+  readonly kv: SessionKv = { gen: null, grammarState: undefined, paused: undefined, trapDecision: undefined, trapPauseMs: undefined, prefetchTimer: undefined };
+  readonly outstanding = new Map<string, OutstandingCall>();
+  /** Call blocks (valid or not) since the turn began; turn policies reset it. */
   turnCalls = 0;
-  /** syncParallel: validated calls waiting for the turn's end. */
-  collected: { id: string; tool: string; arguments: Record<string, unknown> }[] = [];
-  usedCallIds = new Set<string>();
-  view = { emittedCalls: new Set<string>(), injected: new Set<string>() };
-  grammarState: LlamaGrammarEvaluationState | undefined;
-  paused: PausedSequence | undefined;
-  trapDecision: TrapDecision | undefined;
+  /** What a scripted policy may know (calls emitted, results injected). */
+  readonly view = { emittedCalls: new Set<string>(), injected: new Set<string>() };
+  private readonly usedCallIds = new Set<string>();
+  reusedPrefixTokens = 0;
   cancelRequested = false;
   readonly abort = new AbortController();
-  /** Completion bookkeeping. */
+  /** Text outside call blocks, and every generated token's text (completions read these). */
   content = "";
   raw = "";
-  toolCalls: { id: string; name: string; arguments: Record<string, unknown> }[] = [];
-  reusedPrefixTokens = 0;
-  finishReason: "stop" | "length" | "tool_calls" | "trap" | undefined;
   /** Completions with raw output: every emitted token's text, markers included. */
   onRaw: ((text: string) => void) | undefined;
-  /** Time the trap's pause (and an early restore) took, until the resume reports the total. */
-  trapPauseMs: number | undefined;
-  /** Restores a paused state shortly before its expected interrupt. */
-  prefetchTimer: NodeJS.Timeout | undefined;
-
-  decodeSteps = 0;
-  stepMs: number[] = [];
-  firstTokenAt: number | undefined;
-  lastTokenAt: number | undefined;
-  readonly acceptedAt = performance.now();
-  usage: SessionUsage = { promptTokens: 0, prefilledTokens: 0, decodedTokens: 0, injectedTokens: 0, calls: 0, interrupts: 0, traps: 0 };
 
   readonly events: SessionEvent[] = [];
   private readonly listeners = new Set<(event: SessionEvent) => void>();
@@ -124,9 +110,10 @@ export class SessionState implements EngineSession {
   constructor(
     readonly id: string,
     readonly config: SessionConfig,
+    readonly turn: TurnPolicy,
     readonly monitor: TokenMonitor,
     readonly detok: StreamDetokenizer,
-    readonly policy: TokenPolicy | undefined,
+    readonly script: TokenPolicy | undefined,
     slot: number,
     seq: LlamaContextSequence,
   ) {
@@ -135,13 +122,22 @@ export class SessionState implements EngineSession {
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }
 
+  get state(): RunState {
+    return this.runState;
+  }
+
+  /** The one way the run state changes; throws `IllegalTransitionError` on a move the table does not allow. */
+  transition(to: RunState): void {
+    this.runState = checkedMove(this.runState, to);
+  }
+
   get scripted(): boolean {
-    return this.policy !== undefined;
+    return this.script !== undefined;
   }
 
   /** ms since the session was accepted. */
   now(): number {
-    return Math.round((performance.now() - this.acceptedAt) * 1000) / 1000;
+    return Math.round((performance.now() - this.timing.acceptedAt) * 1000) / 1000;
   }
 
   subscribe(listener: (event: SessionEvent) => void): () => void {
@@ -164,6 +160,14 @@ export class SessionState implements EngineSession {
     }
   }
 
+  inspect(): SessionSnapshot {
+    return {
+      state: this.runState,
+      sequence: this.slot >= 0 ? this.slot : null,
+      tokens: { context: this.tokens.context.slice(), generated: this.tokens.generated.slice(), sampled: this.tokens.sampled.slice() },
+    };
+  }
+
   /** Next call id: the model's own when valid and unused, else `call_<n>`. */
   callId(proposed: string | undefined): string {
     if (proposed !== undefined && /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(proposed) && !this.usedCallIds.has(proposed)) {
@@ -175,6 +179,11 @@ export class SessionState implements EngineSession {
     const id = `call_${n}`;
     this.usedCallIds.add(id);
     return id;
+  }
+
+  /** Marks a call id as taken (a completion's history). */
+  reserveCallId(id: string): void {
+    this.usedCallIds.add(id);
   }
 }
 

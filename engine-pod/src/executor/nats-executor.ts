@@ -14,7 +14,7 @@
  *   message ran out of deliveries (JetStream's MAX_DELIVERIES advisory, matched
  *   by stream sequence) fails with `max_deliveries`.
  * - A result for a call that already completed is counted as a duplicate and
- *   never delivered twice; user/agent interrupts go to `onInterrupt`.
+ *   never delivered twice; user/agent interrupts go to the engine's inbox.
  *
  * `execute` never rejects; every failure is an `ok: false` result.
  */
@@ -46,13 +46,11 @@ import {
   type ResultMessage,
 } from "../../../common/src/protocol/index.js";
 import { errorOutcome } from "../../../common/src/wire/index.js";
+import type { InterruptSink } from "../engine/index.js";
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
 import { NatsExecutorMetrics } from "./nats/metrics.js";
 import { callKey, FinishedCalls, type Finish } from "./nats/pending-calls.js";
 import { RunnerRegistry } from "./nats/runner-registry.js";
-
-/** A user or agent interrupt that arrived for a session; `engine.interrupt` fits. Returns false when the session is unknown. */
-export type InterruptHandler = (sessionId: string, input: { id?: string; kind: "user" | "agent"; value: string }) => boolean;
 
 export interface NatsExecutorOptions {
   /** NATS server URL(s). */
@@ -61,7 +59,8 @@ export interface NatsExecutorOptions {
   enginePod: string;
   /** Pool for tools whose spec names none. Without it such calls fail with `unknown_tool`. */
   defaultPool?: PoolRef;
-  onInterrupt?: InterruptHandler;
+  /** Where user/agent interrupts go: the engine's inbox (built before the engine, opened by it). */
+  inbox?: InterruptSink;
   /** Where metrics are registered (default: a private registry). */
   registry?: Registry;
   log: Logger;
@@ -99,7 +98,6 @@ export class NatsExecutor implements Executor {
   private readonly bySeq = new Map<string, string>();
   private readonly finished = new FinishedCalls();
   private readonly log: Logger;
-  private onInterrupt: InterruptHandler | undefined;
   private closed = false;
   private messages: ConsumerMessages | null = null;
   private advisories: Subscription | null = null;
@@ -114,7 +112,6 @@ export class NatsExecutor implements Executor {
     this.registry = options.registry ?? new Registry();
     this.metrics = new NatsExecutorMetrics(this.registry);
     this.log = options.log.child({ component: "nats-executor", pod: options.enginePod });
-    this.onInterrupt = options.onInterrupt;
   }
 
   /** Connects, sets up the interrupt stream and this pod's consumer, and starts reading. */
@@ -143,10 +140,6 @@ export class NatsExecutor implements Executor {
     }
   }
 
-  /** Sets where user/agent interrupts go (the engine is usually built after its executor). */
-  setInterruptHandler(handler: InterruptHandler): void {
-    this.onInterrupt = handler;
-  }
 
   /**
    * Sends a user or agent message to a session on any engine pod (agent-to-agent
@@ -349,7 +342,7 @@ export class NatsExecutor implements Executor {
   private onUserInterrupt(msg: InterruptMessage): void {
     const input: { id?: string; kind: "user" | "agent"; value: string } = { kind: msg.kind, value: msg.value };
     if (msg.id !== undefined) input.id = msg.id;
-    const delivered = this.onInterrupt?.(msg.sessionId, input) ?? false;
+    const delivered = this.options.inbox?.post(msg.sessionId, input) ?? false;
     this.metrics.interrupts.inc({ kind: msg.kind, outcome: delivered ? "delivered" : "unknown_session" });
     if (!delivered) {
       this.metrics.droppedCompletions.inc({ reason: "unknown_session" });

@@ -1,16 +1,17 @@
 /**
- * @module The KV manager's public surface (the decode loop imports only this):
- * trap handling (decide keep / swap / recompute from a calibrated cost model,
- * pause and resume a sequence), prefix reuse and prefix fork.
+ * @module The KV manager's public surface (the engine imports only this):
+ * every operation on a sequence's cells — the trap (decide keep / swap /
+ * recompute once from a calibrated cost model, and pause), resume, discard,
+ * clear, move (compaction), prefix reuse in place and prefix fork.
  *
  * Typical use by the engine:
  *   const kv = new KvManager({ policy: pool.kvPolicy, log });
  *   await kv.calibrate(freeSequence);                      // at start
- *   const { verdict, paused, pauseMs } = await kv.trap({ sequence, expectedWaitMs: expectedWaitMs(pending, Date.now()), kvPressure });
- *   ...                                                     // emit the `trap` event with verdict.decision, pauseMs
- *   const { resumeMs, evaluatedTokens } = await kv.resume(paused);   // on the next interrupt; then inject it
- *   const { suffix } = await kv.reusePrefix(sequence, promptTokens); // sync re-entry: evaluate only the suffix
- *   await kv.forkPrefix(newSequence, residentSequence, systemPromptTokens); // share a resident prefix
+ *   const { verdict, paused } = await kv.trap({ sequence, expectedWaitMs: expectedWaitMs(pending, Date.now()), kvPressure, release });
+ *   ...                                                     // emit the `trap` event with verdict.decision
+ *   const { resumeMs, evaluatedTokens } = await kv.resume(paused, sequence); // on the next interrupt; then inject it
+ *   const { suffix } = await kv.reusePrefix(sequence, promptTokens);  // sync re-entry: evaluate only the suffix
+ *   await kv.fork(newSequence, residentSequence, sharedTokens);       // share a prefix another sequence computed
  */
 export { KvManager, type KvManagerOptions, type KvStats, type TrapOutcome, type TrapRequest } from "./kv-manager.js";
 export {

@@ -1,12 +1,14 @@
 /**
- * @module The KV manager the decode loop talks to: owns the calibrated cost
- * model, the pool-wide trap policy, the tmpfs swap directory and the trap
- * counters; pauses a trapped sequence (keep / swap / recompute) and resumes it.
+ * @module The KV manager the engine talks to for every operation on a
+ * sequence's cells: the trap (decide keep / swap / recompute once, from the
+ * calibrated cost model and the pool policy, and pause), resume, discard,
+ * clear, move (compaction), prefix reuse in place and prefix fork from another
+ * sequence. Owns the tmpfs swap directory and the KV counters.
  */
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LlamaContextSequence } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import type { KvPolicy, Logger, TrapDecision } from "../../../common/src/index.js";
 import { calibrateCostModel, type CalibrateOptions } from "./calibrate.js";
 import { defaultCostModel, type CostModel } from "./cost-model.js";
@@ -36,6 +38,12 @@ export interface TrapRequest {
   kvPressure: number;
   /** A session-level override; `auto` or absent defers to the pool policy. */
   override?: KvPolicy;
+  /**
+   * Called once the decision is taken and before the cells are touched, when
+   * they are about to leave the sequence (swap, recompute): the caller closes
+   * its `evaluate()` generator there. Not called for keep.
+   */
+  release?: () => Promise<void>;
 }
 
 export interface TrapOutcome {
@@ -44,8 +52,6 @@ export interface TrapOutcome {
   paused: PausedSequence;
   /** Time the pause itself took (save for swap, clearing for recompute), ms. */
   pauseMs: number;
-  /** Time spent deciding, ms (the pure rule; microseconds). */
-  decideMs: number;
 }
 
 export interface KvStats {
@@ -56,6 +62,11 @@ export interface KvStats {
   tokensRecomputed: number;
   /** Total ms spent pausing and resuming, by decision. */
   costMsByDecision: Record<TrapDecision, number>;
+  /** Prefixes forked from another sequence, and the tokens they held (copied, or evaluated by the fallback). */
+  prefixForks: number;
+  prefixForkedTokens: number;
+  /** Sequences moved to another slot (compaction). */
+  moves: number;
 }
 
 /** One per engine (one llama context). Not thread-safe by design: the decode loop is its only caller. */
@@ -71,6 +82,9 @@ export class KvManager {
     bytesSwappedOut: 0,
     tokensRecomputed: 0,
     costMsByDecision: { keep: 0, swap: 0, recompute: 0 },
+    prefixForks: 0,
+    prefixForkedTokens: 0,
+    moves: 0,
   };
 
   constructor(options: KvManagerOptions = {}) {
@@ -114,19 +128,19 @@ export class KvManager {
   }
 
   /**
-   * Handles a trap: decides and pauses. With swap or recompute the sequence
-   * is left empty (its slot may be lent out until resume). No `evaluate()`
-   * generator may be active on it.
+   * Handles a trap: takes the decision (once) and pauses. With swap or
+   * recompute the sequence is left empty (its slot may be lent out until
+   * resume); `request.release` runs first so no `evaluate()` generator is
+   * active on it.
    */
   async trap(request: TrapRequest): Promise<TrapOutcome> {
-    const d0 = performance.now();
     const verdict = this.decide({
       expectedWaitMs: request.expectedWaitMs,
       contextTokens: request.sequence.nextTokenIndex,
       kvPressure: request.kvPressure,
       ...(request.override === undefined ? {} : { override: request.override }),
     });
-    const decideMs = performance.now() - d0;
+    if (verdict.decision !== "keep") await request.release?.();
     const paused = await pauseSequence(request.sequence, verdict.decision, this.swapDir);
     if (paused.decision === "keep" && paused.fallbackFrom !== undefined) {
       this.options.log?.warn({ decision: paused.fallbackFrom, reason: paused.fallbackReason }, "trap decision could not be carried out; kept the cells");
@@ -140,7 +154,7 @@ export class KvManager {
       { decision: verdict.decision, reason: verdict.reason, contextTokens: paused.contextTokens, pauseMs: paused.pauseMs },
       "trap paused",
     );
-    return { verdict, paused, pauseMs: paused.pauseMs, decideMs };
+    return { verdict, paused, pauseMs: paused.pauseMs };
   }
 
   /** Restores a paused sequence (into `target`, default the one it was paused from). */
@@ -160,14 +174,41 @@ export class KvManager {
     await discardPaused(paused);
   }
 
-  /** See `reusePrefix`. */
-  reusePrefix(sequence: LlamaContextSequence, tokens: Parameters<typeof reusePrefix>[1]): Promise<PrefixReuse> {
+  /** Keeps the longest prefix of `tokens` the sequence holds, erases the rest; see `reusePrefix`. */
+  reusePrefix(sequence: LlamaContextSequence, tokens: readonly Token[]): Promise<PrefixReuse> {
     return reusePrefix(sequence, tokens);
   }
 
-  /** See `forkPrefix`. */
-  forkPrefix(target: LlamaContextSequence, source: LlamaContextSequence, upTo?: number): Promise<ForkResult> {
-    return forkPrefix(target, source, upTo);
+  /**
+   * Makes `target` hold the first `upTo` tokens of `source` with llama.cpp's
+   * sequence copy (a prefix computed once, shared), re-evaluating only if the
+   * copy fails; see `forkPrefix`.
+   */
+  async fork(target: LlamaContextSequence, source: LlamaContextSequence, upTo: number): Promise<ForkResult> {
+    const result = await forkPrefix(target, source, upTo);
+    this.counters.prefixForks += 1;
+    this.counters.prefixForkedTokens += result.tokens;
+    if (result.method === "evaluate") this.options.log?.debug({ tokens: result.tokens }, "prefix fork fell back to evaluation");
+    return result;
+  }
+
+  /** Drops every cell of the sequence. */
+  async clear(sequence: LlamaContextSequence): Promise<void> {
+    if (sequence.nextTokenIndex > 0) await sequence.clearHistory();
+  }
+
+  /**
+   * Moves a sequence's state into another sequence of the context (saved to
+   * the swap directory and loaded back; cost linear in its tokens). The
+   * source is left empty. No `evaluate()` generator may be active on it.
+   */
+  async move(source: LlamaContextSequence, target: LlamaContextSequence): Promise<{ ms: number; tokens: number }> {
+    const t0 = performance.now();
+    const paused = await pauseSequence(source, "swap", this.swapDir);
+    if (paused.decision === "keep") throw new Error(`sequence move failed: ${paused.fallbackReason ?? "state not saved"}`);
+    await resumeSequence(paused, target);
+    this.counters.moves += 1;
+    return { ms: performance.now() - t0, tokens: target.nextTokenIndex };
   }
 
   stats(): KvStats {

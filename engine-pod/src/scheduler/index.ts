@@ -1,5 +1,13 @@
 /**
- * @module The scheduler's public surface: which sequence a request runs on
- * (slot allocation, idle prefix cache).
+ * @module The scheduler's public surface: the per-step plan (plain data),
+ * admission and slot lending over the slot allocator (prefix cache).
  */
+export {
+  Scheduler,
+  type Admission,
+  type BatchItem,
+  type SchedulerOptions,
+  type SessionView,
+  type StepPlan,
+} from "./scheduler.js";
 export { SlotAllocator, commonPrefix, type SlotGrant, type SlotState } from "./slot-allocator.js";

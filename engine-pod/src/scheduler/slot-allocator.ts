@@ -13,13 +13,14 @@ import type { Token } from "node-llama-cpp";
 
 export type SlotState = "free" | "busy" | "idle";
 
-/** What `acquire` decided, as plain data. */
+/**
+ * What `acquire` decided, as plain data. A granted slot may still hold an
+ * idle cached state beyond `reusePrefix`: whoever fills it aligns or clears it.
+ */
 export interface SlotGrant {
   slot: number;
   /** Tokens at the start of the slot's resident state that match the request (0 when none). */
   reusePrefix: number;
-  /** The slot held an idle cached state that does not serve the request: the caller clears it. */
-  evicted: boolean;
 }
 
 interface Slot {
@@ -50,14 +51,6 @@ export class SlotAllocator {
     return this.slots.filter((s) => s.state !== "busy").length;
   }
 
-  get idle(): number {
-    return this.slots.filter((s) => s.state === "idle").length;
-  }
-
-  state(slot: number): SlotState {
-    return this.slots[slot]?.state ?? "free";
-  }
-
   /**
    * Grants a slot for a request whose prompt is `tokens` (empty: no reuse
    * wanted), or null when every slot is busy.
@@ -71,16 +64,16 @@ export class SlotAllocator {
         if (reuse >= minReuse && (best === undefined || reuse > best.reuse)) best = { slot: i, reuse };
       });
     }
-    if (best !== undefined) return this.take(best.slot, best.reuse, false);
+    if (best !== undefined) return this.take(best.slot, best.reuse);
     const gap = this.gap();
-    if (gap !== null) return this.take(gap.to, 0, this.slots[gap.to]!.state === "idle");
+    if (gap !== null) return this.take(gap.to, 0);
     const free = this.slots.findIndex((s) => s.state === "free");
-    if (free >= 0) return this.take(free, 0, false);
+    if (free >= 0) return this.take(free, 0);
     let lru = -1;
     this.slots.forEach((s, i) => {
       if (s.state === "idle" && (lru < 0 || s.lastUsed < this.slots[lru]!.lastUsed)) lru = i;
     });
-    if (lru >= 0) return this.take(lru, 0, true);
+    if (lru >= 0) return this.take(lru, 0);
     return null;
   }
 
@@ -101,13 +94,11 @@ export class SlotAllocator {
     return lo < 0 || to < 0 ? null : { from, to };
   }
 
-  /** Claims a specific non-busy slot (a compaction target); whether it held an idle cached state. */
-  claim(slot: number): { evicted: boolean } {
+  /** Claims a specific non-busy slot (a compaction target). */
+  claim(slot: number): void {
     const s = this.slots[slot];
     if (s === undefined || s.state === "busy") throw new Error(`slot ${slot} is not available`);
-    const evicted = s.state === "idle";
-    this.take(slot, 0, evicted);
-    return { evicted };
+    this.take(slot, 0);
   }
 
   /**
@@ -122,12 +113,12 @@ export class SlotAllocator {
     s.lastUsed = ++this.clock;
   }
 
-  private take(slot: number, reusePrefix: number, evicted: boolean): SlotGrant {
+  private take(slot: number, reusePrefix: number): SlotGrant {
     const s = this.slots[slot]!;
     s.state = "busy";
     s.tokens = [];
     s.lastUsed = ++this.clock;
-    return { slot, reusePrefix, evicted };
+    return { slot, reusePrefix };
   }
 }
 

@@ -1,0 +1,459 @@
+/**
+ * @module The engine core: the decode loop and its step. Each step asks the
+ * scheduler for a plan (plain data), applies its state changes (cancel; and
+ * through `KvWork` resume, re-entry, compaction move), runs the batch — every active sequence
+ * advances one token, or one prefill chunk — feeds each sampled token to the
+ * session's CML monitor and its turn policy, and applies what they return.
+ *
+ * The loop owns every state transition: outside callers (interrupts, tool
+ * results, cancel) only queue work and wake it, and KV operations that take
+ * time (fill, pause, resume, re-entry, move, cleanup) run in the background
+ * while the session sits in `busy`, so the batch never waits for them.
+ */
+import type { Token } from "node-llama-cpp";
+import { CML, ErrorCode, type InterruptKind, type Logger } from "../../../common/src/index.js";
+import { formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
+import { errorOutcome } from "../../../common/src/wire/index.js";
+import type { KvManager } from "../kv/index.js";
+import type { Admission, Scheduler, SessionView, StepPlan } from "../scheduler/index.js";
+import type { Executor, ToolCall, ToolResult } from "./executor.js";
+import { InterruptManager } from "./interrupt-manager.js";
+import { KvWork } from "./kv-work.js";
+import { RateWindow } from "./rate-window.js";
+import type { Runtime } from "./runtime.js";
+import type { Sampling } from "./sampling.js";
+import { median, type SessionState } from "./session-state.js";
+import type { CallFailure, DoneReason, TurnCall, TurnOps } from "./turn/index.js";
+
+/** Default time budget of one tool call when the spec gives no latency. */
+const DEFAULT_CALL_BUDGET_MS = 60_000;
+const MAX_DONE_SESSIONS = 1024;
+
+export interface EngineCoreDeps {
+  runtime: Runtime;
+  kv: KvManager;
+  scheduler: Scheduler;
+  executor: Executor;
+  sampling: Sampling;
+  log: Logger;
+  /** Idle finished sequences stay resident as a prefix cache. */
+  prefixCache: boolean;
+}
+
+export class EngineCore {
+  /** Every session still readable (live and recently finished), in admission order. */
+  readonly sessions = new Map<string, SessionState>();
+  /** Sessions not yet done (or finishing their cleanup). */
+  readonly live = new Set<SessionState>();
+  readonly interrupts: InterruptManager;
+  private readonly work: KvWork;
+  readonly counters = { lastBatchSize: 0, tokensDecoded: 0, tokensPrefilled: 0 };
+  readonly decodeRate = new RateWindow();
+  private wakeResolve: (() => void) | undefined;
+  private stopped = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private readonly runtime: Runtime;
+  private readonly scheduler: Scheduler;
+  private readonly log: Logger;
+
+  /** What turn policies may do; see `TurnOps`. */
+  private readonly ops: TurnOps = {
+    dispatch: (s, call) => this.dispatch(s, call),
+    finish: (s, reason) => this.finish(s, reason),
+    trap: (s) => this.work.trap(s),
+    // A call event after the same token finished the session changes nothing.
+    wait: (s) => s.state !== "done" && s.transition("waiting"),
+    inject: (s) => this.inject(s),
+    queueError: (s, id, failure) => this.interrupts.enqueue(s, id, "tool_error", formatCallError(failure)),
+    queued: (s) => this.interrupts.pending(s),
+    expectsUserInterrupt: (s) => s.script?.expectsInterrupt?.(s.view) ?? false,
+  };
+
+  constructor(private readonly deps: EngineCoreDeps) {
+    this.runtime = deps.runtime;
+    this.scheduler = deps.scheduler;
+    this.log = deps.log;
+    this.interrupts = new InterruptManager(deps.runtime, () => this.wake());
+    this.work = new KvWork(deps.runtime, deps.kv, deps.scheduler, this.interrupts, deps.log, {
+      background: (s, op) => this.background(s, op),
+      inject: (s) => this.inject(s),
+      finish: (s, reason) => this.finish(s, reason),
+      countPrefill: (s, n) => this.countPrefill(s, n),
+    });
+  }
+
+  start(): void {
+    this.loopDone = this.loop().catch((err: unknown) => this.log.error({ err }, "decode loop crashed"));
+  }
+
+  /** Stops the loop (after the caller has let the sessions finish). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.loopDone;
+  }
+
+  wake(): void {
+    const r = this.wakeResolve;
+    this.wakeResolve = undefined;
+    r?.();
+  }
+
+  /** Plain views of the live sessions, in admission order (the scheduler's input). */
+  views(): SessionView[] {
+    return [...this.live].map((s) => ({
+      id: s.id,
+      state: s.state,
+      slot: s.slot,
+      feed: s.tokens.feed.length,
+      queued: this.interrupts.pending(s),
+      outstanding: s.outstanding.size,
+      cancelRequested: s.cancelRequested,
+      priority: s.config.priority,
+      decodedTokens: s.usage.decodedTokens,
+      maxTokens: s.config.maxTokens,
+    }));
+  }
+
+  /** Takes in an admitted session; its sequence is prepared in the background. */
+  add(s: SessionState, admission: Admission, reuse: boolean): void {
+    this.sessions.set(s.id, s);
+    this.live.add(s);
+    this.work.fill(s, admission, reuse);
+  }
+  enqueue(s: SessionState, id: string, kind: InterruptKind, value: string): void {
+    this.interrupts.enqueue(s, id, kind, value);
+  }
+
+  // ── the loop ──────────────────────────────────────────────────────────────
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      let plan: StepPlan | undefined;
+      try {
+        plan = this.scheduler.plan(this.views());
+        this.apply(plan);
+      } catch (err) {
+        // A bookkeeping bug must not stop every session: log it and keep stepping.
+        this.log.error({ err }, "decode loop housekeeping failed");
+      }
+      const batch = (plan?.batch ?? [])
+        .map((item) => ({ item, s: this.sessions.get(item.id) }))
+        .filter((x): x is { item: StepPlan["batch"][number]; s: SessionState } => x.s?.state === "active");
+      if (batch.length === 0) {
+        await new Promise<void>((resolve) => {
+          this.wakeResolve = resolve;
+          // Work that arrived between planning and here must not be missed.
+          if (this.scheduler.needsAttention(this.views())) this.wake();
+        });
+        continue;
+      }
+      this.counters.lastBatchSize = batch.length;
+      // Every sequence in the plan advances; the evaluations land in one batch, in sequence-id order.
+      await Promise.all(batch.map(({ item, s }) => (item.kind === "prefill" ? this.prefill(s, item.tokens) : this.step(s))));
+    }
+  }
+
+  /** State changes the plan asks for before the batch runs. */
+  private apply(plan: StepPlan): void {
+    for (const id of plan.cancel) this.finish(this.sessions.get(id)!, "cancelled");
+    for (const r of plan.resume) this.work.resume(this.sessions.get(r.id)!, r.slot, r.granted);
+    for (const id of plan.reenter) this.work.reenter(this.sessions.get(id)!);
+    if (plan.move !== null) this.work.move(this.sessions.get(plan.move.id)!, plan.move.from, plan.move.to);
+  }
+
+  /** Runs `op` with the session out of the batch; errors end the session. */
+  private background(s: SessionState, op: () => Promise<void>): void {
+    s.transition("busy");
+    op()
+      .then(() => {
+        if (s.state === "busy") s.transition("active");
+      })
+      .catch((err: unknown) => {
+        this.log.error({ err, session: s.id }, "session KV operation failed");
+        this.fail(s, err);
+      })
+      .finally(() => this.wake());
+  }
+
+  /** Chunked prefill: a long fill advances one chunk per step, so the sessions decoding beside it keep producing. */
+  private async prefill(s: SessionState, n: number): Promise<void> {
+    if (s.tokens.feed.length > this.runtime.contextSize - s.seq.nextTokenIndex - 1) {
+      this.finish(s, "max_tokens");
+      return;
+    }
+    const head = s.tokens.feed.slice(0, n);
+    try {
+      await s.seq.evaluateWithoutGeneratingNewTokens(head);
+    } catch (err) {
+      this.fail(s, err);
+      return;
+    }
+    s.tokens.context.push(...head);
+    s.tokens.feed = s.tokens.feed.slice(n);
+  }
+
+  /** Evaluates the session's feed and samples one token. */
+  private async step(s: SessionState): Promise<void> {
+    const feed = s.tokens.feed;
+    if (feed.length === 0) {
+      this.finish(s, "eos");
+      return;
+    }
+    if (feed.length > this.runtime.contextSize - s.seq.nextTokenIndex - 1) {
+      this.finish(s, "max_tokens");
+      return;
+    }
+    const t0 = performance.now();
+    let result: IteratorResult<Token, void>;
+    try {
+      if (s.kv.gen === null) {
+        s.kv.gen = s.seq.evaluate(feed, {
+          temperature: s.config.temperature,
+          ...(s.config.seed !== undefined ? { seed: s.config.seed } : {}),
+          tokenBias: () => (s.kv.grammarState !== undefined ? this.deps.sampling.callBlockBias : this.deps.sampling.tokenBias),
+          // Plain temperature sampling over the whole vocabulary (OpenAI's defaults: no top-k, top-p 1).
+          topK: 0,
+          topP: 1,
+          grammarEvaluationState: () => s.kv.grammarState,
+          yieldEogToken: true,
+        });
+        result = await s.kv.gen.next();
+      } else {
+        result = await s.kv.gen.next(feed);
+      }
+    } catch (err) {
+      this.fail(s, err);
+      return;
+    }
+    const stepMs = performance.now() - t0;
+    const pureDecode = feed.length === 1 && s.timing.decodeSteps > 0;
+    s.tokens.context.push(...feed);
+    s.tokens.feed = [];
+    if (result.done === true) {
+      // The generator stops only on a sampling failure with yieldEogToken on.
+      this.finish(s, "eos");
+      return;
+    }
+    // TPOT: steps that evaluated only the previous token (no prefill, no injection).
+    if (pureDecode) s.timing.stepMs.push(stepMs);
+    try {
+      this.onToken(s, result.value);
+    } catch (err) {
+      // One session's failure must never take the batch down.
+      this.log.error({ err, session: s.id }, "token handling failed");
+      this.fail(s, err);
+    }
+  }
+
+  // ── the per-token path ────────────────────────────────────────────────────
+
+  private onToken(s: SessionState, sampled: Token): void {
+    s.timing.decodeSteps++;
+    s.usage.decodedTokens++;
+    this.counters.tokensDecoded++;
+    this.decodeRate.record(1);
+    const now = performance.now();
+    s.timing.firstTokenAt ??= now;
+    s.timing.lastTokenAt = now;
+    if (s.cancelRequested) {
+      this.finish(s, "cancelled");
+      return;
+    }
+    s.tokens.sampled.push(sampled);
+    let token = sampled;
+    let eos = this.runtime.isEog(sampled);
+    if (s.script !== undefined) {
+      // The sample is discarded; the script's token is what the sequence sees next.
+      const step = s.script.next(s.view);
+      eos = step === "eos";
+      if (step !== "eos") token = step;
+    }
+    if (eos) {
+      // The EOS token is never fed: a resumed sequence continues from before it.
+      s.tokens.feed = [];
+      // EOS inside a block: the monitor reports it malformed; the turn is over.
+      if (s.monitor.inCriticalSection) this.finish(s, "eos");
+      else s.turn.onEos(s, this.ops);
+      return;
+    }
+    const wasCritical = s.monitor.inCriticalSection;
+    const text = s.detok.push(token);
+    const events = s.monitor.push(token, text);
+    if (s.turn.endsTurnAt(s, wasCritical, events, this.ops)) return;
+
+    s.tokens.feed = [token];
+    s.tokens.generated.push(token);
+    s.raw += text;
+    s.onRaw?.(text);
+    for (const ev of events) this.onMonitorEvent(s, ev);
+    if (s.state !== "active") return;
+    if (s.usage.decodedTokens >= s.config.maxTokens) {
+      s.turn.onMaxTokens(s, this.ops);
+      return;
+    }
+    if (this.interrupts.pending(s) > 0) s.turn.deliver(s, this.ops);
+  }
+
+  private onMonitorEvent(s: SessionState, ev: MonitorEvent): void {
+    switch (ev.type) {
+      case "text":
+        s.content += ev.text;
+        s.emit({ type: "text", text: ev.text, t: s.now() });
+        return;
+      case "call_start":
+        if (s.config.grammar) s.kv.grammarState = this.deps.sampling.callGrammarState(s.config.tools);
+        return;
+      case "call": {
+        s.kv.grammarState = undefined;
+        const id = s.callId(ev.id);
+        s.view.emittedCalls.add(id);
+        s.turnCalls++;
+        const parsed = parseCallBody(ev.body, s.config.tools);
+        if (!parsed.ok) {
+          this.refuseCall(s, id, parsed);
+          return;
+        }
+        s.usage.calls++;
+        s.turn.onCall(s, { id, tool: parsed.tool, arguments: parsed.arguments }, this.ops);
+        return;
+      }
+      case "trap":
+        s.turn.onTrap(s, this.ops);
+        return;
+      case "malformed":
+        s.kv.grammarState = undefined;
+        if (!ev.raw.startsWith(CML.CALL)) {
+          // A stray [END]/[HEAD], a broken trap, or a model-forged [INTR] block: not a call, nothing to answer.
+          this.log.debug({ session: s.id, reason: ev.reason }, "malformed CML ignored");
+          return;
+        }
+        // A call block that cannot be parsed: the model reads why, as for an invalid call.
+        s.turnCalls++;
+        this.refuseCall(s, s.callId(undefined), { code: ErrorCode.MalformedCall, message: `malformed_call: ${ev.reason}` });
+        return;
+    }
+  }
+
+  private refuseCall(s: SessionState, id: string, failure: CallFailure): void {
+    s.emit({ type: "call_error", callId: id, code: failure.code, message: failure.message, t: s.now() });
+    s.turn.onCallError(s, id, failure, this.ops);
+  }
+
+  private dispatch(s: SessionState, c: TurnCall): void {
+    const spec = s.config.tools.get(c.tool)!;
+    const budget = spec.estimatedLatencyMs !== undefined ? Math.max(DEFAULT_CALL_BUDGET_MS, spec.estimatedLatencyMs * 10) : DEFAULT_CALL_BUDGET_MS;
+    const call: ToolCall = { id: c.id, sessionId: s.id, tool: c.tool, arguments: c.arguments, spec, deadline: Date.now() + budget };
+    s.outstanding.set(c.id, {
+      tool: c.tool,
+      startedAt: Date.now(),
+      ...(spec.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: spec.estimatedLatencyMs } : {}),
+    });
+    s.emit({ type: "call", callId: c.id, tool: c.tool, arguments: c.arguments, t: s.now() });
+    // Not awaited: the loop keeps decoding while the tool runs.
+    let settled: Promise<ToolResult>;
+    try {
+      settled = this.deps.executor.execute(call, s.abort.signal);
+    } catch (err) {
+      settled = Promise.reject(err);
+    }
+    settled
+      .catch((err: unknown): ToolResult => ({ callId: c.id, ...errorOutcome(ErrorCode.ToolFailed, err instanceof Error ? err.message : String(err)) }))
+      .then((result) => {
+        if (s.state === "done" || !s.outstanding.delete(c.id)) return;
+        this.interrupts.enqueue(s, c.id, result.ok ? "tool_result" : "tool_error", result.output);
+      });
+  }
+
+  /** At a token boundary outside any critical section, appends every queued interrupt after the pending token. */
+  private inject(s: SessionState): void {
+    const tokens = this.interrupts.injectNow(s);
+    s.tokens.feed.push(...tokens);
+    s.usage.injectedTokens += tokens.length;
+  }
+
+  private countPrefill(s: SessionState, n: number): void {
+    s.usage.prefilledTokens += n;
+    this.counters.tokensPrefilled += n;
+  }
+
+  // ── the end ───────────────────────────────────────────────────────────────
+
+  fail(s: SessionState, err: unknown): void {
+    if (s.state === "done") return;
+    const message = err instanceof Error ? err.message : String(err);
+    s.emit({ type: "error", code: ErrorCode.Internal, message, t: s.now() });
+    this.finish(s, "error");
+  }
+
+  /**
+   * Ends a session: final text, then the KV cleanup in the background (the
+   * slot stays busy until its cells are cleared or kept as an idle prefix),
+   * then `done`.
+   */
+  finish(s: SessionState, reason: DoneReason): void {
+    if (s.state === "done") return;
+    s.transition("done");
+    s.tokens.feed = [];
+    this.interrupts.drop(s);
+    if (reason === "eos" || reason === "max_tokens") {
+      const tail = s.detok.flush();
+      const events = tail === "" ? [] : s.monitor.push(-1, tail);
+      for (const ev of [...events, ...s.monitor.flush()]) {
+        if (ev.type === "text") {
+          s.content += ev.text;
+          s.raw += ev.text;
+          s.emit({ type: "text", text: ev.text, t: s.now() });
+        }
+      }
+    }
+    if (reason === "cancelled" || reason === "error") s.abort.abort();
+    clearTimeout(s.kv.prefetchTimer);
+    const paused = s.kv.paused;
+    s.kv.paused = undefined;
+    // A restartable request's cells stay a valid prefix even when cancelled: its client restarts with the same history.
+    const reusable = reason === "eos" || reason === "max_tokens" || (reason === "cancelled" && s.turn.restartable);
+    const keepResident = reusable && this.deps.prefixCache && s.config.prefixReuse;
+    this.work
+      .release(s, keepResident, paused)
+      .catch((err: unknown) => this.log.warn({ err, session: s.id }, "sequence cleanup failed; cleared it"))
+      .finally(() => {
+        this.live.delete(s);
+        this.forgetOldSessions();
+        const end = performance.now();
+        const { acceptedAt, firstTokenAt, lastTokenAt, stepMs } = s.timing;
+        this.log.debug({ session: s.id, reason, usage: s.usage }, "session done");
+        s.emit({
+          type: "done",
+          reason,
+          usage: { ...s.usage },
+          timings: {
+            ttftMs: round3((firstTokenAt ?? end) - acceptedAt),
+            tpotMs: round3(median(stepMs)),
+            e2eMs: round3((lastTokenAt ?? end) - (firstTokenAt ?? end)),
+            totalMs: round3(end - acceptedAt),
+          },
+          scripted: s.scripted,
+          t: s.now(),
+        });
+        this.wake();
+      });
+  }
+
+  /** Finished sessions stay readable (late event subscribers) up to a bound, oldest dropped first. */
+  private forgetOldSessions(): void {
+    let excess = this.sessions.size - this.live.size - MAX_DONE_SESSIONS;
+    if (excess <= 0) return;
+    for (const [id, s] of this.sessions) {
+      if (excess <= 0) break;
+      if (s.state === "done" && !this.live.has(s)) {
+        this.sessions.delete(id);
+        excess--;
+      }
+    }
+  }
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

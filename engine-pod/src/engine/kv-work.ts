@@ -1,0 +1,218 @@
+/**
+ * @module The KV work the engine core runs in the background for a session,
+ * each step through the KV manager and the scheduler's slots: the fill at
+ * admission (a prefix forked from another sequence, the session's own
+ * resident prefix, or a cleared sequence), the trap with its slot lending and
+ * early restore, the resume, the sync re-entry, the compaction move, and the
+ * release of the cells when the session ends.
+ */
+import type { Logger } from "../../../common/src/index.js";
+import { expectedWaitMs, type KvManager, type PausedSequence } from "../kv/index.js";
+import type { Admission, Scheduler } from "../scheduler/index.js";
+import type { InterruptManager } from "./interrupt-manager.js";
+import type { Runtime } from "./runtime.js";
+import type { SessionState } from "./session-state.js";
+import type { DoneReason } from "./turn/index.js";
+
+/** What the KV work needs from the engine core. */
+export interface KvWorkHost {
+  /** Runs `op` with the session out of the batch (`busy`); errors end the session. */
+  background(s: SessionState, op: () => Promise<void>): void;
+  inject(s: SessionState): void;
+  finish(s: SessionState, reason: DoneReason): void;
+  countPrefill(s: SessionState, n: number): void;
+}
+
+export class KvWork {
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly kv: KvManager,
+    private readonly scheduler: Scheduler,
+    private readonly interrupts: InterruptManager,
+    private readonly log: Logger,
+    private readonly host: KvWorkHost,
+  ) {}
+
+  /** Prepares an admitted session's sequence: fork a prefix another sequence holds, reuse its own resident prefix, or clear it. */
+  fill(s: SessionState, admission: Admission, reuse: boolean): void {
+    const prompt = s.tokens.prompt;
+    this.host.background(s, async () => {
+      let evaluated = 0;
+      if (reuse && admission.fork !== null) {
+        // A prefix another sequence holds: copy its cells rather than prefilling them again.
+        const r = await this.kv.fork(s.seq, this.runtime.sequences[admission.fork.from]!, admission.fork.tokens);
+        evaluated = r.evaluatedTokens;
+        if (evaluated > 0) this.host.countPrefill(s, evaluated);
+      }
+      if (reuse && (admission.fork !== null || admission.reusePrefix > 0)) {
+        // Whatever the sequence holds now, keep only what matches the prompt (the fork's source may have changed meanwhile).
+        const r = await this.kv.reusePrefix(s.seq, prompt);
+        s.reusedPrefixTokens = Math.max(0, r.reusedTokens - evaluated);
+        s.tokens.context = prompt.slice(0, r.reusedTokens);
+        s.tokens.feed = r.suffix;
+      } else {
+        await this.kv.clear(s.seq);
+        s.tokens.context = [];
+        s.tokens.feed = prompt.slice();
+      }
+      this.host.countPrefill(s, s.tokens.feed.length);
+    });
+  }
+
+
+  /** Pauses the session until its next interrupt; the KV manager decides keep / swap / recompute, once. */
+  trap(s: SessionState): void {
+    s.usage.traps++;
+    const pending = [...s.outstanding.values()].map((c) => ({
+      startedAt: c.startedAt,
+      ...(c.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: c.estimatedLatencyMs } : {}),
+    }));
+    const wait = expectedWaitMs(pending, Date.now());
+    const pressure = this.scheduler.busy / this.scheduler.size;
+    const contextTokens = s.seq.nextTokenIndex;
+    s.transition("trapped");
+    this.host.background(s, async () => {
+      const outcome = await this.kv.trap({
+        sequence: s.seq,
+        expectedWaitMs: wait,
+        kvPressure: pressure,
+        override: s.config.kvPolicy,
+        // The KV manager requires no live generator on a sequence whose cells leave it.
+        release: () => this.closeGenerator(s),
+      });
+      s.kv.trapDecision = outcome.verdict.decision;
+      s.emit({ type: "trap", decision: outcome.verdict.decision, expectedWaitMs: Number.isFinite(wait) ? Math.round(wait) : -1, contextTokens, t: s.now() });
+      s.kv.paused = outcome.paused;
+      s.kv.trapPauseMs = outcome.pauseMs;
+      if (outcome.paused.decision !== "keep") {
+        // The state lives outside the context now: lend the slot to other sessions until resume.
+        this.scheduler.release(s.slot);
+        s.slot = -1;
+        // Restore ahead of the expected interrupt, so the restore adds no latency (AsyncLM §5.4).
+        if (Number.isFinite(wait)) {
+          const lead = Math.max(0, wait - outcome.pauseMs - outcome.verdict.restoreLeadMs);
+          s.kv.prefetchTimer = setTimeout(() => this.prefetch(s), lead);
+          s.kv.prefetchTimer.unref();
+        }
+      }
+      s.transition("trapped");
+    });
+  }
+
+  /** The expected interrupt is near: take a slot and restore the paused state now, still trapped. */
+  private prefetch(s: SessionState): void {
+    s.kv.prefetchTimer = undefined;
+    const paused = s.kv.paused;
+    if (s.state !== "trapped" || paused === undefined || s.slot >= 0 || this.interrupts.pending(s) > 0) return;
+    const slot = this.scheduler.acquire();
+    if (slot === null) return; // the interrupt path restores it once a slot frees
+    this.assign(s, slot);
+    this.host.background(s, async () => {
+      const r = await this.kv.resume(paused, s.seq);
+      s.kv.paused = undefined;
+      s.kv.trapPauseMs = (s.kv.trapPauseMs ?? 0) + r.resumeMs;
+      if (r.evaluatedTokens > 0) this.host.countPrefill(s, r.evaluatedTokens);
+      s.transition("trapped");
+    });
+  }
+
+  /** A trapped session's interrupt arrived: restore its KV state (into `slot`, granted if it lent its own), then inject. */
+  resume(s: SessionState, slot: number, granted: boolean): void {
+    clearTimeout(s.kv.prefetchTimer);
+    s.kv.prefetchTimer = undefined;
+    if (granted) this.assign(s, slot);
+    const paused = s.kv.paused;
+    this.host.background(s, async () => {
+      let costMs = s.kv.trapPauseMs ?? 0;
+      if (paused !== undefined) {
+        // Into whichever sequence the session holds now (a cleared one, possibly not the original).
+        const r = await this.kv.resume(paused, s.seq);
+        costMs += r.resumeMs;
+        if (r.evaluatedTokens > 0) this.host.countPrefill(s, r.evaluatedTokens);
+      }
+      s.kv.paused = undefined;
+      s.kv.trapPauseMs = undefined;
+      s.emit({ type: "resume", decision: s.kv.trapDecision ?? "keep", costMs: Math.round(costMs * 1000) / 1000, t: s.now() });
+      s.transition("active");
+      this.host.inject(s);
+    });
+  }
+
+  /**
+   * Sync modes: the turn's results are in. Re-enter as a NEW request whose
+   * tokens are the whole history plus the results: with prefix reuse only the
+   * tokens past the resident prefix are evaluated; without, the sequence is
+   * erased and everything is prefilled again.
+   */
+  reenter(s: SessionState): void {
+    const full = [...s.tokens.context, ...s.tokens.feed, ...this.interrupts.take(s, "reenter")];
+    this.host.background(s, async () => {
+      await this.closeGenerator(s);
+      if (s.config.prefixReuse) {
+        const r = await this.kv.reusePrefix(s.seq, full);
+        s.tokens.context = full.slice(0, r.reusedTokens);
+        s.tokens.feed = r.suffix;
+      } else {
+        await this.kv.clear(s.seq);
+        s.tokens.context = [];
+        s.tokens.feed = full;
+      }
+      this.host.countPrefill(s, s.tokens.feed.length);
+      if (s.usage.decodedTokens >= s.config.maxTokens) this.host.finish(s, "max_tokens");
+    });
+  }
+
+  /** Compaction: the session moves down into a lower sequence id so busy ids stay contiguous. */
+  move(s: SessionState, from: number, to: number): void {
+    const source = s.seq;
+    const target = this.runtime.sequences[to]!;
+    this.host.background(s, async () => {
+      await this.closeGenerator(s);
+      let r: { ms: number; tokens: number };
+      try {
+        r = await this.kv.move(source, target);
+      } catch (err) {
+        this.scheduler.release(to);
+        throw err;
+      }
+      this.assign(s, to);
+      this.scheduler.release(from);
+      this.log.debug({ session: s.id, from, to, tokens: r.tokens, ms: r.ms }, "sequence compacted");
+    });
+  }
+
+  private assign(s: SessionState, slot: number): void {
+    s.slot = slot;
+    s.seq = this.runtime.sequences[slot]!;
+  }
+
+  async closeGenerator(s: SessionState): Promise<void> {
+    const gen = s.kv.gen;
+    s.kv.gen = null;
+    await gen?.return();
+  }
+
+  /**
+   * A finished session's cells: kept resident as an idle prefix-cache entry
+   * (`keepResident`), or cleared; its paused state, if any, discarded. The
+   * slot is released either way.
+   */
+  async release(s: SessionState, keepResident: boolean, paused: PausedSequence | undefined): Promise<void> {
+    try {
+      await this.closeGenerator(s);
+      if (paused !== undefined) await this.kv.discard(paused);
+      if (s.slot < 0) return; // a paused session that lent its slot holds no cells
+      if (keepResident && s.seq.nextTokenIndex > 0) this.scheduler.release(s.slot, s.seq.contextTokens);
+      else {
+        await this.kv.clear(s.seq);
+        this.scheduler.release(s.slot);
+      }
+    } catch (err) {
+      if (s.slot >= 0) {
+        await this.kv.clear(s.seq).catch(() => undefined);
+        this.scheduler.release(s.slot);
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * @module Sampling constraints of the decode loop: the token biases (the
+ * `[INTR]` ban in every step; inside a call block also bans on `[CALL]` and
+ * `[TRAP]`) and the call grammar per tool set (cached), active only between
+ * `[CALL]` and `[END]`.
+ */
+import { LlamaGrammar, LlamaGrammarEvaluationState, TokenBias, type Token } from "node-llama-cpp";
+import { CML, type Logger, type ToolSpec } from "../../../common/src/index.js";
+import { buildCallGrammar, INTR_LOGIT, intrLogitBias } from "../cml/index.js";
+import type { Runtime } from "./runtime.js";
+
+/**
+ * Bounds that keep a constrained call block finite even for a model that never
+ * closes a string (random weights, small models).
+ */
+const GRAMMAR_BOUNDS = { maxStringLength: 256, maxArrayItems: 16 } as const;
+const MAX_GRAMMARS = 64;
+
+export class Sampling {
+  /** Applied in every decode step, grammar or not: the model can never emit `[INTR]`. */
+  readonly tokenBias: TokenBias;
+  /** {@link tokenBias} plus bans on `[CALL]` and `[TRAP]`, while the call grammar is active. */
+  readonly callBlockBias: TokenBias;
+  private readonly grammars = new Map<string, LlamaGrammar | null>();
+
+  /** `extraLogitBias`: a test's logits added to the model's in every step (the `[INTR]` ban still wins). */
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly log: Logger,
+    extraLogitBias?: ReadonlyMap<Token, number>,
+  ) {
+    const extra = extraLogitBias ?? new Map<Token, number>();
+    this.tokenBias = extraLogitBias === undefined ? runtime.intrBias : combinedBias(runtime, extra);
+    // Inside a constrained call block no block may open: llama.cpp grammars match a
+    // control token by its text, so a string rule would otherwise admit "[CALL]".
+    const opening = new Map(extra);
+    for (const [id, marker] of runtime.markerTokens) {
+      if (marker === CML.CALL || marker === CML.TRAP) opening.set(id as Token, (opening.get(id as Token) ?? 0) + INTR_LOGIT);
+    }
+    this.callBlockBias = combinedBias(runtime, opening);
+  }
+
+  /**
+   * A fresh grammar state for one call block (the grammar is per tool set and
+   * cached), or undefined when the tool set has no grammar.
+   */
+  callGrammarState(tools: ReadonlyMap<string, ToolSpec>): LlamaGrammarEvaluationState | undefined {
+    if (tools.size === 0) return undefined;
+    const key = JSON.stringify([...tools.values()].map((t) => [t.name, t.parameters]));
+    let grammar = this.grammars.get(key);
+    if (grammar === undefined) {
+      try {
+        const gbnf = buildCallGrammar([...tools.values()], { markerTokens: this.runtime.markerTokens, ...GRAMMAR_BOUNDS });
+        grammar = new LlamaGrammar(this.runtime.llama, { grammar: gbnf });
+      } catch (err) {
+        this.log.warn({ err }, "call grammar unavailable for this tool set; call blocks are unconstrained");
+        grammar = null;
+      }
+      // Tool sets come with requests: bound the cache (grammars are cheap to rebuild).
+      if (this.grammars.size >= MAX_GRAMMARS) this.grammars.clear();
+      this.grammars.set(key, grammar);
+    }
+    return grammar === null ? undefined : new LlamaGrammarEvaluationState({ model: this.runtime.model, grammar });
+  }
+}
+
+/** The `[INTR]` ban plus extra logits, summed per token. */
+function combinedBias(runtime: Runtime, extra: ReadonlyMap<Token, number>): TokenBias {
+  const sum = new Map<Token, number>(intrLogitBias(runtime.markerTokens));
+  for (const [token, logit] of extra) sum.set(token, (sum.get(token) ?? 0) + logit);
+  const bias = new TokenBias(runtime.model.tokenizer);
+  for (const [token, logit] of sum) bias.set(token, { logit });
+  return bias;
+}

@@ -1,0 +1,215 @@
+/**
+ * @module The scheduler: owns the sequence slots and decides, once per step,
+ * what runs. It reads plain data about the sessions ({@link SessionView}) and
+ * returns plain, read-only data ({@link StepPlan}): which sessions are
+ * cancelled, resumed into which slot, re-entered, moved down (compaction), and
+ * which sequences evaluate in this step's batch — decode steps and prefill
+ * chunks under the per-session token budget, in sequence-id order. Admission
+ * of new requests (prefix-cache slot, or a prefix to fork from another
+ * sequence) and slot lending are decided here too. No class instance crosses
+ * its boundary in either direction.
+ */
+import type { Token } from "node-llama-cpp";
+import { commonPrefix, SlotAllocator } from "./slot-allocator.js";
+
+/** A session as the scheduler sees it. Plain data, built by the engine each step. */
+export interface SessionView {
+  readonly id: string;
+  readonly state: "filling" | "active" | "trapped" | "waiting" | "busy" | "done";
+  /** Sequence slot held; -1 while its paused state lives outside the context (slot lent out). */
+  readonly slot: number;
+  /** Tokens it would evaluate in the next step. */
+  readonly feed: number;
+  /** Interrupts queued, not yet delivered. */
+  readonly queued: number;
+  /** Calls running. */
+  readonly outstanding: number;
+  readonly cancelRequested: boolean;
+  /** Higher first. */
+  readonly priority: number;
+  readonly decodedTokens: number;
+  readonly maxTokens: number;
+}
+
+/** One sequence's work in a step. */
+export interface BatchItem {
+  readonly id: string;
+  readonly slot: number;
+  /** `prefill`: evaluate `tokens` of the fill without sampling; `decode`: evaluate them and sample one token. */
+  readonly kind: "prefill" | "decode";
+  readonly tokens: number;
+}
+
+/** What to do before and in one step. */
+export interface StepPlan {
+  readonly cancel: readonly string[];
+  /** Trapped sessions whose interrupt arrived, with the slot they resume into (their own, or a new grant). */
+  readonly resume: readonly { readonly id: string; readonly slot: number; readonly granted: boolean }[];
+  /** Sync sessions whose turn results are all in. */
+  readonly reenter: readonly string[];
+  /** A compaction move (the target slot is already claimed). */
+  readonly move: { readonly id: string; readonly from: number; readonly to: number } | null;
+  /** Sequences evaluated in this step, in sequence-id order. */
+  readonly batch: readonly BatchItem[];
+}
+
+/** Where a new request goes. */
+export interface Admission {
+  readonly slot: number;
+  /** Tokens of the slot's own resident state that match the prompt (kept in place). */
+  readonly reusePrefix: number;
+  /** A longer prefix resident in another sequence, to copy instead of prefilling. */
+  readonly fork: { readonly from: number; readonly tokens: number } | null;
+}
+
+export interface SchedulerOptions {
+  sequences: number;
+  /** Most tokens of one session's fill evaluated per step (0: no limit). */
+  prefillChunk: number;
+  /** Plan compaction moves (default true). */
+  compaction: boolean;
+  /** Decode steps a session must still have ahead to be worth moving. */
+  compactionMinRemaining?: number;
+  /** Fork a resident prefix only when it saves at least this many tokens of prefill. */
+  minForkTokens?: number;
+}
+
+export class Scheduler {
+  private readonly slots: SlotAllocator;
+
+  constructor(private readonly options: SchedulerOptions) {
+    this.slots = new SlotAllocator(options.sequences);
+  }
+
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** Slots held by live sessions. */
+  get busy(): number {
+    return this.slots.busy;
+  }
+
+  /** Slots a request could get now (free, or idle prefix cache). */
+  get available(): number {
+    return this.slots.available;
+  }
+
+  /**
+   * A slot for a new request, or null when none may be given: every slot is
+   * busy, or a paused session of at least the same priority waits for one
+ * (its interrupt arrived while its slot was lent out).
+   * With `reuse`, the idle slot sharing the longest prefix wins, and a longer
+   * prefix in another sequence (`resident[i]`: the tokens sequence i holds) is
+   * forked from.
+   */
+  admit(prompt: readonly Token[], priority: number, reuse: boolean, waiting: readonly SessionView[], resident: readonly (readonly Token[])[]): Admission | null {
+    // Paused sessions whose results are in come first: they resume into the next free slot.
+    if (waiting.some((v) => resumable(v) && v.slot < 0 && v.priority >= priority)) return null;
+    const grant = this.slots.acquire(reuse ? prompt : []);
+    if (grant === null) return null;
+    let fork: Admission["fork"] = null;
+    if (reuse) {
+      // Keep at least one prompt token to evaluate: its logits are sampled from.
+      const limit = prompt.length - 1;
+      const min = this.options.minForkTokens ?? 16;
+      resident.forEach((tokens, i) => {
+        if (i === grant.slot) return;
+        const n = Math.min(commonPrefix(tokens, prompt), limit);
+        if (n >= grant.reusePrefix + min && n > (fork?.tokens ?? 0)) fork = { from: i, tokens: n };
+      });
+    }
+    return { slot: grant.slot, reusePrefix: grant.reusePrefix, fork };
+  }
+
+  /** A slot for a paused session's early restore (prefetch), or null. */
+  acquire(): number | null {
+    return this.slots.acquire()?.slot ?? null;
+  }
+
+  /** Returns a slot: idle with `resident` tokens (prefix cache), else free. Also how a paused session lends its slot out. */
+  release(slot: number, resident?: readonly Token[]): void {
+    this.slots.release(slot, resident);
+  }
+
+  /** Plans one step from the sessions' views (in admission order). */
+  plan(views: readonly SessionView[]): StepPlan {
+    const cancel: string[] = [];
+    const resume: { id: string; slot: number; granted: boolean }[] = [];
+    const reenter: string[] = [];
+    const settled = new Set<string>();
+    const candidates: SessionView[] = [];
+    for (const v of views) {
+      if (v.state === "busy" || v.state === "done") continue;
+      if (v.cancelRequested) {
+        cancel.push(v.id);
+        settled.add(v.id);
+      } else if (resumable(v)) candidates.push(v);
+      else if (v.state === "waiting" && v.outstanding === 0 && v.queued > 0) {
+        reenter.push(v.id);
+        settled.add(v.id);
+      }
+    }
+    // Higher priority first; among equals, admission order (the sort is stable).
+    candidates.sort((a, b) => b.priority - a.priority);
+    for (const v of candidates) {
+      if (v.slot >= 0) resume.push({ id: v.id, slot: v.slot, granted: false });
+      else {
+        const grant = this.slots.acquire();
+        if (grant === null) continue; // retried when a slot is released
+        resume.push({ id: v.id, slot: grant.slot, granted: true });
+      }
+      settled.add(v.id);
+    }
+    const move = this.planMove(views, settled);
+    const chunk = this.options.prefillChunk;
+    const batch: BatchItem[] = views
+      .filter((v) => v.state === "active" && !settled.has(v.id) && v.id !== move?.id)
+      .sort((a, b) => a.slot - b.slot)
+      .map((v) =>
+        chunk > 0 && v.feed > chunk
+          ? { id: v.id, slot: v.slot, kind: "prefill" as const, tokens: chunk }
+          : { id: v.id, slot: v.slot, kind: "decode" as const, tokens: v.feed },
+      );
+    return { cancel, resume, reenter, move, batch };
+  }
+
+  /** Whether any session needs the loop although none is active (an interrupt, a cancel, a re-entry). */
+  needsAttention(views: readonly SessionView[]): boolean {
+    for (const v of views) {
+      if (v.state === "active") return true;
+      if (v.cancelRequested && v.state !== "busy" && v.state !== "done") return true;
+      if (resumable(v) && (v.slot >= 0 || this.slots.available > 0)) return true;
+      if (v.state === "waiting" && v.outstanding === 0 && v.queued > 0) return true;
+    }
+    return false;
+  }
+
+  /** Paused sessions whose interrupt arrived but that have no slot to resume into. */
+  queued(views: readonly SessionView[]): number {
+    return views.filter((v) => resumable(v) && v.slot < 0).length;
+  }
+
+  /**
+   * Keeps busy sequence ids contiguous: llama.cpp splits a batch at every gap
+   * between ids. When a slot below the highest busy one is free, the session
+   * on the highest one moves down (claimed here; released by the engine if
+   * the move fails).
+   */
+  private planMove(views: readonly SessionView[], settled: ReadonlySet<string>): StepPlan["move"] {
+    if (!this.options.compaction) return null;
+    const gap = this.slots.gap();
+    if (gap === null) return null;
+    const v = views.find((x) => x.slot === gap.from && x.state !== "done");
+    // Only between steps, and only a session with a worthwhile remainder ahead.
+    const remaining = this.options.compactionMinRemaining ?? 16;
+    if (v === undefined || v.state !== "active" || settled.has(v.id) || v.decodedTokens + remaining > v.maxTokens) return null;
+    this.slots.claim(gap.to);
+    return { id: v.id, from: gap.from, to: gap.to };
+  }
+}
+
+/** A trapped session whose interrupt arrived. */
+function resumable(v: SessionView): boolean {
+  return v.state === "trapped" && v.queued > 0;
+}
