@@ -101,19 +101,40 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
   };
 }
 
-export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext): Promise<TaskRun> {
+/**
+ * Runs the task in a server-side mode. When `signal` fires (the benchmark's
+ * time limit), the session is cancelled and the run fails with the signal's reason.
+ */
+export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext, signal?: AbortSignal): Promise<TaskRun> {
+  signal?.throwIfAborted();
   const client = new SessionClient(ctx.engineUrl);
   const { id } = await client.create(sessionRequest(task, mode, ctx));
+  const onAbort = (): void => void client.cancel(id).catch(() => undefined);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const timers: NodeJS.Timeout[] = [];
   const posted = task.userInterrupts.map(
     (u, i) =>
       new Promise<void>((resolve, reject) => {
-        setTimeout(() => {
-          client.interrupt(id, { id: `user${i + 1}`, kind: "user", value: u.text }).then(resolve, reject);
-        }, u.atMs);
+        timers.push(
+          setTimeout(() => {
+            client.interrupt(id, { id: `user${i + 1}`, kind: "user", value: u.text }).then(resolve, reject);
+          }, u.atMs),
+        );
       }),
   );
+  // Read once the session is over; a post that failed after an earlier failure must not go unhandled.
+  const postedAll = Promise.all(posted);
+  postedAll.catch(() => undefined);
   const events: SessionEvent[] = [];
-  for await (const event of client.events(id)) events.push(event);
-  await Promise.all(posted);
-  return summarize(task, mode, events);
+  try {
+    for await (const event of client.events(id, signal)) events.push(event);
+    signal?.throwIfAborted();
+    // The session's own failure is the reason to record, not a user interrupt it never read.
+    const run = summarize(task, mode, events);
+    await postedAll;
+    return run;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    for (const timer of timers) clearTimeout(timer);
+  }
 }
