@@ -538,12 +538,14 @@ class LockstepEngine implements Engine {
       // Chunked prefill: a long fill advances one chunk per step, so the sessions
       // decoding beside it keep producing a token every step instead of stalling.
       const head = s.feed.slice(0, chunk);
+      const c0 = performance.now();
       try {
         await s.seq.evaluateWithoutGeneratingNewTokens(head);
       } catch (err) {
         this.fail(s, err);
         return;
       }
+      if (s.decodeSteps > 0) s.prefillMs += performance.now() - c0;
       s.context.push(...head);
       s.feed = s.feed.slice(chunk);
       return;
@@ -580,7 +582,10 @@ class LockstepEngine implements Engine {
       return;
     }
     // TPOT: steps that evaluated only the previous token (no prefill, no injection).
-    if (pureDecode) s.stepMs.push(stepMs);
+    if (pureDecode) {
+      s.stepMs.push(stepMs);
+      s.decodeMs += stepMs;
+    } else if (s.decodeSteps > 0) s.prefillMs += stepMs;
     try {
       this.onToken(s, result.value);
     } catch (err) {
@@ -1118,6 +1123,8 @@ class LockstepEngine implements Engine {
             tpotMs: round3(median(s.stepMs)),
             e2eMs: round3((s.lastTokenAt ?? end) - (s.firstTokenAt ?? end)),
             totalMs: round3(end - s.acceptedAt),
+            decodeMs: round3(s.decodeMs),
+            prefillMs: round3(s.prefillMs),
           },
           scripted: s.scripted,
           t: s.now(),

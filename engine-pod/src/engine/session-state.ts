@@ -111,6 +111,9 @@ export class SessionState implements EngineSession {
 
   decodeSteps = 0;
   stepMs: number[] = [];
+  /** Step evaluation time after the first token: one-token steps, and steps of more (injections, re-entry fills). */
+  decodeMs = 0;
+  prefillMs = 0;
   firstTokenAt: number | undefined;
   lastTokenAt: number | undefined;
   readonly acceptedAt = performance.now();
