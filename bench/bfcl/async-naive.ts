@@ -13,7 +13,7 @@ import { CML, formatInterruptBlock, readEventStream, type ScriptedPolicySpec, ty
 import type { Executor, ToolCall } from "../../engine-pod/src/executor/executor.js";
 import type { BenchTask } from "./workloads.js";
 import type { RunContext, TaskRun } from "./session-modes.js";
-import { benchTools, sessionRequest } from "./session-modes.js";
+import { benchTools, sessionRequest, userInterruptId } from "./session-modes.js";
 
 interface ChatChunk {
   choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[];
@@ -94,7 +94,7 @@ export async function runAsyncNaive(task: BenchTask, ctx: AsyncNaiveContext, sig
 
   const timers = task.userInterrupts.map((u, i) =>
     setTimeout(() => {
-      arrived.push({ id: `user${i + 1}`, value: u.text });
+      arrived.push({ id: userInterruptId(i), value: u.text });
       notify();
     }, u.atMs),
   );

@@ -24,13 +24,14 @@ import { spawnEngine } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
 import { spawnToolRunner, type ToolRunnerProcess } from "../../hack/stack.js";
 import { runAsyncNaive } from "./async-naive.js";
+import { breakdownRow, breakdownTable, injectMsPerToken, type BreakdownRow } from "./breakdown.js";
 import { renderLatencyChart, renderSweepChart, type SweepPoint } from "./charts.js";
 import { buildTasks, readEntries } from "./load-tasks.js";
 import { aggregate, markdownTable, type ResultRow } from "./report.js";
 import { attemptRun, partitionOutcomes, type FailedRun, type RunOutcome } from "./task-attempt.js";
-import { runSessionMode, type ModeName, type RunContext, type TaskRun } from "./session-modes.js";
+import { runSessionMode, userInterruptId, type ModeName, type RunContext, type TaskRun } from "./session-modes.js";
 import { median, quantile } from "../lib/stats.js";
-import { taskBound, tokenCounter } from "./task-bound.js";
+import { taskBound, tokenCounter, type TaskBound } from "./task-bound.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -155,8 +156,9 @@ export async function run(argv: string[]): Promise<void> {
 
   try {
     const rows: ResultRow[] = [];
-    const taskRuns: (TaskRun & { workload: WorkloadName; bound_ms: number })[] = [];
+    const taskRuns: (TaskRun & { workload: WorkloadName; bound_ms: number; bound_reads_ms: number })[] = [];
     const failures: (FailedRun & { workload: WorkloadName | "sweep" })[] = [];
+    const breakdowns: BreakdownRow[] = [];
     for (const { workload, tasks } of phases) {
       // The secondary no-reuse row re-prefills the whole history at every call: ~10 s
       // per call for the ~7k-token multi-turn prompts on CPU, so --quick keeps it to parallel.
@@ -172,15 +174,38 @@ export async function run(argv: string[]): Promise<void> {
       const { runs, failed } = partitionOutcomes(outcomes);
       for (const f of failed) failures.push({ ...f, workload });
       // Bound per task from the async run's own measured time per token (none where async failed).
+      // With reading: each injected token costs what the async run's injection steps took per token.
       const bounds = new Map<string, number>();
+      const readBounds = new Map<string, number>();
+      const taskBounds = new Map<string, TaskBound>();
       for (const task of tasks) {
-        const tpot = runs.find((r) => r.taskId === task.id && r.mode === "async")?.tpotMs;
-        if (tpot !== undefined) bounds.set(task.id, taskBound(task, tpot, counter, FINAL_TEXT).boundMs);
+        const asyncRun = runs.find((r) => r.taskId === task.id && r.mode === "async");
+        if (asyncRun === undefined) continue;
+        const tpot = asyncRun.tpotMs;
+        const msPerToken = asyncRun.breakdown === undefined ? 0 : injectMsPerToken(asyncRun.breakdown, tpot);
+        const userIds = task.userInterrupts.map((_u, i) => userInterruptId(i));
+        const arrived = asyncRun.breakdown?.userArrivalMs;
+        const b = taskBound(task, tpot, counter, FINAL_TEXT, {
+          read: { msPerToken, toolOutput: TOOL_OUTPUT, userIds },
+          ...(arrived !== undefined ? { userArrivalMs: userIds.map((id, i) => arrived[id] ?? task.userInterrupts[i]!.atMs) } : {}),
+        });
+        bounds.set(task.id, b.boundMs);
+        readBounds.set(task.id, b.boundWithReadsMs);
+        taskBounds.set(task.id, b);
       }
-      for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN) });
+      for (const mode of modes) {
+        const parts = runs.flatMap((r) => {
+          const b = taskBounds.get(r.taskId);
+          return r.mode === mode && r.breakdown !== undefined && b !== undefined
+            ? [{ breakdown: r.breakdown, boundMs: b.boundMs, boundWithReadsMs: b.boundWithReadsMs, boundReadMs: b.readMs, boundGenMs: b.genMs, boundTokens: b.genTokens }]
+            : [];
+        });
+        if (parts.length > 0) breakdowns.push(breakdownRow(workload, mode, parts));
+      }
+      for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN), bound_reads_ms: Math.round(readBounds.get(r.taskId) ?? NaN) });
       const syncRuns = modes.includes("sync") ? runs.filter((r) => r.mode === "sync") : undefined;
       for (const mode of modes)
-        rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), failed.filter((f) => f.mode === mode), bounds, syncRuns));
+        rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), failed.filter((f) => f.mode === mode), bounds, syncRuns, readBounds));
     }
 
     // Sweep: the parallel tasks with every tool duration scaled; speedup of async over sync against E/G.
@@ -252,15 +277,17 @@ export async function run(argv: string[]): Promise<void> {
       wall_s: Math.round((performance.now() - started) / 1000),
     };
     console.log(table);
+    const partsTable = breakdownTable(breakdowns);
+    console.log(`\nWhere the time goes (means per task, ms; e2e = decode + injection/fill + trap waits + the rest):\n\n${partsTable}`);
     const failedLines = failures.map((f) => `- ${f.workload} ${f.taskId} ${f.mode}: ${f.reason}`).join("\n");
     if (failures.length > 0) console.log(`\nFailed runs (left out of their mode's figures; ratios pair only tasks that succeeded in both modes):\n${failedLines}`);
     console.log("\nSweep (parallel workload, tool durations scaled):\n");
     console.log(sweepTable);
     mkdirSync(config.outDir, { recursive: true });
-    const json = { results: rows, sweep, config: resultConfig, runs: taskRuns, failures };
+    const json = { results: rows, breakdown: breakdowns, sweep, config: resultConfig, runs: taskRuns, failures };
     writeFileSync(join(config.outDir, "bfcl.json"), JSON.stringify(json, null, 2));
     if (config.json !== undefined) writeFileSync(config.json, JSON.stringify(json, null, 2));
-    writeFileSync(join(config.outDir, "bfcl.md"), `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
+    writeFileSync(join(config.outDir, "bfcl.md"), `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
     writeFileSync(join(config.outDir, "bfcl-latency.svg"), await renderLatencyChart(rows.filter((r) => r.tasks > 0), [...config.modes]));
     if (sweep.length > 0) writeFileSync(join(config.outDir, "bfcl-sweep.svg"), await renderSweepChart(sweep));
     console.log(`\nwrote ${join(config.outDir, "bfcl.{json,md}")}, bfcl-latency.svg, bfcl-sweep.svg${config.json !== undefined ? ` and ${config.json}` : ""} in ${resultConfig.wall_s} s`);

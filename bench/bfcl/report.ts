@@ -28,6 +28,9 @@ export interface ResultRow {
   /** Median over tasks of measured latency / analytic bound (meaningful for async; given for every mode). */
   bound_ratio: number;
   bound_p50_ms: number;
+  /** The same against the bound with reading (results and user messages prefilled at the measured cost). */
+  bound_reads_ratio: number;
+  bound_reads_p50_ms: number;
   tokens_generated_mean: number;
   interrupts_mean: number;
   traps_mean: number;
@@ -42,10 +45,12 @@ export function aggregate(
   failed: readonly FailedRun[],
   bounds: ReadonlyMap<string, number>,
   baseline: readonly TaskRun[] | undefined,
+  readBounds: ReadonlyMap<string, number> = new Map(),
 ): ResultRow {
   const e2e = runs.map((r) => r.e2eMs);
   // A bound exists only where the run that measured its TPOT succeeded.
   const ratios = runs.filter((r) => bounds.has(r.taskId)).map((r) => r.e2eMs / bounds.get(r.taskId)!);
+  const readRatios = runs.filter((r) => readBounds.has(r.taskId)).map((r) => r.e2eMs / readBounds.get(r.taskId)!);
   const decisions: Record<TrapDecision, number> = { keep: 0, swap: 0, recompute: 0 };
   for (const r of runs) for (const d of ["keep", "swap", "recompute"] as const) decisions[d] += r.trapDecisions[d];
   const p50 = quantile(e2e, 0.5);
@@ -64,6 +69,8 @@ export function aggregate(
     paired_tasks: paired?.tasks ?? 0,
     bound_ratio: round(median(ratios), 3),
     bound_p50_ms: round(median(runs.filter((r) => bounds.has(r.taskId)).map((r) => bounds.get(r.taskId)!))),
+    bound_reads_ratio: round(median(readRatios), 3),
+    bound_reads_p50_ms: round(median(runs.filter((r) => readBounds.has(r.taskId)).map((r) => readBounds.get(r.taskId)!))),
     tokens_generated_mean: round(mean(runs.map((r) => r.tokensGenerated)), 1),
     interrupts_mean: round(mean(runs.map((r) => r.interrupts)), 1),
     traps_mean: round(mean(runs.map((r) => r.traps)), 1),
@@ -106,11 +113,11 @@ function n(x: number): string {
 
 export function markdownTable(rows: ResultRow[]): string {
   const header =
-    "| workload | mode | tasks ok | failed | p50 ms | p10 ms | p90 ms | speedup vs sync | bound p50 ms | bound ratio | tokens/task | interrupts/task | traps/task (keep/swap/recompute) |\n" +
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
+    "| workload | mode | tasks ok | failed | p50 ms | p10 ms | p90 ms | speedup vs sync | bound p50 ms | bound ratio | bound + reads p50 ms | ratio to bound + reads | tokens/task | interrupts/task | traps/task (keep/swap/recompute) |\n" +
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
   const lines = rows.map(
     (r) =>
-      `| ${r.workload} | ${MODE_LABEL[r.mode]} | ${r.tasks} | ${r.failed} | ${n(r.p50_ms)} | ${n(r.p10_ms)} | ${n(r.p90_ms)} | ${Number.isNaN(r.speedup_vs_sync) ? "–" : `${r.speedup_vs_sync.toFixed(2)}x${r.paired_tasks < r.tasks ? ` (${r.paired_tasks} paired)` : ""}`} | ${n(r.bound_p50_ms)} | ${Number.isNaN(r.bound_ratio) ? "–" : r.bound_ratio.toFixed(2)} | ${n(r.tokens_generated_mean)} | ${n(r.interrupts_mean)} | ${n(r.traps_mean)} (${r.trap_decisions.keep}/${r.trap_decisions.swap}/${r.trap_decisions.recompute}) |`,
+      `| ${r.workload} | ${MODE_LABEL[r.mode]} | ${r.tasks} | ${r.failed} | ${n(r.p50_ms)} | ${n(r.p10_ms)} | ${n(r.p90_ms)} | ${Number.isNaN(r.speedup_vs_sync) ? "–" : `${r.speedup_vs_sync.toFixed(2)}x${r.paired_tasks < r.tasks ? ` (${r.paired_tasks} paired)` : ""}`} | ${n(r.bound_p50_ms)} | ${Number.isNaN(r.bound_ratio) ? "–" : r.bound_ratio.toFixed(2)} | ${n(r.bound_reads_p50_ms)} | ${Number.isNaN(r.bound_reads_ratio) ? "–" : r.bound_reads_ratio.toFixed(2)} | ${n(r.tokens_generated_mean)} | ${n(r.interrupts_mean)} | ${n(r.traps_mean)} (${r.trap_decisions.keep}/${r.trap_decisions.swap}/${r.trap_decisions.recompute}) |`,
   );
   return [header, ...lines].join("\n");
 }

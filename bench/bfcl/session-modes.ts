@@ -7,6 +7,7 @@
  */
 import type { CallingMode, CreateSessionRequest, SessionEvent, ToolSpec, TrapDecision } from "../../common/src/index.js";
 import { SessionClient } from "../../common/src/index.js";
+import { taskBreakdown, type TaskBreakdown } from "./breakdown.js";
 import type { BenchTask } from "./workloads.js";
 
 export type ModeName = "sync" | "syncNoReuse" | "syncParallel" | "asyncNaive" | "async";
@@ -27,6 +28,8 @@ export interface TaskRun {
   /** Requests the client made (async-naive restarts once per interrupt). */
   requests?: number;
   scripted: boolean;
+  /** Where the time went (server-side modes). */
+  breakdown?: TaskBreakdown;
 }
 
 export interface RunContext {
@@ -46,9 +49,14 @@ export function benchTools(task: BenchTask, pool: RunContext["pool"]): ToolSpec[
   });
 }
 
+/** The id the benchmark posts the task's i-th user message under. */
+export function userInterruptId(i: number): string {
+  return `user${i + 1}`;
+}
+
 export function sessionRequest(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext): CreateSessionRequest {
   const engineMode: CallingMode = mode === "syncNoReuse" ? "sync" : mode;
-  const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, `user${i + 1}`] as const)));
+  const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, userInterruptId(i)] as const)));
   return {
     prompt: task.prompt,
     tools: benchTools(task, ctx.pool),
@@ -98,6 +106,7 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
     tpotMs: done.timings.tpotMs,
     calls,
     scripted: done.scripted,
+    breakdown: taskBreakdown(events, new Map(task.calls.map((c) => [c.id, c.latencyMs]))),
   };
 }
 
@@ -117,7 +126,7 @@ export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "a
       new Promise<void>((resolve, reject) => {
         timers.push(
           setTimeout(() => {
-            client.interrupt(id, { id: `user${i + 1}`, kind: "user", value: u.text }).then(resolve, reject);
+            client.interrupt(id, { id: userInterruptId(i), kind: "user", value: u.text }).then(resolve, reject);
           }, u.atMs),
         );
       }),
