@@ -39,6 +39,16 @@ const MODES: readonly ModeName[] = ["sync", "syncNoReuse", "syncParallel", "asyn
 const FINAL_TEXT = " All done.";
 const TOOL_OUTPUT = "ok";
 
+/**
+ * Tasks per workload with --quick: five multi-step and five interrupt tasks, so
+ * each median rests on five tasks rather than two. Sized from per-task wall
+ * times measured on an idle 2-core machine (all four modes, including the
+ * ~7k-token prompt fill each multi-step task needs once): ~8.5 s per parallel
+ * task, ~44 s per multistep or interrupts task, ~60 s for start-up and the
+ * sweep, so 8 + 5 + 5 tasks come to ~9.5 minutes.
+ */
+const QUICK_TASKS: Record<WorkloadName, number> = { parallel: 8, multistep: 5, interrupts: 5 };
+
 interface Config {
   quick: boolean;
   workloads: WorkloadName[];
@@ -70,7 +80,7 @@ function parseConfig(argv: string[]): Config {
   return {
     quick,
     workloads: workload === undefined ? [...WORKLOADS] : [workload as WorkloadName],
-    tasks: { parallel: perWorkload(4, 30), multistep: perWorkload(2, 10), interrupts: perWorkload(2, 10) },
+    tasks: { parallel: perWorkload(QUICK_TASKS.parallel, 30), multistep: perWorkload(QUICK_TASKS.multistep, 10), interrupts: perWorkload(QUICK_TASKS.interrupts, 10) },
     seed: Number(flags.get("seed") ?? 1),
     sweepScales: sweep === "none" ? [] : sweep.split(",").map(Number),
     sweepTasks: Number(flags.get("sweep-tasks") ?? (quick ? 2 : 8)),
