@@ -9,7 +9,8 @@
  * the re-prefill). A call block still streaming is a client-side critical
  * section: the restart waits for its `[END]`.
  */
-import { CML, formatInterruptBlock, readEventStream, type ScriptedPolicySpec, type ToolSpec } from "../../common/src/index.js";
+import { formatErrorLine } from "../../common/src/wire/index.js";
+import { CML, ErrorCode, formatInterruptBlock, readEventStream, type ScriptedPolicySpec, type ToolSpec } from "../../common/src/index.js";
 import type { Executor, ToolCall } from "../../engine-pod/src/executor/executor.js";
 import type { BenchTask } from "./workloads.js";
 import type { RunContext, TaskRun } from "./session-modes.js";
@@ -85,7 +86,7 @@ export async function runAsyncNaive(task: BenchTask, ctx: AsyncNaiveContext, sig
         (err: unknown) => {
           // The model reads a failed call as an error result, as in the engine's modes.
           pendingCalls--;
-          arrived.push({ id, value: `error: ${err instanceof Error ? err.message : String(err)}` });
+          arrived.push({ id, value: formatErrorLine(ErrorCode.ToolFailed, err instanceof Error ? err.message : String(err)) });
           notify();
         },
       );
