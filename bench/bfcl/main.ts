@@ -90,7 +90,7 @@ function parseConfig(argv: string[]): Config {
     outDir: flags.get("out") ?? join(ROOT, "bench/results"),
     callStyle: style,
     modes: MODES.filter((m) => modes.includes(m)),
-    taskTimeoutMs: Number(flags.get("task-timeout-s") ?? 300) * 1000,
+    taskTimeoutMs: Number(flags.get("task-timeout-s") ?? 600) * 1000,
   };
 }
 
