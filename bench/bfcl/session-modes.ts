@@ -133,7 +133,7 @@ export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "a
   );
   // Read once the session is over; a post that failed after an earlier failure must not go unhandled.
   const postedAll = Promise.all(posted);
-  postedAll.catch(() => undefined);
+  void postedAll.catch(() => undefined);
   const events: SessionEvent[] = [];
   try {
     for await (const event of client.events(id, signal)) events.push(event);
