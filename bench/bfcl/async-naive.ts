@@ -9,11 +9,12 @@
  * the re-prefill). A call block still streaming is a client-side critical
  * section: the restart waits for its `[END]`.
  */
-import { CML, formatInterruptBlock, readEventStream, type ScriptedPolicySpec, type ToolSpec } from "../../common/src/index.js";
+import { formatErrorLine } from "../../common/src/wire/index.js";
+import { CML, ErrorCode, formatInterruptBlock, readEventStream, type ScriptedPolicySpec, type ToolSpec } from "../../common/src/index.js";
 import type { Executor, ToolCall } from "../../engine-pod/src/executor/executor.js";
 import type { BenchTask } from "./workloads.js";
 import type { RunContext, TaskRun } from "./session-modes.js";
-import { benchTools, sessionRequest } from "./session-modes.js";
+import { benchTools, sessionRequest, userInterruptId } from "./session-modes.js";
 
 interface ChatChunk {
   choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[];
@@ -40,7 +41,8 @@ export interface AsyncNaiveContext extends RunContext {
   executor: Executor;
 }
 
-export async function runAsyncNaive(task: BenchTask, ctx: AsyncNaiveContext): Promise<TaskRun> {
+/** Runs the task client-side; when `signal` fires the current request is aborted and the run fails. */
+export async function runAsyncNaive(task: BenchTask, ctx: AsyncNaiveContext, signal?: AbortSignal): Promise<TaskRun> {
   const tools: ToolSpec[] = benchTools(task, ctx.pool);
   const policy = sessionRequest(task, "async", ctx).policy as ScriptedPolicySpec;
   const byName = new Map(tools.map((t) => [t.name, t]));
@@ -75,80 +77,99 @@ export async function runAsyncNaive(task: BenchTask, ctx: AsyncNaiveContext): Pr
         deadline: Date.now() + 60_000,
       };
       pendingCalls++;
-      void ctx.executor.execute(call).then((result) => {
-        pendingCalls--;
-        arrived.push({ id, value: result.output });
-        notify();
-      });
+      void ctx.executor.execute(call).then(
+        (result) => {
+          pendingCalls--;
+          arrived.push({ id, value: result.output });
+          notify();
+        },
+        (err: unknown) => {
+          // The model reads a failed call as an error result, as in the engine's modes.
+          pendingCalls--;
+          arrived.push({ id, value: formatErrorLine(ErrorCode.ToolFailed, err instanceof Error ? err.message : String(err)) });
+          notify();
+        },
+      );
     }
   };
 
-  task.userInterrupts.forEach((u, i) =>
+  const timers = task.userInterrupts.map((u, i) =>
     setTimeout(() => {
-      arrived.push({ id: `user${i + 1}`, value: u.text });
+      arrived.push({ id: userInterruptId(i), value: u.text });
       notify();
     }, u.atMs),
   );
   let userLeft = task.userInterrupts.length;
-
-  for (;;) {
-    const abort = new AbortController();
-    // An arrival while streaming stops the request, outside a call block.
-    wake = () => {
-      if (!openCallBlock(transcript)) abort.abort();
-    };
-    if (arrived.length > 0) wake();
-    const messages = [{ role: "user", content: task.prompt }, ...(transcript === "" ? [] : [{ role: "assistant", content: transcript }])];
-    let finish: string | undefined;
-    requests++;
-    try {
-      const res = await fetch(`${ctx.engineUrl}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        signal: abort.signal,
-        body: JSON.stringify({
-          model: "interlace",
-          messages,
-          tools: tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters, interlace_estimated_latency_ms: t.estimatedLatencyMs } })),
-          stream: true,
-          stream_options: { include_usage: true },
-          temperature: 0,
-          interlace_raw_cml: true,
-          interlace_continue: transcript !== "",
-          interlace_policy: policy,
-        }),
-      });
-      if (!res.ok || res.body === null) throw new Error(`${task.id}/asyncNaive: HTTP ${res.status}: ${await res.text()}`);
-      for await (const chunk of readEventStream<ChatChunk>(res.body)) {
-        if (chunk.error !== undefined) throw new Error(`${task.id}/asyncNaive: ${chunk.error.message ?? "stream error"}`);
-        const text = chunk.choices?.[0]?.delta?.content;
-        if (typeof text === "string" && text !== "") {
-          const now = performance.now();
-          firstTokenAt ??= now;
-          lastTokenAt = now;
-          transcript += text;
-          dispatchNewCalls();
-          // A restart deferred by a call block happens once the block closes.
-          if (arrived.length > 0 && !openCallBlock(transcript)) abort.abort();
+  // A time limit stops the request in flight and any wait for an arrival.
+  const onLimit = (): void => notify();
+  signal?.addEventListener("abort", onLimit, { once: true });
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const abort = new AbortController();
+      // An arrival while streaming stops the request, outside a call block.
+      wake = () => {
+        if (!openCallBlock(transcript) || signal?.aborted === true) abort.abort();
+      };
+      if (arrived.length > 0) wake();
+      const messages = [{ role: "user", content: task.prompt }, ...(transcript === "" ? [] : [{ role: "assistant", content: transcript }])];
+      let finish: string | undefined;
+      requests++;
+      try {
+        const res = await fetch(`${ctx.engineUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          signal: abort.signal,
+          body: JSON.stringify({
+            model: "interlace",
+            messages,
+            tools: tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters, interlace_estimated_latency_ms: t.estimatedLatencyMs } })),
+            stream: true,
+            stream_options: { include_usage: true },
+            temperature: 0,
+            interlace_raw_cml: true,
+            interlace_continue: transcript !== "",
+            interlace_policy: policy,
+          }),
+        });
+        if (!res.ok || res.body === null) throw new Error(`${task.id}/asyncNaive: HTTP ${res.status}: ${await res.text()}`);
+        for await (const chunk of readEventStream<ChatChunk>(res.body)) {
+          if (chunk.error !== undefined) throw new Error(`${task.id}/asyncNaive: ${chunk.error.message ?? "stream error"}`);
+          const text = chunk.choices?.[0]?.delta?.content;
+          if (typeof text === "string" && text !== "") {
+            const now = performance.now();
+            firstTokenAt ??= now;
+            lastTokenAt = now;
+            transcript += text;
+            dispatchNewCalls();
+            // A restart deferred by a call block happens once the block closes.
+            if (arrived.length > 0 && !openCallBlock(transcript)) abort.abort();
+          }
+          if (chunk.interlace?.finish_reason !== undefined) finish = chunk.interlace.finish_reason;
+          if (chunk.interlace?.prefilled_tokens !== undefined) tokensPrefilled += chunk.interlace.prefilled_tokens;
+          if (chunk.usage?.completion_tokens !== undefined) tokensGenerated += chunk.usage.completion_tokens;
         }
-        if (chunk.interlace?.finish_reason !== undefined) finish = chunk.interlace.finish_reason;
-        if (chunk.interlace?.prefilled_tokens !== undefined) tokensPrefilled += chunk.interlace.prefilled_tokens;
-        if (chunk.usage?.completion_tokens !== undefined) tokensGenerated += chunk.usage.completion_tokens;
+      } catch (err) {
+        if (!abort.signal.aborted) throw err;
       }
-    } catch (err) {
-      if (!abort.signal.aborted) throw err;
+      wake = undefined;
+      if (finish === "length") throw new Error(`${task.id}/asyncNaive: the request hit its token limit`);
+      if (finish === "stop" && pendingCalls === 0 && arrived.length === 0 && userLeft === 0 && dispatched.size === task.calls.length) break;
+      // Trap, or stopped for an arrival: wait for at least one, then restart with all that arrived.
+      while (arrived.length === 0) {
+        signal?.throwIfAborted();
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+      wake = undefined;
+      for (const a of arrived.splice(0)) {
+        if (a.id.startsWith("user")) userLeft--;
+        transcript += formatInterruptBlock(a.id, a.value);
+        interrupts++;
+      }
     }
-    wake = undefined;
-    if (finish === "length") throw new Error(`${task.id}/asyncNaive: the request hit its token limit`);
-    if (finish === "stop" && pendingCalls === 0 && arrived.length === 0 && userLeft === 0 && dispatched.size === task.calls.length) break;
-    // Trap, or stopped for an arrival: wait for at least one, then restart with all that arrived.
-    while (arrived.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-    wake = undefined;
-    for (const a of arrived.splice(0)) {
-      if (a.id.startsWith("user")) userLeft--;
-      transcript += formatInterruptBlock(a.id, a.value);
-      interrupts++;
-    }
+  } finally {
+    signal?.removeEventListener("abort", onLimit);
+    for (const timer of timers) clearTimeout(timer);
   }
   return {
     taskId: task.id,

@@ -1,6 +1,7 @@
 /**
  * @module `npm run bench -- bfcl [--quick] [--workload parallel|multistep|interrupts]
- * [--questions FILE --answers FILE] [--json FILE] [--seed N] [--tasks N]`
+ * [--questions FILE --answers FILE] [--json FILE] [--seed N] [--tasks N]
+ * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--task-timeout-s N]`
  *
  * AsyncLM's evaluation (§6, Appendix A) on the real system: a nats-server,
  * two tool runners replaying each call's seeded duration, and an engine pod
@@ -8,6 +9,7 @@
  * task's ground-truth DAG (every token a real forward pass). All modes run
  * side by side on the same tasks with the same seeds; results are compared
  * with the analytic bound and, in a sweep of tool-latency scales, with 1 + E/G.
+ * A task that fails in a mode is recorded with its reason and the run goes on.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -22,18 +24,30 @@ import { spawnEngine } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
 import { spawnToolRunner, type ToolRunnerProcess } from "../../hack/stack.js";
 import { runAsyncNaive } from "./async-naive.js";
+import { breakdownRow, breakdownTable, injectMsPerToken, type BreakdownRow } from "./breakdown.js";
 import { renderLatencyChart, renderSweepChart, type SweepPoint } from "./charts.js";
 import { buildTasks, readEntries } from "./load-tasks.js";
 import { aggregate, markdownTable, type ResultRow } from "./report.js";
-import { runSessionMode, type ModeName, type RunContext, type TaskRun } from "./session-modes.js";
+import { attemptRun, partitionOutcomes, type FailedRun, type RunOutcome } from "./task-attempt.js";
+import { runSessionMode, userInterruptId, type ModeName, type RunContext, type TaskRun } from "./session-modes.js";
 import { median, quantile } from "../lib/stats.js";
-import { taskBound, tokenCounter } from "./task-bound.js";
+import { taskBound, tokenCounter, type TaskBound } from "./task-bound.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const MODES: readonly ModeName[] = ["sync", "syncNoReuse", "syncParallel", "asyncNaive", "async"];
 const FINAL_TEXT = " All done.";
 const TOOL_OUTPUT = "ok";
+
+/**
+ * Tasks per workload with --quick: five multi-step and five interrupt tasks, so
+ * each median rests on five tasks rather than two. Sized from per-task wall
+ * times measured on an idle 2-core machine (all four modes, including the
+ * ~7k-token prompt fill each multi-step task needs once): ~8.5 s per parallel
+ * task, ~44 s per multistep or interrupts task, ~60 s for start-up and the
+ * sweep, so 8 + 5 + 5 tasks come to ~9.5 minutes.
+ */
+const QUICK_TASKS: Record<WorkloadName, number> = { parallel: 8, multistep: 5, interrupts: 5 };
 
 interface Config {
   quick: boolean;
@@ -47,6 +61,8 @@ interface Config {
   json?: string;
   outDir: string;
   callStyle: "json" | "python";
+  modes: ModeName[];
+  taskTimeoutMs: number;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -57,19 +73,24 @@ function parseConfig(argv: string[]): Config {
   const n = flags.get("tasks");
   const perWorkload = (quickN: number, fullN: number): number => (n !== undefined ? Number(n) : quick ? quickN : fullN);
   const style = flags.get("call-style") ?? "python";
+  const modes = (flags.get("modes")?.split(",") ?? [...MODES]) as ModeName[];
+  for (const m of modes) if (!MODES.includes(m)) throw new Error(`--modes takes a comma-separated subset of ${MODES.join(",")}`);
+  const sweep = flags.get("sweep") ?? (quick ? "0.5,1,2,4" : "0.25,0.5,1,2,4,8");
   if (style !== "json" && style !== "python") throw new Error("--call-style must be json or python");
   return {
     quick,
     workloads: workload === undefined ? [...WORKLOADS] : [workload as WorkloadName],
-    tasks: { parallel: perWorkload(4, 30), multistep: perWorkload(2, 10), interrupts: perWorkload(2, 10) },
+    tasks: { parallel: perWorkload(QUICK_TASKS.parallel, 30), multistep: perWorkload(QUICK_TASKS.multistep, 10), interrupts: perWorkload(QUICK_TASKS.interrupts, 10) },
     seed: Number(flags.get("seed") ?? 1),
-    sweepScales: (flags.get("sweep") ?? (quick ? "0.5,1,2,4" : "0.25,0.5,1,2,4,8")).split(",").map(Number),
+    sweepScales: sweep === "none" ? [] : sweep.split(",").map(Number),
     sweepTasks: Number(flags.get("sweep-tasks") ?? (quick ? 2 : 8)),
     ...(flags.get("questions") !== undefined ? { questions: flags.get("questions")! } : {}),
     ...(flags.get("answers") !== undefined ? { answers: flags.get("answers")! } : {}),
     ...(flags.get("json") !== undefined ? { json: flags.get("json")! } : {}),
     outDir: flags.get("out") ?? join(ROOT, "bench/results"),
     callStyle: style,
+    modes: MODES.filter((m) => modes.includes(m)),
+    taskTimeoutMs: Number(flags.get("task-timeout-s") ?? 600) * 1000,
   };
 }
 
@@ -99,10 +120,17 @@ function replayPool(pool: string, tasks: BenchTask[]): ToolRunnerConfig {
   return { namespace: "bench", pool, tools, concurrency: 256, maxResultBytes: 4096 };
 }
 
-async function runTask(task: BenchTask, modes: readonly ModeName[], ctx: RunContext, naive: NatsExecutor): Promise<TaskRun[]> {
-  const runs: TaskRun[] = [];
-  for (const mode of modes) runs.push(mode === "asyncNaive" ? await runAsyncNaive(task, { ...ctx, executor: naive }) : await runSessionMode(task, mode, ctx));
-  return runs;
+/** Each mode in turn on one task; a mode that fails is recorded and the next one runs. */
+async function runTask(task: BenchTask, modes: readonly ModeName[], ctx: RunContext, naive: NatsExecutor, timeoutMs: number): Promise<RunOutcome[]> {
+  const outcomes: RunOutcome[] = [];
+  for (const mode of modes) {
+    const outcome = await attemptRun(task.id, mode, timeoutMs, (signal) =>
+      mode === "asyncNaive" ? runAsyncNaive(task, { ...ctx, executor: naive }, signal) : runSessionMode(task, mode, ctx, signal),
+    );
+    if (!outcome.ok) process.stderr.write(`  ${task.id} ${mode} FAILED: ${outcome.reason}\n`);
+    outcomes.push(outcome);
+  }
+  return outcomes;
 }
 
 export async function run(argv: string[]): Promise<void> {
@@ -138,29 +166,56 @@ export async function run(argv: string[]): Promise<void> {
 
   try {
     const rows: ResultRow[] = [];
-    const taskRuns: (TaskRun & { workload: WorkloadName; bound_ms: number })[] = [];
+    const taskRuns: (TaskRun & { workload: WorkloadName; bound_ms: number; bound_reads_ms: number })[] = [];
+    const failures: (FailedRun & { workload: WorkloadName | "sweep" })[] = [];
+    const breakdowns: BreakdownRow[] = [];
     for (const { workload, tasks } of phases) {
       // The secondary no-reuse row re-prefills the whole history at every call: ~10 s
       // per call for the ~7k-token multi-turn prompts on CPU, so --quick keeps it to parallel.
-      const modes = config.quick && workload !== "parallel" ? MODES.filter((m) => m !== "syncNoReuse") : MODES;
-      const runs = await withPool(replayPool(`bfcl-${workload}`, tasks), async (ctx) => {
-        const all: TaskRun[] = [];
+      const modes = config.quick && workload !== "parallel" ? config.modes.filter((m) => m !== "syncNoReuse") : config.modes;
+      const outcomes = await withPool(replayPool(`bfcl-${workload}`, tasks), async (ctx) => {
+        const all: RunOutcome[] = [];
         for (const task of tasks) {
-          all.push(...(await runTask(task, modes, ctx, naive)));
+          all.push(...(await runTask(task, modes, ctx, naive, config.taskTimeoutMs)));
           process.stderr.write(`  ${workload} ${task.id} done\n`);
         }
         return all;
       });
-      // Bound per task from the async run's own measured time per token.
+      const { runs, failed } = partitionOutcomes(outcomes);
+      for (const f of failed) failures.push({ ...f, workload });
+      // Bound per task from the async run's own measured time per token (none where async failed).
+      // With reading: each injected token costs what the async run's injection steps took per token.
       const bounds = new Map<string, number>();
+      const readBounds = new Map<string, number>();
+      const taskBounds = new Map<string, TaskBound>();
       for (const task of tasks) {
-        const tpot = runs.find((r) => r.taskId === task.id && r.mode === "async")!.tpotMs;
-        bounds.set(task.id, taskBound(task, tpot, counter, FINAL_TEXT).boundMs);
+        const asyncRun = runs.find((r) => r.taskId === task.id && r.mode === "async");
+        if (asyncRun === undefined) continue;
+        const tpot = asyncRun.tpotMs;
+        const msPerToken = asyncRun.breakdown === undefined ? 0 : injectMsPerToken(asyncRun.breakdown, tpot);
+        const userIds = task.userInterrupts.map((_u, i) => userInterruptId(i));
+        const arrived = asyncRun.breakdown?.userArrivalMs;
+        const b = taskBound(task, tpot, counter, FINAL_TEXT, {
+          read: { msPerToken, toolOutput: TOOL_OUTPUT, userIds },
+          ...(arrived !== undefined ? { userArrivalMs: userIds.map((id, i) => arrived[id] ?? task.userInterrupts[i]!.atMs) } : {}),
+        });
+        bounds.set(task.id, b.boundMs);
+        readBounds.set(task.id, b.boundWithReadsMs);
+        taskBounds.set(task.id, b);
       }
-      for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN) });
-      const syncP50 = quantile(runs.filter((r) => r.mode === "sync").map((r) => r.e2eMs), 0.5);
+      for (const mode of modes) {
+        const parts = runs.flatMap((r) => {
+          const b = taskBounds.get(r.taskId);
+          return r.mode === mode && r.breakdown !== undefined && b !== undefined
+            ? [{ breakdown: r.breakdown, boundMs: b.boundMs, boundWithReadsMs: b.boundWithReadsMs, boundReadMs: b.readMs, boundGenMs: b.genMs, boundTokens: b.genTokens }]
+            : [];
+        });
+        if (parts.length > 0) breakdowns.push(breakdownRow(workload, mode, parts));
+      }
+      for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN), bound_reads_ms: Math.round(readBounds.get(r.taskId) ?? NaN) });
+      const syncRuns = modes.includes("sync") ? runs.filter((r) => r.mode === "sync") : undefined;
       for (const mode of modes)
-        rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), bounds, syncP50));
+        rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), failed.filter((f) => f.mode === mode), bounds, syncRuns, readBounds));
     }
 
     // Sweep: the parallel tasks with every tool duration scaled; speedup of async over sync against E/G.
@@ -169,17 +224,29 @@ export async function run(argv: string[]): Promise<void> {
     if (sweepBase.length > 0)
       for (const scale of config.sweepScales) {
         const tasks = buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, latencyScale: scale });
-        const runs = await withPool(replayPool(`bfcl-sweep-${Math.round(scale * 100)}`, tasks), async (ctx) => {
-          const all: TaskRun[] = [];
-          for (const task of tasks) all.push(...(await runTask(task, ["sync", "async"], ctx, naive)));
+        const outcomes = await withPool(replayPool(`bfcl-sweep-${Math.round(scale * 100)}`, tasks), async (ctx) => {
+          const all: RunOutcome[] = [];
+          for (const task of tasks) all.push(...(await runTask(task, ["sync", "async"], ctx, naive, config.taskTimeoutMs)));
           return all;
         });
-        const asyncRuns = runs.filter((r) => r.mode === "async");
-        const syncRuns = runs.filter((r) => r.mode === "sync");
+        const { runs, failed } = partitionOutcomes(outcomes);
+        for (const f of failed) failures.push({ ...f, taskId: `${f.taskId}@x${scale}`, workload: "sweep" });
+        // Paired: only tasks that succeeded in both modes.
+        const okIn = (mode: ModeName): Set<string> => new Set(runs.filter((r) => r.mode === mode).map((r) => r.taskId));
+        const asyncOk = okIn("async");
+        const syncOk = okIn("sync");
+        const both = (r: TaskRun): boolean => asyncOk.has(r.taskId) && syncOk.has(r.taskId);
+        const asyncRuns = runs.filter((r) => r.mode === "async" && both(r));
+        const syncRuns = runs.filter((r) => r.mode === "sync" && both(r));
+        if (asyncRuns.length === 0) {
+          process.stderr.write(`  sweep x${scale}: no task succeeded in both sync and async; point left out\n`);
+          continue;
+        }
         const tpot = median(asyncRuns.map((r) => r.tpotMs));
-        const stats = tasks.map((t) => taskBound(t, tpot, counter, FINAL_TEXT));
+        const stats = tasks.filter((t) => asyncOk.has(t.id) && syncOk.has(t.id)).map((t) => taskBound(t, tpot, counter, FINAL_TEXT));
+        const statOf = new Map(tasks.filter((t) => asyncOk.has(t.id) && syncOk.has(t.id)).map((t, i) => [t.id, stats[i]!] as const));
         const eOverG = median(stats.map((s) => s.meanExecMs)) / median(stats.map((s) => s.meanGenMs));
-        const ratios = asyncRuns.map((r) => r.e2eMs / stats[tasks.findIndex((t) => t.id === r.taskId)]!.boundMs);
+        const ratios = asyncRuns.map((r) => r.e2eMs / statOf.get(r.taskId)!.boundMs);
         const syncP50 = quantile(syncRuns.map((r) => r.e2eMs), 0.5);
         const asyncP50 = quantile(asyncRuns.map((r) => r.e2eMs), 0.5);
         // The exact analytic speedup for these tasks (finite |F|): L_Sync model over the LPT bound.
@@ -215,17 +282,23 @@ export async function run(argv: string[]): Promise<void> {
       call_style: config.callStyle,
       tool_latency: "seeded 30–500 ms, mean ≈110 ms (min + truncated exponential), replayed by 2 tool runners over NATS",
       baseline: "speedup_vs_sync is over sync with prefix reuse; syncNoReuse is secondary",
+      modes: config.modes,
+      failed_runs: failures.length,
       wall_s: Math.round((performance.now() - started) / 1000),
     };
     console.log(table);
+    const partsTable = breakdownTable(breakdowns);
+    console.log(`\nWhere the time goes (means per task, ms; e2e = decode + injection/fill + trap waits + the rest):\n\n${partsTable}`);
+    const failedLines = failures.map((f) => `- ${f.workload} ${f.taskId} ${f.mode}: ${f.reason}`).join("\n");
+    if (failures.length > 0) console.log(`\nFailed runs (left out of their mode's figures; ratios pair only tasks that succeeded in both modes):\n${failedLines}`);
     console.log("\nSweep (parallel workload, tool durations scaled):\n");
     console.log(sweepTable);
     mkdirSync(config.outDir, { recursive: true });
-    const json = { results: rows, sweep, config: resultConfig, runs: taskRuns };
+    const json = { results: rows, breakdown: breakdowns, sweep, config: resultConfig, runs: taskRuns, failures };
     writeFileSync(join(config.outDir, "bfcl.json"), JSON.stringify(json, null, 2));
     if (config.json !== undefined) writeFileSync(config.json, JSON.stringify(json, null, 2));
-    writeFileSync(join(config.outDir, "bfcl.md"), `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Sweep\n\n${sweepTable}\n`);
-    writeFileSync(join(config.outDir, "bfcl-latency.svg"), await renderLatencyChart(rows, [...MODES]));
+    writeFileSync(join(config.outDir, "bfcl.md"), `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
+    writeFileSync(join(config.outDir, "bfcl-latency.svg"), await renderLatencyChart(rows.filter((r) => r.tasks > 0), [...config.modes]));
     if (sweep.length > 0) writeFileSync(join(config.outDir, "bfcl-sweep.svg"), await renderSweepChart(sweep));
     console.log(`\nwrote ${join(config.outDir, "bfcl.{json,md}")}, bfcl-latency.svg, bfcl-sweep.svg${config.json !== undefined ? ` and ${config.json}` : ""} in ${resultConfig.wall_s} s`);
   } finally {

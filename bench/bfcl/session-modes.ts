@@ -7,6 +7,7 @@
  */
 import type { CallingMode, CreateSessionRequest, SessionEvent, ToolSpec, TrapDecision } from "../../common/src/index.js";
 import { SessionClient } from "../../common/src/index.js";
+import { taskBreakdown, type TaskBreakdown } from "./breakdown.js";
 import type { BenchTask } from "./workloads.js";
 
 export type ModeName = "sync" | "syncNoReuse" | "syncParallel" | "asyncNaive" | "async";
@@ -27,6 +28,8 @@ export interface TaskRun {
   /** Requests the client made (async-naive restarts once per interrupt). */
   requests?: number;
   scripted: boolean;
+  /** Where the time went (server-side modes). */
+  breakdown?: TaskBreakdown;
 }
 
 export interface RunContext {
@@ -46,9 +49,14 @@ export function benchTools(task: BenchTask, pool: RunContext["pool"]): ToolSpec[
   });
 }
 
+/** The id the benchmark posts the task's i-th user message under. */
+export function userInterruptId(i: number): string {
+  return `user${i + 1}`;
+}
+
 export function sessionRequest(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext): CreateSessionRequest {
   const engineMode: CallingMode = mode === "syncNoReuse" ? "sync" : mode;
-  const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, `user${i + 1}`] as const)));
+  const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, userInterruptId(i)] as const)));
   return {
     prompt: task.prompt,
     tools: benchTools(task, ctx.pool),
@@ -98,22 +106,44 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
     tpotMs: done.timings.tpotMs,
     calls,
     scripted: done.scripted,
+    breakdown: taskBreakdown(events, new Map(task.calls.map((c) => [c.id, c.latencyMs]))),
   };
 }
 
-export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext): Promise<TaskRun> {
+/**
+ * Runs the task in a server-side mode. When `signal` fires (the benchmark's
+ * time limit), the session is cancelled and the run fails with the signal's reason.
+ */
+export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext, signal?: AbortSignal): Promise<TaskRun> {
+  signal?.throwIfAborted();
   const client = new SessionClient(ctx.engineUrl);
   const { id } = await client.create(sessionRequest(task, mode, ctx));
+  const onAbort = (): void => void client.cancel(id).catch(() => undefined);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const timers: NodeJS.Timeout[] = [];
   const posted = task.userInterrupts.map(
     (u, i) =>
       new Promise<void>((resolve, reject) => {
-        setTimeout(() => {
-          client.interrupt(id, { id: `user${i + 1}`, kind: "user", value: u.text }).then(resolve, reject);
-        }, u.atMs);
+        timers.push(
+          setTimeout(() => {
+            client.interrupt(id, { id: userInterruptId(i), kind: "user", value: u.text }).then(resolve, reject);
+          }, u.atMs),
+        );
       }),
   );
+  // Read once the session is over; a post that failed after an earlier failure must not go unhandled.
+  const postedAll = Promise.all(posted);
+  void postedAll.catch(() => undefined);
   const events: SessionEvent[] = [];
-  for await (const event of client.events(id)) events.push(event);
-  await Promise.all(posted);
-  return summarize(task, mode, events);
+  try {
+    for await (const event of client.events(id, signal)) events.push(event);
+    signal?.throwIfAborted();
+    // The session's own failure is the reason to record, not a user interrupt it never read.
+    const run = summarize(task, mode, events);
+    await postedAll;
+    return run;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    for (const timer of timers) clearTimeout(timer);
+  }
 }

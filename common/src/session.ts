@@ -106,6 +106,14 @@ export interface SessionTimings {
   /** First generated token → last token. */
   e2eMs: number;
   totalMs: number;
+  /**
+   * Within e2e: time spent evaluating steps of one token (decode), and steps of
+   * more than one (the previous token plus injected interrupts; in sync modes
+   * the re-entry fills). The rest of e2e is waiting (traps, sync turns) and
+   * time between steps.
+   */
+  decodeMs: number;
+  prefillMs: number;
 }
 
 export type TrapDecision = "keep" | "swap" | "recompute";

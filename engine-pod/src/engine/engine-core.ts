@@ -183,12 +183,14 @@ export class EngineCore {
       return;
     }
     const head = s.tokens.feed.slice(0, n);
+    const c0 = performance.now();
     try {
       await s.seq.evaluateWithoutGeneratingNewTokens(head);
     } catch (err) {
       this.fail(s, err);
       return;
     }
+    if (s.timing.decodeSteps > 0) s.timing.prefillMs += performance.now() - c0;
     s.tokens.context.push(...head);
     s.tokens.feed = s.tokens.feed.slice(n);
   }
@@ -236,7 +238,10 @@ export class EngineCore {
       return;
     }
     // TPOT: steps that evaluated only the previous token (no prefill, no injection).
-    if (pureDecode) s.timing.stepMs.push(stepMs);
+    if (pureDecode) {
+      s.timing.stepMs.push(stepMs);
+      s.timing.decodeMs += stepMs;
+    } else if (s.timing.decodeSteps > 0) s.timing.prefillMs += stepMs;
     try {
       this.onToken(s, result.value);
     } catch (err) {
@@ -421,7 +426,7 @@ export class EngineCore {
         this.live.delete(s);
         this.forgetOldSessions();
         const end = performance.now();
-        const { acceptedAt, firstTokenAt, lastTokenAt, stepMs } = s.timing;
+        const { acceptedAt, firstTokenAt, lastTokenAt, stepMs, decodeMs, prefillMs } = s.timing;
         this.log.debug({ session: s.id, reason, usage: s.usage }, "session done");
         s.emit({
           type: "done",
@@ -432,6 +437,8 @@ export class EngineCore {
             tpotMs: round3(median(stepMs)),
             e2eMs: round3((lastTokenAt ?? end) - (firstTokenAt ?? end)),
             totalMs: round3(end - acceptedAt),
+            decodeMs: round3(decodeMs),
+            prefillMs: round3(prefillMs),
           },
           scripted: s.scripted,
           t: s.now(),

@@ -61,6 +61,9 @@ export interface SessionTiming {
   /** Decode steps that evaluated only the previous token (TPOT samples). */
   stepMs: number[];
   decodeSteps: number;
+  /** Step evaluation time after the first token: one-token steps (decode), and steps of more (injections, re-entry fills). */
+  decodeMs: number;
+  prefillMs: number;
 }
 
 /** What the KV side holds for a session between steps. */
@@ -84,7 +87,7 @@ export class SessionState implements EngineSession {
   slot: number;
   seq: LlamaContextSequence;
   readonly tokens: TokenLog = { prompt: [], context: [], feed: [], generated: [], sampled: [] };
-  readonly timing: SessionTiming = { acceptedAt: performance.now(), firstTokenAt: undefined, lastTokenAt: undefined, stepMs: [], decodeSteps: 0 };
+  readonly timing: SessionTiming = { acceptedAt: performance.now(), firstTokenAt: undefined, lastTokenAt: undefined, stepMs: [], decodeSteps: 0, decodeMs: 0, prefillMs: 0 };
   readonly usage: SessionUsage = { promptTokens: 0, prefilledTokens: 0, decodedTokens: 0, injectedTokens: 0, calls: 0, interrupts: 0, traps: 0 };
   readonly kv: SessionKv = { gen: null, grammarState: undefined, paused: undefined, trapDecision: undefined, trapPauseMs: undefined, prefetchTimer: undefined };
   readonly outstanding = new Map<string, OutstandingCall>();
