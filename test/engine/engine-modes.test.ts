@@ -62,7 +62,8 @@ t.test("traps: keep, swap and recompute resume to the same greedy continuation",
   // One call, a trap while it runs, then the model's samples are logged for 40 more tokens (filler).
   const policy: CreateSessionRequest["policy"] = {
     type: "lpt-dag",
-    calls: [{ id: "w", tool: "wait", arguments: { ms: 60 }, dependsOn: [], estimatedLatencyMs: 60 }],
+    // Long enough that the result is still out when the trap comes, however loaded the machine.
+    calls: [{ id: "w", tool: "wait", arguments: { ms: 1500 }, dependsOn: [], estimatedLatencyMs: 1500 }],
     finalText: " the answer is here and it is done and we can now use the result for the next question",
   };
   const sampledAfter: Record<string, number[]> = {};
