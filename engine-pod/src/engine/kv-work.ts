@@ -59,7 +59,6 @@ export class KvWork {
     });
   }
 
-
   /** Pauses the session until its next interrupt; the KV manager decides keep / swap / recompute, once. */
   trap(s: SessionState): void {
     s.usage.traps++;
