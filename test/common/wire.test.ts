@@ -117,6 +117,8 @@ t.test("HTTP bodies: the one validator names the field and what was expected", a
   t.match(e(validateCreateSessionBody({ prompt: "" })), /"prompt" must NOT have fewer than 1 characters/);
   t.match(e(validateCreateSessionBody({ prompt: "hi", policy: { type: "lpt-dag", calls: [{ id: "1x", tool: "a", arguments: {} }] } })), /"policy\.calls\[0\]\.id" must match pattern/);
   t.ok(validateCreateSessionBody({ prompt: [{ role: "user", content: "안녕 👋" }], temperature: 0, seed: 7 }).ok);
+  t.ok(validateCreateSessionBody({ prompt: "hi", priority: 1 }).ok, "admission priority is accepted");
+  t.match(e(validateCreateSessionBody({ prompt: "hi", priority: 1.5 })), /"priority" must be integer/);
   t.match(e(validateInterruptBody({ value: "x", id: "not an id" })), /"id" must match pattern/);
   t.ok(validateInterruptBody({ value: "🚀 مرحبا", kind: "user" }).ok);
 });

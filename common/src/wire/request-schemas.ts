@@ -110,6 +110,8 @@ export const createSessionBodySchema: JsonSchema = {
     grammar: { type: "boolean" },
     kvPolicy: { enum: KV_POLICIES },
     policy: scriptedPolicySchema,
+    /** Admission priority, higher first (the router derives it from the AgentApp's objective). */
+    priority: { type: "integer", minimum: -1000, maximum: 1000 },
   },
   required: ["prompt"],
   additionalProperties: false,
