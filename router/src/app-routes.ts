@@ -110,7 +110,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       id,
       eventsUrl: `/v1/apps/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}/sessions/${id}/events`,
       engine: placed.engine.pod,
-      placement: { reason: placed.reason, matchedSegments: placed.matched, segments: merged.chain.length },
+      placement: { reason: placed.reason, matchedSegments: placed.matched, segments: merged.chain.length, retries: placed.retries },
     });
   });
 

@@ -30,6 +30,8 @@ export interface PlacedResponse {
   response: Response;
   reason: PlacementReason;
   matched: number;
+  /** Engines that refused before this one took it (0: the placement's first choice). */
+  retries: number;
 }
 
 type RefusalCause = "capacity" | "unavailable" | "unreachable" | "timeout";
@@ -73,14 +75,13 @@ export async function placeAndPost(
       if (response.status !== 429 && response.status !== 503) {
         if (response.ok) {
           ctx.engines.notePlacement(pool.namespace, pool.name, pod);
-          const chosen = i === 0 ? decision : { reason: decision.reason, matched: 0 };
           const hits = i === 0 ? decision.matched : 0;
           ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
           ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
           ctx.metrics.placementSeconds.observe((performance.now() - started) / 1000);
-          return { engine, response, reason: chosen.reason, matched: hits };
+          return { engine, response, reason: decision.reason, matched: hits, retries: i };
         }
-        return { engine, response, reason: decision.reason, matched: 0 };
+        return { engine, response, reason: decision.reason, matched: 0, retries: i };
       }
       cause = response.status === 429 ? "capacity" : "unavailable";
       await response.body?.cancel().catch(() => undefined);
