@@ -202,8 +202,9 @@ t.test("an engine killed with SIGKILL drops out within the TTL; its sessions end
   t.equal(last.type, "error", "the stream ends with an error event");
   t.equal(last.code, "engine_lost");
   t.match(last.message, new RegExp(s.engine));
-  t.ok(await waitFor(() => stack.routers.every((r) => r.engines.loads("default", "pool").every((e) => e.pod !== s.engine)), 5_000), "gone from placement");
-  t.ok(Date.now() - killedAt <= 1500 + 1000, `within the TTL (${Date.now() - killedAt} ms)`);
+  t.ok(await waitFor(() => stack.routers.every((r) => r.engines.loads("default", "pool").every((e) => e.pod !== s.engine)), 10_000), "gone from placement");
+  // TTL 3 s, swept every TTL/4; the slack is for a loaded machine.
+  t.ok(Date.now() - killedAt <= 3000 + 3000, `within the TTL (${Date.now() - killedAt} ms after the kill)`);
   const after = await openSession(r0, "alpha", QUICK);
   t.not(after.engine, s.engine, "new sessions go to the live engine");
   await streamEvents(r0, "alpha", after.id);
