@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1.7
-# One image, three entrypoints (engine, operator, toolrunner).
+# One image, four entrypoints (engine, operator, router, toolrunner).
 #   CPU (default):  docker build -t interlace .
 #   CUDA:           docker build --build-arg VARIANT=cuda -t interlace:cuda .
 # The CUDA variant adds node-llama-cpp's prebuilt CUDA binary package (same
