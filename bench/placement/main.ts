@@ -8,8 +8,9 @@
  * into NATS, and a real tool runner. Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
- * swept rate whose TTFT p90 stays under the SLO. Engines are restarted for
- * every policy and rate, so each run starts with cold caches.
+ * swept rate whose TTFT p90 stays under the SLO. Every run (policy x rate)
+ * gets apps with system prompts of its own, so each starts with cold caches
+ * without restarting the engines.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -23,7 +24,7 @@ import { spawnToolRunner } from "../../hack/stack.js";
 import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
 import { connect } from "@nats-io/transport-node";
 import { mean, quantile, r3 } from "../lib/stats.js";
-import { arrivals, benchApps, BENCH_NS, BENCH_POOL, TOOL_POOL, type Arrival, type WorkloadOptions } from "./workload.js";
+import { appName, arrivals, benchApps, BENCH_NS, BENCH_POOL, TOOL_POOL, type Arrival, type WorkloadOptions } from "./workload.js";
 
 const POLICIES: PlacementPolicy[] = ["round-robin", "least-loaded", "prefix-affinity"];
 
@@ -81,6 +82,8 @@ interface SessionResult {
   app: number;
   ok: boolean;
   status: number;
+  /** Why it failed (HTTP body, error event or exception). */
+  error?: string;
   engine?: string;
   ttftMs?: number;
   taskMs?: number;
@@ -96,26 +99,24 @@ interface Run {
   wallS: number;
 }
 
-async function runSession(base: string, a: Arrival, t0: number): Promise<SessionResult> {
+async function runSession(base: string, run: number, a: Arrival): Promise<SessionResult> {
   const start = performance.now();
-  const app = `app-${a.app}`;
+  const app = appName(run, a.app);
   const res = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(a.body) });
-  if (res.status !== 201) {
-    await res.text();
-    return { app: a.app, ok: false, status: res.status };
-  }
+  if (res.status !== 201) return { app: a.app, ok: false, status: res.status, error: (await res.text()).slice(0, 300) };
   const { id, engine } = (await res.json()) as { id: string; engine: string };
   const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
   let ttft: number | undefined;
   let promptTokens = 0;
   let done: Extract<SessionEvent, { type: "done" }> | undefined;
+  let error: string | undefined;
   for await (const e of readEventStream<SessionEvent>(events.body!)) {
     if (e.type === "started") promptTokens = e.promptTokens;
+    if (e.type === "error" || e.type === "call_error") error = `${e.code}: ${e.message}`;
     if (ttft === undefined && (e.type === "text" || e.type === "call")) ttft = performance.now() - start;
     if (e.type === "done") done = e;
   }
-  void t0;
-  if (done === undefined || done.reason === "error") return { app: a.app, ok: false, status: 500, engine };
+  if (done === undefined || done.reason === "error") return { app: a.app, ok: false, status: 500, engine, error: error ?? `stream ended with ${done?.reason ?? "no done event"}` };
   const prefilled = done.usage.prefilledTokens;
   return {
     app: a.app,
@@ -148,8 +149,7 @@ async function startEngines(config: Config, natsUrl: string): Promise<EngineProc
   return engines;
 }
 
-async function runOnce(config: Config, natsUrl: string, policy: PlacementPolicy, rate: number, arrivalsList: Arrival[]): Promise<Run> {
-  const engines = await startEngines(config, natsUrl);
+async function runOnce(config: Config, natsUrl: string, run: number, policy: PlacementPolicy, rate: number, arrivalsList: Arrival[]): Promise<Run> {
   let router: Router | undefined;
   try {
     router = await startRouter(
@@ -161,7 +161,7 @@ async function runOnce(config: Config, natsUrl: string, policy: PlacementPolicy,
     );
     const r = router;
     const deadline = Date.now() + 30_000;
-    while (r.engines.loads(BENCH_NS, BENCH_POOL).length < config.engines || r.apps.size < config.apps) {
+    while (r.engines.loads(BENCH_NS, BENCH_POOL).length < config.engines || r.apps.get(BENCH_NS, appName(run, config.apps - 1)) === undefined) {
       if (Date.now() > deadline) throw new Error("the router does not see every engine and app");
       await new Promise((res) => setTimeout(res, 100));
     }
@@ -171,13 +171,12 @@ async function runOnce(config: Config, natsUrl: string, policy: PlacementPolicy,
     for (const a of arrivalsList) {
       const wait = a.at - (performance.now() - t0);
       if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      pending.push(runSession(base, a, t0).catch(() => ({ app: a.app, ok: false, status: 0 })));
+      pending.push(runSession(base, run, a).catch((err: unknown) => ({ app: a.app, ok: false, status: 0, error: String(err) })));
     }
     const sessions = await Promise.all(pending);
     return { policy, rate, sessions, wallS: (performance.now() - t0) / 1000 };
   } finally {
     await router?.close();
-    for (const e of engines) await e.stop();
   }
 }
 
@@ -263,7 +262,7 @@ export async function run(argv: string[]): Promise<void> {
   console.log("Placement benchmark — round-robin vs least-loaded vs prefix affinity (CHWBL bound), same Poisson arrivals for each policy.");
   console.log(
     `Model: generated \`bench\` preset (random weights), scripted tasks (every token a real forward pass; every call through NATS to a real tool runner).\n` +
-      `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); engines restart cold for every run.\n` +
+      `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); every run has apps with prompts of its own, so caches start cold.\n` +
       `Workload: ${config.apps} apps x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
       `${config.sequences} sequences per engine (its prefix cache holds at most ${config.sequences} prompts: the ${config.apps} apps' prefixes exceed one engine, fit across ${config.engines}).\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines).\n`,
@@ -281,21 +280,31 @@ export async function run(argv: string[]): Promise<void> {
     "bench-runner-0",
   );
   const runs: Run[] = [];
+  let engines: EngineProcess[] = [];
   try {
     const kv = await openAppsBucket(nc);
-    for (const app of benchApps(config)) await kv.put(appKey(app.namespace, app.name), JSON.stringify(app));
+    const t = performance.now();
+    engines = await startEngines(config, nats.url);
+    console.log(`  ${config.engines} engines ready in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+    let runNo = 0;
     for (const rate of config.rates) {
       const wl: WorkloadOptions = { apps: config.apps, promptTokens: config.promptTokens, rate, durationS: config.durationS, seed: config.seed, calls: config.calls, toolMs: config.toolMs };
       const list = arrivals(wl);
       for (const policy of POLICIES) {
         const t = performance.now();
-        const r = await runOnce(config, nats.url, policy, rate, list);
+        const run = runNo++;
+        for (const app of benchApps(config, run)) await kv.put(appKey(app.namespace, app.name), JSON.stringify(app));
+        const r = await runOnce(config, nats.url, run, policy, rate, list);
         runs.push(r);
         const ok = r.sessions.filter((s) => s.ok).length;
-        console.log(`  rate ${rate}/s ${policy}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (run ${((performance.now() - t) / 1000).toFixed(0)} s with engine start-up)`);
+        console.log(`  rate ${rate}/s ${policy}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+        const reasons = new Map<string, number>();
+        for (const x of r.sessions) if (!x.ok) reasons.set(`${x.status} ${x.error ?? ""}`.slice(0, 160), (reasons.get(`${x.status} ${x.error ?? ""}`.slice(0, 160)) ?? 0) + 1);
+        for (const [why, n] of reasons) console.log(`    not completed x${n}: ${why}`);
       }
     }
   } finally {
+    for (const e of engines) await e.stop();
     await runner.stop();
     await nc.close();
     await nats.stop();

@@ -46,16 +46,26 @@ export const SLEEP_SPEC = {
   pool: { namespace: BENCH_NS, name: TOOL_POOL },
 };
 
-/** The apps, each with a distinct system prompt of about `promptTokens` tokens. */
-export function benchApps(o: Pick<WorkloadOptions, "apps" | "promptTokens" | "seed">): AppConfig[] {
-  const rnd = seededRandom(o.seed * 7919 + 17);
+/** An app's name in run `run` (each run gets apps of its own). */
+export function appName(run: number, app: number): string {
+  return `r${run}-app-${app}`;
+}
+
+/**
+ * The apps of run `run`, each with a distinct system prompt of about
+ * `promptTokens` tokens. Every run gets prompts of its own (same lengths,
+ * other words), so nothing an engine cached in an earlier run is reusable:
+ * each run starts cold without restarting the engines.
+ */
+export function benchApps(o: Pick<WorkloadOptions, "apps" | "promptTokens" | "seed">, run: number): AppConfig[] {
+  const rnd = seededRandom(o.seed * 7919 + 17 + run * 104_729);
   return Array.from({ length: o.apps }, (_, i) => {
     const words = Array.from({ length: o.promptTokens }, () => WORDS[Math.floor(rnd() * WORDS.length)]!);
     return {
       namespace: BENCH_NS,
-      name: `app-${i}`,
+      name: appName(run, i),
       enginePool: { name: BENCH_POOL, endpoint: "http://127.0.0.1" },
-      systemPrompt: `You are agent ${i}. Context follows. ${words.join(" ")}`,
+      systemPrompt: `Run ${run}. You are agent ${i}. Context follows. ${words.join(" ")}`,
       fewShot: [],
       callingMode: "async",
       objective: "latency",
