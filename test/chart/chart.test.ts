@@ -182,10 +182,10 @@ t.test("the dashboard only uses metrics the code exports", async (t) => {
       else if (p.endsWith(".ts")) sources.push(readFileSync(p, "utf8"));
     }
   };
-  for (const d of ["engine-pod/src", "operator/src"]) if (existsSync(path.join(ROOT, d))) walk(path.join(ROOT, d));
+  for (const d of ["engine-pod/src", "operator/src", "toolrunner/src", "router/src"]) if (existsSync(path.join(ROOT, d))) walk(path.join(ROOT, d));
   const code = sources.join("\n").replace(/\$\{PREFIX\}/g, "interlace_engine_");
   t.ok(used.size >= 10, `dashboard uses ${used.size} metrics`);
-  for (const m of used) t.ok(code.includes(m), `${m} is exported by engine, runner or operator`);
+  for (const m of used) t.ok(code.includes(m), `${m} is exported by engine, runner, router or operator`);
 });
 
 t.test("rendered manifests apply server-side to a real API server", async (t) => {
