@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1.7
-# One image, three entrypoints (engine, operator, toolrunner).
+# One image, four entrypoints (engine, operator, router, toolrunner).
 #   CPU (default):  docker build -t interlace .
 #   CUDA:           docker build --build-arg VARIANT=cuda -t interlace:cuda .
 # The CUDA variant adds node-llama-cpp's prebuilt CUDA binary package (same
@@ -19,6 +19,7 @@ COPY common ./common
 COPY engine-pod ./engine-pod
 COPY operator ./operator
 COPY toolrunner ./toolrunner
+COPY router ./router
 COPY hack ./hack
 COPY bench ./bench
 RUN npm run build && npm prune --omit=dev
@@ -47,5 +48,5 @@ USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["node"]
 # Pick the component with the command: dist/engine-pod/src/main.js (default),
-# dist/operator/src/main.js, dist/toolrunner/src/main.js
+# dist/operator/src/main.js, dist/router/src/main.js, dist/toolrunner/src/main.js
 CMD ["dist/engine-pod/src/main.js"]

@@ -4,8 +4,13 @@
  * them, installs the chart's CRDs and RBAC (rendered by the real helm),
  * applies samples/, runs the operator as a child process under the chart's
  * ServiceAccount, marks the Deployments it creates available through the
- * status subresource (no kubelet runs), and prints `kubectl get interlace`
- * once every resource is Ready. Exits non-zero if they do not become Ready.
+ * status subresource (no kubelet runs), and plays the pods that matter for
+ * serving: a nats-server, the router (as the chart's router Deployment runs
+ * it) and an engine process for the sample EnginePool (the generated `test`
+ * model: nothing is downloaded). It prints `kubectl get interlace` once every
+ * resource is Ready, then opens a session at the AgentApp's endpoint path on
+ * the router and follows it to `done` on the engine. Exits non-zero if
+ * anything fails.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
@@ -15,6 +20,8 @@ import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { InterlaceKinds } from "../operator/src/api/index.js";
 import { applyManifest, freePort, installCrds, kubeRequest, startControlPlane, type ControlPlane, type Manifest } from "./control-plane.js";
+import { spawnEngine, type EngineProcess } from "./engine-process.js";
+import { NatsServer } from "./nats.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = process.env["INTERLACE_BIN"] ?? path.join(ROOT, ".cache/bin");
@@ -109,19 +116,55 @@ async function showResources(cp: ControlPlane, namespace: string): Promise<void>
   }
 }
 
+/** Opens a session at each AgentApp's endpoint path on the router and follows it to `done`. */
+async function sessionThroughRouter(cp: ControlPlane, routerBase: string): Promise<number> {
+  const list = (await kubeRequest(cp.kubeConfig, "GET", `/apis/interlace.dev/v1alpha1/namespaces/${APP_NS}/agentapps`)).body as { items: any[] };
+  for (const app of list.items) {
+    const endpoint = String(app.status?.endpoint ?? "");
+    const appPath = new URL(endpoint).pathname;
+    const res = await fetch(`${routerBase}${appPath}/sessions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "Say hello.", policy: { type: "text", pieces: ["Hello", " from", " the", " engine."] } }),
+    });
+    if (res.status !== 201) {
+      say(`session at ${endpoint}: ${res.status} ${await res.text()}`);
+      return 1;
+    }
+    const opened = (await res.json()) as { id: string; engine: string; placement: { reason: string } };
+    const events = await (await fetch(`${routerBase}${appPath}/sessions/${opened.id}/events`)).text();
+    const done = /event: done\n(?:id: \d+\n)?data: (\{.*\})/.exec(events);
+    if (done === null) {
+      say(`session ${opened.id} did not finish: ${events.slice(-500)}`);
+      return 1;
+    }
+    const reason = (JSON.parse(done[1]!) as { reason: string }).reason;
+    say(`session ${opened.id} opened at ${endpoint} (served by the router) ran on engine ${opened.engine} (placement: ${opened.placement.reason}) and finished: done ${reason}`);
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
   const started = Date.now();
   await ensureTools();
   say("starting etcd + kube-apiserver");
   const cp = await startControlPlane();
   let operator: ChildProcess | undefined;
+  let router: ChildProcess | undefined;
+  let engine: EngineProcess | undefined;
+  let nats: NatsServer | undefined;
+  const stopChild = async (child: ChildProcess | undefined): Promise<void> => {
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (child.exitCode === null) child.kill("SIGKILL");
+  };
   const stopAll = async (): Promise<void> => {
-    if (operator !== undefined && operator.exitCode === null) {
-      const exited = new Promise((r) => operator?.once("exit", r));
-      operator.kill("SIGTERM");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (operator.exitCode === null) operator.kill("SIGKILL");
-    }
+    await stopChild(operator);
+    await stopChild(router);
+    await engine?.stop();
+    await nats?.stop();
     await cp.stop();
   };
   process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
@@ -151,6 +194,24 @@ async function main(): Promise<number> {
       say("operator/src/main.ts does not exist yet: cannot run the operator");
       return 2;
     }
+    nats = await NatsServer.start();
+    say(`nats-server (JetStream) on ${nats.url}`);
+    const routerPort = await freePort();
+    router = spawn(
+      process.execPath,
+      [path.join(ROOT, "node_modules/.bin/tsx"), path.join(ROOT, "router/src/main.ts"), `--nats-url=${nats.url}`, `--port=${routerPort}`, "--host=127.0.0.1", "--router-id=interlace-router-0", "--log-level=warn"],
+      { stdio: ["ignore", "inherit", "inherit"], cwd: ROOT },
+    );
+    const routerBase = `http://127.0.0.1:${routerPort}`;
+    say(`running the router as the chart's router Deployment does: npm run router -- --nats-url=${nats.url} --port=${routerPort}`);
+    const pool = samples.find((m) => m.kind === "EnginePool");
+    const poolName = String(pool?.metadata.name ?? "");
+    engine = await spawnEngine(
+      ["--model-preset", "test", "--executor", "nats", "--nats-url", nats.url, "--pool", `${APP_NS}/${poolName}`, "--pod-name", `${poolName}-engine-0`, "--sequences", "2", "--context-size", "8192"],
+      { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 120_000 },
+    );
+    say(`engine process for EnginePool ${APP_NS}/${poolName} up (generated test model, heartbeating into interlace-engines)`);
+
     const saKubeconfig = await cp.kubeconfigPathFor(RELEASE_NS, "interlace");
     const port = await freePort();
     const args = [
@@ -162,6 +223,8 @@ async function main(): Promise<number> {
       `--metrics-port=${port}`,
       "--metrics-host=127.0.0.1",
       "--log-level=warn",
+      `--nats-url=${nats.url}`,
+      `--router-url=http://interlace-router.${RELEASE_NS}.svc:8080`,
     ];
     say(`running the operator as ServiceAccount ${RELEASE_NS}/interlace: npm run operator -- ${args.slice(2).join(" ")}`);
     operator = spawn(process.execPath, args, { stdio: ["ignore", "inherit", "inherit"], cwd: ROOT });
@@ -186,7 +249,7 @@ async function main(): Promise<number> {
       return 1;
     }
     say(`all Interlace resources Ready (${((Date.now() - started) / 1000).toFixed(1)}s in total)`);
-    return 0;
+    return await sessionThroughRouter(cp, routerBase);
   } finally {
     await stopAll();
   }

@@ -164,4 +164,9 @@ export interface PostInterruptRequest {
   kind?: "user" | "agent";
   /** Defaults to a generated id. */
   id?: string;
+  /**
+   * Refuse (429) when the session already has this many interrupts queued
+   * and not yet injected (the router passes the AgentApp's `interrupts.maxQueued`).
+   */
+  maxQueued?: number;
 }

@@ -43,6 +43,18 @@ export interface ExecutorOptions {
   defaultPool?: { namespace: string; name: string };
 }
 
+export interface HeartbeatSettings {
+  /** NATS server URL(s), comma-separated (`--nats-url`, shared with the NATS executor). */
+  natsUrl: string;
+  /** The EnginePool this pod serves (`--pool namespace/name`). */
+  pool: { namespace: string; name: string };
+  /** The URL routers reach this pod at; default `http://$POD_IP:<port>`, else the listen host. */
+  advertiseUrl?: string;
+  /** `POD_IP` from the downward API. */
+  podIp?: string;
+  intervalMs: number;
+}
+
 export interface EnginePodOptions {
   /** Engine options; `modelPath` is empty when a preset is still to be generated. */
   engine: EngineOptions;
@@ -52,6 +64,8 @@ export interface EnginePodOptions {
   executor: ExecutorOptions;
   /** This pod's name: NATS interrupt subjects and heartbeats (`POD_NAME` from the downward API). */
   podName: string;
+  /** Heartbeats into the `interlace-engines` bucket, for the routers; absent without `--pool`. */
+  heartbeat?: HeartbeatSettings;
   logLevel: string;
 }
 
@@ -65,7 +79,8 @@ function invalid(message: string): InterlaceError {
  * --threads --gpu false|cuda|auto --kv-policy auto|keep|swap|recompute
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
  * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
- * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--log-level`. Throws an
+ * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--pool ns/name`
+ * (heartbeats for the routers), `--advertise-url`, `--heartbeat-ms`, `--log-level`. Throws an
  * {@link InterlaceError} naming the flag and its environment variable.
  */
 export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodOptions {
@@ -111,13 +126,38 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   if (!/^[a-zA-Z0-9_-]{1,63}$/.test(podName)) {
     throw invalid(`invalid --pod-name (POD_NAME): "${podName}" must be 1-63 characters of [a-zA-Z0-9_-] (it is a NATS subject token)`);
   }
+  const heartbeat = parseHeartbeat(src, natsUrl);
   return {
     engine,
     ...(modelPreset !== undefined ? { modelPreset } : {}),
     server,
     executor,
     podName,
+    ...(heartbeat !== undefined ? { heartbeat } : {}),
     logLevel: stringOpt(src, "log-level", "info"),
+  };
+}
+
+const POOL_REF = /^([a-z0-9][a-z0-9-]{0,62})\/([a-z0-9][a-z0-9-]{0,62})$/;
+
+/** `--pool ns/name` turns heartbeats on (they need `--nats-url`); `--advertise-url`, `--heartbeat-ms`. */
+function parseHeartbeat(src: Source, natsUrl: string | undefined): HeartbeatSettings | undefined {
+  const poolRaw = optionalStringOpt(src, "pool");
+  if (poolRaw === undefined || poolRaw === "") return undefined;
+  const m = POOL_REF.exec(poolRaw);
+  if (m === null) throw invalid(`invalid --pool (POOL): expected namespace/name, got "${poolRaw}"`);
+  if (natsUrl === undefined || natsUrl === "") throw invalid("--pool (POOL) publishes heartbeats over NATS: give --nats-url (NATS_URL) too");
+  const advertise = optionalStringOpt(src, "advertise-url");
+  if (advertise !== undefined && !/^https?:\/\/[^/]+$/.test(advertise)) {
+    throw invalid(`invalid --advertise-url (ADVERTISE_URL): expected http://host:port, got "${advertise}"`);
+  }
+  const podIp = src.env["POD_IP"];
+  return {
+    natsUrl,
+    pool: { namespace: m[1]!, name: m[2]! },
+    ...(advertise !== undefined ? { advertiseUrl: advertise } : {}),
+    ...(podIp !== undefined && podIp !== "" ? { podIp } : {}),
+    intervalMs: intOpt(src, "heartbeat-ms", 1000, { min: 100, max: 60_000 }),
   };
 }
 

@@ -5,12 +5,14 @@
  * by `--executor`, load the engine, and serve until SIGTERM/SIGINT; then stop
  * accepting, cancel live sessions, close the engine and the executor.
  */
+import { basename } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createLogger, InterlaceError, Shutdown, type Logger, type ToolSpec } from "../../common/src/index.js";
 import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions, type EnginePodOptions } from "./config.js";
 import { createEngine, InterruptInbox, type Engine } from "./engine/index.js";
 import { InProcessExecutor, type Executor } from "./executor/index.js";
+import { HeartbeatPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
@@ -94,6 +96,23 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     // Stop accepting and cancel the sessions first, then close the engine.
     started.push({ name: "engine", close: async () => (await server.close(), await engine.close()) });
     server.setEngine(engine);
+    const hb = options.heartbeat;
+    if (hb !== undefined) {
+      const host = hb.podIp ?? (options.server.host === "0.0.0.0" || options.server.host === "::" ? "127.0.0.1" : options.server.host);
+      const heartbeat = await HeartbeatPublisher.connect({
+        servers: hb.natsUrl.split(","),
+        pod: options.podName,
+        endpoint: hb.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+        pool: hb.pool,
+        model: basename(modelPath),
+        intervalMs: hb.intervalMs,
+        log: log.child({ subsystem: "heartbeat" }),
+      });
+      heartbeat.start(engine);
+      // Closed before the engine (closers run in reverse): routers stop placing here first.
+      started.push({ name: "heartbeat", close: () => heartbeat.close() });
+      log.info({ pool: hb.pool, intervalMs: hb.intervalMs }, "heartbeats started");
+    }
     log.info(
       { modelPath, contextSize: engine.contextSize, sequences: options.engine.sequences, threads: options.engine.threads, loadMs: Math.round(performance.now() - t0) },
       "engine ready",

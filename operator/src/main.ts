@@ -7,7 +7,7 @@
 import { pathToFileURL } from "node:url";
 import { Shutdown, createLogger, type Logger } from "../../common/src/index.js";
 import { parseOperatorOptions, DEFAULT_POD_NATS_URL, type OperatorOptions } from "./config.js";
-import { JetStreamPoolCleanup, noopPoolCleanup, setupControllers, type PoolCleanup } from "./controllers/index.js";
+import { JetStreamPoolCleanup, NatsLiveState, noopPoolCleanup, setupControllers, unobservedLiveState, type LiveState, type PoolCleanup } from "./controllers/index.js";
 import { createOperatorMetrics } from "./metrics.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { EventRecorder, KubeClient, Manager, loadKubeConfig, toKubeConfig, type ClusterAccess, type RateLimiter } from "./runtime/index.js";
@@ -15,6 +15,7 @@ import { EventRecorder, KubeClient, Manager, loadKubeConfig, toKubeConfig, type 
 export interface Operator {
   manager: Manager;
   cleanup: PoolCleanup;
+  live: LiveState;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -24,6 +25,8 @@ export interface OperatorOverrides {
   /** Cluster access instead of `--kubeconfig`/in-cluster: a KubeConfig, or a server + CA + token record. */
   access?: KubeConfig | ClusterAccess;
   cleanup?: PoolCleanup;
+  /** What is published to and read from outside the cluster (default: NATS when `--nats-url` is set). */
+  live?: LiveState;
   rateLimiter?: () => RateLimiter;
   watchTimeoutSeconds?: number;
   /** Serve probes at all (default true). */
@@ -56,6 +59,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
     ...(overrides.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: overrides.watchTimeoutSeconds } : {}),
   });
   const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log) : noopPoolCleanup);
+  const live = overrides.live ?? (opts.natsUrl ? new NatsLiveState(opts.natsUrl, log) : unobservedLiveState);
   setupControllers(
     manager,
     {
@@ -68,6 +72,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
         routerUrl: opts.routerUrl,
       },
       log,
+      live,
     },
     cleanup,
     { workers: opts.workers, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
@@ -75,10 +80,12 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
   return {
     manager,
     cleanup,
+    live,
     start: () => manager.start(),
     stop: async () => {
       await manager.stop();
       await cleanup.close();
+      await live.close();
     },
   };
 }

@@ -73,6 +73,13 @@ t.test("helm template with default values", async (t) => {
   t.equal(dep.spec.template.spec.serviceAccountName, "interlace");
   t.ok(find(ms, "ServiceAccount", "interlace"));
   t.ok(find(ms, "Service", "interlace"));
+  // The router: two stateless replicas behind a Service that AgentApp endpoints name.
+  const router = find(ms, "Deployment", "interlace-router");
+  t.equal(router.spec.replicas, 2, "two router replicas");
+  t.same(router.spec.template.spec.containers[0].command, ["node", "dist/router/src/main.js"]);
+  t.ok(router.spec.template.spec.containers[0].args.includes("--nats-url=nats://interlace-nats.interlace-system.svc:4222"));
+  t.ok(find(ms, "Service", "interlace-router"), "router Service");
+  t.ok(container.args.includes("--router-url=http://interlace-router.interlace-system.svc:8080"), "endpoints name the router Service");
   const binding = find(ms, "ClusterRoleBinding", "interlace-operator");
   t.same(binding.subjects, [{ kind: "ServiceAccount", name: "interlace", namespace: NS }]);
 
@@ -175,10 +182,10 @@ t.test("the dashboard only uses metrics the code exports", async (t) => {
       else if (p.endsWith(".ts")) sources.push(readFileSync(p, "utf8"));
     }
   };
-  for (const d of ["engine-pod/src", "operator/src"]) if (existsSync(path.join(ROOT, d))) walk(path.join(ROOT, d));
+  for (const d of ["engine-pod/src", "operator/src", "toolrunner/src", "router/src"]) if (existsSync(path.join(ROOT, d))) walk(path.join(ROOT, d));
   const code = sources.join("\n").replace(/\$\{PREFIX\}/g, "interlace_engine_");
   t.ok(used.size >= 10, `dashboard uses ${used.size} metrics`);
-  for (const m of used) t.ok(code.includes(m), `${m} is exported by engine, runner or operator`);
+  for (const m of used) t.ok(code.includes(m), `${m} is exported by engine, runner, router or operator`);
 });
 
 t.test("rendered manifests apply server-side to a real API server", async (t) => {
@@ -198,6 +205,8 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   }
   const dep = (await kubeRequest(kc, "GET", `/apis/apps/v1/namespaces/${NS}/deployments/interlace-operator`)).body as any;
   t.equal(dep.spec.replicas, 2, "operator Deployment stored");
+  const routerDep = (await kubeRequest(kc, "GET", `/apis/apps/v1/namespaces/${NS}/deployments/interlace-router`)).body as any;
+  t.equal(routerDep.spec.replicas, 2, "router Deployment stored");
 
   // As the operator's ServiceAccount: exactly what the ClusterRole grants.
   const sa = await cp.kubeConfigFor(NS, "interlace");

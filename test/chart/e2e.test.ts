@@ -25,4 +25,5 @@ t.test("npm run test:e2e brings the samples to Ready", async (t) => {
   t.match(out, /Deployments marked available through their status subresource: [1-9]/);
   for (const name of ["qwen-small", "basic-tools", "assistant"]) t.match(out, new RegExp(`^${name}\\s+True\\s`, "m"), `${name} shows Ready True`);
   t.match(out, /all Interlace resources Ready/);
+  t.match(out, /opened at http:\/\/interlace-router\.interlace-system\.svc:8080\/v1\/apps\/default\/assistant \(served by the router\) ran on engine \S+ .* finished: done eos/, "a session at the endpoint reached the engine and finished");
 });

@@ -34,6 +34,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end -}}
 
+{{/* Selector labels of the router pods. */}}
+{{- define "interlace.routerSelector" -}}
+app.kubernetes.io/name: {{ include "interlace.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: router
+{{- end -}}
+
 {{/* Selector labels of the NATS pods. */}}
 {{- define "interlace.natsSelector" -}}
 app.kubernetes.io/name: {{ include "interlace.name" . }}

@@ -14,3 +14,5 @@ export * from "./codec.js";
 export * from "./runner-config.js";
 export * from "./streams.js";
 export * from "./publish.js";
+export * from "./engine-heartbeat.js";
+export * from "./app-config.js";

@@ -110,7 +110,7 @@ export const createSessionBodySchema: JsonSchema = {
     grammar: { type: "boolean" },
     kvPolicy: { enum: KV_POLICIES },
     policy: scriptedPolicySchema,
-    /** Admission priority, higher first (the router derives it from the AgentApp's objective). */
+    /** Admission priority, higher first (the router maps the AgentApp's objective onto it). */
     priority: { type: "integer", minimum: -1000, maximum: 1000 },
   },
   required: ["prompt"],
@@ -124,6 +124,8 @@ export const interruptBodySchema: JsonSchema = {
     value: { type: "string", minLength: 1 },
     kind: { enum: ["user", "agent"] },
     id: { type: "string", pattern: INTERRUPT_ID_PATTERN.source },
+    /** Refuse (429) when this many interrupts are already queued for the session (the AgentApp's `interrupts.maxQueued`). */
+    maxQueued: { type: "integer", minimum: 1, maximum: 1_000_000 },
   },
   required: ["value"],
   additionalProperties: false,

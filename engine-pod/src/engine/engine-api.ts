@@ -135,6 +135,13 @@ export interface Engine {
   cancel(sessionId: string): boolean;
   complete(request: CompletionRequest): Promise<CompletionResult>;
   stats(): EngineStats;
+  /**
+   * Prefix hashes (common/prefix-hash chains of admitted prompts) whose KV
+   * cells are resident now: what engine heartbeats advertise to the routers.
+   */
+  residentPrefixHashes(): string[];
+  /** Interrupts queued for a live session and not yet injected (0 when unknown). */
+  queuedInterrupts(sessionId: string): number;
   /** Tokens in a text under the model's tokenizer (for 400s on oversized prompts). */
   countTokens(text: string): number;
   readonly contextSize: number;

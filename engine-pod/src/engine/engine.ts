@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Token } from "node-llama-cpp";
-import { ErrorCode, InterlaceError, type CreateSessionRequest, type Logger } from "../../../common/src/index.js";
+import { ErrorCode, InterlaceError, prefixHashChain, type CreateSessionRequest, type Logger } from "../../../common/src/index.js";
 import { createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
@@ -18,6 +18,7 @@ import type { EngineOptions } from "./engine-options.js";
 import type { Executor } from "./executor.js";
 import type { InterruptInbox } from "./interrupt-inbox.js";
 import { promptTokens } from "./prompt-tokens.js";
+import { ResidentPrefixes } from "./resident-prefixes.js";
 import { loadRuntime, type Runtime } from "./runtime.js";
 import { Sampling } from "./sampling.js";
 import { SessionState, type SessionConfig } from "./session-state.js";
@@ -70,6 +71,8 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
 
 class LlamaEngine implements Engine {
   private closed = false;
+  /** Prompts whose KV cells are resident, as prefix-hash chains (engine heartbeats). */
+  private readonly resident: ResidentPrefixes;
 
   constructor(
     private readonly options: EngineOptions,
@@ -80,6 +83,7 @@ class LlamaEngine implements Engine {
     private readonly inbox: InterruptInbox | undefined,
   ) {
     inbox?.open((sessionId, input) => this.interrupt(sessionId, input));
+    this.resident = new ResidentPrefixes(4 * runtime.sequences.length + 16);
   }
 
   get contextSize(): number {
@@ -119,6 +123,7 @@ class LlamaEngine implements Engine {
     };
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     const s = this.admit(randomUUID(), config, turn, prompt, script, prefixReuse && this.options.prefixCache);
+    this.resident.record(s.id, prompt, prefixHashChain({ messages, tools: [...tools.values()] }));
     s.emit({ type: "started", sessionId: s.id, mode, promptTokens: prompt.length, scripted: s.scripted, t: s.now() });
     return s;
   }
@@ -175,6 +180,7 @@ class LlamaEngine implements Engine {
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     await this.settleSupersededCompletions(prompt);
     const s = this.admit(`cmpl-${randomUUID()}`, config, turn, prompt, script, this.options.prefixCache);
+    this.resident.record(s.id, prompt, prefixHashChain({ messages, tools: request.tools }));
     if (script !== undefined) {
       // A script resumes where the history stops: calls and results after the last user message.
       const lastUser = messages.map((m) => m.role).lastIndexOf("user");
@@ -239,6 +245,22 @@ class LlamaEngine implements Engine {
       prefixForkedTokens: kv.prefixForkedTokens,
       decodeTokensPerSec: this.core.decodeRate.perSecond(),
     };
+  }
+
+  residentPrefixHashes(): string[] {
+    const isLive = (id: string): boolean => {
+      const s = this.core.sessions.get(id);
+      return s !== undefined && s.state !== "done";
+    };
+    return this.resident.hashes(
+      this.runtime.sequences.map((seq) => seq.contextTokens),
+      isLive,
+    );
+  }
+
+  queuedInterrupts(sessionId: string): number {
+    const s = this.core.sessions.get(sessionId);
+    return s === undefined || s.state === "done" ? 0 : this.core.interrupts.pending(s);
   }
 
   countTokens(text: string): number {

@@ -94,6 +94,9 @@ export function mountSessionRoutes(app: Express, json: RequestHandler, ctx: Sess
     const body = parseInterruptRequest(req.body, ctx.maxPromptBytes);
     const interruptId = body.id ?? `user_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
     const kind = body.kind ?? "user";
+    if (body.maxQueued !== undefined && engine.queuedInterrupts(id) >= body.maxQueued) {
+      throw HttpError.of(ErrorCode.Capacity, `session "${id}" already has ${body.maxQueued} interrupts queued (maxQueued); retry once some are injected`);
+    }
     if (!engine.interrupt(id, { id: interruptId, kind, value: body.value })) {
       if (engine.getSession(id) === undefined) throw HttpError.of(ErrorCode.NotFound, `no session "${id}"`);
       throw HttpError.of(SESSION_FINISHED, `session "${id}" has finished; it takes no more interrupts`);

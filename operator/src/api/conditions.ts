@@ -29,6 +29,10 @@ export const Reason = {
   ScaledToZero: "ScaledToZero",
   /** An AgentApp's referenced pools are not all Ready. */
   DependenciesNotReady: "DependenciesNotReady",
+  /** No router replica serves the AgentApp's current config yet. */
+  RouterNotServing: "RouterNotServing",
+  /** The AgentApp's EnginePool has no engine whose heartbeat says ready. */
+  NoReadyEngine: "NoReadyEngine",
   // Progressing
   /** Children were created or changed and a rollout is under way. */
   RolloutInProgress: "RolloutInProgress",

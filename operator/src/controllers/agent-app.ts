@@ -2,18 +2,23 @@
  * @module The AgentApp reconciler: resolves the app's EnginePool and
  * ToolPools from the caches (a missing one is a Degraded condition with its
  * reason, not an error — the pool's arrival re-queues the app), renders the
- * app config ConfigMap the router and engines read, and reports the
- * endpoint. Ready once the config is applied and every referenced pool is
- * Ready.
+ * app config (a ConfigMap for people, the `interlace-apps` KV entry the
+ * routers watch) and reports the endpoint. Ready once every referenced pool
+ * is Ready and — when NATS is observed — a router serves the current config
+ * and the EnginePool has a ready engine; `activeSessions` is the routers'
+ * live count, read again every few seconds.
  */
 import { AgentAppKind, ConditionType, Reason, type AgentApp, type AgentAppStatus, type EnginePool, type ToolPool } from "../api/index.js";
 import { appConfigMapName, appEndpoint, buildAppConfigMap, resolveAppConfig } from "../resources/index.js";
 import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
 import { applyChild, type ReconcilerContext } from "./context.js";
 import { degradedConditions, isReady, mergeConditions, writeStatusIfChanged, type ConditionInput } from "./status.js";
+import { unobservedLiveState } from "./live-state.js";
 import { recordTransitions } from "./transitions.js";
 
-const STATUS_KEYS = ["observedGeneration", "endpoint", "configMap", "toolCount", "conditions"] as const;
+const STATUS_KEYS = ["observedGeneration", "endpoint", "configMap", "toolCount", "activeSessions", "conditions"] as const;
+/** How often an observed app's live figures (routers, engines, sessions) are read again. */
+export const LIVE_REFRESH_MS = 5_000;
 
 /** Keys of the AgentApps that reference an EnginePool (for the watch mapping). */
 export function appsUsingEnginePool(apps: Informer<AgentApp>, pool: { metadata?: { namespace?: string; name?: string } }): string[] {
@@ -43,8 +48,13 @@ export class AgentAppReconciler implements Reconciler {
   ) {}
 
   async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
+    const live = this.ctx.live ?? unobservedLiveState;
     const app = this.apps.get(req.namespace, req.name);
-    if (!app || app.metadata.deletionTimestamp) return {};
+    if (!app || app.metadata.deletionTimestamp) {
+      // The routers stop serving it (owner references delete the ConfigMap).
+      await live.withdrawApp(req.namespace, req.name);
+      return {};
+    }
     const { client, build } = this.ctx;
     const enginePool = this.enginePools.get(req.namespace, app.spec.enginePool.name);
     const toolPools = new Map<string, ToolPool>();
@@ -63,6 +73,7 @@ export class AgentAppReconciler implements Reconciler {
     } else {
       try {
         await applyChild(client, CoreTypes.ConfigMap, buildAppConfigMap(app, resolved.config));
+        await live.publishApp(resolved.config);
         status.endpoint = appEndpoint(app, build.routerUrl);
         status.configMap = appConfigMapName(app);
         status.toolCount = resolved.config.tools.length;
@@ -70,18 +81,38 @@ export class AgentAppReconciler implements Reconciler {
           ...(isReady(enginePool) ? [] : [`EnginePool ${app.spec.enginePool.name}`]),
           ...[...toolPools.entries()].filter(([, tp]) => !isReady(tp)).map(([n]) => `ToolPool ${n}`),
         ];
+        let served = "";
+        let waiting: { reason: string; message: string } | null = null;
+        if (live.observed) {
+          const [appLive, engines] = await Promise.all([live.app(resolved.config), live.readyEngines(req.namespace, app.spec.enginePool.name)]);
+          status.activeSessions = appLive.activeSessions;
+          if (appLive.routers === 0) waiting = { reason: Reason.RouterNotServing, message: "no router serves the current app config yet" };
+          else if (engines === 0) waiting = { reason: Reason.NoReadyEngine, message: `EnginePool ${app.spec.enginePool.name} has no ready engine (no fresh heartbeat)` };
+          served = ` (${appLive.routers} router(s), ${engines} ready engine(s))`;
+        }
         conditions =
-          notReady.length === 0
+          notReady.length > 0
             ? [
-                { type: ConditionType.Ready, status: "True", reason: Reason.Available, message: `serving at ${status.endpoint}` },
-                { type: ConditionType.Progressing, status: "False", reason: Reason.RolloutComplete, message: "the app config is rendered" },
-                { type: ConditionType.Degraded, status: "False", reason: Reason.AsExpected, message: "" },
-              ]
-            : [
                 { type: ConditionType.Ready, status: "False", reason: Reason.DependenciesNotReady, message: `not ready: ${notReady.join(", ")}` },
                 { type: ConditionType.Progressing, status: "True", reason: Reason.RolloutInProgress, message: "waiting for referenced pools" },
                 { type: ConditionType.Degraded, status: "False", reason: Reason.AsExpected, message: "" },
-              ];
+              ]
+            : waiting !== null
+              ? [
+                  { type: ConditionType.Ready, status: "False", reason: waiting.reason, message: waiting.message },
+                  { type: ConditionType.Progressing, status: "True", reason: Reason.RolloutInProgress, message: "the app config is published to the routers" },
+                  { type: ConditionType.Degraded, status: "False", reason: Reason.AsExpected, message: "" },
+                ]
+              : [
+                  {
+                    type: ConditionType.Ready,
+                    status: "True",
+                    reason: Reason.Available,
+                    message: live.observed ? `serving at ${status.endpoint}${served}` : `config rendered for ${status.endpoint} (routers not observed: the operator has no --nats-url)`,
+                  },
+                  { type: ConditionType.Progressing, status: "False", reason: Reason.RolloutComplete, message: "the app config is rendered" },
+                  { type: ConditionType.Degraded, status: "False", reason: Reason.AsExpected, message: "" },
+                ];
       } catch (err) {
         failure = err;
         conditions = degradedConditions(Reason.ApplyFailed, `applying the app config failed: ${(err as Error).message}`);
@@ -93,6 +124,6 @@ export class AgentAppReconciler implements Reconciler {
       await recordTransitions(this.ctx.recorder, app, before, status.conditions);
     }
     if (failure) throw failure;
-    return {};
+    return live.observed ? { requeueAfterMs: LIVE_REFRESH_MS } : {};
   }
 }

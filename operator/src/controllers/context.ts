@@ -8,6 +8,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { FIELD_MANAGER, type BuildOptions } from "../resources/index.js";
 import type { EventRecorder, KubeClient, ResourceType } from "../runtime/index.js";
+import type { LiveState } from "./live-state.js";
 
 export interface ReconcilerContext {
   client: KubeClient;
@@ -15,6 +16,8 @@ export interface ReconcilerContext {
   build: BuildOptions;
   log: Logger;
   now?: () => Date;
+  /** App configs out to the routers, live figures back (NATS); absent: nothing observed. */
+  live?: LiveState;
 }
 
 /** Applies a child object; returns the live object (with its current status). */

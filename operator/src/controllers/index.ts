@@ -6,6 +6,7 @@ export * from "./context.js";
 export * from "./status.js";
 export * from "./transitions.js";
 export * from "./pool-cleanup.js";
+export * from "./live-state.js";
 export * from "./engine-pool.js";
 export * from "./tool-pool.js";
 export * from "./agent-app.js";

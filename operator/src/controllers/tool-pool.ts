@@ -18,7 +18,7 @@ import { recordTransitions } from "./transitions.js";
 /** The finalizer that guards the pool's JetStream consumer. */
 export const TOOLPOOL_FINALIZER = "interlace.dev/jetstream-cleanup";
 
-const STATUS_KEYS = ["observedGeneration", "replicas", "readyReplicas", "toolCount", "subject", "conditions"] as const;
+const STATUS_KEYS = ["observedGeneration", "replicas", "readyReplicas", "toolCount", "subject", "callsInFlight", "conditions"] as const;
 
 /** Reconciles ToolPools into tool-runner Deployments. */
 export class ToolPoolReconciler implements Reconciler {
@@ -74,6 +74,8 @@ export class ToolPoolReconciler implements Reconciler {
       readyReplicas: av?.available ?? pool.status?.readyReplicas ?? 0,
       toolCount: pool.spec.tools.length,
       subject: poolSubjects({ namespace: pool.metadata.namespace ?? "default", name: pool.metadata.name ?? "" }),
+      // From the runners' heartbeats (interlace-runners), when NATS is observed.
+      ...(this.ctx.live?.observed === true ? { callsInFlight: await this.ctx.live.callsInFlight(pool.metadata.namespace ?? "default", pool.metadata.name ?? "").catch(() => pool.status?.callsInFlight ?? 0) } : {}),
       conditions: mergeConditions(pool.status?.conditions, conditions, pool.metadata.generation, this.ctx.now?.() ?? new Date()),
     };
     const before = pool.status?.conditions;
@@ -81,7 +83,7 @@ export class ToolPoolReconciler implements Reconciler {
       await recordTransitions(this.ctx.recorder, pool, before, status.conditions ?? []);
     }
     if (failure) throw failure;
-    return {};
+    return this.ctx.live?.observed === true ? { requeueAfterMs: 5_000 } : {};
   }
 
   private async finalize(pool: ToolPool, finalizers: string[]): Promise<ReconcileResult> {

@@ -7,7 +7,8 @@
  * reason the reconciler reports.
  */
 import type { V1ConfigMap } from "@kubernetes/client-node";
-import type { ChatMessage, ToolSpec } from "../../../common/src/index.js";
+import type { ToolSpec } from "../../../common/src/index.js";
+import type { AppConfig } from "../../../common/src/protocol/index.js";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
 import { childMeta } from "./common.js";
 import { engineEndpoint } from "./engine-pool.js";
@@ -17,21 +18,8 @@ export const APP_CONFIG_COMPONENT = "app-config";
 /** The ConfigMap key holding the JSON app config. */
 export const APP_CONFIG_KEY = "app.json";
 
-/** What the router and engines read for one AgentApp. */
-export interface AppConfig {
-  namespace: string;
-  name: string;
-  enginePool: { name: string; endpoint: string };
-  systemPrompt: string;
-  fewShot: { messages: ChatMessage[] }[];
-  callingMode: "async" | "sync" | "syncParallel";
-  objective: "latency" | "throughput";
-  interrupts: { userInterrupts: boolean; maxQueued: number };
-  speculation: { enabled: boolean; maxInFlight: number };
-  semanticFunctions: { name: string; template: string }[];
-  maxTokens: number;
-  tools: ToolSpec[];
-}
+/** What the router and engines read for one AgentApp (the type lives in the shared protocol module). */
+export type { AppConfig };
 
 /** A resolved config, or the Degraded reason and message. */
 export type ResolveResult = { ok: true; config: AppConfig } | { ok: false; reason: string; message: string };

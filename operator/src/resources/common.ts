@@ -97,6 +97,8 @@ export function httpProbes(): Pick<V1Container, "readinessProbe" | "livenessProb
 
 /** The pod's own name, from the downward API. */
 export const POD_NAME_ENV = { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } };
+/** The pod's IP: engines advertise `http://$POD_IP:8080` in their heartbeats (the router places by pod). */
+export const POD_IP_ENV = { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
 
 /** The root filesystem is read-only: anything that writes under $HOME (caches) writes to the /tmp emptyDir. */
 export const HOME_ENV = { name: "HOME", value: "/tmp" };

@@ -18,6 +18,7 @@ import {
   CONTAINER_SECURITY,
   HOME_ENV,
   POD_NAME_ENV,
+  POD_IP_ENV,
   POD_PORT,
   POD_SECURITY,
   buildHeadlessService,
@@ -121,6 +122,8 @@ export function engineArgs(pool: EnginePool, modelPath: string | undefined, draf
     args.push("--draft-model", draftPath, "--max-draft-tokens", String(pool.spec.draftModel?.maxDraftTokens ?? 8));
   }
   args.push("--executor", "nats", "--nats-url", opts.natsUrl, "--pod-name", "$(POD_NAME)");
+  // Heartbeats for the routers: load and resident prefixes, reached at the pod IP (POD_IP).
+  args.push("--pool", `${pool.metadata.namespace ?? "default"}/${pool.metadata.name ?? ""}`);
   return args;
 }
 
@@ -158,7 +161,7 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1D
     ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
     command: ENGINE_COMMAND,
     args: engineArgs(pool, model?.path, draft?.path, opts),
-    env: [POD_NAME_ENV, HOME_ENV],
+    env: [POD_NAME_ENV, POD_IP_ENV, HOME_ENV],
     ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
     ...httpProbes(),
     ...(resources ? { resources } : {}),

@@ -1,0 +1,385 @@
+/**
+ * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
+ * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
+ * [--slo-ms MS] [--quick] [--json FILE]`: session placement policies side by
+ * side on the same Poisson arrivals — round-robin, least-loaded and
+ * Interlace's prefix affinity under the CHWBL load bound — through the real
+ * router, real engine processes (the generated `bench` model) heartbeating
+ * into NATS, and a real tool runner. Per policy: TTFT p50/p90, task latency
+ * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
+ * from a resident prefix over tokens that could have been), and the highest
+ * swept rate whose TTFT p90 stays under the SLO. Every run (policy x rate)
+ * gets apps with system prompts of its own, so each starts with cold caches
+ * without restarting the engines.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import * as vega from "vega";
+import { compile, type TopLevelSpec } from "vega-lite";
+import { createLogger, parseArgv, readEventStream, type SessionEvent } from "../../common/src/index.js";
+import { appKey, openAppsBucket } from "../../common/src/protocol/index.js";
+import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
+import { NatsServer } from "../../hack/nats.js";
+import { spawnToolRunner } from "../../hack/stack.js";
+import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
+import { connect } from "@nats-io/transport-node";
+import { mean, quantile, r3 } from "../lib/stats.js";
+import { appName, arrivals, benchApps, BENCH_NS, BENCH_POOL, TOOL_POOL, type Arrival, type WorkloadOptions } from "./workload.js";
+
+const POLICIES: PlacementPolicy[] = ["round-robin", "least-loaded", "prefix-affinity"];
+
+interface Config {
+  apps: number;
+  promptTokens: number;
+  rates: number[];
+  engines: number;
+  sequences: number;
+  durationS: number;
+  seed: number;
+  sloMs: number;
+  /** The rate the headline figures are taken at (the first `--rate`). */
+  baseRate: number;
+  quick: boolean;
+  json?: string;
+  calls: number;
+  toolMs: number;
+  loadFactor: number;
+}
+
+function parseConfig(argv: string[]): Config {
+  const f = parseArgv(argv);
+  const quick = f.has("quick");
+  const num = (name: string, def: number): number => {
+    const v = f.get(name);
+    if (v === undefined) return def;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got "${v}"`);
+    return n;
+  };
+  const rate = f.get("rate");
+  const base = rate === undefined ? 1 : Number(rate.split(",")[0]);
+  const rates = rate?.includes(",") ? rate.split(",").filter((x) => x !== "").map(Number) : quick ? [base, 2 * base] : [base / 2, base, 2 * base, 3 * base];
+  if (rates.some((r) => !Number.isFinite(r) || r <= 0)) throw new Error(`--rate must be positive numbers, got "${rate}"`);
+  return {
+    apps: num("apps", 6),
+    promptTokens: num("prompt-tokens", 1024),
+    rates,
+    engines: num("engines", 2),
+    sequences: num("sequences", 4),
+    durationS: num("duration", quick ? 25 : 60),
+    seed: num("seed", 1),
+    sloMs: num("slo-ms", 3000),
+    baseRate: base,
+    quick,
+    ...(f.get("json") !== undefined ? { json: f.get("json")! } : {}),
+    calls: num("calls", 2),
+    toolMs: num("tool-ms", 150),
+    loadFactor: num("load-factor", 1.25),
+  };
+}
+
+interface SessionResult {
+  app: number;
+  ok: boolean;
+  status: number;
+  /** Why it failed (HTTP body, error event or exception). */
+  error?: string;
+  engine?: string;
+  ttftMs?: number;
+  taskMs?: number;
+  promptTokens?: number;
+  prefilledTokens?: number;
+  reusedTokens?: number;
+}
+
+interface Run {
+  policy: PlacementPolicy;
+  rate: number;
+  sessions: SessionResult[];
+  wallS: number;
+}
+
+async function runSession(base: string, run: number, a: Arrival): Promise<SessionResult> {
+  const start = performance.now();
+  const app = appName(run, a.app);
+  const res = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(a.body) });
+  if (res.status !== 201) return { app: a.app, ok: false, status: res.status, error: (await res.text()).slice(0, 300) };
+  const { id, engine } = (await res.json()) as { id: string; engine: string };
+  const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
+  let ttft: number | undefined;
+  let promptTokens = 0;
+  let done: Extract<SessionEvent, { type: "done" }> | undefined;
+  let error: string | undefined;
+  for await (const e of readEventStream<SessionEvent>(events.body!)) {
+    if (e.type === "started") promptTokens = e.promptTokens;
+    if (e.type === "error" || e.type === "call_error") error = `${e.code}: ${e.message}`;
+    if (ttft === undefined && (e.type === "text" || e.type === "call")) ttft = performance.now() - start;
+    if (e.type === "done") done = e;
+  }
+  if (done === undefined || done.reason === "error") return { app: a.app, ok: false, status: 500, engine, error: error ?? `stream ended with ${done?.reason ?? "no done event"}` };
+  const prefilled = done.usage.prefilledTokens;
+  return {
+    app: a.app,
+    ok: true,
+    status: 201,
+    engine,
+    ttftMs: ttft ?? performance.now() - start,
+    taskMs: performance.now() - start,
+    promptTokens,
+    prefilledTokens: prefilled,
+    reusedTokens: Math.max(0, promptTokens - prefilled),
+  };
+}
+
+async function startEngines(config: Config, natsUrl: string): Promise<EngineProcess[]> {
+  const contextSize = Math.max(2048, Math.ceil((config.promptTokens * 1.5 + 512) / 256) * 256);
+  const engines: EngineProcess[] = [];
+  // One at a time: model loads and calibration compete for the same two cores.
+  for (let i = 0; i < config.engines; i++) {
+    engines.push(
+      await spawnEngine(
+        [
+          "--model-preset", "bench", "--executor", "nats", "--nats-url", natsUrl, "--pool", `${BENCH_NS}/${BENCH_POOL}`, "--pod-name", `bench-engine-${i}`,
+          "--sequences", String(config.sequences), "--context-size", String(contextSize), "--threads", "1", "--heartbeat-ms", "250", "--kv-policy", "keep",
+        ],
+        { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 300_000 },
+      ),
+    );
+  }
+  return engines;
+}
+
+async function runOnce(config: Config, natsUrl: string, run: number, policy: PlacementPolicy, rate: number, arrivalsList: Arrival[]): Promise<Run> {
+  let router: Router | undefined;
+  try {
+    router = await startRouter(
+      {
+        port: 0, host: "127.0.0.1", natsUrl, routerId: `bench-${policy}`, placement: policy, loadFactor: config.loadFactor, engineTtlMs: 3000,
+        maxBodyBytes: 1 << 20, retryAfterSeconds: 1, upstreamTimeoutMs: 30_000, presenceMs: 2000, logLevel: "warn",
+      },
+      createLogger("bench-router", "warn"),
+    );
+    const r = router;
+    const deadline = Date.now() + 30_000;
+    while (r.engines.loads(BENCH_NS, BENCH_POOL).length < config.engines || r.apps.get(BENCH_NS, appName(run, config.apps - 1)) === undefined) {
+      if (Date.now() > deadline) throw new Error("the router does not see every engine and app");
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    const base = `http://127.0.0.1:${r.port}`;
+    const t0 = performance.now();
+    const pending: Promise<SessionResult>[] = [];
+    for (const a of arrivalsList) {
+      const wait = a.at - (performance.now() - t0);
+      if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      pending.push(runSession(base, run, a).catch((err: unknown) => ({ app: a.app, ok: false, status: 0, error: String(err) })));
+    }
+    const sessions = await Promise.all(pending);
+    return { policy, rate, sessions, wallS: (performance.now() - t0) / 1000 };
+  } finally {
+    await router?.close();
+  }
+}
+
+interface Summary {
+  policy: PlacementPolicy;
+  rate: number;
+  completed: number;
+  rejected: number;
+  ttft_p50_ms: number;
+  ttft_p90_ms: number;
+  task_p50_ms: number;
+  task_p90_ms: number;
+  prefilled_tokens_per_session: number;
+  prefix_hit_ratio: number;
+  reused_tokens: number;
+  achievable_tokens: number;
+}
+
+/**
+ * Achievable reuse: every session after the first of its app could have been
+ * served its app's shared prefix from cache. That prefix is measured, not
+ * guessed: the most tokens any session of the app had reused in any run.
+ */
+function summarize(run: Run, appPrefix: Map<number, number>): Summary {
+  const ok = run.sessions.filter((s) => s.ok);
+  const seen = new Set<number>();
+  let achievable = 0;
+  let reused = 0;
+  for (const s of run.sessions) {
+    if (!s.ok) continue;
+    if (seen.has(s.app)) {
+      const cap = appPrefix.get(s.app) ?? 0;
+      achievable += cap;
+      reused += Math.min(cap, s.reusedTokens ?? 0);
+    } else seen.add(s.app);
+  }
+  const ttft = ok.map((s) => s.ttftMs!);
+  const task = ok.map((s) => s.taskMs!);
+  return {
+    policy: run.policy,
+    rate: run.rate,
+    completed: ok.length,
+    rejected: run.sessions.length - ok.length,
+    ttft_p50_ms: Math.round(quantile(ttft, 0.5)),
+    ttft_p90_ms: Math.round(quantile(ttft, 0.9)),
+    task_p50_ms: Math.round(quantile(task, 0.5)),
+    task_p90_ms: Math.round(quantile(task, 0.9)),
+    prefilled_tokens_per_session: Math.round(mean(ok.map((s) => s.prefilledTokens!))),
+    prefix_hit_ratio: achievable === 0 ? 0 : r3(reused / achievable),
+    reused_tokens: reused,
+    achievable_tokens: achievable,
+  };
+}
+
+function chartSpec(rows: Summary[], sloMs: number): TopLevelSpec {
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v5.json",
+    title: `TTFT p90 by arrival rate and placement policy (dashed: SLO ${sloMs} ms)`,
+    width: 420,
+    height: 260,
+    layer: [
+      {
+        data: { values: rows.map((r) => ({ policy: r.policy, rate: r.rate, ttft_p90_ms: r.ttft_p90_ms })) },
+        mark: { type: "line", point: true },
+        encoding: {
+          x: { field: "rate", type: "quantitative", title: "sessions / s" },
+          y: { field: "ttft_p90_ms", type: "quantitative", title: "TTFT p90 (ms)", scale: { type: "log" } },
+          color: { field: "policy", type: "nominal", sort: POLICIES },
+        },
+      },
+      { data: { values: [{ slo: sloMs }] }, mark: { type: "rule", strokeDash: [4, 4] }, encoding: { y: { field: "slo", type: "quantitative" } } },
+    ],
+  };
+}
+
+async function renderChart(spec: TopLevelSpec): Promise<string> {
+  return new vega.View(vega.parse(compile(spec).spec), { renderer: "none" }).toSVG();
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const config = parseConfig(argv);
+  const started = performance.now();
+  console.log("Placement benchmark — round-robin vs least-loaded vs prefix affinity (CHWBL bound), same Poisson arrivals for each policy.");
+  console.log(
+    `Model: generated \`bench\` preset (random weights), scripted tasks (every token a real forward pass; every call through NATS to a real tool runner).\n` +
+      `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); every run has apps with prompts of its own, so caches start cold.\n` +
+      `Workload: ${config.apps} apps x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
+      `${config.sequences} sequences per engine (its prefix cache holds at most ${config.sequences} prompts: the ${config.apps} apps' prefixes exceed one engine, fit across ${config.engines}).\n` +
+      `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines).\n`,
+  );
+  const nats = await NatsServer.start();
+  const nc = await connect({ servers: nats.url });
+  const runner = await spawnToolRunner(
+    nats.url,
+    {
+      namespace: BENCH_NS,
+      pool: TOOL_POOL,
+      tools: [{ name: "sleep", description: "sleep", parameters: { type: "object" }, implementation: { type: "builtin" } }],
+      concurrency: 256,
+    },
+    "bench-runner-0",
+  );
+  const runs: Run[] = [];
+  let engines: EngineProcess[] = [];
+  try {
+    const kv = await openAppsBucket(nc);
+    const t = performance.now();
+    engines = await startEngines(config, nats.url);
+    console.log(`  ${config.engines} engines ready in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+    let runNo = 0;
+    for (const rate of config.rates) {
+      const wl: WorkloadOptions = { apps: config.apps, promptTokens: config.promptTokens, rate, durationS: config.durationS, seed: config.seed, calls: config.calls, toolMs: config.toolMs };
+      const list = arrivals(wl);
+      for (const policy of POLICIES) {
+        const t = performance.now();
+        const run = runNo++;
+        for (const app of benchApps(config, run)) await kv.put(appKey(app.namespace, app.name), JSON.stringify(app));
+        const r = await runOnce(config, nats.url, run, policy, rate, list);
+        runs.push(r);
+        const ok = r.sessions.filter((s) => s.ok).length;
+        console.log(`  rate ${rate}/s ${policy}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+        const reasons = new Map<string, number>();
+        for (const x of r.sessions) if (!x.ok) reasons.set(`${x.status} ${x.error ?? ""}`.slice(0, 160), (reasons.get(`${x.status} ${x.error ?? ""}`.slice(0, 160)) ?? 0) + 1);
+        for (const [why, n] of reasons) console.log(`    not completed x${n}: ${why}`);
+      }
+    }
+  } finally {
+    for (const e of engines) await e.stop();
+    await runner.stop();
+    await nc.close();
+    await nats.stop();
+  }
+
+  const appPrefix = new Map<number, number>();
+  for (const r of runs) for (const s of r.sessions) if (s.ok) appPrefix.set(s.app, Math.max(appPrefix.get(s.app) ?? 0, s.reusedTokens ?? 0));
+  const rows = runs.map((r) => summarize(r, appPrefix));
+  const headline = config.baseRate;
+  const sustained = (policy: PlacementPolicy): number => {
+    let best = 0;
+    for (const r of rows.filter((x) => x.policy === policy).sort((a, b) => a.rate - b.rate)) {
+      if (r.ttft_p90_ms <= config.sloMs && r.rejected <= 0.01 * (r.completed + r.rejected)) best = r.rate;
+      else break;
+    }
+    return best;
+  };
+
+  console.log(`\n| policy | rate /s | done | rejected | TTFT p50 ms | TTFT p90 ms | task p50 ms | task p90 ms | prefilled tok/session | prefix hit ratio |`);
+  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
+  for (const r of rows) {
+    console.log(`| ${r.policy} | ${r.rate} | ${r.completed} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
+  }
+  const results = POLICIES.map((policy) => {
+    const h = rows.find((r) => r.policy === policy && r.rate === headline)!;
+    return {
+      policy,
+      sustained_rate: sustained(policy),
+      ttft_p50_ms: h.ttft_p50_ms,
+      ttft_p90_ms: h.ttft_p90_ms,
+      task_p50_ms: h.task_p50_ms,
+      prefilled_tokens_per_session: h.prefilled_tokens_per_session,
+      prefix_hit_ratio: h.prefix_hit_ratio,
+    };
+  });
+  console.log(`\nAt ${headline}/s, and the highest swept rate with TTFT p90 <= ${config.sloMs} ms (0: none of the swept rates):\n`);
+  console.log(`| policy | sustained rate /s | TTFT p50 / p90 ms | task p50 ms | prefilled tok/session | prefix hit ratio |`);
+  console.log(`| --- | --- | --- | --- | --- | --- |`);
+  for (const r of results) console.log(`| ${r.policy} | ${r.sustained_rate} | ${r.ttft_p50_ms} / ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
+  const pa = results.find((r) => r.policy === "prefix-affinity")!;
+  const ll = results.find((r) => r.policy === "least-loaded")!;
+  console.log(
+    `\nAnalytic bound: affinity removes at most the shared prefix from each session's prefill, so its rate gain is bounded by ` +
+      `(prefill(P + u) + decode + tools) / (prefill(u) + decode + tools) per engine; here prefilled tokens per session ${ll.prefilled_tokens_per_session} (least-loaded) -> ${pa.prefilled_tokens_per_session} (prefix affinity).`,
+  );
+  console.log(`Prefix hit ratio = tokens served from a resident prefix / tokens that could have been (each app's shared prefix, measured as the most any of its sessions reused, for every session after the app's first).`);
+  console.log(`Total ${((performance.now() - started) / 1000).toFixed(0)} s.`);
+
+  if (config.json !== undefined) {
+    const out = {
+      results,
+      config: {
+        apps: config.apps,
+        prompt_tokens: config.promptTokens,
+        rates: config.rates,
+        headline_rate: headline,
+        engines: config.engines,
+        sequences_per_engine: config.sequences,
+        threads_per_engine: 1,
+        duration_s: config.durationS,
+        seed: config.seed,
+        slo_ttft_p90_ms: config.sloMs,
+        load_factor: config.loadFactor,
+        calls_per_task: config.calls,
+        tool_ms: config.toolMs,
+        quick: config.quick,
+        model: "generated bench preset (random weights), scripted tasks",
+        machine: "2 shared CPU cores, no GPU",
+      },
+      runs: rows,
+    };
+    mkdirSync(dirname(config.json), { recursive: true });
+    writeFileSync(config.json, JSON.stringify(out, null, 2) + "\n");
+    const svg = config.json.replace(/\.json$/, "") + "-ttft.svg";
+    writeFileSync(svg, await renderChart(chartSpec(rows, config.sloMs)));
+    console.log(`wrote ${config.json} and ${svg}`);
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * @module AgentApp configs as the routers read them, and the routers'
+ * presence. The operator renders each AgentApp into an {@link AppConfig} and
+ * writes it under `<namespace>.<name>` in the `interlace-apps` KV bucket
+ * (deleting the key when the app goes); routers watch the bucket, so a change
+ * reaches every replica within moments and without a restart. Each router
+ * writes a {@link RouterPresence} into `interlace-routers` (values expire):
+ * which app configs it serves, by content hash, and its live session counts —
+ * what the operator's AgentApp Ready condition and `activeSessions` read.
+ */
+import { createHash } from "node:crypto";
+import { StorageType } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { stableJson } from "../prefix-hash.js";
+import type { CallingMode, ChatMessage } from "../session.js";
+import type { ToolSpec } from "../tools.js";
+import { decodeToken, encodeToken } from "./subjects.js";
+
+export const APPS_BUCKET = "interlace-apps";
+export const ROUTERS_BUCKET = "interlace-routers";
+/** Router presence values expire after this; routers rewrite theirs every few seconds. */
+export const ROUTERS_BUCKET_TTL_MS = 30_000;
+
+/** One AgentApp, rendered with defaults filled in: what the router merges with each request. */
+export interface AppConfig {
+  namespace: string;
+  name: string;
+  /** The EnginePool serving the app; `endpoint` is its headless Service (the router places by pod). */
+  enginePool: { name: string; endpoint: string };
+  systemPrompt: string;
+  fewShot: { messages: ChatMessage[] }[];
+  callingMode: CallingMode;
+  objective: "latency" | "throughput";
+  interrupts: { userInterrupts: boolean; maxQueued: number };
+  speculation: { enabled: boolean; maxInFlight: number };
+  semanticFunctions: { name: string; template: string }[];
+  maxTokens: number;
+  tools: ToolSpec[];
+}
+
+export function appKey(namespace: string, name: string): string {
+  return `${encodeToken(namespace)}.${encodeToken(name)}`;
+}
+
+export function parseAppKey(key: string): { namespace: string; name: string } | null {
+  const parts = key.split(".");
+  if (parts.length !== 2) return null;
+  try {
+    return { namespace: decodeToken(parts[0]!), name: decodeToken(parts[1]!) };
+  } catch {
+    return null;
+  }
+}
+
+/** Content hash of a config (stable JSON): how a router says which version it serves. */
+export function appConfigHash(config: AppConfig): string {
+  return createHash("sha256").update(stableJson(config)).digest("hex").slice(0, 16);
+}
+
+/** Checks the shape the router relies on; the reason names the first bad field. */
+export function parseAppConfig(data: unknown): { ok: true; value: AppConfig } | { ok: false; reason: string } {
+  if (data === null || typeof data !== "object") return { ok: false, reason: "not an object" };
+  const c = data as Record<string, unknown>;
+  for (const k of ["namespace", "name", "systemPrompt", "callingMode", "objective"] as const) {
+    if (typeof c[k] !== "string") return { ok: false, reason: `${k} must be a string` };
+  }
+  const pool = c["enginePool"] as Record<string, unknown> | null | undefined;
+  if (pool === null || typeof pool !== "object" || typeof pool["name"] !== "string") return { ok: false, reason: "enginePool.name must be a string" };
+  if (!Array.isArray(c["fewShot"])) return { ok: false, reason: "fewShot must be an array" };
+  if (!Array.isArray(c["tools"])) return { ok: false, reason: "tools must be an array" };
+  const intr = c["interrupts"] as Record<string, unknown> | null | undefined;
+  if (intr === null || typeof intr !== "object" || typeof intr["userInterrupts"] !== "boolean" || typeof intr["maxQueued"] !== "number") {
+    return { ok: false, reason: "interrupts must be {userInterrupts, maxQueued}" };
+  }
+  if (typeof c["maxTokens"] !== "number") return { ok: false, reason: "maxTokens must be a number" };
+  return { ok: true, value: data as AppConfig };
+}
+
+/** What a router writes about itself under its own key in `interlace-routers`. */
+export interface RouterPresence {
+  router: string;
+  /** Epoch ms when written. */
+  at: number;
+  /** App key → the config hash it serves and the sessions it has open for the app. */
+  apps: Record<string, { hash: string; activeSessions: number }>;
+}
+
+export async function openAppsBucket(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).create(APPS_BUCKET, { history: 1, storage: StorageType.File });
+}
+
+export async function openRoutersBucket(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).create(ROUTERS_BUCKET, { history: 1, ttl: ROUTERS_BUCKET_TTL_MS, storage: StorageType.Memory });
+}

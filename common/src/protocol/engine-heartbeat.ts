@@ -1,0 +1,85 @@
+/**
+ * @module Engine heartbeats: every engine pod writes its load and the prefix
+ * hashes it holds resident under one key of the `interlace-engines` KV
+ * bucket, about once a second; routers watch the bucket and place sessions
+ * from it. The bucket's values expire (`ENGINES_BUCKET_TTL_MS`) and readers
+ * drop an engine whose last heartbeat they saw longer ago than their own
+ * staleness bound, so a SIGKILLed engine leaves placement within seconds even
+ * though nothing deletes its key.
+ */
+import { StorageType } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { decodeToken, encodeToken } from "./subjects.js";
+
+export const ENGINES_BUCKET = "interlace-engines";
+/** Values older than this are purged by the server (readers use their own, shorter bound). */
+export const ENGINES_BUCKET_TTL_MS = 10_000;
+
+/** What an engine pod reports about itself. Plain JSON. */
+export interface EngineHeartbeat {
+  /** Pod name (unique; a NATS subject token). */
+  pod: string;
+  /** Base URL of the pod's HTTP API, reachable from the routers (pod IP, not the Service). */
+  endpoint: string;
+  /** The EnginePool: namespace and name. */
+  pool: { namespace: string; name: string };
+  /** Model name or file. */
+  model: string;
+  /** Accepting sessions (model loaded, not shutting down). */
+  ready: boolean;
+  freeSequences: number;
+  totalSequences: number;
+  /** Sessions admitted but waiting for a sequence. */
+  queuedSessions: number;
+  /** Live sessions on the engine (running, trapped or queued). */
+  activeSessions: number;
+  kvCellsUsed: number;
+  kvCellsTotal: number;
+  /** Tokens decoded plus prefilled per second, over the last heartbeat interval. */
+  tokensPerSecond: number;
+  /** Prefix hashes (common/prefix-hash chains) the engine holds resident. */
+  prefixes: string[];
+  /** Writer's clock, epoch ms (informational: readers time staleness by arrival). */
+  at: number;
+}
+
+export function engineKey(pool: { namespace: string; name: string }, pod: string): string {
+  return `${encodeToken(pool.namespace)}.${encodeToken(pool.name)}.${encodeToken(pod)}`;
+}
+
+export function parseEngineKey(key: string): { pool: { namespace: string; name: string }; pod: string } | null {
+  const parts = key.split(".");
+  if (parts.length !== 3) return null;
+  try {
+    return { pool: { namespace: decodeToken(parts[0]!), name: decodeToken(parts[1]!) }, pod: decodeToken(parts[2]!) };
+  } catch {
+    return null;
+  }
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0;
+}
+
+/** Validates a heartbeat value; null (and the reason) for anything malformed. */
+export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHeartbeat } | { ok: false; reason: string } {
+  if (data === null || typeof data !== "object") return { ok: false, reason: "not an object" };
+  const h = data as Record<string, unknown>;
+  for (const k of ["pod", "endpoint", "model"] as const) if (typeof h[k] !== "string" || h[k] === "") return { ok: false, reason: `${k} must be a non-empty string` };
+  const pool = h["pool"] as Record<string, unknown> | undefined;
+  if (pool === null || typeof pool !== "object" || typeof pool["namespace"] !== "string" || typeof pool["name"] !== "string") {
+    return { ok: false, reason: "pool must be {namespace, name}" };
+  }
+  if (typeof h["ready"] !== "boolean") return { ok: false, reason: "ready must be a boolean" };
+  for (const k of ["freeSequences", "totalSequences", "queuedSessions", "activeSessions", "kvCellsUsed", "kvCellsTotal", "tokensPerSecond", "at"] as const) {
+    if (!isCount(h[k])) return { ok: false, reason: `${k} must be a non-negative number` };
+  }
+  if (!Array.isArray(h["prefixes"]) || !h["prefixes"].every((p) => typeof p === "string")) return { ok: false, reason: "prefixes must be a string array" };
+  return { ok: true, value: data as EngineHeartbeat };
+}
+
+/** The heartbeat bucket (history 1, values expire). Idempotent: whichever party starts first creates it. */
+export async function openEnginesBucket(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).create(ENGINES_BUCKET, { history: 1, ttl: ENGINES_BUCKET_TTL_MS, storage: StorageType.Memory });
+}

@@ -1,0 +1,120 @@
+/**
+ * @module The engine's heartbeat: about once a second, the pod's load and the
+ * prefix hashes it holds resident go into its key of the `interlace-engines`
+ * KV bucket, where the routers read them for placement. On close the key is
+ * deleted, so a gracefully stopped engine leaves placement at once; a killed
+ * one ages out (routers drop a heartbeat they have not seen refreshed).
+ */
+import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "../../../common/src/index.js";
+import { engineKey, openEnginesBucket, type EngineHeartbeat } from "../../../common/src/protocol/index.js";
+import type { Engine, EngineStats } from "../engine/index.js";
+
+export interface HeartbeatOptions {
+  servers: string | string[];
+  pod: string;
+  endpoint: string;
+  pool: { namespace: string; name: string };
+  model: string;
+  intervalMs: number;
+  log: Logger;
+}
+
+/** Stats fields the engine-core split adds; read when present, derived when not. */
+type LoadStats = EngineStats & Partial<{ freeSequences: number; totalSequences: number; queuedSessions: number; tokensPerSecond: number }>;
+
+/** The heartbeat value for an engine's current stats (pure, for tests). */
+export function heartbeatOf(
+  engine: Pick<Engine, "stats" | "residentPrefixHashes" | "ready">,
+  identity: Pick<EngineHeartbeat, "pod" | "endpoint" | "pool" | "model">,
+  tokensPerSecond: number,
+  accepting: boolean,
+): EngineHeartbeat {
+  const stats = engine.stats() as LoadStats;
+  const total = stats.totalSequences ?? stats.maxSessions;
+  return {
+    ...identity,
+    ready: accepting && engine.ready,
+    freeSequences: Math.max(0, stats.freeSequences ?? total - stats.activeSessions),
+    totalSequences: total,
+    queuedSessions: stats.queuedSessions ?? 0,
+    activeSessions: stats.activeSessions,
+    kvCellsUsed: stats.kvCellsUsed,
+    kvCellsTotal: stats.kvCellsTotal,
+    tokensPerSecond: stats.tokensPerSecond ?? tokensPerSecond,
+    prefixes: engine.residentPrefixHashes(),
+    at: Date.now(),
+  };
+}
+
+export class HeartbeatPublisher {
+  private timer: NodeJS.Timeout | undefined;
+  private engine: Engine | undefined;
+  private accepting = true;
+  private last = { at: performance.now(), tokens: 0 };
+  private closed = false;
+  private readonly key: string;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly kv: KV,
+    private readonly options: HeartbeatOptions,
+  ) {
+    this.key = engineKey(options.pool, options.pod);
+  }
+
+  static async connect(options: HeartbeatOptions): Promise<HeartbeatPublisher> {
+    const { connect } = await import("@nats-io/transport-node");
+    const nc = await connect({ servers: options.servers, name: `engine-heartbeat-${options.pod}`, maxReconnectAttempts: -1 });
+    try {
+      const kv = await openEnginesBucket(nc);
+      return new HeartbeatPublisher(nc, kv, options);
+    } catch (err) {
+      await nc.close();
+      throw err;
+    }
+  }
+
+  /** Starts beating for `engine` (the first beat goes out at once). */
+  start(engine: Engine): void {
+    this.engine = engine;
+    this.last = { at: performance.now(), tokens: engine.stats().tokensDecoded + engine.stats().tokensPrefilled };
+    void this.beat();
+    this.timer = setInterval(() => void this.beat(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Publishes one heartbeat now (also what the timer calls). */
+  async beat(): Promise<void> {
+    const engine = this.engine;
+    if (engine === undefined || this.closed) return;
+    try {
+      const stats = engine.stats();
+      const now = performance.now();
+      const tokens = stats.tokensDecoded + stats.tokensPrefilled;
+      const rate = now > this.last.at ? ((tokens - this.last.tokens) * 1000) / (now - this.last.at) : 0;
+      this.last = { at: now, tokens };
+      const { pod, endpoint, pool, model } = this.options;
+      const value = heartbeatOf(engine, { pod, endpoint, pool, model }, Math.round(rate * 10) / 10, this.accepting);
+      await this.kv.put(this.key, JSON.stringify(value));
+    } catch (err) {
+      if (!this.closed) this.options.log.warn({ err }, "heartbeat not published");
+    }
+  }
+
+  /** Says "not ready" at once (shutdown starts), so routers stop placing here before the pod goes. */
+  async drain(): Promise<void> {
+    this.accepting = false;
+    await this.beat();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    clearInterval(this.timer);
+    await this.drain();
+    this.closed = true;
+    await this.kv.delete(this.key).catch(() => undefined);
+    await this.nc.drain().catch(() => undefined);
+  }
+}

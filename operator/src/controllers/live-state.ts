@@ -1,0 +1,162 @@
+/**
+ * @module What the operator reads and writes outside the cluster about
+ * running apps, over NATS: it publishes each AgentApp's rendered config into
+ * the `interlace-apps` bucket the routers watch (a change reaches every router
+ * replica within moments, no restart, no ConfigMap volume sync delay, and no
+ * Kubernetes API access for the routers), and it reads back the live figures
+ * the status reports: which routers serve an app's current config and with
+ * how many sessions (`interlace-routers`), how many engines of a pool are
+ * ready (`interlace-engines`), and a tool pool's calls in flight
+ * (`interlace-runners`). Injectable: without a NATS URL nothing is observed
+ * and the reconcilers say so.
+ */
+import type { KV } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import {
+  appConfigHash,
+  appKey,
+  encodeToken,
+  openAppsBucket,
+  openEnginesBucket,
+  openRoutersBucket,
+  openRunnersBucket,
+  parseEngineHeartbeat,
+  type AppConfig,
+  type RouterPresence,
+  type RunnerHeartbeat,
+} from "../../../common/src/protocol/index.js";
+
+export interface AppLiveStatus {
+  /** Routers with a fresh presence serving exactly this config. */
+  routers: number;
+  /** Sessions open through those routers. */
+  activeSessions: number;
+}
+
+export interface LiveState {
+  /** False when nothing outside the cluster is observed (no NATS URL). */
+  readonly observed: boolean;
+  publishApp(config: AppConfig): Promise<void>;
+  withdrawApp(namespace: string, name: string): Promise<void>;
+  app(config: AppConfig): Promise<AppLiveStatus>;
+  /** Engines of a pool whose fresh heartbeat says ready. */
+  readyEngines(namespace: string, pool: string): Promise<number>;
+  /** Calls being executed by a tool pool's live runners. */
+  callsInFlight(namespace: string, pool: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export const unobservedLiveState: LiveState = {
+  observed: false,
+  publishApp: async () => {},
+  withdrawApp: async () => {},
+  app: async () => ({ routers: 0, activeSessions: 0 }),
+  readyEngines: async () => 0,
+  callsInFlight: async () => 0,
+  close: async () => {},
+};
+
+/** A router presence or engine heartbeat older than this is not counted. */
+const FRESH_MS = 15_000;
+
+async function values(kv: KV, filter: string): Promise<{ key: string; data: unknown; created: number }[]> {
+  const out: { key: string; data: unknown; created: number }[] = [];
+  const keys: string[] = [];
+  for await (const k of await kv.keys(filter)) keys.push(k);
+  for (const key of keys) {
+    const e = await kv.get(key);
+    if (e === null || e.operation !== "PUT") continue;
+    try {
+      out.push({ key, data: e.json(), created: e.created.getTime() });
+    } catch {
+      // a malformed value counts as absent
+    }
+  }
+  return out;
+}
+
+export class NatsLiveState implements LiveState {
+  readonly observed = true;
+  private conn: Promise<{ nc: NatsConnection; apps: KV; routers: KV; engines: KV; runners: KV }> | null = null;
+
+  constructor(
+    private readonly natsUrl: string,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private buckets(): Promise<{ nc: NatsConnection; apps: KV; routers: KV; engines: KV; runners: KV }> {
+    if (this.conn === null) {
+      const p = (async () => {
+        const nc = await connect({ servers: this.natsUrl.split(","), name: "interlace-operator-live", maxReconnectAttempts: -1 });
+        const [apps, routers, engines, runners] = await Promise.all([openAppsBucket(nc), openRoutersBucket(nc), openEnginesBucket(nc), openRunnersBucket(nc)]);
+        return { nc, apps, routers, engines, runners };
+      })();
+      // A failed connect is retried on the next call instead of being cached.
+      p.catch((err: unknown) => {
+        this.log.warn({ err }, "NATS not reachable for app configs and live status");
+        if (this.conn === p) this.conn = null;
+      });
+      this.conn = p;
+    }
+    return this.conn;
+  }
+
+  async publishApp(config: AppConfig): Promise<void> {
+    const { apps } = await this.buckets();
+    const key = appKey(config.namespace, config.name);
+    const value = JSON.stringify(config);
+    const current = await apps.get(key);
+    if (current?.operation === "PUT" && current.string() === value) return;
+    await apps.put(key, value);
+  }
+
+  async withdrawApp(namespace: string, name: string): Promise<void> {
+    const { apps } = await this.buckets();
+    await apps.delete(appKey(namespace, name));
+  }
+
+  async app(config: AppConfig): Promise<AppLiveStatus> {
+    const { routers } = await this.buckets();
+    const hash = appConfigHash(config);
+    const id = `${config.namespace}/${config.name}`;
+    let serving = 0;
+    let sessions = 0;
+    for (const { data } of await values(routers, ">")) {
+      const p = data as RouterPresence;
+      if (typeof p?.at !== "number" || this.now() - p.at > FRESH_MS) continue;
+      const entry = p.apps?.[id];
+      if (entry === undefined) continue;
+      sessions += entry.activeSessions;
+      if (entry.hash === hash) serving++;
+    }
+    return { routers: serving, activeSessions: sessions };
+  }
+
+  async readyEngines(namespace: string, pool: string): Promise<number> {
+    const { engines } = await this.buckets();
+    let n = 0;
+    for (const { data, created } of await values(engines, `${encodeToken(namespace)}.${encodeToken(pool)}.*`)) {
+      const parsed = parseEngineHeartbeat(data);
+      if (parsed.ok && parsed.value.ready && this.now() - created <= FRESH_MS) n++;
+    }
+    return n;
+  }
+
+  async callsInFlight(namespace: string, pool: string): Promise<number> {
+    const { runners } = await this.buckets();
+    let n = 0;
+    for (const { data } of await values(runners, `${encodeToken(namespace)}.${encodeToken(pool)}.*`)) {
+      const h = data as RunnerHeartbeat;
+      if (typeof h?.inFlight === "number" && typeof h.at === "number" && this.now() - h.at <= FRESH_MS) n += h.inFlight;
+    }
+    return n;
+  }
+
+  async close(): Promise<void> {
+    const conn = this.conn;
+    this.conn = null;
+    if (conn) await (await conn.catch(() => null))?.nc.close();
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * @module The app-level API, proxied to the engine that owns each session:
+ * `POST /v1/apps/{ns}/{app}/sessions` (placed by prefix affinity under the
+ * load bound), `GET .../sessions/{id}/events` (SSE relayed with
+ * `Last-Event-ID` and backpressure; a client that goes cancels the engine
+ * session; an engine that dies ends the stream with an `engine_lost` error
+ * event), `POST .../sessions/{id}/interrupts` (the app's interrupt settings
+ * enforced), `DELETE .../sessions/{id}`, `POST .../chat/completions`
+ * (OpenAI-compatible, streaming and not) and `GET /v1/apps/{ns}/{app}`.
+ * Session ids name their engine (session-id.ts), so any replica serves any
+ * session.
+ */
+import type { Express, Request, RequestHandler, Response } from "express";
+import { ErrorCode, type Logger } from "../../common/src/index.js";
+import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
+import type { AppRegistry, ServedApp } from "./app-registry.js";
+import type { EngineRegistry } from "./engine-registry.js";
+import { HttpError, notFound, RouterCode } from "./errors.js";
+import type { RouterMetrics } from "./metrics.js";
+import { mergeChatRequest, mergeInterruptRequest, mergeSessionRequest } from "./request-merge.js";
+import { parseRoutedSessionId, routedSessionId } from "./session-id.js";
+import { relayEventStream, startEventStream } from "./stream-relay.js";
+import { placeAndPost, type PlaceContext } from "./upstream.js";
+
+export interface AppRoutesContext extends PlaceContext {
+  apps: AppRegistry;
+  engines: EngineRegistry;
+  metrics: RouterMetrics;
+  log: Logger;
+  /** Live streams and completions per app key (`ns/name`), for presence and the gauge. */
+  live: Map<string, number>;
+}
+
+function param(req: Request, name: string): string {
+  const v = req.params[name];
+  return typeof v === "string" ? v : "";
+}
+
+function appOf(ctx: AppRoutesContext, req: Request): ServedApp {
+  const ns = param(req, "ns");
+  const name = param(req, "app");
+  const app = ctx.apps.get(ns, name);
+  if (app === undefined) {
+    ctx.metrics.rejected.inc({ code: ErrorCode.NotFound });
+    throw notFound(`no AgentApp "${ns}/${name}" is served here (unknown app, or its config has not reached the routers)`);
+  }
+  return app;
+}
+
+function ownerOf(ctx: AppRoutesContext, app: ServedApp, req: Request): { engine: EngineHeartbeat; engineSessionId: string; id: string } {
+  const id = param(req, "id");
+  const parsed = parseRoutedSessionId(id);
+  if (parsed === null) throw notFound(`no session "${id}" (not a session id this router issued)`);
+  const engine = ctx.engines.find(app.config.namespace, parsed.pod);
+  if (engine === undefined) {
+    throw new HttpError(410, RouterCode.EngineLost, `session "${id}" ran on engine ${parsed.pod}, which is gone (no heartbeat within the TTL); its session ended`);
+  }
+  return { engine, engineSessionId: parsed.engineSessionId, id };
+}
+
+/** Copies an engine's non-2xx JSON answer to the client, keeping its status and code. */
+async function relayError(res: Response, upstream: globalThis.Response): Promise<void> {
+  const retry = upstream.headers.get("retry-after");
+  if (retry !== null) res.setHeader("Retry-After", retry);
+  res.status(upstream.status).type(upstream.headers.get("content-type") ?? "application/json").send(Buffer.from(await upstream.arrayBuffer()));
+}
+
+function track(ctx: AppRoutesContext, key: string, delta: number): void {
+  const n = (ctx.live.get(key) ?? 0) + delta;
+  if (n <= 0) ctx.live.delete(key);
+  else ctx.live.set(key, n);
+  ctx.metrics.activeSessions.set({ app: key }, Math.max(0, n));
+}
+
+async function callEngine(engine: EngineHeartbeat, path: string, init: RequestInit, timeoutMs: number): Promise<globalThis.Response> {
+  try {
+    return await fetch(`${engine.endpoint}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    throw new HttpError(502, RouterCode.EngineLost, `engine ${engine.pod} did not answer: ${(err as Error).message}`);
+  }
+}
+
+export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoutesContext): void {
+  app.get("/v1/apps/:ns/:app", (req, res) => {
+    const served = appOf(ctx, req);
+    const c = served.config;
+    const engines = ctx.engines.describe(c.namespace, c.enginePool.name);
+    res.json({
+      namespace: c.namespace,
+      name: c.name,
+      configHash: served.hash,
+      enginePool: c.enginePool.name,
+      callingMode: c.callingMode,
+      objective: c.objective,
+      tools: c.tools.map((t) => t.name),
+      engines,
+    });
+  });
+
+  app.post("/v1/apps/:ns/:app/sessions", json, async (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const merged = mergeSessionRequest(config, req.body);
+    const pool = { namespace: config.namespace, name: config.enginePool.name };
+    const placed = await placeAndPost(ctx, pool, merged, "/v1/sessions", merged.body);
+    if (!placed.response.ok) return relayError(res, placed.response);
+    const created = (await placed.response.json()) as { id: string };
+    const id = routedSessionId(placed.engine.pod, created.id);
+    ctx.log.info({ app: `${config.namespace}/${config.name}`, session: id, engine: placed.engine.pod, reason: placed.reason, matched: placed.matched }, "session placed");
+    res.status(201).json({
+      id,
+      eventsUrl: `/v1/apps/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}/sessions/${id}/events`,
+      engine: placed.engine.pod,
+      placement: { reason: placed.reason, matchedSegments: placed.matched, segments: merged.chain.length, retries: placed.retries },
+    });
+  });
+
+  app.get("/v1/apps/:ns/:app/sessions/:id/events", async (req: Request, res: Response) => {
+    const served = appOf(ctx, req);
+    const { engine, engineSessionId, id } = ownerOf(ctx, served, req);
+    const key = `${served.config.namespace}/${served.config.name}`;
+    const upstreamAbort = new AbortController();
+    let lostReason: string | undefined;
+    const stopWatching = ctx.engines.onGone((pod, reason) => {
+      if (pod !== engine.pod) return;
+      lostReason = reason;
+      upstreamAbort.abort();
+    });
+    // The client went: drop the engine stream, which makes the engine cancel the session.
+    const onClose = (): void => upstreamAbort.abort();
+    res.on("close", onClose);
+    try {
+      const headers: Record<string, string> = { accept: "text/event-stream" };
+      const lastEventId = req.get("Last-Event-ID");
+      if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
+      let upstream: globalThis.Response;
+      try {
+        upstream = await fetch(`${engine.endpoint}/v1/sessions/${encodeURIComponent(engineSessionId)}/events`, { headers, signal: upstreamAbort.signal });
+      } catch (err) {
+        if (res.destroyed) return;
+        throw new HttpError(410, RouterCode.EngineLost, `session "${id}": its engine ${engine.pod} is unreachable (${lostReason ?? (err as Error).message}); the session ended`);
+      }
+      if (!upstream.ok || upstream.body === null) return relayError(res, upstream);
+      startEventStream(res);
+      track(ctx, key, +1);
+      try {
+        const outcome = await relayEventStream(upstream.body, res);
+        if (outcome.clientGone) {
+          ctx.log.info({ session: id, engine: engine.pod }, "client left the event stream; engine session cancelled");
+          return;
+        }
+        if (!outcome.completed) {
+          const message = `engine ${engine.pod} stopped before the session finished (${lostReason ?? "connection lost"})`;
+          ctx.log.warn({ session: id, engine: engine.pod }, message);
+          res.write(`event: error\ndata: ${JSON.stringify({ type: "error", code: RouterCode.EngineLost, message, t: 0 })}\n\n`);
+        }
+        res.end();
+      } finally {
+        track(ctx, key, -1);
+      }
+    } finally {
+      stopWatching();
+      res.off("close", onClose);
+    }
+  });
+
+  app.post("/v1/apps/:ns/:app/sessions/:id/interrupts", json, async (req: Request, res: Response) => {
+    const served = appOf(ctx, req);
+    const body = mergeInterruptRequest(served.config, req.body);
+    if (body.kind === "user" && !served.config.interrupts.userInterrupts) {
+      ctx.metrics.rejected.inc({ code: RouterCode.Forbidden });
+      throw new HttpError(403, RouterCode.Forbidden, `AgentApp ${served.config.namespace}/${served.config.name} does not take user interrupts (spec.interrupts.userInterrupts: false)`);
+    }
+    const { engine, engineSessionId, id } = ownerOf(ctx, served, req);
+    const upstream = await callEngine(
+      engine,
+      `/v1/sessions/${encodeURIComponent(engineSessionId)}/interrupts`,
+      { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+      ctx.upstreamTimeoutMs,
+    );
+    if (!upstream.ok) return relayError(res, upstream);
+    const accepted = (await upstream.json()) as Record<string, unknown>;
+    res.status(202).json({ ...accepted, sessionId: id, engine: engine.pod });
+  });
+
+  app.delete("/v1/apps/:ns/:app/sessions/:id", async (req: Request, res: Response) => {
+    const served = appOf(ctx, req);
+    const { engine, engineSessionId, id } = ownerOf(ctx, served, req);
+    const upstream = await callEngine(engine, `/v1/sessions/${encodeURIComponent(engineSessionId)}`, { method: "DELETE" }, ctx.upstreamTimeoutMs);
+    if (!upstream.ok) return relayError(res, upstream);
+    const body = (await upstream.json()) as Record<string, unknown>;
+    res.status(200).json({ ...body, id });
+  });
+
+  app.post("/v1/apps/:ns/:app/chat/completions", json, async (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const merged = mergeChatRequest(config, req.body);
+    const pool = { namespace: config.namespace, name: config.enginePool.name };
+    const key = `${config.namespace}/${config.name}`;
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) abort.abort();
+    };
+    res.on("close", onClose);
+    track(ctx, key, +1);
+    try {
+      let placed;
+      try {
+        placed = await placeAndPost(ctx, pool, merged, "/v1/chat/completions", merged.body, abort.signal);
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        throw err;
+      }
+      res.setHeader("X-Interlace-Engine", placed.engine.pod);
+      if (!placed.response.ok || !merged.stream || placed.response.body === null) {
+        if (!placed.response.ok) return relayError(res, placed.response);
+        res.status(200).type("application/json").send(Buffer.from(await placed.response.arrayBuffer()));
+        return;
+      }
+      startEventStream(res);
+      const outcome = await relayEventStream(placed.response.body, res);
+      if (!outcome.clientGone && !outcome.completed) {
+        res.write(`data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${placed.engine.pod} stopped mid-completion` } })}\n\n`);
+      }
+      res.end();
+    } finally {
+      track(ctx, key, -1);
+      res.off("close", onClose);
+    }
+  });
+}

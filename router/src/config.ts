@@ -1,0 +1,62 @@
+/**
+ * @module The router's one options schema, parsed once at start-up from
+ * flags over environment variables over defaults (common/config).
+ */
+import { defaultSource, enumOpt, ErrorCode, intOpt, InterlaceError, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
+import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
+
+export interface RouterOptions {
+  port: number;
+  host: string;
+  /** NATS server URL(s), comma-separated: app configs, engine heartbeats, router presence. */
+  natsUrl: string;
+  /** This replica's name (presence key, logs); defaults to the host name. */
+  routerId: string;
+  placement: PlacementPolicy;
+  /** CHWBL load factor c: no engine takes a session that would put it above c x the pool's mean load. */
+  loadFactor: number;
+  /** An engine whose heartbeat this router has not seen refreshed for this long is dropped. */
+  engineTtlMs: number;
+  /** Largest request body, bytes (→ 413). */
+  maxBodyBytes: number;
+  /** `Retry-After` seconds when no engine can take a session (429) or a pool has none ready (503). */
+  retryAfterSeconds: number;
+  /** How long one engine may take to accept or refuse a session before the next is tried. */
+  upstreamTimeoutMs: number;
+  /** How often this router rewrites its presence (apps served, live sessions). */
+  presenceMs: number;
+  logLevel: string;
+}
+
+function invalid(message: string): InterlaceError {
+  return new InterlaceError(ErrorCode.BadRequest, message);
+}
+
+/**
+ * Reads `--port` (8080), `--host`, `--nats-url` (required), `--router-id`,
+ * `--placement prefix-affinity|least-loaded|round-robin`, `--load-factor`
+ * (percent, 125), `--engine-ttl-ms` (3000), `--max-body-bytes`,
+ * `--retry-after-seconds`, `--upstream-timeout-ms`, `--presence-ms`,
+ * `--log-level`.
+ */
+export function parseRouterOptions(src: Source = defaultSource()): RouterOptions {
+  const natsUrl = optionalStringOpt(src, "nats-url");
+  if (natsUrl === undefined || natsUrl === "") throw invalid("--nats-url (NATS_URL) is required: the router reads app configs and engine heartbeats from NATS");
+  const hostName = (src.env["HOSTNAME"] ?? "").replace(/[^a-zA-Z0-9_-]/g, "-").slice(0, 63);
+  const routerId = stringOpt(src, "router-id", hostName === "" ? `router-${process.pid}` : hostName);
+  if (!/^[a-zA-Z0-9_-]{1,63}$/.test(routerId)) throw invalid(`invalid --router-id (ROUTER_ID): "${routerId}" must be 1-63 characters of [a-zA-Z0-9_-]`);
+  return {
+    port: intOpt(src, "port", 8080, { min: 0, max: 65535 }),
+    host: stringOpt(src, "host", "0.0.0.0"),
+    natsUrl,
+    routerId,
+    placement: enumOpt(src, "placement", PLACEMENT_POLICIES, "prefix-affinity"),
+    loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
+    engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
+    maxBodyBytes: intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 }),
+    retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
+    upstreamTimeoutMs: intOpt(src, "upstream-timeout-ms", 10_000, { min: 100, max: 600_000 }),
+    presenceMs: intOpt(src, "presence-ms", 2000, { min: 100, max: 60_000 }),
+    logLevel: stringOpt(src, "log-level", "info"),
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * @module The engines this router can place on, from the `interlace-engines`
+ * heartbeats: each engine's last heartbeat and when this router received it
+ * (staleness is timed by arrival, so clock skew between pods does not
+ * matter), plus this router's own placements that the engine's heartbeat
+ * does not show yet (so a burst of arrivals between two heartbeats does not
+ * all land on one engine). An engine not refreshed within the TTL, or whose
+ * key is deleted, is gone: listeners hear it, so open streams to it end.
+ */
+import type { KvWatchEntry } from "@nats-io/kv";
+import type { Logger } from "../../common/src/index.js";
+import { parseEngineHeartbeat, parseEngineKey, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import type { EngineLoad } from "./placement.js";
+
+interface EngineRecord {
+  heartbeat: EngineHeartbeat;
+  /** Local arrival time of the last heartbeat (ms, monotonic enough: Date.now()). */
+  seenAt: number;
+  prefixes: ReadonlySet<string>;
+  /** Local arrival times of placements made here and not yet reflected in a heartbeat. */
+  pending: number[];
+}
+
+export interface EngineRegistryOptions {
+  ttlMs: number;
+  log: Logger;
+  now?: () => number;
+}
+
+function poolKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+export class EngineRegistry {
+  /** pool key → pod → record. */
+  private readonly pools = new Map<string, Map<string, EngineRecord>>();
+  private readonly goneListeners = new Set<(pod: string, reason: string) => void>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private readonly now: () => number;
+
+  constructor(private readonly options: EngineRegistryOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Starts the periodic sweep that drops stale engines (and tells listeners). */
+  startSweeping(): void {
+    this.sweeper = setInterval(() => this.sweep(), Math.max(100, Math.floor(this.options.ttlMs / 4)));
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /**
+   * Applies one KV entry of the heartbeat bucket. A value from the initial
+   * load counts from when it was written (a dead engine's last value must not
+   * look fresh to a router that just started); an update, from its arrival.
+   */
+  apply(entry: KvWatchEntry): void {
+    const key = parseEngineKey(entry.key);
+    if (key === null) return;
+    const pk = poolKey(key.pool.namespace, key.pool.name);
+    if (entry.operation !== "PUT") {
+      this.remove(pk, key.pod, "its heartbeat was withdrawn (engine stopped)");
+      return;
+    }
+    let data: unknown;
+    try {
+      data = entry.json();
+    } catch {
+      data = undefined;
+    }
+    const parsed = parseEngineHeartbeat(data);
+    if (!parsed.ok) {
+      this.options.log.warn({ key: entry.key, reason: parsed.reason }, "malformed engine heartbeat ignored");
+      return;
+    }
+    this.update(parsed.value, entry.isUpdate ? undefined : Math.min(this.now(), entry.created.getTime()));
+  }
+
+  /** Records a heartbeat (as received now, or at `seenAt`). */
+  update(heartbeat: EngineHeartbeat, seenAt?: number): void {
+    const pk = poolKey(heartbeat.pool.namespace, heartbeat.pool.name);
+    let pool = this.pools.get(pk);
+    if (pool === undefined) this.pools.set(pk, (pool = new Map()));
+    const now = this.now();
+    const previous = pool.get(heartbeat.pod);
+    // Placements confirmed well before this heartbeat was received are in its figures now.
+    const pending = (previous?.pending ?? []).filter((at) => at > now - 50);
+    pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, prefixes: new Set(heartbeat.prefixes), pending });
+  }
+
+  private remove(pk: string, pod: string, reason: string): void {
+    const pool = this.pools.get(pk);
+    if (pool?.delete(pod)) {
+      this.options.log.info({ pod, pool: pk, reason }, "engine left placement");
+      for (const l of this.goneListeners) l(pod, reason);
+    }
+  }
+
+  /** Drops engines whose heartbeat is older than the TTL. */
+  sweep(): void {
+    const now = this.now();
+    for (const [pk, pool] of this.pools) {
+      for (const [pod, r] of pool) {
+        if (now - r.seenAt > this.options.ttlMs) this.remove(pk, pod, `no heartbeat for ${now - r.seenAt} ms (TTL ${this.options.ttlMs} ms)`);
+      }
+    }
+  }
+
+  onGone(listener: (pod: string, reason: string) => void): () => void {
+    this.goneListeners.add(listener);
+    return () => this.goneListeners.delete(listener);
+  }
+
+  private fresh(pk: string): EngineRecord[] {
+    const now = this.now();
+    return [...(this.pools.get(pk)?.values() ?? [])].filter((r) => now - r.seenAt <= this.options.ttlMs);
+  }
+
+  /** Ready engines of a pool, as placement sees them. */
+  loads(namespace: string, pool: string): EngineLoad[] {
+    return this.fresh(poolKey(namespace, pool))
+      .filter((r) => r.heartbeat.ready)
+      .map((r) => {
+        const h = r.heartbeat;
+        const busy = h.totalSequences - h.freeSequences;
+        return {
+          pod: h.pod,
+          load: busy + h.queuedSessions + r.pending.length,
+          capacity: h.totalSequences,
+          free: h.freeSequences - r.pending.length,
+          prefixes: r.prefixes,
+        };
+      });
+  }
+
+  /** Fresh engines of a pool (ready or not) and why none is ready, for 503 reasons and status. */
+  describe(namespace: string, pool: string): { ready: number; total: number } {
+    const all = this.fresh(poolKey(namespace, pool));
+    return { ready: all.filter((r) => r.heartbeat.ready).length, total: all.length };
+  }
+
+  /** The heartbeat of a pod in a namespace (any pool), when fresh. */
+  find(namespace: string, pod: string): EngineHeartbeat | undefined {
+    for (const [pk, pool] of this.pools) {
+      if (!pk.startsWith(`${namespace}/`)) continue;
+      const r = pool.get(pod);
+      if (r !== undefined && this.now() - r.seenAt <= this.options.ttlMs) return r.heartbeat;
+    }
+    return undefined;
+  }
+
+  /** Counts a placement on `pod` until the engine's heartbeat reflects it. */
+  notePlacement(namespace: string, pool: string, pod: string): void {
+    const r = this.pools.get(poolKey(namespace, pool))?.get(pod);
+    if (r !== undefined) r.pending.push(this.now());
+  }
+
+  /** Engines with a fresh heartbeat, by pool key (for the gauge). */
+  counts(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const pk of this.pools.keys()) out.set(pk, this.fresh(pk).length);
+    return out;
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * @module Session placement, a pure function of the pool's engines (as their
+ * heartbeats and this router's in-flight placements describe them) and the
+ * request's prefix-hash chain. Three policies, so the benchmark can compare
+ * them on the same arrivals:
+ *
+ * - `prefix-affinity` (Interlace): the engine holding the longest resident
+ *   prefix of the request, unless its load is over the bound; then engines
+ *   with shorter matches, then the least loaded. On a miss, affinity is
+ *   seeded by consistent hashing of the app's shared prefix, walking the ring
+ *   to the first engine under the bound (consistent hashing with bounded
+ *   loads, as KubeAI's CHWBL).
+ * - `least-loaded`: fewest busy + queued sessions.
+ * - `round-robin`: in turn.
+ *
+ * The load bound (CHWBL, Mirrokni et al.): with n engines and L sessions
+ * running or queued across them, an engine may take one more while
+ * `load + 1 <= ceil(c * (L + 1) / n)`, c = the load factor (default 1.25:
+ * no engine more than 25% over the pool mean, rounded up). An engine with no
+ * free sequence left is also over the bound. So sessions sharing one system
+ * prompt (sglang issue 34513) fill the engine that holds it only up to the
+ * bound and then spill, seeding the prefix on a second engine, while a
+ * session's own longer history still keeps it where it is.
+ *
+ * The result is an order of engines to try: the chosen one first, then the
+ * rest by load, so a refusal (429, connection refused) moves on at once.
+ */
+import { residentPrefixLength } from "../../common/src/index.js";
+import { ringFor } from "./consistent-hash.js";
+
+export const PLACEMENT_POLICIES = ["prefix-affinity", "least-loaded", "round-robin"] as const;
+export type PlacementPolicy = (typeof PLACEMENT_POLICIES)[number];
+
+/** Why an engine was chosen (the `reason` label of the placement counter). */
+export type PlacementReason =
+  /** holds the longest resident prefix and is under the bound */
+  | "prefix"
+  /** the longest-prefix engines were over the bound; placed on a shorter match or the least loaded */
+  | "prefix-spill"
+  /** no resident prefix: first engine under the bound on the ring from the app's key */
+  | "hash"
+  /** no resident prefix and every engine over the bound */
+  | "least-loaded"
+  /** the round-robin policy */
+  | "round-robin"
+  /** no engine in the pool */
+  | "no-engine";
+
+/** One engine as placement sees it (plain data). */
+export interface EngineLoad {
+  pod: string;
+  /** Sessions running or queued there, plus this router's placements its heartbeat does not show yet. */
+  load: number;
+  /** Sequences (concurrent sessions) it runs. */
+  capacity: number;
+  /** Free sequences, less this router's unconfirmed placements. */
+  free: number;
+  prefixes: ReadonlySet<string>;
+}
+
+export interface PlacementRequest {
+  /** The request's prefix-hash chain. */
+  chain: readonly string[];
+  /** What a prefix miss hashes on: the app's shared prefix (system prompt, tools, few-shot). */
+  affinityKey: string;
+}
+
+export interface PlacementOptions {
+  policy: PlacementPolicy;
+  /** CHWBL's c (>= 1). */
+  loadFactor: number;
+  /** A counter the caller advances per placement (round-robin and tie rotation). */
+  turn: number;
+}
+
+export interface Placement {
+  /** Pods in the order to try. */
+  order: string[];
+  reason: PlacementReason;
+  /** Chain entries resident on the chosen engine. */
+  matched: number;
+}
+
+/** The CHWBL bound: the most sessions any engine may hold after this placement. */
+export function loadBound(engines: readonly EngineLoad[], loadFactor: number): number {
+  const total = engines.reduce((n, e) => n + e.load, 0);
+  return Math.ceil((loadFactor * (total + 1)) / Math.max(1, engines.length));
+}
+
+function rotate<T>(items: readonly T[], turn: number): T[] {
+  if (items.length === 0) return [];
+  const k = ((turn % items.length) + items.length) % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
+export function place(engines: readonly EngineLoad[], request: PlacementRequest, options: PlacementOptions): Placement {
+  if (engines.length === 0) return { order: [], reason: "no-engine", matched: 0 };
+  const byName = [...engines].sort((a, b) => (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0));
+  const matched = new Map(byName.map((e) => [e.pod, residentPrefixLength(request.chain, e.prefixes)]));
+  // Rest of the order: engines with room first, then by load; ties rotate so equal engines share work.
+  const byLoad = (list: readonly EngineLoad[]): EngineLoad[] =>
+    rotate(list, options.turn).sort((a, b) => Number(a.free <= 0) - Number(b.free <= 0) || a.load - b.load);
+  const finish = (first: EngineLoad, reason: PlacementReason): Placement => ({
+    order: [first.pod, ...byLoad(byName.filter((e) => e !== first)).map((e) => e.pod)],
+    reason,
+    matched: matched.get(first.pod) ?? 0,
+  });
+
+  if (options.policy === "round-robin") return finish(rotate(byName, options.turn)[0]!, "round-robin");
+  if (options.policy === "least-loaded") return finish(byLoad(byName)[0]!, "least-loaded");
+
+  const bound = loadBound(byName, options.loadFactor);
+  const underBound = (e: EngineLoad): boolean => e.free > 0 && e.load + 1 <= bound;
+  const best = Math.max(...matched.values());
+  if (best > 0) {
+    const ranked = byLoad(byName).sort((a, b) => matched.get(b.pod)! - matched.get(a.pod)!);
+    const top = ranked.find((e) => matched.get(e.pod) === best && underBound(e));
+    if (top !== undefined) return finish(top, "prefix");
+    const spill = ranked.find(underBound) ?? byLoad(byName)[0]!;
+    return finish(spill, "prefix-spill");
+  }
+  const ring = ringFor(byName.map((e) => e.pod)).walk(request.affinityKey);
+  const seeded = ring.map((pod) => byName.find((e) => e.pod === pod)!).find(underBound);
+  if (seeded !== undefined) return finish(seeded, "hash");
+  return finish(byLoad(byName)[0]!, "least-loaded");
+}

@@ -1,0 +1,159 @@
+/**
+ * @module An AgentApp's spec merged with each client request: the app's
+ * system prompt and few-shot examples go first, its tools and calling mode
+ * replace whatever the client could have said, its `maxTokens` caps the
+ * request, and its objective becomes the engine's admission priority. Also
+ * the request's prefix-hash chain and the affinity key placement uses on a
+ * miss (the hash of the app's own prefix: system prompt, tools, few-shot).
+ * Invalid bodies are 400s naming the field.
+ */
+import {
+  prefixHashChain,
+  prefixSegments,
+  type ChatMessage,
+  type CreateSessionRequest,
+  type KvPolicy,
+  type PostInterruptRequest,
+} from "../../common/src/index.js";
+import type { AppConfig } from "../../common/src/protocol/index.js";
+import { badRequest } from "./errors.js";
+
+export interface Merged<T> {
+  /** What goes to the engine. */
+  body: T;
+  chain: string[];
+  affinityKey: string;
+}
+
+const ROLES = ["user", "assistant", "tool"] as const;
+const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "policy", "mode", "grammar", "prefixReuse"];
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/** Admission priority for the engine: latency-objective apps are admitted first. */
+export function priorityOf(app: AppConfig): number {
+  return app.objective === "latency" ? 1 : 0;
+}
+
+/** The app's own messages (system prompt, few-shot), which every request starts with. */
+function appMessages(app: AppConfig): ChatMessage[] {
+  return [...(app.systemPrompt !== "" ? [{ role: "system" as const, content: app.systemPrompt }] : []), ...app.fewShot.flatMap((e) => e.messages)];
+}
+
+function chainAndKey(app: AppConfig, messages: ChatMessage[]): { chain: string[]; affinityKey: string } {
+  const chain = prefixHashChain({ messages, tools: app.tools });
+  const own = prefixSegments({ messages: appMessages(app), tools: app.tools }).length;
+  return { chain, affinityKey: own > 0 && own <= chain.length ? chain[own - 1]! : `app:${app.namespace}/${app.name}` };
+}
+
+function clientMessages(value: unknown, field: string): ChatMessage[] {
+  if (typeof value === "string") {
+    if (value === "") throw badRequest(`"${field}" must not be empty`);
+    return [{ role: "user", content: value }];
+  }
+  if (!Array.isArray(value) || value.length === 0) throw badRequest(`"${field}" must be a non-empty string or a non-empty array of messages`);
+  return value.map((m, i) => {
+    if (!isObject(m)) throw badRequest(`${field}[${i}] must be {"role", "content"}`);
+    if (m["role"] === "system") throw badRequest(`${field}[${i}].role: "system" is not allowed; the AgentApp's systemPrompt is the system message`);
+    if (!(ROLES as readonly unknown[]).includes(m["role"])) throw badRequest(`${field}[${i}].role must be one of "user", "assistant", "tool"`);
+    if (typeof m["content"] !== "string") throw badRequest(`${field}[${i}].content must be a string`);
+    return { role: m["role"] as ChatMessage["role"], content: m["content"] };
+  });
+}
+
+function intField(b: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
+  const v = b[field];
+  if (v === undefined) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) throw badRequest(`"${field}" must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** `POST /v1/apps/{ns}/{app}/sessions` body → the engine's `POST /v1/sessions` body. */
+export function mergeSessionRequest(app: AppConfig, body: unknown): Merged<CreateSessionRequest> {
+  if (!isObject(body)) throw badRequest("expected a JSON object body");
+  for (const key of Object.keys(body)) {
+    if (key === "system") throw badRequest(`"system" is set by the AgentApp (spec.systemPrompt); leave it out`);
+    if (key === "tools") throw badRequest(`"tools" are set by the AgentApp (spec.toolPools); leave them out`);
+    if (!SESSION_FIELDS.includes(key)) throw badRequest(`unknown field "${key}"; expected ${SESSION_FIELDS.join(", ")}`);
+  }
+  if (body["prompt"] === undefined) throw badRequest(`"prompt" is required`);
+  if (body["mode"] !== undefined && body["mode"] !== app.callingMode) {
+    throw badRequest(`"mode" is set by the AgentApp (spec.callingMode: ${app.callingMode}); got ${JSON.stringify(body["mode"])}`);
+  }
+  const messages = [...appMessages(app), ...clientMessages(body["prompt"], "prompt")];
+  const maxTokens = intField(body, "maxTokens", 1, app.maxTokens);
+  const request: CreateSessionRequest = {
+    prompt: messages,
+    tools: app.tools,
+    mode: app.callingMode,
+    maxTokens: maxTokens ?? app.maxTokens,
+    priority: priorityOf(app),
+  };
+  // Passed through as given: the engine validates them and names the field.
+  if (body["temperature"] !== undefined) request.temperature = body["temperature"] as number;
+  if (body["seed"] !== undefined) request.seed = body["seed"] as number;
+  if (body["kvPolicy"] !== undefined) request.kvPolicy = body["kvPolicy"] as KvPolicy;
+  if (body["policy"] !== undefined) request.policy = body["policy"] as NonNullable<CreateSessionRequest["policy"]>;
+  if (body["grammar"] !== undefined) request.grammar = body["grammar"] as boolean;
+  if (body["prefixReuse"] !== undefined) request.prefixReuse = body["prefixReuse"] as boolean;
+  return { body: request, ...chainAndKey(app, messages) };
+}
+
+/** `POST .../sessions/{id}/interrupts`: the app's interrupt settings applied (403 is the caller's, on `userInterrupts: false`). */
+export function mergeInterruptRequest(app: AppConfig, body: unknown): PostInterruptRequest {
+  if (!isObject(body)) throw badRequest("expected a JSON object body");
+  for (const key of Object.keys(body)) if (!["value", "kind", "id"].includes(key)) throw badRequest(`unknown field "${key}"; expected value, kind, id`);
+  if (typeof body["value"] !== "string" || body["value"] === "") throw badRequest(`"value" must be a non-empty string`);
+  const kind = body["kind"] ?? "user";
+  if (kind !== "user" && kind !== "agent") throw badRequest(`"kind" must be "user" or "agent", got ${JSON.stringify(kind)}`);
+  const request: PostInterruptRequest = { value: body["value"], kind, maxQueued: app.interrupts.maxQueued };
+  if (body["id"] !== undefined) {
+    if (typeof body["id"] !== "string") throw badRequest(`"id" must be a string`);
+    request.id = body["id"];
+  }
+  return request;
+}
+
+/** OpenAI `content` (string, null or text parts) as text, for hashing. */
+function contentText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) return value.map((p) => (isObject(p) && typeof p["text"] === "string" ? p["text"] : "")).join("");
+  return "";
+}
+
+/** `POST /v1/apps/{ns}/{app}/chat/completions` body → the engine's OpenAI body. */
+export function mergeChatRequest(app: AppConfig, body: unknown): Merged<Record<string, unknown>> & { stream: boolean } {
+  if (!isObject(body)) throw badRequest("expected a JSON object body");
+  if (body["tools"] !== undefined) throw badRequest(`"tools" are set by the AgentApp (spec.toolPools); leave them out`);
+  const raw = body["messages"];
+  if (!Array.isArray(raw) || raw.length === 0) throw badRequest(`"messages" must be a non-empty array`);
+  raw.forEach((m, i) => {
+    if (!isObject(m)) throw badRequest(`messages[${i}] must be an object`);
+    if (m["role"] === "system" || m["role"] === "developer") {
+      throw badRequest(`messages[${i}].role: "${String(m["role"])}" is not allowed; the AgentApp's systemPrompt is the system message`);
+    }
+  });
+  const stream = body["stream"] === true;
+  const own = appMessages(app);
+  const maxTokens = body["max_completion_tokens"] ?? body["max_tokens"];
+  if (maxTokens !== undefined && (typeof maxTokens !== "number" || !Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > app.maxTokens)) {
+    throw badRequest(`"max_tokens" must be an integer in 1..${app.maxTokens} (the AgentApp's maxTokens), got ${JSON.stringify(maxTokens)}`);
+  }
+  const merged: Record<string, unknown> = {
+    ...body,
+    model: typeof body["model"] === "string" ? body["model"] : `${app.namespace}/${app.name}`,
+    messages: [...own, ...raw],
+    max_tokens: maxTokens ?? app.maxTokens,
+    ...(app.tools.length > 0
+      ? { tools: app.tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+      : {}),
+  };
+  delete merged["max_completion_tokens"];
+  const hashed: ChatMessage[] = [
+    ...own,
+    ...raw.map((m) => ({ role: (m as Record<string, unknown>)["role"] as ChatMessage["role"], content: contentText((m as Record<string, unknown>)["content"]) })),
+  ];
+  return { body: merged, stream, ...chainAndKey(app, hashed) };
+}

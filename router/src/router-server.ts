@@ -1,0 +1,135 @@
+/**
+ * @module The router process: connects to NATS, watches the app configs and
+ * the engine heartbeats, serves the app-level API with probes and metrics,
+ * and publishes its presence. `/readyz` is ready once both watches have
+ * loaded the buckets' current values. Closing stops accepting, lets open
+ * streams end (each client sees its stream close; the engines cancel those
+ * sessions), withdraws the presence and drains NATS.
+ */
+import type { Server } from "node:http";
+import express, { type NextFunction, type Request, type Response } from "express";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/index.js";
+import { openAppsBucket, openEnginesBucket, openRoutersBucket } from "../../common/src/protocol/index.js";
+import { AppRegistry } from "./app-registry.js";
+import { mountAppRoutes } from "./app-routes.js";
+import type { RouterOptions } from "./config.js";
+import { EngineRegistry } from "./engine-registry.js";
+import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
+import { KvWatch } from "./kv-watch.js";
+import { RouterMetrics } from "./metrics.js";
+import { PresencePublisher } from "./presence.js";
+
+export interface Router {
+  port: number;
+  metrics: RouterMetrics;
+  apps: AppRegistry;
+  engines: EngineRegistry;
+  close(): Promise<void>;
+}
+
+export async function startRouter(options: RouterOptions, log: Logger): Promise<Router> {
+  const metrics = new RouterMetrics();
+  const apps = new AppRegistry(log.child({ subsystem: "apps" }));
+  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }) });
+  const live = new Map<string, number>();
+  let ready = false;
+  let closing = false;
+  let turn = 0;
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use((req, res, next) => {
+    const end = metrics.httpDuration.startTimer();
+    res.once("close", () => {
+      const route = (req.route as { path?: string } | undefined)?.path;
+      const labels = { method: req.method, route: typeof route === "string" ? route : "unmatched" };
+      end(labels);
+      metrics.httpRequests.inc({ ...labels, status: String(res.statusCode) });
+    });
+    next();
+  });
+  const notReadyReason = (): string | null => (closing ? "shutting down" : ready ? null : "loading app configs and engine heartbeats from NATS");
+  mountProbes(app, { registry: metrics.registry, notReadyReason });
+  app.use("/v1", (_req, _res, next) => {
+    const reason = notReadyReason();
+    if (reason !== null) throw new HttpError(503, RouterCode.NotReady, `router not ready: ${reason}`, { "Retry-After": String(options.retryAfterSeconds) });
+    next();
+  });
+  const json = express.json({ limit: options.maxBodyBytes, type: () => true });
+  mountAppRoutes(app, json, {
+    apps,
+    engines,
+    metrics,
+    log,
+    live,
+    policy: options.placement,
+    loadFactor: options.loadFactor,
+    retryAfterSeconds: options.retryAfterSeconds,
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+    nextTurn: () => turn++,
+  });
+  app.use((req: Request) => {
+    throw new HttpError(404, ErrorCode.NotFound, `no route ${req.method} ${req.path}`);
+  });
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const e = toHttpError(err);
+    if (e.status >= 500 && e.code !== RouterCode.NoEngine && e.code !== RouterCode.NotReady) log.error({ err, method: req.method, path: req.path }, "request failed");
+    else log.debug({ code: e.code, message: e.message, path: req.path }, "request rejected");
+    if (res.headersSent) res.end();
+    else sendError(res, e);
+  });
+
+  const { server, port } = await listen(app, options.port, options.host);
+  let nc: NatsConnection | undefined;
+  const watches: KvWatch[] = [];
+  let presence: PresencePublisher | undefined;
+  const gauges = setInterval(() => {
+    for (const [pool, n] of engines.counts()) metrics.engines.set({ pool }, n);
+    metrics.apps.set(apps.size);
+  }, 1000);
+  gauges.unref();
+
+  const close = async (): Promise<void> => {
+    closing = true;
+    clearInterval(gauges);
+    await closeServer(server);
+    for (const w of watches) w.stop();
+    engines.stop();
+    await presence?.close();
+    await nc?.drain().catch(() => undefined);
+  };
+  try {
+    nc = await connect({ servers: options.natsUrl.split(","), name: `router-${options.routerId}`, maxReconnectAttempts: -1 });
+    const [appsKv, enginesKv, routersKv] = await Promise.all([openAppsBucket(nc), openEnginesBucket(nc), openRoutersBucket(nc)]);
+    const appWatch = new KvWatch(appsKv, (e) => apps.apply(e), log);
+    const engineWatch = new KvWatch(enginesKv, (e) => engines.apply(e), log);
+    watches.push(appWatch, engineWatch);
+    await Promise.all([appWatch.start(), engineWatch.start()]);
+    await Promise.all([appWatch.loaded, engineWatch.loaded]);
+    engines.startSweeping();
+    presence = new PresencePublisher(routersKv, options.routerId, apps, live, log);
+    presence.start(options.presenceMs);
+    ready = true;
+    log.info({ port, apps: apps.size, placement: options.placement, loadFactor: options.loadFactor, engineTtlMs: options.engineTtlMs }, "router ready");
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  let closed: Promise<void> | undefined;
+  return { port, metrics, apps, engines, close: () => (closed ??= close()) };
+}
+
+/** Stops accepting; open streams get a moment to finish, then connections are dropped. */
+function closeServer(server: Server, graceMs = 5_000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,98 @@
+/**
+ * @module Sending a request to the engine placement chose, and on down the
+ * order when one refuses: 429 (no free sequence) and 503 (loading, shutting
+ * down) and a refused, reset or timed-out connection move on to the next
+ * engine at once; any other answer is the request's own and goes back to
+ * the client as it is. When every engine refused, the client gets 429 with
+ * `Retry-After` — never a hang.
+ */
+import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { ErrorCode, type Logger } from "../../common/src/index.js";
+import type { EngineRegistry } from "./engine-registry.js";
+import { HttpError, RouterCode } from "./errors.js";
+import type { RouterMetrics } from "./metrics.js";
+import { place, type PlacementPolicy, type PlacementReason } from "./placement.js";
+
+export interface PlaceContext {
+  engines: EngineRegistry;
+  metrics: RouterMetrics;
+  log: Logger;
+  policy: PlacementPolicy;
+  loadFactor: number;
+  retryAfterSeconds: number;
+  upstreamTimeoutMs: number;
+  /** Advanced per placement (round-robin turn, tie rotation). */
+  nextTurn(): number;
+}
+
+export interface PlacedResponse {
+  engine: EngineHeartbeat;
+  response: Response;
+  reason: PlacementReason;
+  matched: number;
+  /** Engines that refused before this one took it (0: the placement's first choice). */
+  retries: number;
+}
+
+type RefusalCause = "capacity" | "unavailable" | "unreachable" | "timeout";
+
+/**
+ * Places a request of `pool` with prefix-hash `chain` and POSTs `body` to
+ * `path` on each engine in placement order until one accepts (or answers
+ * with the request's own error). The accepted response's body is unread.
+ */
+export async function placeAndPost(
+  ctx: PlaceContext,
+  pool: { namespace: string; name: string },
+  placement: { chain: readonly string[]; affinityKey: string },
+  path: string,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<PlacedResponse> {
+  const started = performance.now();
+  const loads = ctx.engines.loads(pool.namespace, pool.name);
+  const retryAfter = { "Retry-After": String(ctx.retryAfterSeconds) };
+  const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
+  ctx.metrics.placements.inc({ policy: ctx.policy, reason: decision.reason });
+  if (decision.order.length === 0) {
+    const seen = ctx.engines.describe(pool.namespace, pool.name);
+    const why = seen.total === 0 ? "no engine of the pool has sent a heartbeat recently" : `${seen.total} engine(s) seen, none ready`;
+    throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${pool.namespace}/${pool.name} has no ready engine: ${why}`, retryAfter);
+  }
+  const refusals: string[] = [];
+  for (const [i, pod] of decision.order.entries()) {
+    const engine = ctx.engines.find(pool.namespace, pod);
+    if (engine === undefined) continue;
+    const timeout = AbortSignal.timeout(ctx.upstreamTimeoutMs);
+    let cause: RefusalCause;
+    try {
+      const response = await fetch(`${engine.endpoint}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+      if (response.status !== 429 && response.status !== 503) {
+        if (response.ok) {
+          ctx.engines.notePlacement(pool.namespace, pool.name, pod);
+          const hits = i === 0 ? decision.matched : 0;
+          ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
+          ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
+          ctx.metrics.placementSeconds.observe((performance.now() - started) / 1000);
+          return { engine, response, reason: decision.reason, matched: hits, retries: i };
+        }
+        return { engine, response, reason: decision.reason, matched: 0, retries: i };
+      }
+      cause = response.status === 429 ? "capacity" : "unavailable";
+      await response.body?.cancel().catch(() => undefined);
+    } catch (err) {
+      if (signal?.aborted === true) throw err;
+      cause = timeout.aborted ? "timeout" : "unreachable";
+      ctx.log.debug({ err, pod }, "engine did not take the request");
+    }
+    ctx.metrics.engineRetries.inc({ cause });
+    refusals.push(`${pod}: ${cause}`);
+  }
+  ctx.metrics.rejected.inc({ code: ErrorCode.Capacity });
+  throw new HttpError(429, ErrorCode.Capacity, `no engine of EnginePool ${pool.namespace}/${pool.name} can take the request now (${refusals.join(", ") || "none reachable"}); retry later`, retryAfter);
+}

@@ -1,0 +1,106 @@
+/**
+ * Placement as a pure function: prefix affinity, the CHWBL load bound and its
+ * spill, consistent-hash seeding on a miss, refusal ordering, the baselines.
+ */
+import t from "tap";
+import { prefixHashChain } from "../../common/src/index.js";
+import { loadBound, place, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
+import { HashRing } from "../../router/src/consistent-hash.js";
+
+const PA: PlacementOptions = { policy: "prefix-affinity", loadFactor: 1.25, turn: 0 };
+
+function engine(pod: string, load: number, prefixes: string[] = [], capacity = 4): EngineLoad {
+  return { pod, load, capacity, free: capacity - load, prefixes: new Set(prefixes) };
+}
+
+const sys = (s: string, user: string): string[] => prefixHashChain({ messages: [{ role: "system", content: s }, { role: "user", content: user }] });
+
+t.test("the engine holding the longest resident prefix wins", async (t) => {
+  const chain = sys("You are app A.", "hello");
+  const engines = [engine("e0", 0), engine("e1", 0, [chain[0]!]), engine("e2", 0, ["unrelated"])];
+  const p = place(engines, { chain, affinityKey: chain[0]! }, PA);
+  t.equal(p.order[0], "e1");
+  t.equal(p.reason, "prefix");
+  t.equal(p.matched, 1);
+  t.same([...p.order].sort(), ["e0", "e1", "e2"], "every engine is in the order, for retries");
+  // A longer match beats a shorter one.
+  const longer = [engine("e0", 0, [chain[0]!]), engine("e1", 0, [chain[0]!, chain[1]!])];
+  t.equal(place(longer, { chain, affinityKey: chain[0]! }, PA).order[0], "e1");
+});
+
+t.test("the load bound spills a hot prefix onto another engine (sglang 34513)", async (t) => {
+  const chain = sys("shared prompt", "u");
+  // Bound with loads 2+0 over 2 engines: ceil(1.25 * 3 / 2) = 2; e0 would reach 3.
+  const engines = [engine("e0", 2, [chain[0]!]), engine("e1", 0)];
+  t.equal(loadBound(engines, 1.25), 2);
+  const p = place(engines, { chain, affinityKey: chain[0]! }, PA);
+  t.equal(p.order[0], "e1");
+  t.equal(p.reason, "prefix-spill");
+  // Once both hold it, ties go to the less loaded.
+  const both = [engine("e0", 2, [chain[0]!]), engine("e1", 1, [chain[0]!])];
+  t.equal(place(both, { chain, affinityKey: chain[0]! }, PA).order[0], "e1");
+  // A session's own longer history keeps it where it is while under the bound.
+  const own = [engine("e0", 1, [chain[0]!, chain[1]!]), engine("e1", 1, [chain[0]!])];
+  const sticky = place(own, { chain, affinityKey: chain[0]! }, PA);
+  t.equal(sticky.order[0], "e0");
+  t.equal(sticky.matched, 2);
+});
+
+t.test("a full engine is over the bound whatever the mean", async (t) => {
+  const chain = sys("p", "u");
+  const engines = [engine("e0", 4, [chain[0]!], 4), engine("e1", 4, [], 8)];
+  const p = place(engines, { chain, affinityKey: "k" }, PA);
+  t.equal(p.order[0], "e1", "e0 has no free sequence");
+});
+
+t.test("a miss seeds affinity by consistent hashing: same key, same engine", async (t) => {
+  const engines = [engine("a", 0), engine("b", 0), engine("c", 0)];
+  const picks = new Set<string>();
+  for (let i = 0; i < 5; i++) {
+    const p = place(engines, { chain: sys("app X", `user ${i}`), affinityKey: "app-x-prefix" }, { ...PA, turn: i });
+    t.equal(p.reason, "hash");
+    picks.add(p.order[0]!);
+  }
+  t.equal(picks.size, 1, "all sessions of the app converge");
+  // Different apps spread over the ring.
+  const spread = new Set<string>();
+  for (let i = 0; i < 30; i++) spread.add(place(engines, { chain: [], affinityKey: `app-${i}` }, PA).order[0]!);
+  t.equal(spread.size, 3);
+  // The walk skips an engine over the bound.
+  const first = place(engines, { chain: [], affinityKey: "app-x-prefix" }, PA).order[0]!;
+  const loaded = engines.map((e) => (e.pod === first ? engine(e.pod, 3) : e));
+  const p = place(loaded, { chain: [], affinityKey: "app-x-prefix" }, PA);
+  t.not(p.order[0], first);
+  t.equal(p.reason, "hash");
+});
+
+t.test("everything over the bound: least loaded; no engine: empty order", async (t) => {
+  const engines = [engine("e0", 4, [], 4), engine("e1", 3, [], 3)];
+  const p = place(engines, { chain: ["x"], affinityKey: "k" }, PA);
+  t.equal(p.reason, "least-loaded");
+  t.equal(place([], { chain: [], affinityKey: "k" }, PA).reason, "no-engine");
+  t.same(place([], { chain: [], affinityKey: "k" }, PA).order, []);
+});
+
+t.test("baselines: round-robin takes turns, least-loaded ignores prefixes", async (t) => {
+  const chain = sys("p", "u");
+  const engines = [engine("e0", 0, [chain[0]!]), engine("e1", 1), engine("e2", 2)];
+  const rr = [0, 1, 2, 3].map((turn) => place(engines, { chain, affinityKey: "k" }, { ...PA, policy: "round-robin", turn }).order[0]);
+  t.same(rr, ["e0", "e1", "e2", "e0"]);
+  const ll = place([engine("e0", 2, [chain[0]!]), engine("e1", 1)], { chain, affinityKey: "k" }, { ...PA, policy: "least-loaded" });
+  t.equal(ll.order[0], "e1");
+  t.equal(ll.reason, "least-loaded");
+});
+
+t.test("the hash ring moves only the removed node's keys", async (t) => {
+  const full = new HashRing(["a", "b", "c", "d"]);
+  const less = new HashRing(["a", "b", "c"]);
+  let moved = 0;
+  for (let i = 0; i < 400; i++) {
+    const before = full.walk(`k${i}`)[0]!;
+    const after = less.walk(`k${i}`)[0]!;
+    if (before !== "d") t.equal(after, before);
+    else moved++;
+  }
+  t.ok(moved > 40 && moved < 180, `about a quarter of keys were on d (${moved}/400)`);
+});

@@ -1,0 +1,213 @@
+/**
+ * The router against a real nats-server, two real engine processes on the
+ * `test` model (heartbeats into `interlace-engines`) and two router replicas:
+ * placement follows the resident prefix; the load bound spills; sessions'
+ * events and interrupts reach their own engine through either replica;
+ * interrupt settings are enforced; a client disconnect frees the engine's
+ * sequence; bad input gets clear errors; an engine killed with SIGKILL drops
+ * out within the TTL and its sessions end at the client with a reason.
+ */
+import t from "tap";
+import { prefixHashChain, type SessionEvent } from "../../common/src/index.js";
+import { appConfig, longSession, openSession, postJson, QUICK, startStack, streamEvents, waitFor } from "./fixtures.js";
+
+t.setTimeout(240_000);
+
+const stack = await startStack(t, { engines: 2, routers: 2 });
+const [r0, r1] = [stack.url(0), stack.url(1)];
+const alpha = appConfig("alpha");
+const beta = appConfig("beta", { interrupts: { userInterrupts: false, maxQueued: 4 } });
+await stack.putApp(alpha);
+await stack.putApp(beta);
+
+/** The system-prompt + tools hash of an app (what engines advertise once they hold it). */
+function appPrefix(app: typeof alpha): string {
+  return prefixHashChain({ messages: [{ role: "system", content: app.systemPrompt }], tools: app.tools })[1]!;
+}
+
+async function heldBy(prefix: string): Promise<string[]> {
+  return stack.routers[0]!.engines
+    .loads("default", "pool")
+    .filter((e) => e.prefixes.has(prefix))
+    .map((e) => e.pod);
+}
+
+async function idle(): Promise<boolean> {
+  return stack.routers.every((r) => r.engines.loads("default", "pool").every((e) => e.load === 0 && e.free === e.capacity));
+}
+
+t.test("placement follows the resident prefix, through either replica", async (t) => {
+  const first = await openSession(r0, "alpha", QUICK);
+  const events = await streamEvents(r0, "alpha", first.id);
+  t.equal(events.at(-1)?.type, "done");
+  t.ok(await waitFor(async () => (await heldBy(appPrefix(alpha))).includes(first.engine), 5_000), "the engine advertises alpha's prefix");
+  t.ok(await waitFor(idle, 5_000));
+  for (const base of [r1, r0, r1]) {
+    const next = await openSession(base, "alpha", { ...QUICK, prompt: `Another question via ${base}` });
+    t.equal(next.engine, first.engine, "placed where the prefix is resident");
+    t.equal(next.placement.reason, "prefix");
+    t.ok(next.placement.matchedSegments >= 2, "system prompt and tool block matched");
+    const ev = await streamEvents(base === r0 ? r1 : r0, "alpha", next.id);
+    t.equal(ev.at(-1)?.type, "done", "events streamed through the other replica");
+    await waitFor(idle, 5_000);
+  }
+  const metrics = await (await fetch(`${r1}/metrics`)).text();
+  t.match(metrics, /interlace_router_placements_total\{policy="prefix-affinity",reason="prefix"\} [1-9]/);
+});
+
+t.test("the load bound spills sessions of a hot prefix onto the other engine", async (t) => {
+  const holders = await heldBy(appPrefix(alpha));
+  t.equal(holders.length, 1, `one engine holds alpha's prefix (${holders.join(",")})`);
+  const holder = holders[0]!;
+  const a = await openSession(r0, "alpha", longSession());
+  t.equal(a.engine, holder);
+  // With 1 session on the holder and 0 elsewhere, the bound ceil(1.25 * 2 / 2) = 2 still admits it.
+  const b = await openSession(r1, "alpha", longSession());
+  t.equal(b.engine, holder, "still under the bound");
+  t.ok(await waitFor(() => stack.routers[0]!.engines.loads("default", "pool").find((e) => e.pod === holder)?.load === 2, 5_000), "the heartbeat shows both");
+  const c = await openSession(r0, "alpha", longSession());
+  t.not(c.engine, holder, "over the bound: spilled");
+  t.equal(c.placement.reason, "prefix-spill");
+  t.equal(c.placement.retries, 0, "chosen by the bound, not by a refusal");
+  for (const s of [a, b, c]) {
+    const res = await fetch(`${r1}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" });
+    t.equal(res.status, 200, "DELETE through the other replica reaches the owning engine");
+  }
+  t.ok(await waitFor(idle, 5_000), "every sequence free again");
+});
+
+t.test("interrupts reach the owning engine from any replica; settings enforced", async (t) => {
+  // The scripted call `after` is only ready once the user interrupt `u1` is injected.
+  const body = {
+    prompt: "Wait for my go.",
+    policy: {
+      type: "lpt-dag",
+      calls: [{ id: "after", tool: "sleep", arguments: { ms: 1 }, dependsOn: [], estimatedLatencyMs: 1, afterInterrupt: "u1" }],
+      finalText: "ok",
+    },
+  };
+  // Three from one replica: the third is over the bound on the prefix holder, so both engines hold sessions.
+  const sessions = [];
+  for (let i = 0; i < 3; i++) sessions.push(await openSession(r0, "alpha", body));
+  t.equal(new Set(sessions.map((s) => s.engine)).size, 2, "sessions on both engines");
+  const streams = sessions.map((s, i) => streamEvents(i % 2 === 0 ? r1 : r0, "alpha", s.id));
+  for (const [i, s] of sessions.entries()) {
+    const res = await postJson(`${i % 2 === 0 ? r0 : r1}/v1/apps/default/alpha/sessions/${s.id}/interrupts`, { value: "go", id: "u1" });
+    t.equal(res.status, 202, await res.clone().text());
+    t.equal(((await res.json()) as { engine: string }).engine, s.engine);
+  }
+  for (const events of await Promise.all(streams)) {
+    t.ok(events.some((e) => e.type === "interrupt" && e.kind === "user" && e.id === "u1"), "the user interrupt was injected");
+    t.equal(events.at(-1)?.type, "done");
+  }
+  // beta says userInterrupts: false.
+  const s = await openSession(r0, "beta", longSession());
+  const forbidden = await postJson(`${r1}/v1/apps/default/beta/sessions/${s.id}/interrupts`, { value: "stop" });
+  t.equal(forbidden.status, 403);
+  t.match(((await forbidden.json()) as { error: { message: string } }).error.message, /userInterrupts: false/);
+  const agent = await postJson(`${r1}/v1/apps/default/beta/sessions/${s.id}/interrupts`, { value: "from another agent", kind: "agent" });
+  t.equal(agent.status, 202, "agent messages still go through");
+  await fetch(`${r0}/v1/apps/default/beta/sessions/${s.id}`, { method: "DELETE" });
+  t.ok(await waitFor(idle, 5_000));
+});
+
+t.test("a client disconnect frees the engine's sequence", async (t) => {
+  const s = await openSession(r0, "alpha", longSession());
+  const ac = new AbortController();
+  const seen: SessionEvent[] = [];
+  const stream = streamEvents(r1, "alpha", s.id, ac.signal, (e) => seen.push(e)).catch(() => undefined);
+  t.ok(await waitFor(() => seen.some((e) => e.type === "call"), 10_000), "the session is running");
+  t.notOk(await idle(), "its sequence is busy");
+  ac.abort();
+  await stream;
+  t.ok(await waitFor(idle, 5_000), "the engine cancelled the session and freed the sequence");
+  const gone = await fetch(`${r0}/v1/apps/default/alpha/sessions/${s.id}/events`);
+  t.equal(gone.status, 200, "the finished session still replays");
+  const replay = await gone.text();
+  t.match(replay, /"reason":"cancelled"/);
+});
+
+t.test("bad input: unknown app, bad body, oversized, unknown session, no engine", async (t) => {
+  const unknown = await postJson(`${r0}/v1/apps/default/nope/sessions`, QUICK);
+  t.equal(unknown.status, 404);
+  t.match(await unknown.text(), /default\/nope/);
+  const noPrompt = await postJson(`${r0}/v1/apps/default/alpha/sessions`, { policy: QUICK.policy });
+  t.equal(noPrompt.status, 400);
+  t.match(((await noPrompt.json()) as { error: { message: string } }).error.message, /"prompt" is required/);
+  const system = await postJson(`${r0}/v1/apps/default/alpha/sessions`, { ...QUICK, system: "override" });
+  t.equal(system.status, 400);
+  t.match(await system.text(), /system/);
+  const big = await postJson(`${r0}/v1/apps/default/alpha/sessions`, { prompt: "x".repeat(70_000) });
+  t.equal(big.status, 413);
+  const badJson = await fetch(`${r0}/v1/apps/default/alpha/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" });
+  t.equal(badJson.status, 400);
+  const tooMany = await postJson(`${r0}/v1/apps/default/alpha/sessions`, { ...QUICK, maxTokens: 100_000 });
+  t.equal(tooMany.status, 400);
+  t.match(await tooMany.text(), /maxTokens/);
+  const noSession = await fetch(`${r0}/v1/apps/default/alpha/sessions/garbage/events`);
+  t.equal(noSession.status, 404);
+  const lostEngine = await fetch(`${r0}/v1/apps/default/alpha/sessions/engine-zz.abc/events`);
+  t.equal(lostEngine.status, 410);
+  await stack.putApp(appConfig("orphan", { enginePool: { name: "empty", endpoint: "http://empty" } }));
+  const orphan = await postJson(`${r1}/v1/apps/default/orphan/sessions`, QUICK);
+  t.equal(orphan.status, 503);
+  t.match(await orphan.text(), /no ready engine/);
+  t.ok(orphan.headers.get("retry-after"));
+});
+
+t.test("every engine busy: 429 with Retry-After, never a hang", async (t) => {
+  const held = [];
+  for (let i = 0; i < 4; i++) held.push(await openSession(i % 2 === 0 ? r0 : r1, "alpha", longSession()));
+  const engines = new Set(held.map((s) => s.engine));
+  t.equal(engines.size, 2, "both engines filled");
+  const started = Date.now();
+  const refused = await postJson(`${r0}/v1/apps/default/alpha/sessions`, QUICK);
+  t.equal(refused.status, 429);
+  t.equal(refused.headers.get("retry-after"), "1");
+  t.ok(Date.now() - started < 5_000, "answered at once");
+  for (const s of held) await fetch(`${r0}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" });
+  t.ok(await waitFor(idle, 5_000));
+});
+
+t.test("chat completions through the router, streaming and not, with the app merged in", async (t) => {
+  const res = await postJson(`${r0}/v1/apps/default/alpha/chat/completions`, {
+    messages: [{ role: "user", content: "hello" }],
+    max_tokens: 4,
+  });
+  t.equal(res.status, 200, await res.clone().text());
+  const body = (await res.json()) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number } };
+  t.ok(body.usage.prompt_tokens > 50, "the app's system prompt and tools were prepended");
+  t.ok(res.headers.get("x-interlace-engine"));
+  const streamed = await postJson(`${r1}/v1/apps/default/alpha/chat/completions`, { messages: [{ role: "user", content: "hello" }], max_tokens: 4, stream: true });
+  t.equal(streamed.status, 200);
+  t.match(await streamed.text(), /data: \[DONE\]/);
+  const bad = await postJson(`${r1}/v1/apps/default/alpha/chat/completions`, { messages: [{ role: "system", content: "x" }] });
+  t.equal(bad.status, 400);
+});
+
+t.test("an engine killed with SIGKILL drops out within the TTL; its sessions end with a reason", async (t) => {
+  const s = await openSession(r0, "alpha", longSession());
+  const victim = stack.engines.get(s.engine)!;
+  const seen: SessionEvent[] = [];
+  const stream = streamEvents(r1, "alpha", s.id, undefined, (e) => seen.push(e));
+  t.ok(await waitFor(() => seen.some((e) => e.type === "call"), 10_000));
+  const killedAt = Date.now();
+  victim.child.kill("SIGKILL");
+  // Placed before the routers notice: a refused connection moves on to the next engine.
+  const racing = await openSession(r1, "alpha", QUICK);
+  t.not(racing.engine, s.engine, `placed on the live engine (retries: ${racing.placement.retries})`);
+  await streamEvents(r1, "alpha", racing.id);
+  const events = await stream;
+  const last = events.at(-1) as { type: string; code?: string; message?: string };
+  t.equal(last.type, "error", "the stream ends with an error event");
+  t.equal(last.code, "engine_lost");
+  t.match(last.message, new RegExp(s.engine));
+  t.ok(await waitFor(() => stack.routers.every((r) => r.engines.loads("default", "pool").every((e) => e.pod !== s.engine)), 10_000), "gone from placement");
+  // TTL 3 s, swept every TTL/4; the slack is for a loaded machine.
+  t.ok(Date.now() - killedAt <= 3000 + 3000, `within the TTL (${Date.now() - killedAt} ms after the kill)`);
+  const after = await openSession(r0, "alpha", QUICK);
+  t.not(after.engine, s.engine, "new sessions go to the live engine");
+  await streamEvents(r0, "alpha", after.id);
+  const late = await fetch(`${r1}/v1/apps/default/alpha/sessions/${s.id}/events`);
+  t.equal(late.status, 410, "the lost session answers 410 engine_lost");
+});
