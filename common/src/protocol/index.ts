@@ -13,4 +13,5 @@ export * from "./validate.js";
 export * from "./codec.js";
 export * from "./runner-config.js";
 export * from "./streams.js";
+export * from "./reliability.js";
 export * from "./publish.js";

@@ -99,15 +99,14 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
       const ns = encodeToken(id.namespace);
       const pod = encodeToken(id.pod);
       const consumer = enginePodConsumer(id.pod);
-      const nsStreams = `INTERLACE_TOOLS_${id.namespace.replace(/[^A-Za-z0-9_-]/g, "_")}_*`;
       return {
         publish: [
           "$JS.API.INFO",
           // Calls to any pool of its namespace.
           `${TOOLS_PREFIX}.${ns}.*.*`,
-          `$JS.API.STREAM.INFO.${nsStreams}`,
-          // Removes a call that ran out of deliveries from its pool's queue.
-          `$JS.API.STREAM.MSG.DELETE.${nsStreams}`,
+          // Stream metadata (not messages): whether a pool's stream exists. Stream
+          // names are single tokens, so this cannot be narrowed to one namespace.
+          "$JS.API.STREAM.INFO.*",
           // Agent-to-agent interrupts (signed; see interrupt-signature.ts).
           `${INTR_PREFIX}.*.*`,
           ...streamSetup(INTR_STREAM),
@@ -116,18 +115,13 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           `$JS.API.CONSUMER.INFO.${INTR_STREAM}.${consumer}`,
           `$JS.API.CONSUMER.MSG.NEXT.${INTR_STREAM}.${consumer}`,
           `$JS.ACK.${INTR_STREAM}.${consumer}.>`,
-          ...kvRead(RUNNERS_BUCKET, `${ns}.>`),
+          // Runner heartbeats (liveness metadata only; the registry watches the whole bucket).
+          ...kvRead(RUNNERS_BUCKET),
           ...streamSetup(`KV_${RUNNERS_BUCKET}`),
-          // The durable record of calls that ran out of deliveries (its namespace's pools).
-          ...streamSetup(MAXDELIVER_STREAM),
-          `$JS.API.CONSUMER.CREATE.${MAXDELIVER_STREAM}.*.$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${nsStreams}.${RUNNERS_CONSUMER}`,
-          `$JS.API.CONSUMER.DELETE.${MAXDELIVER_STREAM}.*`,
-          `$JS.API.CONSUMER.INFO.${MAXDELIVER_STREAM}.*`,
-          `$JS.FC.${MAXDELIVER_STREAM}.>`,
           ...kvWrite(ENGINES_BUCKET, `${ns}.>`),
           ...streamSetup(`KV_${ENGINES_BUCKET}`),
         ],
-        subscribe: [inbox, `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${nsStreams}.${RUNNERS_CONSUMER}`],
+        subscribe: [inbox],
       };
     }
     case "runner": {
@@ -150,8 +144,16 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...streamSetup(`KV_${EFFECTS_BUCKET}`),
           ...kvWrite(EFFECTS_BUCKET, `${keys}.>`),
           ...kvRead(EFFECTS_BUCKET, `${keys}.>`),
-          // The durable record of max-deliveries advisories (created by whoever starts first).
+          // Calls that ran out of deliveries: their pool's advisories, the call
+          // message (to answer it) and its removal from the queue.
           ...streamSetup(MAXDELIVER_STREAM),
+          `$JS.API.CONSUMER.CREATE.${MAXDELIVER_STREAM}.${stream}.$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.${RUNNERS_CONSUMER}`,
+          `$JS.API.CONSUMER.INFO.${MAXDELIVER_STREAM}.${stream}`,
+          `$JS.API.CONSUMER.MSG.NEXT.${MAXDELIVER_STREAM}.${stream}`,
+          `$JS.ACK.${MAXDELIVER_STREAM}.${stream}.>`,
+          `$JS.API.STREAM.MSG.GET.${stream}`,
+          `$JS.API.DIRECT.GET.${stream}`,
+          `$JS.API.STREAM.MSG.DELETE.${stream}`,
         ],
         subscribe: [inbox],
       };
