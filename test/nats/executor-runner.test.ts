@@ -103,7 +103,7 @@ t.test("a second completion of a call is counted as a duplicate and never delive
   const nc = await connect({ servers: server.url });
   t.teardown(() => nc.close());
   const tokens: string[] = [];
-  nc.subscribe("interlace.tools.default.tools.sleep", { callback: (_e, m) => tokens.push((m.json<{ token: string }>()).token) });
+  nc.subscribe("interlace.tools.default.tools.sleep", { callback: (_e, m) => void tokens.push(m.json<{ token: string }>().token) });
   await nc.flush();
   const runner = await startRunner(t, server.url);
   const call = makeCall("s1", "sleep", { ms: 800, result: "real" });
