@@ -201,9 +201,9 @@ export class NatsServer {
     this.child = null;
   }
 
-  /** Stops and starts again on the same port and store directory (streams, consumers and stored messages survive). */
-  async restart(downMs = 0): Promise<void> {
-    await this.halt();
+  /** Stops (`signal`, SIGKILL for a crash) and starts again on the same port and store directory (streams, consumers and stored messages survive). */
+  async restart(downMs = 0, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+    await this.halt(signal);
     if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
     await this.launch();
   }

@@ -14,6 +14,7 @@ import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
+import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
 export interface EnginePod {
@@ -43,6 +44,9 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
   const executor = await NatsExecutor.connect({
     servers: options.executor.natsUrl!.split(","),
     enginePod: options.podName,
+    // Credentials, CA and interrupt key come from the pod's Secrets (INTERLACE_NATS_CREDS, INTERLACE_NATS_CA, INTERLACE_INTERRUPT_KEY).
+    security: natsSecurityFromEnv(),
+    ...(process.env["INTERLACE_INTERRUPT_KEY"] ? { interruptKey: process.env["INTERLACE_INTERRUPT_KEY"] } : {}),
     registry: metrics.registry,
     log,
     inbox,

@@ -347,6 +347,8 @@ export class ToolRunner {
     // Stored before it is published and acked: a redelivery after this line republishes it.
     if (recorded) await this.effects.finish(callMsgIdValue, result);
     if (!(await this.publishResult(m, route.replyTo, result, callMsgIdValue))) return;
+    // Fault injection for the at-most-once tests: die exactly between publish and ack.
+    if (process.env["INTERLACE_FAULT"] === "exit-before-ack") process.kill(process.pid, "SIGKILL");
     // Acked only once the result is stored: a crash before this line means redelivery, never a lost result.
     // A plain ack (no confirmation round trip): if it is lost, the call is redelivered and run again, and
     // its second result is dropped by JetStream (same Nats-Msg-Id) and by the engine's de-duplication.
