@@ -23,6 +23,7 @@ import {
   type PoolRef,
   type ResultMessage,
 } from "../../common/src/protocol/index.js";
+import { errorOutcome } from "../../common/src/wire/index.js";
 import type { EffectLog } from "./effect-log.js";
 import type { ToolRunnerMetrics } from "./metrics.js";
 
@@ -84,9 +85,7 @@ export class MaxDeliveriesResponder {
           callId: c.callId,
           sessionId: c.sessionId,
           tool: c.tool,
-          ok: false,
-          output: `error ${ErrorCode.MaxDeliveries}: ${message}`,
-          error: { code: ErrorCode.MaxDeliveries, message },
+          ...errorOutcome(ErrorCode.MaxDeliveries, message),
           runMs: 0,
           attempt: a.deliveries,
           runner: this.o.runnerId,
