@@ -14,6 +14,7 @@ import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
+import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
@@ -82,6 +83,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       limits: options.server,
       metrics,
       log: log.child({ subsystem: "http" }),
+      // INTERLACE_API_KEYS_FILE / INTERLACE_API_KEYS (the chart's API key Secret); unset: no authentication.
+      apiKeys: apiKeysFromEnv(),
     });
     const port = await server.listen(options.server.port, options.server.host);
     started.push({ name: "http", close: () => server.close() });
