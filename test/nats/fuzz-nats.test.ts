@@ -23,7 +23,7 @@ const body = fc.oneof(
 t.test("arbitrary messages on interrupt and call subjects: counted drops, nothing crashes", async (t) => {
   const server = await startNatsServer(t);
   let delivered = 0;
-  const executor = await startExecutor(t, server.url, { onInterrupt: () => (delivered++, false) });
+  const executor = await startExecutor(t, server.url, { inbox: { post: () => (delivered++, false) } });
   const runner = await startRunner(t, server.url);
   const nc = await connect({ servers: server.url });
   t.teardown(() => nc.close());

@@ -52,7 +52,7 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
   const executor = await startExecutor(t, server.url, {
     security: await as(ENGINE),
     interruptKey: INTERRUPT_KEY,
-    onInterrupt: (sessionId, input) => (received.push({ sessionId, value: input.value }), true),
+    inbox: { post: (sessionId, input) => (received.push({ sessionId, value: input.value }), true) },
   });
 
   await t.test("engine and runner work end to end over TLS with their own credentials", async (t) => {
