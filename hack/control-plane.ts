@@ -25,6 +25,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { generateCa, generateServerCert, openssl } from "./certs.js";
 
 const execFileP = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -98,22 +99,10 @@ function binDirOf(opts: ControlPlaneOptions): string {
   return opts.binDir ?? process.env["INTERLACE_BIN"] ?? path.join(process.env["INTERLACE_CACHE"] ?? path.join(ROOT, ".cache"), "bin");
 }
 
-async function openssl(cwd: string, args: string[]): Promise<void> {
-  await execFileP("openssl", args, { cwd });
-}
-
 /** CA, serving certificate for 127.0.0.1/localhost, and the service-account key pair (all P-256). */
 async function generateCertificates(dir: string): Promise<void> {
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  await openssl(dir, ["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=interlace-test-ca"]);
-  await openssl(dir, [
-    "req", "-new", ...ec, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver",
-    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc",
-  ]);
-  await openssl(dir, [
-    "x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-    "-out", "apiserver.crt", "-days", "2", "-copy_extensions", "copy",
-  ]);
+  await generateCa(dir);
+  await generateServerCert(dir, "apiserver", ["IP:127.0.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc"]);
   await openssl(dir, ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key"]);
   await openssl(dir, ["ec", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
 }

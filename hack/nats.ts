@@ -4,13 +4,23 @@
  * {@link NatsServer.stop}. Used by the NATS tests, the benchmark and the local
  * stack (`hack/stack.ts`). The binary comes from `hack/tools/10-nats-server.sh`
  * (run on demand when it is missing).
+ *
+ * Optionally secured as in the chart ({@link createNatsSecurity}): JWT/nkey
+ * authentication with the permission layout of common/src/security, and TLS
+ * with certificates from the machine's openssl. {@link NatsCluster} runs three
+ * such servers as one JetStream cluster (streams and buckets at R3); a single
+ * open server stays the default.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createTrustRoot, mintUserCreds, serverAuthConfig, type NatsTrustRoot } from "../common/src/security/nats-credentials.js";
+import type { NatsSecurity } from "../common/src/security/nats-connect.js";
+import type { NatsIdentity } from "../common/src/security/nats-permissions.js";
+import { generateCa, generateServerCert } from "./certs.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -21,6 +31,47 @@ export interface NatsServerOptions {
   storeDir?: string;
   /** Forward the server's log lines (default false). */
   verbose?: boolean;
+  /** Authentication and TLS (default: an open server, as on a laptop). */
+  security?: NatsSecurityFixture;
+  /** Cluster membership (set by {@link NatsCluster}). */
+  cluster?: { name: string; port: number; routes: number[]; serverName: string };
+}
+
+/** What a secured server (or cluster) trusts: a trust root, and TLS files when TLS is on. */
+export interface NatsSecurityFixture {
+  dir: string;
+  root?: NatsTrustRoot;
+  tls?: { caFile: string; certFile: string; keyFile: string };
+}
+
+/**
+ * Makes a trust root (`auth`, default true) and a CA plus a loopback server
+ * certificate (`tls`, default true) in a fresh folder; {@link natsClientSecurity}
+ * then mints the credentials of any identity.
+ */
+export async function createNatsSecurity(options: { auth?: boolean; tls?: boolean } = {}): Promise<NatsSecurityFixture> {
+  const dir = mkdtempSync(join(tmpdir(), "interlace-nats-sec-"));
+  const fixture: NatsSecurityFixture = { dir };
+  if (options.auth ?? true) fixture.root = await createTrustRoot();
+  if (options.tls ?? true) {
+    await generateCa(dir, "interlace-nats-test-ca");
+    await generateServerCert(dir, "nats", ["IP:127.0.0.1", "DNS:localhost"]);
+    fixture.tls = { caFile: join(dir, "ca.crt"), certFile: join(dir, "nats.crt"), keyFile: join(dir, "nats.key") };
+  }
+  return fixture;
+}
+
+/** The client settings for `id` against a server secured with `fixture` (creds minted now). */
+export async function natsClientSecurity(fixture: NatsSecurityFixture | undefined, id: NatsIdentity): Promise<NatsSecurity> {
+  const out: NatsSecurity = {};
+  if (fixture?.root !== undefined) out.creds = await mintUserCreds(fixture.root.accountSeed, id);
+  if (fixture?.tls !== undefined) out.caFile = fixture.tls.caFile;
+  return out;
+}
+
+/** Removes a fixture's folder. */
+export function removeNatsSecurity(fixture: NatsSecurityFixture): void {
+  rmSync(fixture.dir, { recursive: true, force: true });
 }
 
 /** The cached nats-server binary, installed on demand. */
@@ -62,25 +113,49 @@ export class NatsServer {
   private readonly ownsStore: boolean;
   readonly storeDir: string;
 
+  private readonly configFile: string;
+
   private constructor(
     readonly port: number,
+    readonly httpPort: number,
     storeDir: string | undefined,
     private readonly verbose: boolean,
+    private readonly options: NatsServerOptions,
   ) {
     this.ownsStore = storeDir === undefined;
     this.storeDir = storeDir ?? mkdtempSync(join(tmpdir(), "interlace-nats-"));
+    this.configFile = `${this.storeDir}.conf`;
   }
 
   /** Starts a server and resolves once it accepts connections. */
   static async start(options: NatsServerOptions = {}): Promise<NatsServer> {
-    const server = new NatsServer(options.port ?? (await freePort()), options.storeDir, options.verbose ?? false);
+    const server = new NatsServer(options.port ?? (await freePort()), await freePort(), options.storeDir, options.verbose ?? false, options);
     await server.launch();
     return server;
   }
 
-  /** `nats://127.0.0.1:<port>` */
+  /** `nats://127.0.0.1:<port>` (`tls://` when the server requires TLS). */
   get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
+    return `${this.options.security?.tls !== undefined ? "tls" : "nats"}://127.0.0.1:${this.port}`;
+  }
+
+  /** The server's config file: the chart's settings, on loopback. */
+  private renderConfig(): string {
+    const o = this.options;
+    const lines = [
+      `listen: "127.0.0.1:${this.port}"`,
+      `http: "127.0.0.1:${this.httpPort}"`,
+      `server_name: "${o.cluster?.serverName ?? `n${this.port}`}"`,
+      `jetstream { store_dir: "${this.storeDir}" }`,
+    ];
+    const tls = o.security?.tls;
+    if (tls !== undefined) lines.push(`tls { cert_file: "${tls.certFile}", key_file: "${tls.keyFile}", timeout: 5 }`);
+    if (o.security?.root !== undefined) lines.push(serverAuthConfig(o.security.root));
+    if (o.cluster !== undefined) {
+      const routes = o.cluster.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(", ");
+      lines.push(`cluster { name: "${o.cluster.name}", listen: "127.0.0.1:${o.cluster.port}", routes: [${routes}] }`);
+    }
+    return `${lines.join("\n")}\n`;
   }
 
   get running(): boolean {
@@ -89,7 +164,8 @@ export class NatsServer {
 
   private async launch(): Promise<void> {
     const bin = natsServerBinary();
-    const child = spawn(bin, ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.storeDir], {
+    writeFileSync(this.configFile, this.renderConfig(), { mode: 0o600 });
+    const child = spawn(bin, ["-c", this.configFile], {
       stdio: ["ignore", this.verbose ? "inherit" : "ignore", this.verbose ? "inherit" : "pipe"],
     });
     this.child = child;
@@ -125,9 +201,9 @@ export class NatsServer {
     this.child = null;
   }
 
-  /** Stops and starts again on the same port and store directory (streams, consumers and stored messages survive). */
-  async restart(downMs = 0): Promise<void> {
-    await this.halt();
+  /** Stops (`signal`, SIGKILL for a crash) and starts again on the same port and store directory (streams, consumers and stored messages survive). */
+  async restart(downMs = 0, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+    await this.halt(signal);
     if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
     await this.launch();
   }
@@ -136,6 +212,70 @@ export class NatsServer {
   async stop(): Promise<void> {
     await this.halt();
     if (this.ownsStore) rmSync(this.storeDir, { recursive: true, force: true });
+    rmSync(this.configFile, { force: true });
+  }
+
+  /** True once the server reports itself healthy, JetStream included (in a cluster: a meta leader is known). */
+  async healthy(): Promise<boolean> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.httpPort}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+}
+
+export interface NatsClusterOptions {
+  /** Default 3. */
+  size?: number;
+  security?: NatsSecurityFixture;
+  verbose?: boolean;
+}
+
+/**
+ * A JetStream cluster of nats-servers on loopback (default three nodes, so
+ * streams and buckets can be R3 and survive the loss of one node). Clients
+ * are given every node's URL ({@link NatsCluster.urls}).
+ */
+export class NatsCluster {
+  private constructor(readonly nodes: NatsServer[]) {}
+
+  static async start(options: NatsClusterOptions = {}): Promise<NatsCluster> {
+    const size = options.size ?? 3;
+    const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const nodes = await Promise.all(
+      clusterPorts.map((port, i) =>
+        NatsServer.start({
+          verbose: options.verbose ?? false,
+          ...(options.security !== undefined ? { security: options.security } : {}),
+          cluster: { name: "interlace", port, routes: clusterPorts.filter((p) => p !== port), serverName: `nats-${i}` },
+        }),
+      ),
+    );
+    const cluster = new NatsCluster(nodes);
+    await cluster.waitHealthy();
+    return cluster;
+  }
+
+  /** Every node's URL (the client's seed list). */
+  get urls(): string[] {
+    return this.nodes.map((n) => n.url);
+  }
+
+  /** Waits until every running node reports healthy (JetStream meta leader elected). */
+  async waitHealthy(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const states = await Promise.all(this.nodes.filter((n) => n.running).map((n) => n.healthy()));
+      if (states.every(Boolean)) return;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`NATS cluster not healthy within ${timeoutMs} ms`);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
   }
 }
 

@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { builtinToolSpecs } from "../common/src/builtin-tools/index.js";
 import type { ToolSpec } from "../common/src/index.js";
 import type { ToolRunnerConfig } from "../common/src/protocol/index.js";
-import { NatsServer } from "./nats.js";
+import { createNatsSecurity, natsClientSecurity, NatsServer, removeNatsSecurity, type NatsSecurityFixture } from "./nats.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -88,10 +88,14 @@ export interface ToolStackOptions {
   pool?: ToolRunnerConfig;
   /** Use an already running NATS server instead of starting one. */
   natsUrl?: string;
+  /** Start the server with JWT authentication and TLS (as the chart does); runners get their own credentials. */
+  secure?: boolean;
 }
 
 export interface ToolStack {
   natsUrl: string;
+  /** The trust root and CA of a secure stack (mint an engine's credentials with `natsClientSecurity`). */
+  security?: NatsSecurityFixture;
   /** The pool to pass as the executor's `defaultPool` (and in ToolSpec.pool). */
   pool: { namespace: string; name: string };
   config: ToolRunnerConfig;
@@ -102,25 +106,37 @@ export interface ToolStack {
 
 /** Brings up nats-server and the tool runners. */
 export async function startToolStack(options: ToolStackOptions = {}): Promise<ToolStack> {
-  const server = options.natsUrl === undefined ? await NatsServer.start() : null;
+  const security = options.secure === true ? await createNatsSecurity() : undefined;
+  const server = options.natsUrl === undefined ? await NatsServer.start(security !== undefined ? { security } : {}) : null;
   const natsUrl = options.natsUrl ?? server!.url;
   const config = options.pool ?? sampleToolPool();
   const runners: ToolRunnerProcess[] = [];
+  const env: NodeJS.ProcessEnv = {};
+  if (security !== undefined) {
+    const creds = await natsClientSecurity(security, { kind: "runner", namespace: config.namespace, pool: config.pool });
+    const credsFile = join(security.dir, "runner.creds");
+    writeFileSync(credsFile, creds.creds!, { mode: 0o600 });
+    env["INTERLACE_NATS_CREDS"] = credsFile;
+    env["INTERLACE_NATS_CA"] = creds.caFile;
+  }
   try {
-    for (let i = 0; i < (options.runners ?? 1); i++) runners.push(await spawnToolRunner(natsUrl, config, `${config.pool}-runner-${i}`));
+    for (let i = 0; i < (options.runners ?? 1); i++) runners.push(await spawnToolRunner(natsUrl, config, `${config.pool}-runner-${i}`, env));
   } catch (err) {
     await Promise.all(runners.map((r) => r.stop("SIGKILL")));
     await server?.stop();
+    if (security !== undefined) removeNatsSecurity(security);
     throw err;
   }
   return {
     natsUrl,
+    ...(security !== undefined ? { security } : {}),
     pool: { namespace: config.namespace, name: config.pool },
     config,
     runners,
     async stop() {
       await Promise.all(runners.map((r) => r.stop()));
       await server?.stop();
+      if (security !== undefined) removeNatsSecurity(security);
     },
   };
 }

@@ -12,6 +12,10 @@ export const ErrorCode = {
   ToolTimeout: "tool_timeout",
   NoRunners: "no_runners",
   MaxDeliveries: "max_deliveries",
+  /** A non-idempotent tool was started but its result was lost (its runner died): it is not run a second time. */
+  OutcomeUnknown: "outcome_unknown",
+  Unauthorized: "unauthorized",
+  Forbidden: "forbidden",
   PayloadTooLarge: "payload_too_large",
   ContextOverflow: "context_overflow",
   Capacity: "capacity",

@@ -16,6 +16,8 @@ import { HeartbeatPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
+import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
+import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
 export interface EnginePod {
@@ -45,6 +47,9 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
   const executor = await NatsExecutor.connect({
     servers: options.executor.natsUrl!.split(","),
     enginePod: options.podName,
+    // Credentials, CA and interrupt key come from the pod's Secrets (INTERLACE_NATS_CREDS, INTERLACE_NATS_CA, INTERLACE_INTERRUPT_KEY).
+    security: natsSecurityFromEnv(),
+    ...(process.env["INTERLACE_INTERRUPT_KEY"] ? { interruptKey: process.env["INTERLACE_INTERRUPT_KEY"] } : {}),
     registry: metrics.registry,
     log,
     inbox,
@@ -80,6 +85,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       limits: options.server,
       metrics,
       log: log.child({ subsystem: "http" }),
+      // INTERLACE_API_KEYS_FILE / INTERLACE_API_KEYS (the chart's API key Secret); unset: no authentication.
+      apiKeys: apiKeysFromEnv(),
     });
     const port = await server.listen(options.server.port, options.server.host);
     started.push({ name: "http", close: () => server.close() });

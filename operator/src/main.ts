@@ -11,6 +11,7 @@ import { JetStreamPoolCleanup, NatsLiveState, noopPoolCleanup, setupControllers,
 import { createOperatorMetrics } from "./metrics.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { EventRecorder, KubeClient, Manager, loadKubeConfig, toKubeConfig, type ClusterAccess, type RateLimiter } from "./runtime/index.js";
+import { natsReplicas } from "../../common/src/protocol/index.js";
 
 export interface Operator {
   manager: Manager;
@@ -69,6 +70,8 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
         image: opts.image,
         ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
         natsUrl: opts.natsUrl ?? DEFAULT_POD_NATS_URL,
+        // The chart sets INTERLACE_NATS_REPLICAS to its cluster size; the pods create streams and buckets with it.
+        natsReplicas: natsReplicas(),
         routerUrl: opts.routerUrl,
       },
       log,

@@ -69,7 +69,8 @@ t.test("helm template with default values", async (t) => {
   t.equal(dep.spec.replicas, 2, "two operator replicas");
   const container = dep.spec.template.spec.containers[0];
   t.ok(container.args.includes("--leader-elect=true"), "leader election on");
-  t.ok(container.args.includes("--nats-url=nats://interlace-nats.interlace-system.svc:4222"), "in-chart NATS URL");
+  const seeds = [0, 1, 2].map((i) => `tls://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
+  t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster, over TLS");
   t.equal(dep.spec.template.spec.serviceAccountName, "interlace");
   t.ok(find(ms, "ServiceAccount", "interlace"));
   t.ok(find(ms, "Service", "interlace"));
@@ -106,6 +107,48 @@ t.test("helm template with default values", async (t) => {
       t.ok(c.resources?.requests, `${name}/${c.name} has resource requests`);
     }
   }
+});
+
+t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPolicies", async (t) => {
+  const ms = await render();
+  const sts = find(ms, "StatefulSet", "interlace-nats");
+  t.equal(sts.spec.replicas, 3, "three NATS nodes by default");
+  const conf: string = find(ms, "ConfigMap", "interlace-nats").data["nats.conf"];
+  t.match(conf, /tls \{\s*cert_file: \/etc\/nats-tls\/tls.crt/, "clients must use TLS");
+  t.match(conf, /cluster \{[\s\S]*routes: \[[\s\S]*interlace-nats-2\.interlace-nats-headless[\s\S]*verify: true/, "routes to every node, mutual TLS between nodes");
+  t.notMatch(conf, /include/, "no auth include without an auth Secret");
+  const volumes = sts.spec.template.spec.volumes.map((v: { name: string; secret?: { secretName: string } }) => [v.name, v.secret?.secretName]);
+  t.same(volumes.find((v: string[]) => v[0] === "tls"), ["tls", "interlace-nats-tls"]);
+  const secret = find(ms, "Secret", "interlace-nats-tls");
+  t.equal(secret.type, "kubernetes.io/tls", "a generated certificate when no Secret or cert-manager is given");
+  const pem = Buffer.from(secret.data["tls.crt"], "base64").toString();
+  t.match(pem, /BEGIN CERTIFICATE/);
+  const { X509Certificate } = await import("node:crypto");
+  const cert = new X509Certificate(pem);
+  t.match(cert.subjectAltName ?? "", /\*\.interlace-nats-headless\.interlace-system\.svc/, "valid for every node's DNS name");
+  t.ok(cert.verify(new X509Certificate(Buffer.from(secret.data["ca.crt"], "base64")).publicKey), "signed by the shipped CA");
+
+  const nats = find(ms, "NetworkPolicy", "interlace-nats");
+  t.same(nats.spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [4222, 6222, 8222]);
+  t.same(nats.spec.ingress[0].from[0].podSelector.matchLabels, { "app.kubernetes.io/name": "interlace" }, "clients only from Interlace pods");
+  const engines = find(ms, "NetworkPolicy", "interlace-engines");
+  t.same(engines.spec.podSelector.matchLabels, { "app.kubernetes.io/name": "interlace", "app.kubernetes.io/component": "engine" });
+  const from = engines.spec.ingress[0].from;
+  t.same(from.map((f: { podSelector: { matchLabels: Record<string, string> } }) => f.podSelector.matchLabels["app.kubernetes.io/component"]), ["operator", "router"], "only the operator/router reach engine pods");
+  t.equal(engines.spec.ingress.length, 1, "nothing else by default");
+  t.ok(find(ms, "NetworkPolicy", "interlace-toolrunners"));
+
+  const withAuth = await render(["nats.auth.secretName=nats-auth", "nats.tls.secretName=my-tls", "nats.replicas=1", "networkPolicy.appNamespaces={team-a,team-b}"]);
+  const conf1: string = find(withAuth, "ConfigMap", "interlace-nats").data["nats.conf"];
+  t.match(conf1, /include "\/etc\/nats-auth\/auth.conf"/, "JWT authentication from the auth Secret");
+  t.notMatch(conf1, /cluster \{/, "a single node has no cluster block");
+  t.notOk(find(withAuth, "Secret", "interlace-nats-tls"), "a provided TLS Secret is used as is");
+  t.same(find(withAuth, "StatefulSet", "interlace-nats").spec.template.spec.volumes.find((v: { name: string }) => v.name === "tls").secret.secretName, "my-tls");
+  t.same(withAuth.filter((m) => m.kind === "NetworkPolicy" && m.metadata.name === "interlace-engines").map((m) => m.metadata.namespace), ["team-a", "team-b"]);
+  const plain = await render(["nats.tls.enabled=false", "nats.replicas=1", "networkPolicy.enabled=false"]);
+  const op = find(plain, "Deployment", "interlace-operator").spec.template.spec.containers[0];
+  t.ok(op.args.includes("--nats-url=nats://interlace-nats-0.interlace-nats-headless.interlace-system.svc:4222"), "laptop mode: one plain node");
+  t.notOk(find(plain, "NetworkPolicy"));
 });
 
 t.test("the ClusterRole grants exactly what the reconcilers need", async (t) => {

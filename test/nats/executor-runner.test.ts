@@ -96,22 +96,30 @@ t.test("executor and runner over a real nats-server", async (t) => {
   t.equal(await counterValue(executor.metrics.duplicateCompletions), 0, "no duplicate completions");
 });
 
-t.test("a second completion of a call is counted as a duplicate and never delivered", async (t) => {
+t.test("a second completion of a call is counted as a duplicate and never delivered; one without the call's token is dropped as forged", async (t) => {
   const server = await startNatsServer(t);
   const executor = await startExecutor(t, server.url, { enginePod: "dup-pod" });
+  // On this open test server anyone may read the call subject; the token is what a redelivered call's runner would echo.
+  const nc = await connect({ servers: server.url });
+  t.teardown(() => nc.close());
+  const tokens: string[] = [];
+  nc.subscribe("interlace.tools.default.tools.sleep", { callback: (_e, m) => void tokens.push(m.json<{ token: string }>().token) });
+  await nc.flush();
   const runner = await startRunner(t, server.url);
   const call = makeCall("s1", "sleep", { ms: 800, result: "real" });
   const pending = executor.execute(call);
   const running = Date.now() + 10_000;
   while ((await runner.metrics.inFlight.get()).values[0]?.value !== 1 && Date.now() < running) await new Promise((r) => setTimeout(r, 10));
-  // A stray completion for the same call (as a redelivered call's runner would send), published before the real one.
-  const nc = await connect({ servers: server.url });
-  t.teardown(() => nc.close());
   const js = jetstream(nc);
-  const forged = { v: PROTOCOL_VERSION, type: "result", callId: call.id, sessionId: "s1", tool: "sleep", ok: true, output: "first", runMs: 1, attempt: 1, runner: "other" };
-  await js.publish(interruptSubject("dup-pod", "s1"), JSON.stringify(forged));
+  const stray = { v: PROTOCOL_VERSION, type: "result", callId: call.id, sessionId: "s1", tool: "sleep", ok: true, output: "first", runMs: 1, attempt: 1, runner: "other" };
+  // Without the token: forged, dropped.
+  await js.publish(interruptSubject("dup-pod", "s1"), JSON.stringify({ ...stray, output: "forged" }));
+  // With it (as a redelivered call's runner would send), before the real one.
+  t.equal(tokens.length, 1, "the call was seen once");
+  await js.publish(interruptSubject("dup-pod", "s1"), JSON.stringify({ ...stray, token: tokens[0] }));
   const r = await pending;
-  t.equal(r.output, "first", "the first completion is delivered");
+  t.equal(r.output, "first", "the first completion with the token is delivered");
+  t.equal(await counterValue(executor.metrics.droppedCompletions, { reason: "forged" }), 1, "the forged one was dropped and counted");
   // The runner's own completion arrives later and is dropped as a duplicate.
   const until = Date.now() + 10_000;
   while ((await counterValue(executor.metrics.duplicateCompletions)) < 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));

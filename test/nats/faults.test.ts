@@ -7,12 +7,15 @@
  */
 import t from "tap";
 import { startNatsServer } from "../helpers/nats-server.js";
-import { counterValue, makeCall, poolConfig, spawnRunner, startExecutor, startRunner, waitFor } from "./fixtures.js";
+import { BUILTIN_TOOLS, counterValue, makeCall, poolConfig, spawnRunner, startExecutor, startRunner, waitFor } from "./fixtures.js";
 
-t.test("a runner SIGKILLed mid-call: the call is redelivered and completed exactly once", async (t) => {
+/** The builtin tools with `sleep` declared idempotent (so a redelivered call may run it again). */
+const IDEMPOTENT_SLEEP = BUILTIN_TOOLS.map((tool) => (tool.name === "sleep" ? { ...tool, idempotent: true } : tool));
+
+t.test("a runner SIGKILLed mid-call: an idempotent call is redelivered and completed exactly once", async (t) => {
   const server = await startNatsServer(t);
   const executor = await startExecutor(t, server.url);
-  const config = poolConfig({ ackWaitMs: 1_500, maxDeliver: 3, concurrency: 2 });
+  const config = poolConfig({ ackWaitMs: 1_500, maxDeliver: 3, concurrency: 2, tools: IDEMPOTENT_SLEEP });
   const a = await spawnRunner(t, server.url, config, "runner-a");
 
   const pending = executor.execute(makeCall("s1", "sleep", { ms: 1_000, result: "done" }, 30_000));
@@ -55,7 +58,7 @@ t.test("a call whose runner dies on its last delivery: the session gets a max_de
 t.test("nats-server restarted with calls in flight: nothing lost or duplicated", async (t) => {
   const server = await startNatsServer(t);
   const executor = await startExecutor(t, server.url);
-  const config = poolConfig({ ackWaitMs: 5_000, concurrency: 16 });
+  const config = poolConfig({ ackWaitMs: 5_000, concurrency: 16, tools: IDEMPOTENT_SLEEP });
   const r1 = await startRunner(t, server.url, config, { runnerId: "r1" });
   const r2 = await startRunner(t, server.url, config, { runnerId: "r2" });
 

@@ -54,13 +54,13 @@ export function makeCall(sessionId: string, tool: string, args: Record<string, u
   };
 }
 
-export async function startExecutor(t: Teardownable, url: string, extra: Partial<NatsExecutorOptions> = {}): Promise<NatsExecutor> {
+export async function startExecutor(t: Teardownable, url: string | string[], extra: Partial<NatsExecutorOptions> = {}): Promise<NatsExecutor> {
   const executor = await NatsExecutor.connect({ servers: url, enginePod: extra.enginePod ?? "engine-0", log, ...extra });
   t.teardown(() => executor.close());
   return executor;
 }
 
-export async function startRunner(t: Teardownable, url: string, config: ToolRunnerConfig = poolConfig(), extra: Partial<ToolRunnerOptions> = {}): Promise<ToolRunner> {
+export async function startRunner(t: Teardownable, url: string | string[], config: ToolRunnerConfig = poolConfig(), extra: Partial<ToolRunnerOptions> = {}): Promise<ToolRunner> {
   const runner = await ToolRunner.start({ servers: url, config, log, heartbeatMs: 500, pullExpiresMs: 1_000, drainTimeoutMs: 500, ...extra });
   t.teardown(() => runner.stop());
   return runner;
@@ -83,7 +83,7 @@ export interface RunnerProcess {
   metric(name: string): Promise<number>;
 }
 
-export async function spawnRunner(t: Teardownable, url: string, config: ToolRunnerConfig, runnerId: string): Promise<RunnerProcess> {
+export async function spawnRunner(t: Teardownable, url: string | string[], config: ToolRunnerConfig, runnerId: string, env: Record<string, string> = {}): Promise<RunnerProcess> {
   const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
@@ -94,8 +94,8 @@ export async function spawnRunner(t: Teardownable, url: string, config: ToolRunn
   writeFileSync(specFile, JSON.stringify(config));
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "toolrunner/src/main.ts", "--spec-file", specFile, "--nats-url", url, "--port", "0", "--host", "127.0.0.1", "--runner-id", runnerId, "--heartbeat-ms", "500"],
-    { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_LEVEL: process.env["LOG_LEVEL"] ?? "warn" } },
+    ["--import", "tsx", "toolrunner/src/main.ts", "--spec-file", specFile, "--nats-url", Array.isArray(url) ? url.join(",") : url, "--port", "0", "--host", "127.0.0.1", "--runner-id", runnerId, "--heartbeat-ms", "500"],
+    { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_LEVEL: process.env["LOG_LEVEL"] ?? "warn", ...env } },
   );
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   t.teardown(async () => {

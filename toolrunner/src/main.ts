@@ -10,6 +10,7 @@ import { ToolRunnerMetrics } from "./metrics.js";
 import { parseToolRunnerOptions } from "./options.js";
 import { ToolRunner } from "./runner.js";
 import { loadRunnerConfig } from "./spec-file.js";
+import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 
 const log = createLogger("toolrunner");
 try {
@@ -26,7 +27,7 @@ try {
     options.host,
   );
   shutdown.add("probes", () => new Promise<void>((r) => probes.server.close(() => r())));
-  runner = await ToolRunner.start({ servers: options.natsUrl, config, runnerId: options.runnerId, log, metrics, heartbeatMs: options.heartbeatMs, drainTimeoutMs: options.drainTimeoutMs });
+  runner = await ToolRunner.start({ servers: options.natsUrl, security: natsSecurityFromEnv(), config, runnerId: options.runnerId, log, metrics, heartbeatMs: options.heartbeatMs, drainTimeoutMs: options.drainTimeoutMs });
   shutdown.add("runner", () => runner?.stop());
   process.stdout.write(`toolrunner ready port=${probes.port} runner=${runner.runnerId}\n`);
 } catch (err) {

@@ -16,6 +16,9 @@ export class ToolRunnerMetrics {
   readonly malformed: Counter;
   readonly truncated: Counter<"tool">;
   readonly publishRetries: Counter;
+  /** Redelivered calls answered from the effect log: `replayed` (stored result republished), `outcome_unknown` (not run again). */
+  readonly effects: Counter<"outcome">;
+  readonly maxDeliveries: Counter;
 
   constructor(registry = new Registry(), defaults = false) {
     this.registry = registry;
@@ -51,5 +54,12 @@ export class ToolRunnerMetrics {
     this.malformed = new Counter({ name: "interlace_toolrunner_malformed_total", help: "Call messages that failed protocol validation.", registers });
     this.truncated = new Counter({ name: "interlace_toolrunner_truncated_total", help: "Results cut at the size cap.", labelNames: ["tool"], registers });
     this.publishRetries = new Counter({ name: "interlace_toolrunner_publish_retries_total", help: "Result publishes retried.", registers });
+    this.effects = new Counter({
+      name: "interlace_toolrunner_effect_log_total",
+      help: "Redelivered calls answered from the effect log instead of running: replayed (stored result republished), outcome_unknown (non-idempotent, started, result lost), rerun (idempotent, started, result lost).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.maxDeliveries = new Counter({ name: "interlace_toolrunner_max_deliveries_total", help: "Calls that ran out of deliveries, answered with a max_deliveries error.", registers });
   }
 }

@@ -7,21 +7,29 @@
  *
  * A runner that dies mid-call never acks, so JetStream redelivers the call to
  * another runner after `ackWaitMs` (runners extend it with `working()` while a
- * call runs). The result carries `Nats-Msg-Id` derived from the call's, so a
- * redelivered call's second result is dropped by JetStream, and the engine
- * de-duplicates as well. Every bad input becomes an error result and the
- * runner keeps serving.
+ * call runs). Effects are at most once: the call's start and result are
+ * recorded in the effect log before the ack (see effect-log.ts), so a
+ * redelivered call is answered from the record, and a non-idempotent tool that
+ * started but left no result gets `outcome_unknown` instead of a second run.
+ * The result carries `Nats-Msg-Id` derived from the call's, so a republished
+ * result is dropped by JetStream, and the engine de-duplicates as well; it
+ * echoes the call's token (results bound to calls). Calls that ran out of
+ * deliveries are answered `max_deliveries` from the pool's advisories (see
+ * max-deliveries.ts). Every bad input becomes an error result and the runner
+ * keeps serving.
  */
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager, type Consumer, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, runUnderDeadline, type Logger, type StopReason } from "../../common/src/index.js";
+import { natsConnectOptions, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import {
   encodeResult,
   ensureIntrStream,
   ensurePoolStream,
   MessageKind,
+  openEffectsBucket,
   openRunnersBucket,
   parseCallMessage,
   poolStream,
@@ -41,18 +49,22 @@ import {
   type ToolRunnerConfig,
 } from "../../common/src/protocol/index.js";
 import { errorOutcome } from "../../common/src/wire/index.js";
+import { EffectLog } from "./effect-log.js";
 import { createToolSet, type ToolSet } from "./implementations/index.js";
+import { MaxDeliveriesResponder } from "./max-deliveries.js";
 import { ToolRunnerMetrics } from "./metrics.js";
 import { truncateOutput } from "./truncate.js";
 
 export interface ToolRunnerOptions {
   servers: string | string[];
+  /** Credentials and TLS (default: none, an open server). */
+  security?: NatsSecurity;
   config: ToolRunnerConfig;
   /** Unique per runner process (default: hostname-pid). */
   runnerId?: string;
   log: Logger;
   metrics?: ToolRunnerMetrics;
-  /** Heartbeat period in the `interlace-runners` bucket (default 2000). */
+  /** Heartbeat period in the `interlace-runners` bucket (default 1000; engines count a runner gone after 4 s without one). */
   heartbeatMs?: number;
   /** How long one pull waits for a call before asking again (default 2000; also bounds shutdown). */
   pullExpiresMs?: number;
@@ -67,6 +79,17 @@ const SHUTDOWN = "shutdown" as const;
 
 const REPLY_TO_PATTERN = /^interlace\.intr\.[^.*> ]+\.[^.*> ]+$/;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The token of a call whose body failed validation, so its error result still reaches the engine. */
+function salvageToken(data: Uint8Array): string | undefined {
+  try {
+    const v: unknown = JSON.parse(new TextDecoder().decode(data));
+    const t = typeof v === "object" && v !== null ? (v as { token?: unknown }).token : undefined;
+    return typeof t === "string" && t.length <= 128 ? t : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 type Outcome = { ok: true; output: string } | { ok: false; code: string; message: string };
 
@@ -87,6 +110,7 @@ export class ToolRunner {
   private stopped: Promise<void> | null = null;
   /** Abort controllers of calls running now (aborted when a drain times out). */
   private readonly running = new Set<AbortController>();
+  private maxDeliveries: MaxDeliveriesResponder | null = null;
 
   private constructor(
     private readonly options: ToolRunnerOptions,
@@ -95,6 +119,7 @@ export class ToolRunner {
     private readonly consumer: Consumer,
     private readonly kv: KV,
     private readonly toolSet: ToolSet,
+    private readonly effects: EffectLog,
   ) {
     const c = options.config;
     this.pool = { namespace: c.namespace, name: c.pool };
@@ -119,6 +144,7 @@ export class ToolRunner {
     const nc = await connect({
       servers: options.servers,
       name: `interlace-toolrunner-${c.namespace}-${c.pool}`,
+      ...natsConnectOptions(options.security),
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       pingInterval: 10_000,
@@ -133,9 +159,11 @@ export class ToolRunner {
       const js = jetstream(nc);
       const consumer = await js.consumers.get(poolStream(pool), RUNNERS_CONSUMER);
       const kv = await openRunnersBucket(nc);
-      const runner = new ToolRunner(options, nc, js, consumer, kv, toolSet);
+      const effects = new EffectLog(await openEffectsBucket(nc), pool);
+      const runner = new ToolRunner(options, nc, js, consumer, kv, toolSet, effects);
+      runner.maxDeliveries = await MaxDeliveriesResponder.start({ jsm, js, pool, runnerId: runner.runnerId, log: runner.log, metrics: runner.metrics, effects, publish: (subject, result, callMsgId) => runner.publishResult(null, subject, result, callMsgId) });
       await runner.heartbeat();
-      runner.heartbeatTimer = setInterval(() => void runner.heartbeat(), options.heartbeatMs ?? 2_000);
+      runner.heartbeatTimer = setInterval(() => void runner.heartbeat(), options.heartbeatMs ?? 1_000);
       runner.puller = runner.pull();
       runner.log.info({ tools: [...toolSet.tools.keys()], ...runner.settings }, "tool runner serving");
       return runner;
@@ -150,7 +178,7 @@ export class ToolRunner {
   notReadyReason(): string | null {
     if (this.stopping) return "shutting down";
     if (this.nc.isClosed()) return "NATS connection closed";
-    const hb = this.options.heartbeatMs ?? 2_000;
+    const hb = this.options.heartbeatMs ?? 1_000;
     if (Date.now() - this.lastHeartbeat > 3 * hb) return "no heartbeat written recently (NATS unreachable?)";
     return null;
   }
@@ -233,6 +261,8 @@ export class ToolRunner {
     let outcome: Outcome;
     let tool = subjectTool;
     let runMs = 0;
+    const token = parsed.ok ? parsed.value.token : salvageToken(m.data);
+    let recorded = false;
     if (version !== undefined && version !== String(PROTOCOL_VERSION)) {
       outcome = { ok: false, code: ErrorCode.MalformedCall, message: `protocol version ${version} is not supported (runner speaks ${PROTOCOL_VERSION})` };
       this.metrics.malformed.inc();
@@ -248,15 +278,37 @@ export class ToolRunner {
         this.metrics.malformed.inc();
       } else {
         this.metrics.queueDelay.observe(Math.max(0, Date.now() - call.publishedAt) / 1000);
-        const started = performance.now();
-        const ran = await this.run(m, call.tool, call.arguments, call.deadline, { callId: call.callId, sessionId: call.sessionId, idempotencyKey: callMsgIdValue });
-        if (ran === SHUTDOWN) {
-          // Not finished in the drain window: hand it back so another runner runs it now.
-          m.nak();
+        // The effect log decides whether this delivery may run the tool (throws → nak, retried later).
+        const begun = await this.effects.begin(callMsgIdValue, this.runnerId, attempt);
+        recorded = true;
+        const prior = begun.fresh ? null : begun.record;
+        const idempotent = this.toolSet.tools.get(call.tool)?.spec.idempotent === true;
+        if (prior?.state === "done") {
+          // Ran and stored before; its runner died before the ack. Answer again, do not run again.
+          this.metrics.effects.inc({ outcome: "replayed" });
+          if (route.replyTo !== undefined && (await this.publishResult(m, route.replyTo, { ...prior.result, attempt }, callMsgIdValue))) m.ack();
           return;
         }
-        outcome = ran;
-        runMs = performance.now() - started;
+        if (!begun.fresh && !idempotent) {
+          this.metrics.effects.inc({ outcome: "outcome_unknown" });
+          const who = prior === null ? "an earlier delivery" : `runner ${prior.runner} (delivery ${prior.attempt})`;
+          outcome = {
+            ok: false,
+            code: ErrorCode.OutcomeUnknown,
+            message: `${call.tool} was started by ${who}, which stopped before reporting a result; the tool is not idempotent, so it was not run again and it may or may not have taken effect`,
+          };
+        } else {
+          if (!begun.fresh) this.metrics.effects.inc({ outcome: "rerun" });
+          const started = performance.now();
+          const ran = await this.run(m, call.tool, call.arguments, call.deadline, { callId: call.callId, sessionId: call.sessionId, idempotencyKey: callMsgIdValue });
+          if (ran === SHUTDOWN) {
+            // Not finished in the drain window: hand it back so another runner runs it now.
+            m.nak();
+            return;
+          }
+          outcome = ran;
+          runMs = performance.now() - started;
+        }
       }
     }
 
@@ -282,6 +334,7 @@ export class ToolRunner {
         : // Error text (an HTTP body excerpt, an MCP message) is capped like any output.
           errorOutcome(outcome.code, truncateOutput(outcome.message, this.settings.maxResultBytes).text)),
     };
+    if (token !== undefined) result.token = token;
     if (outcome.ok) {
       const cut = truncateOutput(outcome.output, this.settings.maxResultBytes);
       result.output = cut.text;
@@ -291,7 +344,11 @@ export class ToolRunner {
       }
     }
     this.metrics.calls.inc({ tool, outcome: outcome.ok ? "ok" : outcome.code });
+    // Stored before it is published and acked: a redelivery after this line republishes it.
+    if (recorded) await this.effects.finish(callMsgIdValue, result);
     if (!(await this.publishResult(m, route.replyTo, result, callMsgIdValue))) return;
+    // Fault injection for the at-most-once tests: die exactly between publish and ack.
+    if (process.env["INTERLACE_FAULT"] === "exit-before-ack") process.kill(process.pid, "SIGKILL");
     // Acked only once the result is stored: a crash before this line means redelivery, never a lost result.
     // A plain ack (no confirmation round trip): if it is lost, the call is redelivered and run again, and
     // its second result is dropped by JetStream (same Nats-Msg-Id) and by the engine's de-duplication.
@@ -339,14 +396,14 @@ export class ToolRunner {
   }
 
   /** Publishes through JetStream until stored (a disconnect is retried; the message id makes retries safe). */
-  private async publishResult(m: JsMsg, subject: string, result: ResultMessage, callMsgIdValue: string): Promise<boolean> {
+  private async publishResult(m: JsMsg | null, subject: string, result: ResultMessage, callMsgIdValue: string): Promise<boolean> {
     const ack = await publishWithRetry(this.js, subject, encodeResult(result, resultMsgId(callMsgIdValue)), {
       timeoutMs: () => 5_000,
       onFailure: (err, attempt) => {
         if (this.nc.isClosed()) return false;
         this.metrics.publishRetries.inc();
         if (attempt === 0) this.log.warn({ err: err.message, callId: result.callId }, "result publish failed; retrying");
-        m.working();
+        m?.working();
         return true;
       },
     });
@@ -362,6 +419,7 @@ export class ToolRunner {
     this.stopped ??= (async () => {
       this.stopping = true;
       if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+      await this.maxDeliveries?.stop();
       // Wake a pull loop parked on a full runner; an open fetch ends within pullExpiresMs.
       this.slotFreed?.();
       const all = this.puller.then(() => Promise.all([...this.handlers]));

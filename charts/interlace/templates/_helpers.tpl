@@ -63,8 +63,18 @@ app.kubernetes.io/component: nats
 {{/* The NATS URL the operator hands to engine and runner pods. */}}
 {{- define "interlace.natsUrl" -}}
 {{- if .Values.nats.enabled -}}
-{{- printf "nats://%s-nats.%s.svc:4222" (include "interlace.fullname" .) .Release.Namespace -}}
+{{- $scheme := ternary "tls" "nats" .Values.nats.tls.enabled -}}
+{{- $urls := list -}}
+{{- range $i := until (int .Values.nats.replicas) -}}
+{{- $urls = append $urls (printf "%s://%s-nats-%d.%s-nats-headless.%s.svc:4222" $scheme (include "interlace.fullname" $) $i (include "interlace.fullname" $) $.Release.Namespace) -}}
+{{- end -}}
+{{- join "," $urls -}}
 {{- else -}}
 {{- required "nats.externalUrl is required when nats.enabled is false" .Values.nats.externalUrl -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The Secret with the NATS servers' certificate (tls.crt, tls.key, ca.crt). */}}
+{{- define "interlace.natsTlsSecret" -}}
+{{- default (printf "%s-nats-tls" (include "interlace.fullname" .)) .Values.nats.tls.secretName -}}
+{{- end }}

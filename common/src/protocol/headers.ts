@@ -18,6 +18,8 @@ export const Header = {
   Kind: "Interlace-Kind",
   /** The {@link ErrorCode} of a failed result: errors carry their code in headers. */
   ErrorCode: "Interlace-Error-Code",
+  /** `<epoch ms>.<HMAC>` of a user / agent interrupt (see common/src/security/interrupt-signature.ts). */
+  Signature: "Interlace-Signature",
   /** JetStream de-duplication key (`PubHeaders.MsgIdHdr`). */
   MsgId: "Nats-Msg-Id",
 } as const;

@@ -19,6 +19,8 @@ export interface CallMessage {
   replyTo: string;
   /** When the executor published it, epoch ms (for latency accounting). */
   publishedAt: number;
+  /** Per-call secret the runner echoes in the result; binds the result to this call (see common/src/security/call-token.ts). */
+  token?: string;
 }
 
 /** A tool's completion, published by a runner on the call's `replyTo`. */
@@ -39,6 +41,8 @@ export interface ResultMessage {
   /** The JetStream delivery this result came from (1 = first). */
   attempt: number;
   runner: string;
+  /** The call's {@link CallMessage.token}, echoed. */
+  token?: string;
 }
 
 /** A user or agent message for a live session (`POST /v1/sessions/{id}/interrupts`, agent-to-agent). */
@@ -70,6 +74,7 @@ export const callMessageSchema: JsonSchema = {
     deadline: { type: "number" },
     replyTo: { type: "string", minLength: 1, pattern: "^interlace\\.intr\\.[^.*> ]+\\.[^.*> ]+$" },
     publishedAt: { type: "number" },
+    token: { type: "string", maxLength: 128 },
   },
   required: ["v", "callId", "sessionId", "tool", "arguments", "deadline", "replyTo", "publishedAt"],
   additionalProperties: false,
@@ -95,6 +100,7 @@ export const resultMessageSchema: JsonSchema = {
     truncated: { type: "boolean" },
     attempt: { type: "integer", minimum: 1 },
     runner: { type: "string" },
+    token: { type: "string", maxLength: 128 },
   },
   required: ["v", "type", "callId", "sessionId", "tool", "ok", "output", "runMs", "attempt", "runner"],
   additionalProperties: false,

@@ -11,7 +11,9 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { encodeInterrupt, type Encoded } from "./codec.js";
 import type { InterruptMessage } from "./messages.js";
+import { Header } from "./headers.js";
 import { interruptSubject } from "./subjects.js";
+import { signInterrupt } from "../security/interrupt-signature.js";
 import { PROTOCOL_VERSION } from "./version.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -61,6 +63,8 @@ export interface SendInterruptOptions {
   id?: string;
   /** The sender (an agent's app/session), for logs. */
   from?: string;
+  /** The interrupt key: signs the message so the engine accepts it (engines drop unsigned interrupts when they hold a key). */
+  signingKey?: string;
 }
 
 /** Publishes the interrupt and resolves once JetStream has stored it. */
@@ -69,7 +73,9 @@ export async function sendInterrupt(js: JetStreamClient, options: SendInterruptO
   if (options.id !== undefined) body.id = options.id;
   if (options.from !== undefined) body.from = options.from;
   const msg = encodeInterrupt(body, options.id !== undefined ? `intr:${options.enginePod}:${options.sessionId}:${options.id}` : undefined);
-  await js.publish(interruptSubject(options.enginePod, options.sessionId), msg.data, {
+  const subject = interruptSubject(options.enginePod, options.sessionId);
+  if (options.signingKey !== undefined) msg.headers.set(Header.Signature, signInterrupt(options.signingKey, subject, msg.data));
+  await js.publish(subject, msg.data, {
     headers: msg.headers,
     ...(msg.msgID !== undefined ? { msgID: msg.msgID } : {}),
   });

@@ -5,6 +5,9 @@
  * `INTERLACE_INTR` interrupt stream (runners and engines), an engine pod's
  * interrupt consumer (engines), the `interlace-runners` heartbeat bucket.
  *
+ * Streams and buckets have `INTERLACE_NATS_REPLICAS` replicas (default 1;
+ * 3 on the chart's three-node cluster, so losing one node loses nothing).
+ *
  * Streams use file storage so a nats-server restart loses nothing, work-queue
  * retention so an acked message is gone, and a two-minute de-duplication
  * window for `Nats-Msg-Id` (publish retries, redelivered calls' results).
@@ -22,6 +25,7 @@ import {
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { EFFECTS_BUCKET, MAXDELIVER_STREAM } from "./reliability.js";
 import {
   enginePodConsumer,
   enginePodSubjects,
@@ -38,6 +42,15 @@ const DUPLICATE_WINDOW_MS = 120_000;
 /** Calls and interrupts nobody took within an hour are past any deadline. */
 const MAX_AGE_MS = 3_600_000;
 
+/** Replicas of every stream and bucket: `INTERLACE_NATS_REPLICAS` (1 to 5, default 1). */
+export function natsReplicas(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env["INTERLACE_NATS_REPLICAS"];
+  if (raw === undefined || raw === "") return 1;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 5) throw new Error(`INTERLACE_NATS_REPLICAS must be an integer from 1 to 5, got "${raw}"`);
+  return n;
+}
+
 function isCode(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
 }
@@ -50,7 +63,7 @@ async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig>
     if (!isCode(err, JetStreamApiCodes.StreamNotFound)) throw err;
   }
   try {
-    await jsm.streams.add(config);
+    await jsm.streams.add({ num_replicas: natsReplicas(), ...config });
   } catch (err) {
     // Another party created it between our info and add: fine if it exists now.
     await jsm.streams.info(config.name).catch(() => {
@@ -141,7 +154,37 @@ export async function ensureEngineConsumer(jsm: JetStreamManager, enginePod: str
 
 /** The runner heartbeat bucket (one key per live runner, history 1, values expire after `ttlMs`). */
 export async function openRunnersBucket(nc: NatsConnection, ttlMs = 60_000): Promise<KV> {
-  return new Kvm(nc).create(RUNNERS_BUCKET, { history: 1, ttl: ttlMs, storage: StorageType.File });
+  return new Kvm(nc).create(RUNNERS_BUCKET, { history: 1, ttl: ttlMs, storage: StorageType.File, replicas: natsReplicas() });
+}
+
+/** The effect log bucket (see reliability.ts): records live as long as a call may be redelivered. */
+export async function openEffectsBucket(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).create(EFFECTS_BUCKET, { history: 1, ttl: MAX_AGE_MS, storage: StorageType.File, replicas: natsReplicas() });
+}
+
+/** The stream that keeps MAX_DELIVERIES advisories of every pool's `runners` consumer (see reliability.ts). */
+export async function ensureMaxDeliverStream(jsm: JetStreamManager): Promise<void> {
+  await ensureStream(jsm, {
+    name: MAXDELIVER_STREAM,
+    subjects: [`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.*.${RUNNERS_CONSUMER}`],
+    retention: RetentionPolicy.Interest,
+    storage: StorageType.File,
+    max_age: nanos(MAX_AGE_MS),
+  });
+}
+
+/** A pool's durable consumer of its own advisories in {@link MAXDELIVER_STREAM}; its name is the pool stream's. */
+export async function ensureMaxDeliverConsumer(jsm: JetStreamManager, pool: PoolRef): Promise<string> {
+  const name = poolStream(pool);
+  await ensureConsumer(jsm, MAXDELIVER_STREAM, {
+    durable_name: name,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${name}.${RUNNERS_CONSUMER}`,
+    ack_wait: nanos(30_000),
+    max_ack_pending: -1,
+  });
+  return name;
 }
 
 /** The heartbeat value a runner writes under its key. */

@@ -11,26 +11,35 @@
  * - A pool with no live runner (no fresh heartbeat in `interlace-runners`, or
  *   no stream at all) fails the call at once with `no_runners`.
  * - The call's deadline is enforced here (`tool_timeout`); a call whose
- *   message ran out of deliveries (JetStream's MAX_DELIVERIES advisory, matched
- *   by stream sequence) fails with `max_deliveries`.
+ *   message ran out of deliveries gets a `max_deliveries` result from its
+ *   pool's runners, which read JetStream's advisories from a stream (durable:
+ *   it reaches this executor through its interrupt consumer even if it was
+ *   disconnected when the deliveries ran out).
+ * - Every call carries a fresh secret token that the runner echoes; a result
+ *   without the pending call's token is forged (or replayed into another
+ *   session) and is dropped and counted, never delivered.
  * - A result for a call that already completed is counted as a duplicate and
- *   never delivered twice; user/agent interrupts go to the engine's inbox.
+ *   never delivered twice; user/agent interrupts go to the engine's inbox,
+ *   only when signed with the interrupt key if this executor holds one.
  *
  * `execute` never rejects; every failure is an `ok: false` result.
  */
 import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
-import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
+import { callTokenMatches, newCallToken } from "../../../common/src/security/call-token.js";
+import { InterruptVerifier } from "../../../common/src/security/interrupt-signature.js";
+import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import {
   callMsgId,
   encodeCall,
+  Header,
   enginePodConsumer,
   ensureEngineConsumer,
   ensureIntrStream,
   interruptSubject,
   INTR_STREAM,
-  maxDeliveriesAdvisorySubject,
   MessageKind,
   openRunnersBucket,
   parseIntrMessage,
@@ -55,6 +64,14 @@ import { RunnerRegistry } from "./nats/runner-registry.js";
 export interface NatsExecutorOptions {
   /** NATS server URL(s). */
   servers: string | string[];
+  /** Credentials and TLS (default: none, an open server). */
+  security?: NatsSecurity;
+  /**
+   * Key of signed interrupts (shared by engines and the router): when set,
+   * user/agent interrupts arriving over NATS must carry a valid signature,
+   * and this executor signs the ones it sends. Unset: an open development setup.
+   */
+  interruptKey?: string;
   /** This engine pod's name: its interrupt subjects are `interlace.intr.<pod>.>`. */
   enginePod: string;
   /** Pool for tools whose spec names none. Without it such calls fail with `unknown_tool`. */
@@ -64,7 +81,7 @@ export interface NatsExecutorOptions {
   /** Where metrics are registered (default: a private registry). */
   registry?: Registry;
   log: Logger;
-  /** A runner without a heartbeat for this long is gone (default 15000). */
+  /** A runner without a heartbeat for this long is gone (default 4000: runners beat every second). */
   runnerStaleAfterMs?: number;
   /** Wait for a publish acknowledgement this long before retrying (default 5000). */
   publishTimeoutMs?: number;
@@ -79,28 +96,19 @@ interface Pending {
   resolve: (result: ToolResult) => void;
   timer: NodeJS.Timeout;
   cleanup: () => void;
-  /** Where the call's message is stored, once published (for MAX_DELIVERIES advisories). */
-  seqKey?: string;
-}
-
-interface MaxDeliveriesAdvisory {
-  stream: string;
-  consumer: string;
-  stream_seq: number;
-  deliveries: number;
+  /** The secret the call's result must echo. */
+  token: string;
 }
 
 export class NatsExecutor implements Executor {
   readonly metrics: NatsExecutorMetrics;
   readonly registry: Registry;
   private readonly pending = new Map<string, Pending>();
-  /** `<stream>:<seq>` → call key. */
-  private readonly bySeq = new Map<string, string>();
   private readonly finished = new FinishedCalls();
   private readonly log: Logger;
   private closed = false;
   private messages: ConsumerMessages | null = null;
-  private advisories: Subscription | null = null;
+  private readonly verifier: InterruptVerifier | null;
 
   private constructor(
     private readonly options: NatsExecutorOptions,
@@ -112,6 +120,7 @@ export class NatsExecutor implements Executor {
     this.registry = options.registry ?? new Registry();
     this.metrics = new NatsExecutorMetrics(this.registry);
     this.log = options.log.child({ component: "nats-executor", pod: options.enginePod });
+    this.verifier = options.interruptKey !== undefined ? new InterruptVerifier(options.interruptKey) : null;
   }
 
   /** Connects, sets up the interrupt stream and this pod's consumer, and starts reading. */
@@ -119,6 +128,7 @@ export class NatsExecutor implements Executor {
     const nc = await connect({
       servers: options.servers,
       name: `interlace-engine-${options.enginePod}`,
+      ...natsConnectOptions(options.security),
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       pingInterval: 10_000,
@@ -129,7 +139,7 @@ export class NatsExecutor implements Executor {
       await ensureIntrStream(jsm);
       await ensureEngineConsumer(jsm, options.enginePod);
       const kv = await openRunnersBucket(nc);
-      const runners = new RunnerRegistry(kv, options.runnerStaleAfterMs ?? 15_000, options.log);
+      const runners = new RunnerRegistry(kv, options.runnerStaleAfterMs ?? 4_000, options.log);
       await runners.start();
       const executor = new NatsExecutor(options, nc, js, jsm, runners);
       await executor.start();
@@ -146,7 +156,7 @@ export class NatsExecutor implements Executor {
    * messages): it arrives there as an `[INTR]` block. Resolves once stored.
    */
   async sendInterrupt(enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id?: string; from?: string }): Promise<void> {
-    await sendInterrupt(this.js, { enginePod, sessionId, ...input });
+    await sendInterrupt(this.js, { enginePod, sessionId, ...input, ...(this.options.interruptKey !== undefined ? { signingKey: this.options.interruptKey } : {}) });
   }
 
   /** Calls published and not yet completed. */
@@ -155,16 +165,6 @@ export class NatsExecutor implements Executor {
   }
 
   private async start(): Promise<void> {
-    this.advisories = this.nc.subscribe(maxDeliveriesAdvisorySubject(), {
-      callback: (err, msg) => {
-        if (err) return;
-        try {
-          this.onMaxDeliveries(msg.json<MaxDeliveriesAdvisory>());
-        } catch (e) {
-          this.log.warn({ err: e }, "unreadable MAX_DELIVERIES advisory");
-        }
-      },
-    });
     const consumer = await this.js.consumers.get(INTR_STREAM, enginePodConsumer(this.options.enginePod));
     this.messages = await consumer.consume({
       max_messages: 512,
@@ -210,6 +210,7 @@ export class NatsExecutor implements Executor {
         resolve,
         timer,
         cleanup: () => signal?.removeEventListener("abort", onAbort),
+        token: newCallToken(),
       };
       this.pending.set(key, entry);
       this.metrics.inFlight.set(this.pending.size);
@@ -226,7 +227,6 @@ export class NatsExecutor implements Executor {
     this.pending.delete(key);
     clearTimeout(entry.timer);
     entry.cleanup();
-    if (entry.seqKey !== undefined) this.bySeq.delete(entry.seqKey);
     this.finished.add(key, how);
     this.metrics.inFlight.set(this.pending.size);
     this.metrics.calls.inc({ pool: entry.poolLabel, tool: entry.call.tool, outcome: result.ok ? "ok" : (result.error?.code ?? "error") });
@@ -253,6 +253,7 @@ export class NatsExecutor implements Executor {
       deadline: call.deadline,
       replyTo,
       publishedAt: Date.now(),
+      token: entry.token,
     };
     const message = encodeCall(body, msgId);
 
@@ -262,7 +263,7 @@ export class NatsExecutor implements Executor {
     }
     const stream = poolStream(pool);
     const publishTimeoutMs = this.options.publishTimeoutMs ?? 5_000;
-    const ack = await publishWithRetry(this.js, toolSubject(pool, call.tool), message, {
+    await publishWithRetry(this.js, toolSubject(pool, call.tool), message, {
       timeoutMs: () => Math.max(250, Math.min(publishTimeoutMs, call.deadline - Date.now())),
       active: () => this.pending.has(key) && !this.closed,
       onFailure: async (err, attempt) => {
@@ -275,10 +276,6 @@ export class NatsExecutor implements Executor {
         return this.pending.has(key);
       },
     });
-    if (ack !== null && this.pending.has(key)) {
-      entry.seqKey = `${ack.stream}:${ack.seq}`;
-      this.bySeq.set(entry.seqKey, key);
-    }
   }
 
   /** True only when JetStream answers that the pool's stream does not exist. */
@@ -296,19 +293,6 @@ export class NatsExecutor implements Executor {
     this.settle(key, "failed", { callId: entry.call.id, ...errorOutcome(ErrorCode.NoRunners, message) });
   }
 
-  private onMaxDeliveries(advisory: MaxDeliveriesAdvisory): void {
-    const seqKey = `${advisory.stream}:${advisory.stream_seq}`;
-    const key = this.bySeq.get(seqKey);
-    if (key === undefined) return; // another engine's call
-    const entry = this.pending.get(key);
-    if (entry === undefined) return;
-    const message = `tool "${entry.call.tool}" (pool ${entry.poolLabel}) failed on all ${advisory.deliveries} deliveries: its runner died or lost its connection each time`;
-    this.log.warn({ callId: entry.call.id, session: entry.call.sessionId, deliveries: advisory.deliveries }, "call ran out of deliveries");
-    this.settle(key, "failed", { callId: entry.call.id, ...errorOutcome(ErrorCode.MaxDeliveries, message) });
-    // The message stays in the work queue after its last delivery; remove it.
-    this.jsm.streams.deleteMessage(advisory.stream, advisory.stream_seq, false).catch(() => undefined);
-  }
-
   private onIntrMessage(m: JsMsg): void {
     const where = parseInterruptSubject(m.subject);
     const parsed = parseIntrMessage(m.data);
@@ -320,12 +304,26 @@ export class NatsExecutor implements Executor {
     }
     const msg = parsed.value;
     if (msg.type === MessageKind.Result) this.onResult(msg);
-    else this.onUserInterrupt(msg);
+    else if (this.verifier !== null) {
+      const check = this.verifier.check(m.subject, m.data, m.headers?.get(Header.Signature) || undefined);
+      if (check.ok) this.onUserInterrupt(msg);
+      else {
+        this.metrics.droppedCompletions.inc({ reason: check.reason });
+        this.log.warn({ subject: m.subject, session: msg.sessionId, reason: check.reason }, "interrupt without a valid signature dropped");
+      }
+    } else this.onUserInterrupt(msg);
     m.ack();
   }
 
   private onResult(msg: ResultMessage): void {
     const key = callKey(msg.sessionId, msg.callId);
+    const entry = this.pending.get(key);
+    if (entry !== undefined && !callTokenMatches(entry.token, msg.token)) {
+      // Not from a runner that received this call: forged, or replayed from another call or session.
+      this.metrics.droppedCompletions.inc({ reason: "forged" });
+      this.log.warn({ callId: msg.callId, session: msg.sessionId, runner: msg.runner }, "result without the call's token dropped (forged or replayed)");
+      return;
+    }
     const result: ToolResult = { callId: msg.callId, ok: msg.ok, output: msg.output, runMs: msg.runMs };
     if (msg.error !== undefined) result.error = msg.error;
     if (this.settle(key, "result", result)) return;
@@ -357,7 +355,6 @@ export class NatsExecutor implements Executor {
       this.settle(key, "cancelled", { callId: entry.call.id, ...errorOutcome(ErrorCode.Cancelled, "the executor is closing") });
     }
     this.runners.stop();
-    this.advisories?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
   }

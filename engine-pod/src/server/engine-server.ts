@@ -14,6 +14,7 @@ import { mountChatCompletions } from "./chat-completions-route.js";
 import { HttpError, NOT_READY, sendError, toHttpError, type ErrorContext } from "./http-errors.js";
 import type { ToolCatalog } from "./resolve-tools.js";
 import { mountSessionRoutes } from "./session-routes.js";
+import { bearerAuth, type ApiKeys } from "../../../common/src/security/http-auth.js";
 
 export interface EngineServerLimits {
   /** Largest request body, bytes (→ 413). */
@@ -31,6 +32,8 @@ export interface EngineServerOptions {
   log: Logger;
   /** The engine, when already loaded; else call {@link EngineServer.setEngine} later. */
   engine?: Engine;
+  /** API keys for `Authorization: Bearer` (null or absent: authentication off). Probes and /metrics stay open. */
+  apiKeys?: ApiKeys | null;
 }
 
 export const DEFAULT_SERVER_LIMITS: EngineServerLimits = {
@@ -70,6 +73,8 @@ export class EngineServer {
     });
 
     mountProbes(app, { registry: metrics.registry, notReadyReason: () => this.notReadyReason() });
+    // Everything below the probes needs an API key (when keys are configured).
+    app.use(bearerAuth(options.apiKeys ?? null));
 
     // Every body is read as JSON whatever its Content-Type (curl -d sends form encoding).
     const json = express.json({ limit: limits.maxBodyBytes, type: () => true });

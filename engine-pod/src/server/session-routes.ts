@@ -6,7 +6,7 @@
  * session, so the sequence and its KV cells are freed at once.
  */
 import { randomUUID } from "node:crypto";
-import type { Express, Request, RequestHandler, Response } from "express";
+import type { Express, NextFunction, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger, type SessionEvent } from "../../../common/src/index.js";
 import type { Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
@@ -14,6 +14,7 @@ import { HttpError, SESSION_FINISHED } from "./http-errors.js";
 import type { ToolCatalog } from "./resolve-tools.js";
 import { openSse } from "./sse.js";
 import { parseCreateSessionRequest, parseInterruptRequest } from "./validate-request.js";
+import { forbid, principalOf } from "../../../common/src/security/http-auth.js";
 
 export interface SessionRoutesContext {
   engine: () => Engine;
@@ -35,11 +36,24 @@ function isDone(events: readonly SessionEvent[]): boolean {
 }
 
 export function mountSessionRoutes(app: Express, json: RequestHandler, ctx: SessionRoutesContext): void {
+  /** Session → the principal (API key) that opened it: only it may read, interrupt or cancel the session. */
+  const owners = new Map<string, string>();
+  const owned = (req: Request, res: Response, next: NextFunction): void => {
+    const id = sessionId(req);
+    const owner = owners.get(id);
+    if (owner !== undefined && owner !== principalOf(res)) return forbid(res, `session "${id}" belongs to another API key`);
+    next();
+  };
   app.post("/v1/sessions", json, (req: Request, res: Response) => {
     const request = parseCreateSessionRequest(req.body, ctx.catalog, { maxPromptBytes: ctx.maxPromptBytes });
     const session = ctx.engine().createSession(request);
     ctx.live.add(session.id);
-    void session.finished.finally(() => ctx.live.delete(session.id));
+    owners.set(session.id, principalOf(res));
+    void session.finished.finally(() => {
+      ctx.live.delete(session.id);
+      // Keep the owner a while: the event stream of a finished session stays readable.
+      setTimeout(() => owners.delete(session.id), 600_000).unref();
+    });
     ctx.metrics.observeSession(session);
     ctx.log.info(
       { session: session.id, mode: request.mode ?? "async", tools: request.tools?.map((t) => t.name), scripted: request.policy !== undefined },
@@ -48,7 +62,7 @@ export function mountSessionRoutes(app: Express, json: RequestHandler, ctx: Sess
     res.status(201).json({ id: session.id, eventsUrl: `/v1/sessions/${session.id}/events` });
   });
 
-  app.get("/v1/sessions/:id/events", (req: Request, res: Response) => {
+  app.get("/v1/sessions/:id/events", owned, (req: Request, res: Response) => {
     const id = sessionId(req);
     const engine = ctx.engine();
     const session = engine.getSession(id);
@@ -86,7 +100,7 @@ export function mountSessionRoutes(app: Express, json: RequestHandler, ctx: Sess
     });
   });
 
-  app.post("/v1/sessions/:id/interrupts", json, (req: Request, res: Response) => {
+  app.post("/v1/sessions/:id/interrupts", owned, json, (req: Request, res: Response) => {
     const id = sessionId(req);
     const engine = ctx.engine();
     const session = engine.getSession(id);
@@ -105,7 +119,7 @@ export function mountSessionRoutes(app: Express, json: RequestHandler, ctx: Sess
     res.status(202).json({ id: interruptId, sessionId: id, kind });
   });
 
-  app.delete("/v1/sessions/:id", (req: Request, res: Response) => {
+  app.delete("/v1/sessions/:id", owned, (req: Request, res: Response) => {
     const id = sessionId(req);
     const engine = ctx.engine();
     const session = engine.getSession(id);

@@ -12,6 +12,8 @@ export interface BuildOptions {
   imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
   /** NATS URL given to engine and runner pods. */
   natsUrl: string;
+  /** Replicas of the streams and buckets the pods create (`INTERLACE_NATS_REPLICAS`; 3 on the chart's cluster). */
+  natsReplicas?: number;
   /** Base URL of the session router; an AgentApp's endpoint is `<routerUrl>/v1/apps/<ns>/<name>`. */
   routerUrl: string;
 }
@@ -102,6 +104,11 @@ export const POD_IP_ENV = { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: 
 
 /** The root filesystem is read-only: anything that writes under $HOME (caches) writes to the /tmp emptyDir. */
 export const HOME_ENV = { name: "HOME", value: "/tmp" };
+
+/** The NATS settings engine and runner pods read from their environment. */
+export function natsEnv(opts: BuildOptions): { name: string; value: string }[] {
+  return opts.natsReplicas !== undefined && opts.natsReplicas > 1 ? [{ name: "INTERLACE_NATS_REPLICAS", value: String(opts.natsReplicas) }] : [];
+}
 
 /**
  * A headless Service over a component's pods, port `http`: DNS returns every

@@ -12,7 +12,7 @@ import { stringify } from "yaml";
 import type { ToolRunnerConfig, RunnerToolSpec, ToolImplementation } from "../../../common/src/protocol/index.js";
 import type { ToolSpec } from "../../../common/src/index.js";
 import type { ToolDefinition, ToolPool } from "../api/index.js";
-import { CONTAINER_SECURITY, HOME_ENV, POD_NAME_ENV, POD_PORT, POD_SECURITY, buildHeadlessService, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
+import { CONTAINER_SECURITY, HOME_ENV, natsEnv, POD_NAME_ENV, POD_PORT, POD_SECURITY, buildHeadlessService, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
 
 export const TOOLRUNNER_COMPONENT = "toolrunner";
 export const TOOLRUNNER_COMMAND = ["node", "dist/toolrunner/src/main.js"];
@@ -119,7 +119,7 @@ export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConf
                 "--runner-id",
                 "$(POD_NAME)",
               ],
-              env: [POD_NAME_ENV, HOME_ENV],
+              env: [POD_NAME_ENV, HOME_ENV, ...natsEnv(opts)],
               ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
               ...httpProbes(),
               volumeMounts: [

@@ -1,0 +1,85 @@
+/**
+ * @module Bearer-token authentication for the HTTP APIs (engine, router):
+ * API keys come from a Secret as `INTERLACE_API_KEYS_FILE` (one
+ * `<principal>:<key>` per line) or `INTERLACE_API_KEYS` (the same, comma
+ * separated). A request without `Authorization: Bearer <key>` gets 401
+ * `unauthorized` with `WWW-Authenticate`; an unknown key gets 401 too; a key
+ * that may not act on a resource (another principal's session) gets 403
+ * `forbidden` from the route, via {@link principalOf}. Nothing hangs: the
+ * check is synchronous. Mount it after the probes: `/healthz`, `/readyz` and
+ * `/metrics` stay open for kubelet and Prometheus (the chart's
+ * NetworkPolicies decide who reaches them).
+ *
+ * Keys are compared by their SHA-256 digests, so lookups do not leak
+ * through timing which prefix of a key matched.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+
+/** API keys by the SHA-256 of the key → principal. */
+export type ApiKeys = ReadonlyMap<string, string>;
+
+const digest = (key: string): string => createHash("sha256").update(key).digest("hex");
+
+/** Parses `<principal>:<key>` entries (lines or commas; `#` comments). Throws on a malformed entry. */
+export function parseApiKeys(text: string): ApiKeys {
+  const keys = new Map<string, string>();
+  for (const raw of text.split(/[\n,]/)) {
+    const entry = raw.trim();
+    if (entry === "" || entry.startsWith("#")) continue;
+    const colon = entry.indexOf(":");
+    const principal = entry.slice(0, colon).trim();
+    const key = entry.slice(colon + 1).trim();
+    if (colon <= 0 || principal === "" || key.length < 16) throw new Error(`API key entries are "<principal>:<key>" with a key of at least 16 characters; got one for "${principal || "?"}"`);
+    keys.set(digest(key), principal);
+  }
+  return keys;
+}
+
+/** The API keys configured in the environment, or null when none is (authentication off: a laptop). */
+export function apiKeysFromEnv(env: NodeJS.ProcessEnv = process.env): ApiKeys | null {
+  const file = env["INTERLACE_API_KEYS_FILE"];
+  const inline = env["INTERLACE_API_KEYS"];
+  if (file !== undefined && file !== "") return parseApiKeys(readFileSync(file, "utf8"));
+  if (inline !== undefined && inline !== "") return parseApiKeys(inline);
+  return null;
+}
+
+/** The principal of an unauthenticated request when authentication is off. */
+export const ANONYMOUS = "anonymous";
+
+function reject(res: Response, status: 401 | 403, message: string): void {
+  if (status === 401) res.set("WWW-Authenticate", 'Bearer realm="interlace"');
+  res.status(status).json({ error: { code: status === 401 ? "unauthorized" : "forbidden", message, type: status === 401 ? "authentication_error" : "permission_error" } });
+}
+
+/** Express middleware: authenticates every request that reaches it (or lets all in as {@link ANONYMOUS} when `keys` is null). */
+export function bearerAuth(keys: ApiKeys | null): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (keys === null) {
+      res.locals["principal"] = ANONYMOUS;
+      next();
+      return;
+    }
+    const header = req.get("Authorization");
+    if (header === undefined || header === "") return reject(res, 401, "missing credentials: send Authorization: Bearer <API key>");
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (m === null) return reject(res, 401, "the Authorization header must be \"Bearer <API key>\"");
+    const principal = keys.get(digest(m[1]!));
+    if (principal === undefined) return reject(res, 401, "the bearer token is not a known API key");
+    res.locals["principal"] = principal;
+    next();
+  };
+}
+
+/** The authenticated principal of a request (after {@link bearerAuth}). */
+export function principalOf(res: Response): string {
+  const p: unknown = res.locals["principal"];
+  return typeof p === "string" ? p : ANONYMOUS;
+}
+
+/** Sends 403 `forbidden` with `message` (a route's ownership check). */
+export function forbid(res: Response, message: string): void {
+  reject(res, 403, message);
+}

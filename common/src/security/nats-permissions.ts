@@ -1,0 +1,185 @@
+/**
+ * @module The NATS permission layout: for each Interlace identity, exactly the
+ * subjects it may publish to and subscribe to. One source for the user JWTs
+ * the harness and the chart's key tooling mint, the tests that check a real
+ * nats-server enforces them, and the README table.
+ *
+ * Identities (see README "Security"):
+ * - `engine` (one engine pod): publishes calls to its namespace's tool
+ *   subjects, reads its own interrupt subjects only through its own durable
+ *   consumer, reads runner heartbeats, writes its own engine heartbeat.
+ * - `runner` (one ToolPool): pulls only its pool's work queue, publishes only
+ *   results (`interlace.intr.*.*`; which results an engine accepts is decided
+ *   by the per-call token, see `call-token.ts`), writes its heartbeats and its
+ *   pool's effect records.
+ * - `router`: reads app configs and engine heartbeats, writes its presence,
+ *   sends (signed) interrupts to sessions.
+ * - `operator`: manages streams, consumers and buckets (the JetStream API),
+ *   writes app configs.
+ *
+ * Every identity gets its own inbox prefix (`_INBOX_<identity>`), so no client
+ * can read another's request replies (JetStream API answers, acks).
+ */
+import {
+  encodeToken,
+  INTR_PREFIX,
+  INTR_STREAM,
+  poolStream,
+  RUNNERS_BUCKET,
+  RUNNERS_CONSUMER,
+  TOOLS_PREFIX,
+  enginePodConsumer,
+  type PoolRef,
+} from "../protocol/subjects.js";
+import { EFFECTS_BUCKET, MAXDELIVER_STREAM } from "../protocol/reliability.js";
+
+/** Buckets of the router's protocol (`interlace-apps`, `interlace-engines`, `interlace-routers`). */
+const APPS_BUCKET = "interlace-apps";
+const ENGINES_BUCKET = "interlace-engines";
+const ROUTERS_BUCKET = "interlace-routers";
+
+export type NatsIdentity =
+  | { kind: "engine"; namespace: string; pod: string }
+  | { kind: "runner"; namespace: string; pool: string }
+  | { kind: "router" }
+  | { kind: "operator" };
+
+export interface NatsPermissions {
+  publish: string[];
+  subscribe: string[];
+}
+
+/** A short, subject-safe name of an identity (user JWT name, inbox prefix). */
+export function identityName(id: NatsIdentity): string {
+  switch (id.kind) {
+    case "engine":
+      return `engine-${encodeToken(id.namespace)}-${encodeToken(id.pod)}`;
+    case "runner":
+      return `runner-${encodeToken(id.namespace)}-${encodeToken(id.pool)}`;
+    default:
+      return id.kind;
+  }
+}
+
+/** The inbox prefix an identity's connection must use (`inboxPrefix` connect option). */
+export function inboxPrefix(id: NatsIdentity): string {
+  return `_INBOX_${identityName(id)}`;
+}
+
+/** JetStream API subjects to read a stream's info and to create it (idempotent set-up). */
+function streamSetup(stream: string): string[] {
+  return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`];
+}
+
+/** Read a KV bucket: open, get, list keys and watch (ordered consumers) below `keys`. */
+function kvRead(bucket: string, keys = ">"): string[] {
+  const stream = `KV_${bucket}`;
+  return [
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.$KV.${bucket}.${keys}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.*.$KV.${bucket}.${keys}`,
+    `$JS.API.CONSUMER.CREATE.${stream}`,
+    `$JS.API.CONSUMER.DELETE.${stream}.*`,
+    `$JS.API.CONSUMER.INFO.${stream}.*`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+/** Create a KV bucket and write keys below `keys`. */
+function kvWrite(bucket: string, keys = ">"): string[] {
+  return [`$JS.API.STREAM.CREATE.KV_${bucket}`, `$JS.API.STREAM.UPDATE.KV_${bucket}`, `$KV.${bucket}.${keys}`];
+}
+
+/** The permissions of one identity. */
+export function natsPermissions(id: NatsIdentity): NatsPermissions {
+  const inbox = `${inboxPrefix(id)}.>`;
+  switch (id.kind) {
+    case "engine": {
+      const ns = encodeToken(id.namespace);
+      const pod = encodeToken(id.pod);
+      const consumer = enginePodConsumer(id.pod);
+      return {
+        publish: [
+          "$JS.API.INFO",
+          // Calls to any pool of its namespace.
+          `${TOOLS_PREFIX}.${ns}.*.*`,
+          // Stream metadata (not messages): whether a pool's stream exists. Stream
+          // names are single tokens, so this cannot be narrowed to one namespace.
+          "$JS.API.STREAM.INFO.*",
+          // Agent-to-agent interrupts (signed; see interrupt-signature.ts).
+          `${INTR_PREFIX}.*.*`,
+          ...streamSetup(INTR_STREAM),
+          // Its own durable interrupt consumer, filtered to its own subjects only.
+          `$JS.API.CONSUMER.CREATE.${INTR_STREAM}.${consumer}.${INTR_PREFIX}.${pod}.>`,
+          `$JS.API.CONSUMER.INFO.${INTR_STREAM}.${consumer}`,
+          `$JS.API.CONSUMER.MSG.NEXT.${INTR_STREAM}.${consumer}`,
+          `$JS.ACK.${INTR_STREAM}.${consumer}.>`,
+          // Runner heartbeats (liveness metadata only; the registry watches the whole bucket).
+          ...kvRead(RUNNERS_BUCKET),
+          ...streamSetup(`KV_${RUNNERS_BUCKET}`),
+          ...kvWrite(ENGINES_BUCKET, `${ns}.>`),
+          ...streamSetup(`KV_${ENGINES_BUCKET}`),
+        ],
+        subscribe: [inbox],
+      };
+    }
+    case "runner": {
+      const pool: PoolRef = { namespace: id.namespace, name: id.pool };
+      const stream = poolStream(pool);
+      const keys = `${encodeToken(id.namespace)}.${encodeToken(id.pool)}`;
+      return {
+        publish: [
+          "$JS.API.INFO",
+          ...streamSetup(stream),
+          `$JS.API.CONSUMER.CREATE.${stream}.${RUNNERS_CONSUMER}.>`,
+          `$JS.API.CONSUMER.INFO.${stream}.${RUNNERS_CONSUMER}`,
+          `$JS.API.CONSUMER.MSG.NEXT.${stream}.${RUNNERS_CONSUMER}`,
+          `$JS.ACK.${stream}.${RUNNERS_CONSUMER}.>`,
+          // Results only: an interrupt subject, stored by the interrupt stream.
+          `${INTR_PREFIX}.*.*`,
+          ...streamSetup(INTR_STREAM),
+          ...streamSetup(`KV_${RUNNERS_BUCKET}`),
+          ...kvWrite(RUNNERS_BUCKET, `${keys}.*`),
+          ...streamSetup(`KV_${EFFECTS_BUCKET}`),
+          ...kvWrite(EFFECTS_BUCKET, `${keys}.>`),
+          ...kvRead(EFFECTS_BUCKET, `${keys}.>`),
+          // Calls that ran out of deliveries: their pool's advisories, the call
+          // message (to answer it) and its removal from the queue.
+          ...streamSetup(MAXDELIVER_STREAM),
+          `$JS.API.CONSUMER.CREATE.${MAXDELIVER_STREAM}.${stream}.$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.${RUNNERS_CONSUMER}`,
+          `$JS.API.CONSUMER.INFO.${MAXDELIVER_STREAM}.${stream}`,
+          `$JS.API.CONSUMER.MSG.NEXT.${MAXDELIVER_STREAM}.${stream}`,
+          `$JS.ACK.${MAXDELIVER_STREAM}.${stream}.>`,
+          `$JS.API.STREAM.MSG.GET.${stream}`,
+          `$JS.API.DIRECT.GET.${stream}`,
+          `$JS.API.STREAM.MSG.DELETE.${stream}`,
+        ],
+        subscribe: [inbox],
+      };
+    }
+    case "router":
+      return {
+        publish: [
+          "$JS.API.INFO",
+          `${INTR_PREFIX}.*.*`,
+          ...streamSetup(INTR_STREAM),
+          ...kvRead(APPS_BUCKET),
+          ...kvRead(ENGINES_BUCKET),
+          ...streamSetup(`KV_${APPS_BUCKET}`),
+          ...streamSetup(`KV_${ENGINES_BUCKET}`),
+          ...streamSetup(`KV_${ROUTERS_BUCKET}`),
+          ...kvRead(ROUTERS_BUCKET),
+          ...kvWrite(ROUTERS_BUCKET),
+          ...kvRead(RUNNERS_BUCKET),
+        ],
+        subscribe: [inbox],
+      };
+    case "operator":
+      return {
+        // Stream, consumer and bucket management of every pool; app configs.
+        publish: ["$JS.API.>", ...kvWrite(APPS_BUCKET)],
+        subscribe: [inbox],
+      };
+  }
+}
