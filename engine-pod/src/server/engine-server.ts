@@ -13,6 +13,7 @@ import type { EngineMetrics } from "../metrics/index.js";
 import { mountChatCompletions } from "./chat-completions-route.js";
 import { HttpError, NOT_READY, sendError, toHttpError, type ErrorContext } from "./http-errors.js";
 import type { ToolCatalog } from "./resolve-tools.js";
+import { OPENAPI_DOCUMENT } from "./openapi.js";
 import { mountSessionRoutes } from "./session-routes.js";
 
 export interface EngineServerLimits {
@@ -70,6 +71,9 @@ export class EngineServer {
     });
 
     mountProbes(app, { registry: metrics.registry, notReadyReason: () => this.notReadyReason() });
+    app.get("/openapi.json", (_req: Request, res: Response) => {
+      res.json(OPENAPI_DOCUMENT);
+    });
 
     // Every body is read as JSON whatever its Content-Type (curl -d sends form encoding).
     const json = express.json({ limit: limits.maxBodyBytes, type: () => true });
