@@ -1,7 +1,8 @@
 /**
  * @module `npm run bench -- bfcl [--quick] [--workload parallel|multistep|interrupts]
  * [--questions FILE --answers FILE] [--json FILE] [--seed N] [--tasks N]
- * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--task-timeout-s N]`
+ * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--task-timeout-s N]
+ * [--backend openai [--upstream-url URL --upstream-model NAME]]`
  *
  * AsyncLM's evaluation (§6, Appendix A) on the real system: a nats-server,
  * two tool runners replaying each call's seeded duration, and an engine pod
@@ -10,6 +11,13 @@
  * side by side on the same tasks with the same seeds; results are compared
  * with the analytic bound and, in a sweep of tool-latency scales, with 1 + E/G.
  * A task that fails in a mode is recorded with its reason and the run goes on.
+ *
+ * `--backend openai` adds rows for an engine pod with `--backend openai` in
+ * front of a third-party OpenAI-compatible server: sync, syncParallel and
+ * asyncNaive on the same tasks and seeds (the Async-Naive question: how much
+ * of the async speedup survives on an unmodified upstream). Without
+ * `--upstream-url`, llama.cpp's server (llama-cpp-python) is started on the
+ * same generated `bench` model.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -29,13 +37,15 @@ import { renderLatencyChart, renderSweepChart, type SweepPoint } from "./charts.
 import { buildTasks, readEntries } from "./load-tasks.js";
 import { aggregate, markdownTable, type ResultRow } from "./report.js";
 import { attemptRun, partitionOutcomes, type FailedRun, type RunOutcome } from "./task-attempt.js";
-import { runSessionMode, userInterruptId, type ModeName, type RunContext, type TaskRun } from "./session-modes.js";
+import { runSessionMode, userInterruptId, type ModeName, type RunContext, type TaskRun, type UpstreamModeName } from "./session-modes.js";
+import { UpstreamServer } from "../../hack/upstream-server.js";
 import { median, quantile } from "../lib/stats.js";
 import { taskBound, tokenCounter, type TaskBound } from "./task-bound.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const MODES: readonly ModeName[] = ["sync", "syncNoReuse", "syncParallel", "asyncNaive", "async"];
+const UPSTREAM_MODES: readonly UpstreamModeName[] = ["upstreamSync", "upstreamSyncParallel", "upstreamAsyncNaive"];
 const FINAL_TEXT = " All done.";
 const TOOL_OUTPUT = "ok";
 
@@ -63,6 +73,8 @@ interface Config {
   callStyle: "json" | "python";
   modes: ModeName[];
   taskTimeoutMs: number;
+  /** `--backend openai`: also the upstream rows; the URL/model of a running server, or none to start llama.cpp's. */
+  upstream?: { url?: string; model?: string };
 }
 
 function parseConfig(argv: string[]): Config {
@@ -91,6 +103,9 @@ function parseConfig(argv: string[]): Config {
     callStyle: style,
     modes: MODES.filter((m) => modes.includes(m)),
     taskTimeoutMs: Number(flags.get("task-timeout-s") ?? 600) * 1000,
+    ...(flags.get("backend") === "openai"
+      ? { upstream: { ...(flags.get("upstream-url") !== undefined ? { url: flags.get("upstream-url")! } : {}), ...(flags.get("upstream-model") !== undefined ? { model: flags.get("upstream-model")! } : {}) } }
+      : {}),
   };
 }
 
@@ -121,11 +136,12 @@ function replayPool(pool: string, tasks: BenchTask[]): ToolRunnerConfig {
 }
 
 /** Each mode in turn on one task; a mode that fails is recorded and the next one runs. */
-async function runTask(task: BenchTask, modes: readonly ModeName[], ctx: RunContext, naive: NatsExecutor, timeoutMs: number): Promise<RunOutcome[]> {
+async function runTask(task: BenchTask, modes: readonly ModeName[], ctx: RunContext, naive: NatsExecutor, timeoutMs: number, upstreamUrl?: string): Promise<RunOutcome[]> {
   const outcomes: RunOutcome[] = [];
   for (const mode of modes) {
+    const onUpstream = (UPSTREAM_MODES as readonly ModeName[]).includes(mode);
     const outcome = await attemptRun(task.id, mode, timeoutMs, (signal) =>
-      mode === "asyncNaive" ? runAsyncNaive(task, { ...ctx, executor: naive }, signal) : runSessionMode(task, mode, ctx, signal),
+      mode === "asyncNaive" ? runAsyncNaive(task, { ...ctx, executor: naive }, signal) : runSessionMode(task, mode, onUpstream ? { ...ctx, engineUrl: upstreamUrl! } : ctx, signal),
     );
     if (!outcome.ok) process.stderr.write(`  ${task.id} ${mode} FAILED: ${outcome.reason}\n`);
     outcomes.push(outcome);
@@ -149,6 +165,18 @@ export async function run(argv: string[]): Promise<void> {
   const modelPath = await ensureModel({ preset: "bench" });
   const nats = await NatsServer.start();
   const engine = await spawnEngine(["--model", modelPath, "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4", "--context-size", "16384", "--threads", "1"]);
+  // The upstream rows: an openai-backend engine pod in front of a third-party server (started here unless given).
+  const upstreamServer = config.upstream !== undefined && config.upstream.url === undefined ? await UpstreamServer.start({ preset: "bench", contextSize: 16384 }) : undefined;
+  const upstreamEngine =
+    config.upstream === undefined
+      ? undefined
+      : await spawnEngine([
+          "--backend", "openai",
+          "--upstream-url", config.upstream.url ?? upstreamServer!.url,
+          "--upstream-model", config.upstream.model ?? upstreamServer?.model ?? "default",
+          "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-upstream-engine", "--sequences", "4", "--context-size", "16384", "--max-tokens", "4096",
+        ]);
+  const allModes: ModeName[] = [...config.modes, ...(upstreamEngine !== undefined ? UPSTREAM_MODES : [])];
   const naive = await NatsExecutor.connect({ servers: nats.url, enginePod: "bench-naive-client", log });
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
   const vocab = await llama.loadModel({ modelPath, vocabOnly: true });
@@ -172,11 +200,11 @@ export async function run(argv: string[]): Promise<void> {
     for (const { workload, tasks } of phases) {
       // The secondary no-reuse row re-prefills the whole history at every call: ~10 s
       // per call for the ~7k-token multi-turn prompts on CPU, so --quick keeps it to parallel.
-      const modes = config.quick && workload !== "parallel" ? config.modes.filter((m) => m !== "syncNoReuse") : config.modes;
+      const modes = config.quick && workload !== "parallel" ? allModes.filter((m) => m !== "syncNoReuse") : allModes;
       const outcomes = await withPool(replayPool(`bfcl-${workload}`, tasks), async (ctx) => {
         const all: RunOutcome[] = [];
         for (const task of tasks) {
-          all.push(...(await runTask(task, modes, ctx, naive, config.taskTimeoutMs)));
+          all.push(...(await runTask(task, modes, ctx, naive, config.taskTimeoutMs, upstreamEngine?.url)));
           process.stderr.write(`  ${workload} ${task.id} done\n`);
         }
         return all;
@@ -214,8 +242,10 @@ export async function run(argv: string[]): Promise<void> {
       }
       for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN), bound_reads_ms: Math.round(readBounds.get(r.taskId) ?? NaN) });
       const syncRuns = modes.includes("sync") ? runs.filter((r) => r.mode === "sync") : undefined;
+      // Upstream rows compare with upstream sync.
+      const upstreamSyncRuns = runs.filter((r) => r.mode === "upstreamSync");
       for (const mode of modes)
-        rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), failed.filter((f) => f.mode === mode), bounds, syncRuns, readBounds));
+        rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), failed.filter((f) => f.mode === mode), bounds, (UPSTREAM_MODES as readonly ModeName[]).includes(mode) ? upstreamSyncRuns : syncRuns, readBounds));
     }
 
     // Sweep: the parallel tasks with every tool duration scaled; speedup of async over sync against E/G.
@@ -298,7 +328,7 @@ export async function run(argv: string[]): Promise<void> {
     writeFileSync(join(config.outDir, "bfcl.json"), JSON.stringify(json, null, 2));
     if (config.json !== undefined) writeFileSync(config.json, JSON.stringify(json, null, 2));
     writeFileSync(join(config.outDir, "bfcl.md"), `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
-    writeFileSync(join(config.outDir, "bfcl-latency.svg"), await renderLatencyChart(rows.filter((r) => r.tasks > 0), [...config.modes]));
+    writeFileSync(join(config.outDir, "bfcl-latency.svg"), await renderLatencyChart(rows.filter((r) => r.tasks > 0), allModes));
     if (sweep.length > 0) writeFileSync(join(config.outDir, "bfcl-sweep.svg"), await renderSweepChart(sweep));
     console.log(`\nwrote ${join(config.outDir, "bfcl.{json,md}")}, bfcl-latency.svg, bfcl-sweep.svg${config.json !== undefined ? ` and ${config.json}` : ""} in ${resultConfig.wall_s} s`);
   } finally {
@@ -307,6 +337,8 @@ export async function run(argv: string[]): Promise<void> {
     await vocab.dispose();
     await llama.dispose();
     await engine.stop();
+    await upstreamEngine?.stop();
+    await upstreamServer?.stop();
     await nats.stop();
   }
 }

@@ -1,7 +1,7 @@
 /**
  * @module Aggregates task runs into the benchmark's results: per workload and
  * mode the latency percentiles, speedup over `sync` (with prefix reuse: the
- * strongest baseline), tokens, interrupts, traps and the bound ratio; renders
+ * strongest baseline; upstream rows over upstream sync), tokens, interrupts, traps and the bound ratio; renders
  * the markdown table.
  */
 import type { TrapDecision } from "../../common/src/index.js";
@@ -104,6 +104,9 @@ const MODE_LABEL: Record<ModeName, string> = {
   syncParallel: "syncParallel",
   asyncNaive: "asyncNaive",
   async: "async",
+  upstreamSync: "upstream sync (llama.cpp server)",
+  upstreamSyncParallel: "upstream syncParallel (llama.cpp server)",
+  upstreamAsyncNaive: "upstream asyncNaive (llama.cpp server)",
 };
 
 /** A figure for the table; "–" where no task succeeded. */

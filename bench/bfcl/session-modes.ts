@@ -10,7 +10,11 @@ import { SessionClient } from "../../common/src/index.js";
 import { taskBreakdown, type TaskBreakdown } from "./breakdown.js";
 import type { BenchTask } from "./workloads.js";
 
-export type ModeName = "sync" | "syncNoReuse" | "syncParallel" | "asyncNaive" | "async";
+export type ModeName = "sync" | "syncNoReuse" | "syncParallel" | "asyncNaive" | "async" | UpstreamModeName;
+
+/** The same modes on an engine pod with `--backend openai` in front of a third-party server. */
+export type UpstreamModeName = "upstreamSync" | "upstreamSyncParallel" | "upstreamAsyncNaive";
+const UPSTREAM_ENGINE_MODE: Record<UpstreamModeName, CallingMode> = { upstreamSync: "sync", upstreamSyncParallel: "syncParallel", upstreamAsyncNaive: "asyncNaive" };
 
 export interface TaskRun {
   taskId: string;
@@ -54,7 +58,7 @@ export function userInterruptId(i: number): string {
   return `user${i + 1}`;
 }
 
-export function sessionRequest(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext): CreateSessionRequest {
+export function sessionRequest(task: BenchTask, mode: Exclude<ModeName, "asyncNaive" | UpstreamModeName>, ctx: RunContext): CreateSessionRequest {
   const engineMode: CallingMode = mode === "syncNoReuse" ? "sync" : mode;
   const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, userInterruptId(i)] as const)));
   return {
@@ -117,7 +121,12 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
 export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "asyncNaive">, ctx: RunContext, signal?: AbortSignal): Promise<TaskRun> {
   signal?.throwIfAborted();
   const client = new SessionClient(ctx.engineUrl);
-  const { id } = await client.create(sessionRequest(task, mode, ctx));
+  // Upstream rows: the same scripted request, in the mode the openai backend serves (asyncNaive server-side).
+  const request =
+    mode in UPSTREAM_ENGINE_MODE
+      ? { ...sessionRequest(task, "async", ctx), mode: UPSTREAM_ENGINE_MODE[mode as UpstreamModeName] }
+      : sessionRequest(task, mode as Exclude<ModeName, "asyncNaive" | UpstreamModeName>, ctx);
+  const { id } = await client.create(request);
   const onAbort = (): void => void client.cancel(id).catch(() => undefined);
   signal?.addEventListener("abort", onAbort, { once: true });
   const timers: NodeJS.Timeout[] = [];

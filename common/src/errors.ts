@@ -22,6 +22,12 @@ export const ErrorCode = {
   NotFound: "not_found",
   Cancelled: "cancelled",
   Internal: "internal",
+  /** An upstream OpenAI-compatible server could not be reached (502). */
+  UpstreamUnavailable: "upstream_unavailable",
+  /** An upstream server failed or sent a malformed stream (502). */
+  UpstreamError: "upstream_error",
+  /** An upstream request ran past its deadline (504). */
+  UpstreamTimeout: "upstream_timeout",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -32,8 +38,11 @@ export class InterlaceError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
     super(message, options);
+    if (options?.retryAfterSeconds !== undefined) this.retryAfterSeconds = options.retryAfterSeconds;
   }
+  /** With `capacity`: when to retry, seconds (an upstream's own `Retry-After`); else the server's default. */
+  readonly retryAfterSeconds?: number;
 }

@@ -10,9 +10,12 @@ import type { ToolSpec } from "./tools.js";
  * - `async`: keep decoding; results arrive as interrupts.
  * - `sync`: stop at each call, run it, re-enter with the result as a new request.
  * - `syncParallel`: stop at the end of a turn's calls, run them concurrently, re-enter.
- * `asyncNaive` runs client-side over the OpenAI-compatible endpoint.
+ * - `asyncNaive` (AsyncLM §4.4): calls parsed from the streamed text, each
+ *   interrupt restarts the request with the history. The `openai` backend
+ *   serves it as a session mode; on the own engine it runs client-side over
+ *   the OpenAI-compatible endpoint (the engine rejects it as a session mode).
  */
-export type CallingMode = "async" | "sync" | "syncParallel";
+export type CallingMode = "async" | "sync" | "syncParallel" | "asyncNaive";
 
 export type KvPolicy = "keep" | "swap" | "recompute" | "auto";
 
@@ -96,6 +99,12 @@ export interface SessionUsage {
   calls: number;
   interrupts: number;
   traps: number;
+  /**
+   * `--backend openai` only: what the upstream server reported over all the
+   * session's requests. `cachedTokens` is null when the upstream does not
+   * report prefix-cache hits (then `prefilledTokens` counts every prompt token).
+   */
+  upstream?: { requests: number; promptTokens: number; cachedTokens: number | null; completionTokens: number };
 }
 
 export interface SessionTimings {

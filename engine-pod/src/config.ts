@@ -17,6 +17,11 @@ import {
   type Source,
 } from "../../common/src/index.js";
 import { parseEngineOptions as parseEngineCoreOptions, type EngineOptions } from "./engine/index.js";
+import { parseUpstreamOptions, type UpstreamOptions } from "./upstream/upstream-options.js";
+
+/** `llama-cpp`: the model runs in this pod; `openai`: an upstream OpenAI-compatible server runs it. */
+export const BACKENDS = ["llama-cpp", "openai"] as const;
+export type Backend = (typeof BACKENDS)[number];
 
 export const EXECUTOR_KINDS = ["in-process", "nats"] as const;
 export type ExecutorKind = (typeof EXECUTOR_KINDS)[number];
@@ -56,8 +61,11 @@ export interface HeartbeatSettings {
 }
 
 export interface EnginePodOptions {
-  /** Engine options; `modelPath` is empty when a preset is still to be generated. */
+  backend: Backend;
+  /** Engine options; `modelPath` is empty when a preset is still to be generated (or with `--backend openai`). */
   engine: EngineOptions;
+  /** `--backend openai` only: the upstream server. */
+  upstream?: UpstreamOptions;
   /** Generate (or reuse) this model when no `--model` path is given. */
   modelPreset?: ModelPresetName;
   server: ServerOptions;
@@ -80,18 +88,29 @@ function invalid(message: string): InterlaceError {
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
  * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
  * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--pool ns/name`
- * (heartbeats for the routers), `--advertise-url`, `--heartbeat-ms`, `--log-level`. Throws an
+ * (heartbeats for the routers), `--advertise-url`, `--heartbeat-ms`, `--log-level`, and
+ * `--backend llama-cpp|openai` with `--upstream-url --upstream-model
+ * --upstream-timeout-ms --upstream-retries --upstream-api-key` (see
+ * `upstream/upstream-options.ts`). Throws an
  * {@link InterlaceError} naming the flag and its environment variable.
  */
 export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodOptions {
   const engine = parseEngineCoreOptions(src);
+  const backend = enumOpt(src, "backend", BACKENDS, "llama-cpp");
+  const upstream = backend === "openai" ? parseUpstreamOptions(src) : undefined;
+  if (backend !== "openai" && optionalStringOpt(src, "upstream-url") !== undefined) {
+    throw invalid("--upstream-url (UPSTREAM_URL) needs --backend openai (BACKEND)");
+  }
   const presetRaw = optionalStringOpt(src, "model-preset");
   let modelPreset: ModelPresetName | undefined;
   if (presetRaw !== undefined) modelPreset = enumOpt(src, "model-preset", MODEL_PRESETS, "test");
   if (engine.modelPath !== "" && modelPreset !== undefined) {
     throw invalid("give either --model (MODEL) or --model-preset (MODEL_PRESET), not both");
   }
-  if (engine.modelPath === "" && modelPreset === undefined) {
+  if (backend === "openai" && (engine.modelPath !== "" || modelPreset !== undefined)) {
+    throw invalid("--backend openai runs no model in the pod: drop --model/--model-preset (the upstream serves --upstream-model)");
+  }
+  if (backend === "llama-cpp" && engine.modelPath === "" && modelPreset === undefined) {
     throw invalid("no model: give --model PATH (MODEL) or --model-preset test|bench (MODEL_PRESET)");
   }
   const maxBodyBytes = intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 });
@@ -128,7 +147,9 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   }
   const heartbeat = parseHeartbeat(src, natsUrl);
   return {
+    backend,
     engine,
+    ...(upstream !== undefined ? { upstream } : {}),
     ...(modelPreset !== undefined ? { modelPreset } : {}),
     server,
     executor,

@@ -18,6 +18,7 @@ import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
+import { UpstreamEngine } from "./upstream/index.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
 export interface EnginePod {
@@ -90,8 +91,22 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     });
     const port = await server.listen(options.server.port, options.server.host);
     started.push({ name: "http", close: () => server.close() });
-    log.info({ port, executor: options.executor.kind }, "listening; loading model");
+    log.info({ port, executor: options.executor.kind, backend: options.backend }, options.backend === "openai" ? "listening" : "listening; loading model");
 
+    if (options.backend === "openai") {
+      const upstream = options.upstream!;
+      const engine = new UpstreamEngine(
+        { upstream, maxSessions: options.engine.sequences, maxTokens: options.engine.maxTokens, contextSize: options.engine.contextSize, registry: metrics.registry },
+        executor,
+        log.child({ subsystem: "engine", backend: "openai" }),
+      );
+      inbox.open((sessionId, input) => engine.interrupt(sessionId, input));
+      started.push({ name: "engine", close: async () => (await server.close(), inbox.close(), await engine.close()) });
+      server.setEngine(engine);
+      log.info({ backend: "openai", upstream: upstream.url, model: upstream.model, sessions: options.engine.sequences }, "engine ready (upstream backend)");
+      let closing: Promise<void> | undefined;
+      return { server, engine, executor, port, close: () => (closing ??= closeAll()) };
+    }
     let modelPath = options.engine.modelPath;
     if (modelPath === "" && options.modelPreset !== undefined) {
       const t0 = performance.now();

@@ -190,6 +190,11 @@ t.test("AgentApp: references resolve into a config, or a Degraded reason", async
   t.match(resolveAppConfig(app({ toolPools: [{ name: "web", tools: ["nope"] }] }), enginePool(), pools), { ok: false, reason: Reason.ToolNotFound });
   const clash = new Map([...pools, ["web2", toolPool([calc], {}, "web2")]]);
   t.match(resolveAppConfig(app({ toolPools: [{ name: "web" }, { name: "web2" }] }), enginePool(), clash), { ok: false, reason: Reason.InvalidSpec });
+  // async on a pool that fronts an upstream server: Degraded with the reason; the sync modes resolve.
+  const upstream = enginePool({ runtime: { backend: "openai", upstreamURL: "http://vllm:8000/v1" } });
+  delete upstream.spec.model;
+  t.match(resolveAppConfig(app(), upstream, pools), { ok: false, reason: Reason.ModeUnsupportedByBackend, message: /callingMode async needs Interlace's own engine/ });
+  t.ok(resolveAppConfig(app({ callingMode: "syncParallel" }), upstream, pools).ok);
 
   const subset = resolveAppConfig(app({ toolPools: [{ name: "web", tools: ["calculator"] }] }), enginePool(), pools);
   t.ok(subset.ok);

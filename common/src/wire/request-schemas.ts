@@ -16,7 +16,8 @@ export const CALL_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Interrupt ids a client may choose (bounded). */
 export const INTERRUPT_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
-export const CALLING_MODES = ["async", "sync", "syncParallel"] as const;
+/** `asyncNaive` is served as a session mode by `--backend openai` only (the own engine refuses it). */
+export const CALLING_MODES = ["async", "sync", "syncParallel", "asyncNaive"] as const;
 export const KV_POLICIES = ["auto", "keep", "swap", "recompute"] as const;
 export const CHAT_ROLES = ["system", "user", "assistant", "tool"] as const;
 

@@ -13,6 +13,7 @@ import type { EngineMetrics } from "../metrics/index.js";
 import { mountChatCompletions } from "./chat-completions-route.js";
 import { HttpError, NOT_READY, sendError, toHttpError, type ErrorContext } from "./http-errors.js";
 import type { ToolCatalog } from "./resolve-tools.js";
+import { OPENAPI_DOCUMENT } from "./openapi.js";
 import { mountSessionRoutes } from "./session-routes.js";
 import { bearerAuth, type ApiKeys } from "../../../common/src/security/http-auth.js";
 
@@ -73,6 +74,9 @@ export class EngineServer {
     });
 
     mountProbes(app, { registry: metrics.registry, notReadyReason: () => this.notReadyReason() });
+    app.get("/openapi.json", (_req: Request, res: Response) => {
+      res.json(OPENAPI_DOCUMENT);
+    });
     // Everything below the probes needs an API key (when keys are configured).
     app.use(bearerAuth(options.apiKeys ?? null));
 

@@ -27,6 +27,9 @@ const STATUS: Readonly<Record<string, number>> = {
   [ErrorCode.NoRunners]: 503,
   [NOT_READY]: 503,
   [ErrorCode.Internal]: 500,
+  [ErrorCode.UpstreamUnavailable]: 502,
+  [ErrorCode.UpstreamError]: 502,
+  [ErrorCode.UpstreamTimeout]: 504,
 };
 
 /** An error with its HTTP status, thrown by request validation. */
@@ -55,7 +58,7 @@ export interface ErrorContext {
 export function toHttpError(err: unknown, ctx: ErrorContext): HttpError {
   if (err instanceof HttpError) return err;
   if (err instanceof InterlaceError) {
-    const headers: Record<string, string> = err.code === ErrorCode.Capacity ? { "Retry-After": String(ctx.retryAfterSeconds) } : {};
+    const headers: Record<string, string> = err.code === ErrorCode.Capacity ? { "Retry-After": String(err.retryAfterSeconds ?? ctx.retryAfterSeconds) } : {};
     return HttpError.of(err.code, err.message, headers);
   }
   const bodyError = fromBodyParser(err);

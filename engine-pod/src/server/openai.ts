@@ -111,7 +111,9 @@ export function toToolSpecs(value: unknown): ToolSpec[] {
       throw bad(`tools[${i}] must be {"type": "function", "function": {"name", "description", "parameters"}}`);
     }
     const fn = t["function"];
-    const spec: Record<string, unknown> = { name: fn["name"], description: fn["description"] ?? "", parameters: fn["parameters"] ?? { type: "object", properties: {} } };
+    // Clients send a `$schema` dialect (the Agents SDK: draft-07 from zod); OpenAI ignores it, and so do we.
+    const params = isObject(fn["parameters"]) ? Object.fromEntries(Object.entries(fn["parameters"]).filter(([k]) => k !== "$schema")) : (fn["parameters"] ?? { type: "object", properties: {} });
+    const spec: Record<string, unknown> = { name: fn["name"], description: fn["description"] ?? "", parameters: params };
     if (fn["interlace_estimated_latency_ms"] !== undefined) spec["estimatedLatencyMs"] = fn["interlace_estimated_latency_ms"];
     return spec;
   });

@@ -59,7 +59,7 @@ export interface AgentAppSpec {
   systemPrompt?: string;
   fewShot?: FewShotExample[];
   /** Default `async`. */
-  callingMode?: CallingMode;
+  callingMode?: (typeof CALLING_MODES)[number];
   /** Default `latency`. */
   objective?: Objective;
   interrupts?: InterruptSettings;

@@ -49,6 +49,8 @@ export const Reason = {
   ToolNotFound: "ToolNotFound",
   /** The spec passed the schema but cannot be realised (e.g. a tool name clash across pools). */
   InvalidSpec: "InvalidSpec",
+  /** The calling mode needs what the EnginePool's backend lacks (async on an openai-backend pool). */
+  ModeUnsupportedByBackend: "ModeUnsupportedByBackend",
   /** Applying a child failed (will be retried). */
   ApplyFailed: "ApplyFailed",
   /** Cleanup outside the cluster failed during deletion (will be retried). */

@@ -46,6 +46,13 @@ export function resolveAppConfig(
   if (!enginePool) {
     return { ok: false, reason: Reason.EnginePoolNotFound, message: `EnginePool ${namespace}/${app.spec.enginePool.name} not found` };
   }
+  if ((app.spec.callingMode ?? "async") === "async" && enginePool.spec.runtime.backend === "openai") {
+    return {
+      ok: false,
+      reason: Reason.ModeUnsupportedByBackend,
+      message: `callingMode async needs Interlace's own engine: EnginePool ${namespace}/${enginePool.metadata?.name ?? ""} fronts an upstream OpenAI-compatible server (backend openai), which cannot take interrupts into a live sequence; use sync or syncParallel`,
+    };
+  }
   const tools: ToolSpec[] = [];
   const seen = new Map<string, string>();
   for (const ref of app.spec.toolPools ?? []) {

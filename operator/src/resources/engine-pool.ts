@@ -140,13 +140,15 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1D
   const draft = pool.spec.draftModel ? resolveModel(pool.spec.draftModel.model, "draft-model", "/draft-models", image, opts) : undefined;
   // The trap handler swaps KV state to /dev/shm (tmpfs); a container's default
   // 64 MiB there holds barely one 2k-token state, so mount a memory-backed one.
+  // An openai-backend pod holds no KV state: no swap volume (and no model volume below).
+  const ownKv = pool.spec.runtime.backend !== "openai";
   const volumes: V1Volume[] = [
     { name: "tmp", emptyDir: {} },
-    { name: "kv-swap", emptyDir: { medium: "Memory", sizeLimit: SWAP_SIZE_LIMIT } },
+    ...(ownKv ? [{ name: "kv-swap", emptyDir: { medium: "Memory", sizeLimit: SWAP_SIZE_LIMIT } }] : []),
   ];
   const mounts: V1VolumeMount[] = [
     { name: "tmp", mountPath: "/tmp" },
-    { name: "kv-swap", mountPath: "/dev/shm" },
+    ...(ownKv ? [{ name: "kv-swap", mountPath: "/dev/shm" }] : []),
   ];
   const inits: V1Container[] = [];
   for (const m of [model, draft]) {

@@ -1,0 +1,96 @@
+/**
+ * @module The engine pod's OpenAPI 3.1 document, served at `GET /openapi.json`:
+ * the sessions API, the OpenAI-compatible endpoint and the probes. A test
+ * checks it against the routes the express app really mounts, both ways.
+ */
+const error = { $ref: "#/components/responses/Error" };
+const id = { name: "id", in: "path", required: true, schema: { type: "string" } };
+
+export const OPENAPI_DOCUMENT = {
+  openapi: "3.1.0",
+  info: {
+    title: "Interlace engine pod",
+    version: "0.1.0",
+    description:
+      "Sessions (async, sync, syncParallel; asyncNaive on --backend openai) with server-sent events, interrupts, and an OpenAI-compatible chat-completions endpoint. Every error body is {\"error\": {\"code\", \"message\", \"type\"}}.",
+  },
+  paths: {
+    "/v1/sessions": {
+      post: {
+        summary: "Create a session",
+        requestBody: { required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/CreateSessionRequest" } } } },
+        responses: {
+          "201": { description: "Admitted", content: { "application/json": { schema: { type: "object", properties: { id: { type: "string" }, eventsUrl: { type: "string" } }, required: ["id", "eventsUrl"] } } } },
+          "400": error,
+          "413": error,
+          "429": { ...error, description: "All sequences busy (or the upstream is rate limited); see Retry-After" },
+          "503": error,
+        },
+      },
+    },
+    "/v1/sessions/{id}/events": {
+      get: {
+        summary: "The session's events as text/event-stream (past events first; Last-Event-ID resumes)",
+        parameters: [id],
+        responses: { "200": { description: "One SSE frame per SessionEvent; ends after done", content: { "text/event-stream": { schema: { type: "string" } } } }, "404": error },
+      },
+    },
+    "/v1/sessions/{id}/interrupts": {
+      post: {
+        summary: "Queue a user or agent interrupt",
+        parameters: [id],
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: { type: "object", properties: { value: { type: "string" }, kind: { enum: ["user", "agent"] }, id: { type: "string" } }, required: ["value"] } } },
+        },
+        responses: { "202": { description: "Queued" }, "404": error, "409": error },
+      },
+    },
+    "/v1/sessions/{id}": {
+      delete: { summary: "Cancel a session", parameters: [id], responses: { "200": { description: "Cancelled or already finished" }, "404": error } },
+    },
+    "/v1/chat/completions": {
+      post: {
+        summary: "OpenAI-compatible chat completions (sync semantics; stream or not; interlace_* extension fields)",
+        requestBody: { required: true, content: { "application/json": { schema: { type: "object", properties: { messages: { type: "array" }, tools: { type: "array" }, stream: { type: "boolean" } }, required: ["messages"] } } } },
+        responses: { "200": { description: "chat.completion, or chat.completion.chunk frames then [DONE]" }, "400": error, "413": error, "429": error, "502": error, "503": error, "504": error },
+      },
+    },
+    "/openapi.json": { get: { summary: "This document", responses: { "200": { description: "OpenAPI 3.1" } } } },
+    "/healthz": { get: { summary: "Liveness", responses: { "200": { description: "Alive" } } } },
+    "/readyz": { get: { summary: "Readiness (503 while loading or shutting down)", responses: { "200": { description: "Ready" }, "503": { description: "Not ready" } } } },
+    "/metrics": { get: { summary: "Prometheus metrics", responses: { "200": { description: "Text exposition format" } } } },
+  },
+  components: {
+    responses: {
+      Error: {
+        description: "An error with a stable code",
+        content: {
+          "application/json": {
+            schema: { type: "object", properties: { error: { type: "object", properties: { code: { type: "string" }, message: { type: "string" }, type: { type: "string" } }, required: ["code", "message", "type"] } }, required: ["error"] },
+          },
+        },
+      },
+    },
+    schemas: {
+      CreateSessionRequest: {
+        type: "object",
+        description: "common/src/session.ts",
+        properties: {
+          prompt: { oneOf: [{ type: "string" }, { type: "array", items: { type: "object", properties: { role: { enum: ["system", "user", "assistant", "tool"] }, content: { type: "string" } } } }] },
+          system: { type: "string" },
+          tools: { type: "array", items: { oneOf: [{ type: "string" }, { type: "object" }] } },
+          mode: { enum: ["async", "sync", "syncParallel", "asyncNaive"] },
+          prefixReuse: { type: "boolean" },
+          maxTokens: { type: "integer", minimum: 1 },
+          temperature: { type: "number", minimum: 0 },
+          seed: { type: "integer", minimum: 0 },
+          grammar: { type: "boolean" },
+          kvPolicy: { enum: ["keep", "swap", "recompute", "auto"] },
+          policy: { type: "object" },
+        },
+        required: ["prompt"],
+      },
+    },
+  },
+} as const;
