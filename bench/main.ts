@@ -9,6 +9,7 @@ const suites: Record<string, () => Promise<{ run(argv: string[]): Promise<void> 
   bfcl: () => import("./bfcl/main.js"),
   facts: () => import("./facts/main.js"),
   placement: () => import("./placement/main.js"),
+  accuracy: () => import("./accuracy/main.js"),
 };
 
 const [name, ...argv] = process.argv.slice(2);

@@ -4,7 +4,7 @@
 # serving a sample async session with builtin tools; prints its events and timings.
 #   bash hack/demo.sh            # bench model (~11 ms/token), async vs sync
 #   bash hack/demo.sh --quick    # tiny test model
-#   bash hack/demo.sh --free     # also a free-running (unscripted) session
+#   bash hack/demo.sh --free     # also an unscripted session (Gemma 3 270M when fetched)
 #   bash hack/demo.sh --child    # engine as a child process instead of in-process
 #   bash hack/demo.sh --in-process-tools   # tools inside the engine, no NATS
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -11,7 +11,9 @@
  * which call the model emits next (the AsyncLM paper's "cheat sheet"), since
  * a random-weight model has nothing sensible to say; every token is still a
  * real llama.cpp forward pass and every call, interrupt and trap goes
- * through the real engine. `--free` adds a free-running (unscripted) session.
+ * through the real engine. `--free` adds a free-running (unscripted)
+ * session on a real model, Gemma 3 270M, when hack/tools/50-gemma.sh has
+ * fetched it, and prints which model decided the calls.
  *
  * Tools go the way they go in a cluster: the engine publishes each call to
  * a real nats-server (JetStream), a tool runner process (the ToolPool pod's
@@ -21,11 +23,14 @@
  * Structure: {@link bringUp} starts the stack as a list of components, each
  * with its own stop (stopped in reverse order).
  */
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createLogger, parseArgv, SessionClient, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../common/src/index.js";
 import { builtinToolSpecs } from "../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions } from "../engine-pod/src/config.js";
 import { startEnginePod } from "../engine-pod/src/main.js";
+import { defaultModelCacheDir } from "../engine-pod/src/model/index.js";
 import { spawnEngine } from "./engine-process.js";
 import { engineNatsFlags, inPool, startToolStack } from "./stack.js";
 
@@ -223,6 +228,46 @@ function summary(label: string, run: { done: Done; events: SessionEvent[] }, req
   );
 }
 
+/** The real model for unscripted sessions, fetched from PyPI by hack/tools/50-gemma.sh (optional). */
+export const GEMMA_PATH = join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf");
+
+/**
+ * The unscripted session: no policy, the model decides its calls. On Gemma 3
+ * 270M when it is present (its own engine pod, builtin tools in-process);
+ * else on the random-weight model, whose "decisions" are noise, and it says so.
+ */
+async function runFree(stack: Stack, client: SessionClient): Promise<void> {
+  const request: CreateSessionRequest = {
+    prompt: "What is 6 times 7?",
+    tools: builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo"),
+    maxTokens: 64,
+    temperature: 0,
+    seed: 1,
+  };
+  if (!existsSync(GEMMA_PATH)) {
+    console.log(`\n(Gemma 3 270M not found at ${GEMMA_PATH}; run \`bash hack/tools/50-gemma.sh\` to fetch it. The free session runs on the random-weight model instead: its calls are noise.)`);
+    const run = await runSession(client, "free-running session (unscripted) — the random-weight generated model decides the calls", routed(stack, request));
+    console.log(`  decided by: the generated random-weight model (no policy); ${run.done.usage.calls} valid call(s)`);
+    return;
+  }
+  const t0 = performance.now();
+  const options = parseEnginePodOptions({
+    flags: parseArgv(["--model", GEMMA_PATH, "--sequences", "1", "--context-size", "4096", "--threads", "1", "--port", "0", "--host", "127.0.0.1"]),
+    env: {},
+  });
+  const pod = await startEnginePod(options, createLogger("engine-pod-gemma", process.env["LOG_LEVEL"] ?? "warn"));
+  try {
+    console.log(`\nGemma 3 270M engine pod ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (tools in-process); prefilling its ~800-token CML prompt takes a while on a busy CPU.`);
+    const run = await runSession(new SessionClient(`http://127.0.0.1:${pod.port}`), `free-running session (unscripted) — ${basename(GEMMA_PATH)} decides the calls`, request);
+    const calls = run.events.filter((e): e is Extract<SessionEvent, { type: "call" }> => e.type === "call");
+    console.log(
+      `  decided by: ${basename(GEMMA_PATH)} (a real model, no policy, no fine-tuning): ${calls.length} valid call(s)${calls.length > 0 ? ` (${calls.map((c) => `${c.tool} ${JSON.stringify(c.arguments)}`).join(", ")})` : ""}, ${run.done.usage.interrupts} interrupt(s), ended by ${run.done.reason}`,
+    );
+  } finally {
+    await pod.close();
+  }
+}
+
 async function main(): Promise<void> {
   const o = parseDemoOptions(process.argv.slice(2));
   console.log(
@@ -246,17 +291,7 @@ async function main(): Promise<void> {
     let syncRun: { done: Done; events: SessionEvent[] } | undefined;
     const syncRequest = routed(stack, sampleSession("sync"));
     if (o.compareSync) syncRun = await runSession(client, "the same workload in sync mode: stop at each call, wait, re-enter (scripted)", syncRequest);
-    if (o.free) {
-      await runSession(
-        client,
-        "free-running session (unscripted: the random-weight model picks its own tokens)",
-        routed(stack, {
-          prompt: "What is 6 times 7?",
-          tools: builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo"),
-          maxTokens: 48,
-        }),
-      );
-    }
+    if (o.free) await runFree(stack, client);
     timeline("async", asyncRun.events);
     if (syncRun !== undefined) timeline("sync", syncRun.events);
     console.log("\n== summary");

@@ -23,6 +23,8 @@ export interface SingleTurnEntry {
   tools: ToolSpec[];
   /** Calls of the entry's one turn; BFCL allows them in any order (independent). */
   calls: GroundTruthCall[];
+  /** The possible answer as given: per call, each parameter's allowed values (`""`: may be omitted). */
+  possible: { tool: string; params: Record<string, unknown[]> }[];
 }
 
 export interface MultiTurnEntry {
@@ -130,11 +132,12 @@ export function readBfcl(options: ReadOptions): BfclEntry[] {
     }
     if (!Array.isArray(q["function"])) throw new Error(`${id}: neither "function" nor "involved_classes"`);
     const tools = (q["function"] as Record<string, unknown>[]).map(toToolSpec);
-    const calls = (truth as Record<string, Record<string, unknown>>[]).map((call) => {
+    const possible = (truth as Record<string, Record<string, unknown>>[]).map((call) => {
       const [tool, params] = Object.entries(call)[0] ?? [];
       if (tool === undefined) throw new Error(`${id}: empty ground-truth call`);
-      return { tool, arguments: groundTruthArguments(params ?? {}) };
+      return { tool, params: Object.fromEntries(Object.entries(params ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v : [v]])) };
     });
-    return { kind: "single", id, messages: turns.flat(), tools, calls };
+    const calls = possible.map((p) => ({ tool: p.tool, arguments: groundTruthArguments(p.params) }));
+    return { kind: "single", id, messages: turns.flat(), tools, calls, possible };
   });
 }

@@ -24,7 +24,8 @@ export interface SweepPoint {
   speedup_analytic: number;
 }
 
-async function render(spec: TopLevelSpec): Promise<string> {
+/** Renders a Vega-Lite spec to SVG, headless. */
+export async function render(spec: TopLevelSpec): Promise<string> {
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
   return view.toSVG();
 }

@@ -20,7 +20,7 @@ const multi = (id: string, firstTurn: string[]): MultiTurnEntry => ({
 });
 
 const entries: BfclEntry[] = [
-  { kind: "single", id: "parallel_0", messages: [{ role: "user", content: "two songs" }], tools: [{ name: "play", description: "", parameters: {} }], calls: [call("play", { a: 1 }), call("play", { a: 2 })] },
+  { kind: "single", id: "parallel_0", messages: [{ role: "user", content: "two songs" }], tools: [{ name: "play", description: "", parameters: {} }], calls: [call("play", { a: 1 }), call("play", { a: 2 })], possible: [{ tool: "play", params: { a: [1] } }, { tool: "play", params: { a: [2] } }] },
   multi("mt0", ["cd", "mv"]),
   multi("mt1", ["ls"]),
   multi("mt2", ["a", "b", "c"]),

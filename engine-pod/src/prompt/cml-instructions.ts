@@ -92,7 +92,7 @@ export function buildCmlSystemPrompt(opts: CmlSystemPromptOptions): string {
         "- Start the longest-running calls first (see each tool's estimated latency): while they run, make the shorter calls.",
         "- A call that needs another call's result must wait until that result has arrived.",
         `- When nothing is left to do until a result arrives, write ${formatTrapBlock()} and stop; you resume when the next result arrives.`,
-        "- When all results you need are in, give the final answer and end your turn.",
+        "- When all results you need are in, answer in one short sentence that uses them, and end your turn.",
       ].join("\n"),
     );
     parts.push(["Available tools:", ...opts.tools.map(describeTool)].join("\n"));

@@ -4,6 +4,8 @@
  * tokens (untrusted text never becomes a marker).
  */
 export { buildCmlSystemPrompt, describeTool, formatCallBody, formatLatency, type CallStyle, type CmlSystemPromptOptions } from "./cml-instructions.js";
+export { cmlPromptMessages, type CmlPromptInput } from "./cml-prompt.js";
+export { builtInExamples, fewShotMessages, type FewShotExample } from "./few-shot.js";
 export {
   renderPrompt,
   renderPromptText,

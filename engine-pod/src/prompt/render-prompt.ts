@@ -9,6 +9,7 @@ import {
   ChatMLChatWrapper,
   LlamaText,
   resolveChatWrapper,
+  SpecialToken,
   SpecialTokensText,
   type ChatHistoryItem,
   type ChatWrapper,
@@ -78,13 +79,18 @@ export function plainText(text: string, forgeable: readonly CmlMarker[] = []): L
   return [text.replace(MARKER_RE, (m) => (forgeable.includes(m as CmlMarker) ? `[\u200b${m.slice(1)}` : m))];
 }
 
-/** Trusted text: each marker the model has as a token becomes that token; the rest stays plain. */
-export function trustedText(text: string, markers: MarkerTokenInfo): LlamaTextValue[] {
-  const tokenized = new Set(markers.markerTokens.values());
+/**
+ * Trusted text: each marker becomes its own token run, tokenized apart from
+ * the text around it. Where the model has the marker as a token that is the
+ * token; where it is plain text (e.g. Gemma), it is still tokenized on its
+ * own, exactly as the engine injects it and as the call grammar makes the
+ * model write it (text tokenized as one string would merge `]` and `[`
+ * across `[END][TRAP]` into tokens the model never meets while decoding).
+ */
+export function trustedText(text: string, _markers: MarkerTokenInfo): LlamaTextValue[] {
   const out: LlamaTextValue[] = [];
   let last = 0;
   for (const m of text.matchAll(MARKER_RE)) {
-    if (!tokenized.has(m[0] as CmlMarker)) continue;
     if (m.index > last) out.push(text.slice(last, m.index));
     out.push(new SpecialTokensText(m[0]));
     last = m.index + m[0].length;
@@ -93,8 +99,9 @@ export function trustedText(text: string, markers: MarkerTokenInfo): LlamaTextVa
   return out;
 }
 
-function marker(m: CmlMarker, markers: MarkerTokenInfo): LlamaTextValue {
-  return [...markers.markerTokens.values()].includes(m) ? new SpecialTokensText(m) : m;
+/** A marker as its own token run (its control token where the model has one; see {@link trustedText}). */
+function marker(m: CmlMarker, _markers: MarkerTokenInfo): LlamaTextValue {
+  return new SpecialTokensText(m);
 }
 
 /** CML segments: markers as tokens, call bodies, text and interrupt values plain. */
@@ -140,7 +147,11 @@ const PLACEHOLDER_RE = /\uE000(\d+)\uE001/g;
  * placeholders; message contents are spliced in afterwards with their own
  * trust level, so the template can never turn user text into special tokens.
  */
-export function renderPromptText(model: LlamaModel, messages: readonly PromptMessage[], opts: RenderOptions = {}): { text: LlamaText; wrapper: string } {
+export function renderPromptText(
+  model: LlamaModel,
+  messages: readonly PromptMessage[],
+  opts: RenderOptions = {},
+): { text: LlamaText; values: LlamaTextValue[]; wrapper: string } {
   const { markers, wrapper: resolved } = infoFor(model);
   const wrapper = opts.chatWrapper ?? resolved;
   const markerRoles = new Set(opts.markerRoles ?? ["system", "assistant"]);
@@ -182,17 +193,42 @@ export function renderPromptText(model: LlamaModel, messages: readonly PromptMes
     }
     if (last < v.length) values.push(v.slice(last));
   }
-  return { text: LlamaText(values), wrapper: wrapper.wrapperName };
+  return { text: LlamaText(values), values, wrapper: wrapper.wrapperName };
+}
+
+/**
+ * Tokenizes values one run at a time: plain strings are joined and tokenized
+ * together, every special text (template tokens, CML markers) on its own.
+ * `LlamaText.tokenize` would first merge adjacent special texts, so
+ * `[END][TRAP]` in a text-marker model would become one string whose `][`
+ * merges into a token the decode loop never produces.
+ */
+function tokenizeValues(tokenizer: LlamaModel["tokenizer"], values: readonly LlamaTextValue[], trimFirst: boolean): Token[] {
+  const out: Token[] = [];
+  let pending = "";
+  const flush = (): void => {
+    if (pending !== "") out.push(...LlamaText(pending).tokenize(tokenizer, out.length > 0 || trimFirst ? "trimLeadingSpace" : undefined));
+    pending = "";
+  };
+  for (const v of values) {
+    if (typeof v === "string") pending += v;
+    else if (v instanceof SpecialTokensText || v instanceof SpecialToken) {
+      flush();
+      out.push(...LlamaText(v).tokenize(tokenizer, out.length > 0 || trimFirst ? "trimLeadingSpace" : undefined));
+    }
+  }
+  flush();
+  return out;
 }
 
 /** {@link renderPromptText}, tokenized: the tokens to evaluate. */
 export function renderPrompt(model: LlamaModel, messages: readonly PromptMessage[], opts: RenderOptions = {}): RenderedPrompt {
-  const { text, wrapper } = renderPromptText(model, messages, opts);
-  const tokens = text.tokenize(model.tokenizer);
+  const { values, wrapper } = renderPromptText(model, messages, opts);
+  const tokens = tokenizeValues(model.tokenizer, values, false);
   return { tokens, text: model.detokenize(tokens, true), wrapper };
 }
 
 /** Tokens of trusted CML (engine- or model-written): markers become marker tokens, as injected mid-stream. */
 export function tokenizeCml(model: LlamaModel, segments: readonly CmlSegment[]): Token[] {
-  return LlamaText(segmentsText(segments, infoFor(model).markers)).tokenize(model.tokenizer, "trimLeadingSpace");
+  return tokenizeValues(model.tokenizer, segmentsText(segments, infoFor(model).markers), true);
 }

@@ -1,0 +1,222 @@
+/**
+ * @module `npm run bench -- accuracy [--quick] [--model PATH]
+ * [--questions FILE[,FILE..] --answers FILE[,FILE..]] [--tasks N] [--seed N]
+ * [--split eval|tuning|all] [--formats cmlAsync,cmlSync,openaiTools]
+ * [--max-tokens N] [--json FILE] [--out DIR]`
+ *
+ * AsyncLM §6.5's question on a real model: does asynchronous calling cost
+ * correctness? BFCL single-turn tasks (any category file with its possible
+ * answer) run UNSCRIPTED on one engine: the model decides every call. The
+ * same tasks, seed and model run as a CML async session, a CML sync session
+ * and an OpenAI-tools chat completion; each task's calls are scored with
+ * BFCL's AST rules. Tools answer a neutral `{"status": "ok"}` after a seeded
+ * latency (BFCL's AST categories never execute the calls either, and a
+ * neutral answer tells the model nothing about whether it was right).
+ *
+ * Default model: Gemma 3 270M (hack/tools/50-gemma.sh). Upper bound: 100%
+ * (every answer matched); BFCL's leaderboard puts small untuned models far
+ * below it, so the harness, not the 270M figure, is the point.
+ */
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createLogger, parseArgv, type ChatMessage, type Logger, type ToolSpec } from "../../common/src/index.js";
+import { createReplayTool, type BuiltinTool } from "../../common/src/builtin-tools/index.js";
+import { createEngine, type Engine } from "../../engine-pod/src/engine/index.js";
+import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
+import { EngineMetrics } from "../../engine-pod/src/metrics/index.js";
+import { defaultModelCacheDir } from "../../engine-pod/src/model/index.js";
+import { DEFAULT_SERVER_LIMITS, EngineServer } from "../../engine-pod/src/server/index.js";
+import { render } from "../bfcl/charts.js";
+import type { SingleTurnEntry } from "../bfcl/bfcl-reader.js";
+import { defaultBfclDir, readEntries } from "../bfcl/load-tasks.js";
+import { drawLatencyMs, mulberry32, shuffled } from "../bfcl/seeded-random.js";
+import { scoreCalls } from "./ast-scorer.js";
+import { accuracyChartSpec, accuracyTable, aggregateRuns, type ScoredRun } from "./report.js";
+import { FORMATS, runFormat, type AccuracyTask, type FormatName } from "./run-task.js";
+import { inSplit, type Split } from "./split.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+/** The neutral tool answer: the same for right and wrong calls. */
+const TOOL_OUTPUT = '{"status": "ok"}';
+
+interface Config {
+  model: string;
+  sources: { questions: string; answers?: string; category: string }[];
+  tasksPerCategory: number;
+  seed: number;
+  split: Split;
+  formats: FormatName[];
+  maxTokens: number;
+  contextSize: number;
+  threads: number;
+  quick: boolean;
+  json?: string;
+  outDir: string;
+}
+
+/** `BFCL_v4_simple_python.json` → `simple_python`. */
+export function categoryOf(path: string): string {
+  return basename(path).replace(/\.jsonl?$/, "").replace(/^BFCL_v\d+_/, "");
+}
+
+function parseConfig(argv: string[]): Config {
+  const flags = parseArgv(argv);
+  const quick = flags.has("quick");
+  const list = (v: string | undefined): string[] => (v === undefined ? [] : v.split(",").map((s) => s.trim()).filter((s) => s !== ""));
+  const questions = list(flags.get("questions"));
+  const answers = list(flags.get("answers"));
+  if (answers.length > 0 && answers.length !== questions.length) throw new Error("--answers must name one file per --questions file");
+  let sources: Config["sources"];
+  if (questions.length > 0) sources = questions.map((q, i) => ({ questions: q, ...(answers[i] !== undefined ? { answers: answers[i] } : {}), category: categoryOf(q) }));
+  else {
+    const dir = defaultBfclDir();
+    if (!existsSync(dir)) throw new Error(`BFCL folder not found: ${dir} (set BFCL_DIR or pass --questions FILE --answers FILE)`);
+    // Every single-turn category present with its possible answer (multi-turn files have no AST answers).
+    sources = readdirSync(dir)
+      .filter((f) => f.endsWith(".json") && !/multi_turn/.test(f) && existsSync(join(dir, "possible_answer", f)))
+      .sort()
+      .map((f) => ({ questions: join(dir, f), category: categoryOf(f) }));
+  }
+  const formats = list(flags.get("formats"));
+  for (const f of formats) if (!(FORMATS as readonly string[]).includes(f)) throw new Error(`--formats: unknown format ${f} (${FORMATS.join(", ")})`);
+  const split = flags.get("split") ?? "eval";
+  if (split !== "eval" && split !== "tuning" && split !== "all") throw new Error("--split must be eval, tuning or all");
+  const int = (name: string, def: number): number => {
+    const v = Number(flags.get(name) ?? def);
+    if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer`);
+    return v;
+  };
+  return {
+    model: flags.get("model") ?? join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf"),
+    sources,
+    tasksPerCategory: int("tasks", quick ? 2 : 25),
+    seed: int("seed", 1),
+    split,
+    formats: formats.length > 0 ? (formats as FormatName[]) : [...FORMATS],
+    maxTokens: int("max-tokens", quick ? 96 : 192),
+    contextSize: int("context-size", 4096),
+    threads: int("threads", 1),
+    quick,
+    ...(flags.get("json") !== undefined ? { json: flags.get("json")! } : {}),
+    outDir: flags.get("out") ?? join(ROOT, "bench/results"),
+  };
+}
+
+/** Picks each category's tasks (seeded, in the requested split) and gives every tool a seeded latency hint. */
+export function pickTasks(entries: readonly SingleTurnEntry[], category: string, n: number, seed: number, split: Split): (AccuracyTask & { entry: SingleTurnEntry })[] {
+  const eligible = entries.filter((e) => inSplit(e.id, split) && e.possible.length > 0);
+  const rng = mulberry32(seed);
+  return shuffled(eligible, rng)
+    .slice(0, n)
+    .map((entry) => ({
+      id: entry.id,
+      category,
+      entry,
+      messages: entry.messages.filter((m): m is ChatMessage => m.role === "system" || m.role === "user" || m.role === "assistant"),
+      tools: entry.tools.map((t) => ({ ...t, estimatedLatencyMs: drawLatencyMs(rng) })),
+    }));
+}
+
+/** An engine pod in this process: the real engine and HTTP server, tools run by the in-process executor as replay builtins. */
+async function startPod(config: Config, tools: Map<string, BuiltinTool>, log: Logger): Promise<{ url: string; engine: Engine; close(): Promise<void> }> {
+  const executor = new InProcessExecutor({ tools, log });
+  const engine = await createEngine(
+    { modelPath: config.model, gpu: false, sequences: 3, contextSize: config.contextSize, threads: config.threads, kvPolicy: "auto", maxTokens: config.maxTokens, prefixCache: true },
+    executor,
+    log,
+    { calibrate: false },
+  );
+  const server = new EngineServer({ catalog: { builtins: new Map(), pools: false, defaultPool: "bench/accuracy" }, limits: DEFAULT_SERVER_LIMITS, metrics: new EngineMetrics(), log, engine });
+  const port = await server.listen(0, "127.0.0.1");
+  return {
+    url: `http://127.0.0.1:${port}`,
+    engine,
+    async close() {
+      await server.close();
+      await engine.close();
+      await executor.close();
+    },
+  };
+}
+
+/** Registers the task's functions as replay tools that answer {@link TOOL_OUTPUT} after their latency. */
+function registerTools(tools: Map<string, BuiltinTool>, specs: readonly ToolSpec[]): void {
+  tools.clear();
+  for (const spec of specs) tools.set(spec.name, createReplayTool({ spec, table: new Map(), fallback: { output: TOOL_OUTPUT, latencyMs: spec.estimatedLatencyMs ?? 100 } }));
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const config = parseConfig(argv);
+  if (!existsSync(config.model)) {
+    throw new Error(`model not found: ${config.model} (run \`bash hack/tools/50-gemma.sh\` for Gemma 3 270M, or pass --model PATH to any GGUF chat model)`);
+  }
+  const log = createLogger("bench-accuracy", process.env["LOG_LEVEL"] ?? "warn");
+  const started = performance.now();
+  const tasks = config.sources.flatMap((s) => {
+    const entries = readEntries({ questions: s.questions, ...(s.answers !== undefined ? { answers: s.answers } : {}) }).filter((e): e is SingleTurnEntry => e.kind === "single");
+    return pickTasks(entries, s.category, config.tasksPerCategory, config.seed, config.split);
+  });
+  if (tasks.length === 0) throw new Error("no single-turn tasks in the given files (split: " + config.split + ")");
+  const modelName = basename(config.model);
+  console.log(`BFCL accuracy — model: ${modelName}, UNSCRIPTED (the model decides every call; no policy), ${tasks.length} tasks (${config.split} split), seed ${config.seed}`);
+  console.log(`formats: ${config.formats.join(", ")}; scored with BFCL's AST rules; tools answer ${TOOL_OUTPUT} after a seeded 30–500 ms.\n`);
+
+  const toolSet = new Map<string, BuiltinTool>();
+  const pod = await startPod(config, toolSet, log);
+  const runs: ScoredRun[] = [];
+  try {
+    for (const task of tasks) {
+      registerTools(toolSet, task.tools);
+      for (const format of config.formats) {
+        const out = await runFormat(task, format, { engineUrl: pod.url, maxTokens: config.maxTokens, seed: config.seed });
+        const score = scoreCalls(task.tools, out.calls, task.entry.possible);
+        runs.push({
+          taskId: task.id,
+          category: task.category,
+          format,
+          valid: score.valid,
+          ...(score.valid ? {} : { error: score.kind, errorMessage: score.message }),
+          calls: out.calls.length,
+          invalidCalls: out.invalidCalls,
+          latencyMs: Math.round(out.latencyMs),
+          tokensGenerated: out.tokensGenerated,
+          endReason: out.endReason,
+        });
+        process.stderr.write(`  ${task.id} ${format}: ${score.valid ? "right" : `wrong (${score.message})`} ${Math.round(out.latencyMs)} ms\n`);
+      }
+    }
+  } finally {
+    await pod.close();
+  }
+
+  const rows = aggregateRuns(runs, config.formats);
+  const table = accuracyTable(rows);
+  const wall = Math.round((performance.now() - started) / 1000);
+  const resultConfig = {
+    model: modelName,
+    unscripted: true,
+    quick: config.quick,
+    seed: config.seed,
+    split: config.split,
+    tasks_per_category: config.tasksPerCategory,
+    categories: [...new Set(tasks.map((t) => t.category))],
+    max_tokens: config.maxTokens,
+    sampling: "temperature 0",
+    tools: `neutral ${TOOL_OUTPUT} after a seeded 30–500 ms (in-process replay builtins)`,
+    latency: "client wall time, request to last byte (CML: whole session incl. tool waits; OpenAI: one request)",
+    invalid_calls: "call blocks the engine rejected (parse/schema); the OpenAI response carries only accepted tool_calls (n/a)",
+    wall_s: wall,
+  };
+  console.log(table);
+  mkdirSync(config.outDir, { recursive: true });
+  const json = { config: resultConfig, results: rows, runs };
+  writeFileSync(join(config.outDir, "accuracy.json"), JSON.stringify(json, null, 2));
+  if (config.json !== undefined) writeFileSync(config.json, JSON.stringify(json, null, 2));
+  writeFileSync(
+    join(config.outDir, "accuracy.md"),
+    `# BFCL accuracy (unscripted)\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n`,
+  );
+  writeFileSync(join(config.outDir, "accuracy.svg"), await render(accuracyChartSpec(rows, `BFCL AST accuracy, ${modelName} (unscripted)`)));
+  console.log(`\nwrote ${join(config.outDir, "accuracy.{json,md,svg}")}${config.json !== undefined ? ` and ${config.json}` : ""} in ${wall} s`);
+}
