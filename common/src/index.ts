@@ -12,3 +12,4 @@ export * from "./shutdown.js";
 export * from "./config.js";
 export * from "./session-client.js";
 export * from "./run-under-deadline.js";
+export * from "./tool-call-key.js";
