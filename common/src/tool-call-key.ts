@@ -7,9 +7,13 @@
  */
 import { canonicalJson } from "./builtin-tools/replay.js";
 
-/** `name` + NUL + canonical JSON of the arguments (NUL cannot appear in a tool name). */
-export function toolCallKey(tool: string, args: Readonly<Record<string, unknown>>): string {
-  return `${tool}\u0000${canonicalJson(args)}`;
+/**
+ * `name` + NUL + canonical JSON of the arguments (NUL cannot appear in a tool
+ * name). Without arguments: the key of "any call of this tool" (a cached
+ * output posted by name only).
+ */
+export function toolCallKey(tool: string, args: Readonly<Record<string, unknown>> | undefined): string {
+  return args === undefined ? `${tool}\u0000*` : `${tool}\u0000${canonicalJson(args)}`;
 }
 
 /** Whether a value is a plain JSON object (what a call's arguments must be). */

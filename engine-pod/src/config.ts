@@ -43,6 +43,22 @@ export interface ExecutorOptions {
   defaultPool?: { namespace: string; name: string };
 }
 
+/** Speculative tool calls (`--draft-model`, `--max-draft-tokens`, the tool cache's bounds). */
+export interface SpeculationPodOptions {
+  /** A second GGUF loaded beside the main model: the draft model S. */
+  draftModelPath?: string;
+  /** Most draft tokens proposed per O2 validation pass. */
+  maxDraftTokens: number;
+  /** Tool-cache entry lifetime, ms (`cache-tool-output` entries may ask for less). */
+  cacheTtlMs: number;
+  /** Tool-cache entries per session. */
+  cacheEntriesPerSession: number;
+  /** Tool-cache output bytes over all sessions. */
+  cacheMaxBytes: number;
+  /** Largest single cached output, bytes (larger → 413). */
+  maxCachedOutputBytes: number;
+}
+
 export interface EnginePodOptions {
   /** Engine options; `modelPath` is empty when a preset is still to be generated. */
   engine: EngineOptions;
@@ -50,6 +66,7 @@ export interface EnginePodOptions {
   modelPreset?: ModelPresetName;
   server: ServerOptions;
   executor: ExecutorOptions;
+  speculation: SpeculationPodOptions;
   /** This pod's name: NATS interrupt subjects and heartbeats (`POD_NAME` from the downward API). */
   podName: string;
   logLevel: string;
@@ -65,7 +82,9 @@ function invalid(message: string): InterlaceError {
  * --threads --gpu false|cuda|auto --kv-policy auto|keep|swap|recompute
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
  * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
- * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--log-level`. Throws an
+ * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--log-level`, and
+ * speculation's `--draft-model PATH --max-draft-tokens N --tool-cache-ttl-ms
+ * --tool-cache-entries --tool-cache-max-bytes --max-cached-output-bytes`. Throws an
  * {@link InterlaceError} naming the flag and its environment variable.
  */
 export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodOptions {
@@ -105,6 +124,17 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     ...(natsUrl !== undefined ? { natsUrl } : {}),
     ...(defaultPool !== undefined ? { defaultPool } : {}),
   };
+  const draftModelPath = optionalStringOpt(src, "draft-model");
+  if (draftModelPath === "") throw invalid("--draft-model (DRAFT_MODEL) must be a GGUF path when given");
+  const maxCachedOutputBytes = intOpt(src, "max-cached-output-bytes", Math.min(maxBodyBytes, 262_144), { min: 1, max: maxBodyBytes });
+  const speculation: SpeculationPodOptions = {
+    ...(draftModelPath !== undefined ? { draftModelPath } : {}),
+    maxDraftTokens: intOpt(src, "max-draft-tokens", 16, { min: 1, max: 256 }),
+    cacheTtlMs: intOpt(src, "tool-cache-ttl-ms", 60_000, { min: 1, max: 3_600_000 }),
+    cacheEntriesPerSession: intOpt(src, "tool-cache-entries", 16, { min: 1, max: 1024 }),
+    cacheMaxBytes: intOpt(src, "tool-cache-max-bytes", 16 * 1_048_576, { min: maxCachedOutputBytes, max: 1024 * 1_048_576 }),
+    maxCachedOutputBytes,
+  };
   // The host name is only a default: made subject-safe (dots and other characters → "-").
   const hostName = (src.env["HOSTNAME"] ?? "").replace(/[^a-zA-Z0-9_-]/g, "-").slice(0, 63);
   const podName = stringOpt(src, "pod-name", hostName === "" ? "engine-local" : hostName);
@@ -116,6 +146,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     ...(modelPreset !== undefined ? { modelPreset } : {}),
     server,
     executor,
+    speculation,
     podName,
     logLevel: stringOpt(src, "log-level", "info"),
   };

@@ -9,17 +9,24 @@ import { pathToFileURL } from "node:url";
 import { createLogger, InterlaceError, Shutdown, type Logger, type ToolSpec } from "../../common/src/index.js";
 import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions, type EnginePodOptions } from "./config.js";
-import { createEngine, InterruptInbox, type Engine } from "./engine/index.js";
+import { createEngine, InterruptInbox, loadRuntime, type Engine } from "./engine/index.js";
 import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
+import { registerSpeculationMetrics } from "./metrics/speculation-metrics.js";
+import { DraftModel, SpeculationStats, ToolCache } from "./speculation/index.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
 export interface EnginePod {
   server: EngineServer;
   engine: Engine;
   executor: Executor;
+  /** The per-session tool cache (speculation and `cache-tool-output`). */
+  toolCache: ToolCache;
+  /** The draft model, when `--draft-model` was given. */
+  draft?: DraftModel;
+  speculationStats: SpeculationStats;
   port: number;
   /** Stops accepting, cancels sessions, closes the engine and the executor (idempotent). */
   close(): Promise<void>;
@@ -73,9 +80,15 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const { executor, catalog } = await createExecutor(options, log, metrics, inbox);
     started.push({ name: "executor", close: () => executor.close() });
 
+    const spec = options.speculation;
+    const toolCache = new ToolCache({ ttlMs: spec.cacheTtlMs, maxEntriesPerSession: spec.cacheEntriesPerSession, maxBytes: spec.cacheMaxBytes });
+    const speculationStats = new SpeculationStats();
+    let draft: DraftModel | undefined;
+    registerSpeculationMetrics(metrics.registry, () => ({ cache: toolCache.stats(), stats: speculationStats, draftModel: draft?.modelPath ?? null }));
     const server = new EngineServer({
       catalog,
-      limits: options.server,
+      toolCache,
+      limits: { ...options.server, maxCachedOutputBytes: spec.maxCachedOutputBytes },
       metrics,
       log: log.child({ subsystem: "http" }),
     });
@@ -90,16 +103,35 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       log.info({ preset: options.modelPreset, modelPath, ms: Math.round(performance.now() - t0) }, "model ready");
     }
     const t0 = performance.now();
-    const engine = await createEngine({ ...options.engine, modelPath }, executor, log.child({ subsystem: "engine" }), { inbox });
+    // Loaded here so the draft model can share its llama.cpp instance (one backend, one thread setting).
+    const runtime = await loadRuntime({ ...options.engine, modelPath }, log.child({ subsystem: "engine" }));
+    const engine = await createEngine({ ...options.engine, modelPath }, executor, log.child({ subsystem: "engine" }), { inbox, runtime });
     // Stop accepting and cancel the sessions first, then close the engine.
     started.push({ name: "engine", close: async () => (await server.close(), await engine.close()) });
+    if (spec.draftModelPath !== undefined) {
+      draft = await DraftModel.load(
+        runtime.llama,
+        { modelPath: spec.draftModelPath, threads: options.engine.threads, contextSize: Math.min(2048, options.engine.contextSize) },
+        log.child({ subsystem: "draft" }),
+      );
+      const loaded = draft;
+      started.push({ name: "draft-model", close: () => loaded.close() });
+    }
     server.setEngine(engine);
     log.info(
-      { modelPath, contextSize: engine.contextSize, sequences: options.engine.sequences, threads: options.engine.threads, loadMs: Math.round(performance.now() - t0) },
+      {
+        modelPath,
+        contextSize: engine.contextSize,
+        sequences: options.engine.sequences,
+        threads: options.engine.threads,
+        draftModel: spec.draftModelPath ?? null,
+        maxDraftTokens: spec.maxDraftTokens,
+        loadMs: Math.round(performance.now() - t0),
+      },
       "engine ready",
     );
     let closing: Promise<void> | undefined;
-    return { server, engine, executor, port, close: () => (closing ??= closeAll()) };
+    return { server, engine, executor, toolCache, speculationStats, ...(draft !== undefined ? { draft } : {}), port, close: () => (closing ??= closeAll()) };
   } catch (err) {
     await closeAll();
     throw err;

@@ -9,3 +9,4 @@ export * from "./analytic.js";
 export * from "./draft-policy.js";
 export * from "./draft-model.js";
 export * from "./draft-validator.js";
+export * from "./speculation-stats.js";

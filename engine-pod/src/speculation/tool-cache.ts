@@ -20,7 +20,8 @@ export interface CachedCall {
   readonly key: string;
   readonly sessionId: string;
   readonly tool: string;
-  readonly arguments: Readonly<Record<string, unknown>>;
+  /** Undefined: posted by name only, it answers any call of the tool. */
+  readonly arguments: Readonly<Record<string, unknown>> | undefined;
   readonly source: CacheSource;
   readonly future: Promise<ToolResult>;
   /** performance.now() when it was started (or posted). */
@@ -66,7 +67,8 @@ export type DiscardReason = "expired" | "evicted" | "session_ended" | "replaced"
 
 export class ToolCache {
   private readonly sessions = new Map<string, Map<string, CachedCall>>();
-  private readonly ttlMs: number;
+  /** Default (and longest) entry lifetime, ms. */
+  readonly ttlMs: number;
   private readonly maxEntriesPerSession: number;
   private readonly maxBytes: number;
   private readonly now: () => number;
@@ -89,7 +91,7 @@ export class ToolCache {
   put(
     sessionId: string,
     tool: string,
-    args: Readonly<Record<string, unknown>>,
+    args: Readonly<Record<string, unknown>> | undefined,
     future: Promise<ToolResult>,
     opts: { source: CacheSource; ttlMs?: number; abort?: AbortController; replace?: boolean },
   ): CachedCall | undefined {
@@ -104,6 +106,7 @@ export class ToolCache {
     if (existing !== undefined) {
       if (opts.replace !== true) return undefined;
       this.discard(existing, "replaced");
+      this.sessions.set(sessionId, map); // discarding the last entry dropped the session's map
     }
     const startedAt = this.now();
     const entry: CachedCall = {
@@ -136,13 +139,18 @@ export class ToolCache {
 
   /**
    * The main model's call: on a hit the entry is removed and returned (it is
-   * delivered exactly once); on a miss, undefined. Both are counted.
+   * delivered exactly once); on a miss, undefined. Both are counted. An exact
+   * key wins over an output posted for the tool by name only.
    */
   take(sessionId: string, tool: string, args: Readonly<Record<string, unknown>>): CachedCall | undefined {
     this.sweep();
     const map = this.sessions.get(sessionId);
-    const key = toolCallKey(tool, args);
-    const entry = map?.get(key);
+    let key = toolCallKey(tool, args);
+    let entry = map?.get(key);
+    if (entry === undefined) {
+      key = toolCallKey(tool, undefined);
+      entry = map?.get(key);
+    }
     if (entry === undefined) {
       this.counters.misses++;
       return undefined;
@@ -154,7 +162,7 @@ export class ToolCache {
   }
 
   /**
-   * The newest entry of the session, of tool `tool` when given (O2: the draft
+   * The newest entry of the session with arguments, of tool `tool` when given (O2: the draft
    * proposed when a call block opens). Not removed.
    */
   latest(sessionId: string, tool?: string): CachedCall | undefined {
@@ -162,7 +170,7 @@ export class ToolCache {
     const map = this.sessions.get(sessionId);
     if (map === undefined) return undefined;
     let found: CachedCall | undefined;
-    for (const e of map.values()) if (tool === undefined || e.tool === tool) found = e;
+    for (const e of map.values()) if (e.arguments !== undefined && (tool === undefined || e.tool === tool)) found = e;
     return found;
   }
 
