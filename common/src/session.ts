@@ -61,6 +61,33 @@ export type ScriptedPolicySpec =
       pieces: string[];
     };
 
+/**
+ * Speculative tool calls for one session (an AgentApp's `speculation`, which
+ * the router copies onto each session request; or a client's own).
+ */
+export interface SessionSpeculation {
+  enabled: boolean;
+  /** Calls the draft predicts per turn (λ). Default 1. */
+  lambda?: number;
+  /** Speculative calls of the session running at once. Default 2. */
+  maxInFlight?: number;
+  /** ToolPools (`namespace/name`) whose speculative tools may start early; absent: every pool. */
+  pools?: string[];
+  /**
+   * Engine-side speculation as well (O2: validate the cached call's tokens in
+   * one pass when a call block opens; O3: append a cached result at the call's
+   * end without a trap). Default true.
+   */
+  engineSide?: boolean;
+  /**
+   * The draft policy. `scripted` (benchmarks): the draft predicts the script's
+   * next call with accuracy `alpha` and a plausible wrong call otherwise, while
+   * its tokens are real draft-model passes; the session is labelled scripted.
+   * Needs a scripted main policy (it knows the true next call).
+   */
+  draft?: { type: "scripted"; alpha: number; seed?: number };
+}
+
 /** Body of `POST /v1/sessions`. */
 export interface CreateSessionRequest {
   /** The user input; or a full message list (a system message overrides `system`). */
@@ -83,6 +110,7 @@ export interface CreateSessionRequest {
    * an admission queue ignores it.
    */
   priority?: number;
+  speculation?: SessionSpeculation;
 }
 
 export interface SessionUsage {

@@ -82,6 +82,7 @@ export const scriptedPolicySchema: JsonSchema = {
           calls: { type: "array", items: scriptedCallSchema },
           callStyle: { enum: ["json", "python"] },
           thinkTokens: { type: "integer", minimum: 0, maximum: 100_000 },
+          leadTokens: { type: "integer", minimum: 0, maximum: 100_000 },
           finalText: { type: "string" },
         },
         required: ["calls"],
@@ -110,6 +111,8 @@ export const createSessionBodySchema: JsonSchema = {
     grammar: { type: "boolean" },
     kvPolicy: { enum: KV_POLICIES },
     policy: scriptedPolicySchema,
+    // Checked field by field by the engine (a scripted draft needs a scripted policy).
+    speculation: { type: "object" },
   },
   required: ["prompt"],
   additionalProperties: false,
