@@ -138,6 +138,28 @@ export interface SessionTimings {
 
 export type TrapDecision = "keep" | "swap" | "recompute";
 
+/** What speculation did in one session (on its `done` event when speculation was on). */
+export interface SpeculationUsage {
+  /** Turns at which the draft ran, and its time over them (g summed), ms. */
+  draftRuns: number;
+  draftMs: number;
+  /** Tool calls started before the model asked (only tools marked speculative). */
+  started: number;
+  /** Model calls served from the tool cache / not found there. */
+  hits: number;
+  misses: number;
+  /** Cached results never used, and the tool time they cost, ms. */
+  wasted: number;
+  wastedToolMs: number;
+  /** Tool time the hits masked, ms. */
+  savedToolMs: number;
+  /** O2: draft tokens proposed for one-pass validation / accepted. */
+  draftTokensProposed: number;
+  draftTokensAccepted: number;
+  /** O3: cached results appended at a call's end without a trap. */
+  o3Appends: number;
+}
+
 /** Server-sent events of a session. `t` is ms since the session was accepted. */
 export type SessionEvent =
   | { type: "started"; sessionId: string; mode: CallingMode; promptTokens: number; scripted: boolean; t: number }
@@ -172,6 +194,7 @@ export type SessionEvent =
       usage: SessionUsage;
       timings: SessionTimings;
       scripted: boolean;
+      speculation?: SpeculationUsage;
       t: number;
     }
   | { type: "error"; code: string; message: string; t: number };

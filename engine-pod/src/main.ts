@@ -15,7 +15,7 @@ import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
 import { registerSpeculationMetrics } from "./metrics/speculation-metrics.js";
-import { DraftModel, SpeculationStats, ToolCache } from "./speculation/index.js";
+import { DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "./speculation/index.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
 export interface EnginePod {
@@ -105,7 +105,10 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const t0 = performance.now();
     // Loaded here so the draft model can share its llama.cpp instance (one backend, one thread setting).
     const runtime = await loadRuntime({ ...options.engine, modelPath }, log.child({ subsystem: "engine" }));
-    const engine = await createEngine({ ...options.engine, modelPath }, executor, log.child({ subsystem: "engine" }), { inbox, runtime });
+    // Calls go through the speculation layer: a session's call first asks its speculator (tool cache).
+    const speculative = new SpeculativeExecutor(executor);
+    const core = await createEngine({ ...options.engine, modelPath }, speculative, log.child({ subsystem: "engine" }), { inbox, runtime });
+    const engine = withSpeculation(core, { executor: speculative, cache: toolCache, stats: speculationStats, draft: () => draft, log: log.child({ subsystem: "speculation" }) });
     // Stop accepting and cancel the sessions first, then close the engine.
     started.push({ name: "engine", close: async () => (await server.close(), await engine.close()) });
     if (spec.draftModelPath !== undefined) {
@@ -115,7 +118,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         log.child({ subsystem: "draft" }),
       );
       const loaded = draft;
-      started.push({ name: "draft-model", close: () => loaded.close() });
+      // Closed after the engine (which cancels the sessions that may be drafting).
+      started.splice(started.length - 1, 0, { name: "draft-model", close: () => loaded.close() });
     }
     server.setEngine(engine);
     log.info(

@@ -10,3 +10,6 @@ export * from "./draft-policy.js";
 export * from "./draft-model.js";
 export * from "./draft-validator.js";
 export * from "./speculation-stats.js";
+export * from "./session-speculator.js";
+export * from "./speculative-executor.js";
+export * from "./speculating-engine.js";

@@ -142,7 +142,7 @@ export class ToolCache {
    * delivered exactly once); on a miss, undefined. Both are counted. An exact
    * key wins over an output posted for the tool by name only.
    */
-  take(sessionId: string, tool: string, args: Readonly<Record<string, unknown>>): CachedCall | undefined {
+  take(sessionId: string, tool: string, args: Readonly<Record<string, unknown>>, opts: { countMiss?: boolean } = {}): CachedCall | undefined {
     this.sweep();
     const map = this.sessions.get(sessionId);
     let key = toolCallKey(tool, args);
@@ -152,7 +152,7 @@ export class ToolCache {
       entry = map?.get(key);
     }
     if (entry === undefined) {
-      this.counters.misses++;
+      if (opts.countMiss ?? true) this.counters.misses++;
       return undefined;
     }
     map!.delete(key);
