@@ -52,6 +52,8 @@ export type ScriptedPolicySpec =
       callStyle?: "json" | "python";
       /** Tokens of ordinary text generated between consecutive calls ("thinking"). Default 0. */
       thinkTokens?: number;
+      /** Tokens of ordinary text before the first call (the first turn's reasoning). Default 0. */
+      leadTokens?: number;
       /** Text generated after the last result arrives. */
       finalText?: string;
     }

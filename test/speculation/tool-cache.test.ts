@@ -66,7 +66,7 @@ t.test("bounds: per-session entries and total bytes evict the oldest; a running 
   await tick();
   t.equal(c.stats().entries, 2, "over 10 bytes: the oldest settled entry went");
   t.equal(c.peek("s", "f", { i: 1 }), undefined);
-  t.equal(c.dropSession("s"), 1);
+  t.same(c.dropSession("s"), { wasted: 3, wastedToolMs: 5 }, "the session's own waste: two evicted entries and the one left");
   t.equal(c.stats().wasted, 3);
 });
 

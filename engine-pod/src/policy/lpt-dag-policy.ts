@@ -57,9 +57,9 @@ export class LptDagPolicy implements TokenPolicy {
     if (this.finished) return; // queue stays empty → eos
     const ready = LptDagPolicy.pickReady(this.spec.calls, view);
     if (ready !== undefined) {
-      const think = this.spec.thinkTokens ?? 0;
       const emittedHere = this.spec.calls.some((c) => view.emittedCalls.has(c.id));
-      if (think > 0 && emittedHere) this.queue.push(...this.fillerTokens(think));
+      const think = emittedHere ? (this.spec.thinkTokens ?? 0) : (this.spec.leadTokens ?? 0);
+      if (think > 0) this.queue.push(...this.fillerTokens(think));
       const body = formatCallBody(ready.tool, ready.arguments, this.spec.callStyle ?? "json");
       this.queue.push(...this.tok.tokenizeCml(formatCallBlock(body, ready.id)));
       return;

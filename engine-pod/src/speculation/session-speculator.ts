@@ -176,11 +176,9 @@ export class SessionSpeculator {
     if (this.closed) return this.usage;
     this.closed = true;
     this.abort.abort();
-    const before = this.o.cache.stats();
-    this.o.cache.dropSession(this.o.sessionId);
-    const after = this.o.cache.stats();
-    this.usage.wasted += after.wasted - before.wasted;
-    this.usage.wastedToolMs += after.wastedToolMs - before.wastedToolMs;
+    const wasted = this.o.cache.dropSession(this.o.sessionId);
+    this.usage.wasted += wasted.wasted;
+    this.usage.wastedToolMs += wasted.wastedToolMs;
     return this.usage;
   }
 

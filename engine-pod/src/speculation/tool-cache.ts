@@ -73,6 +73,8 @@ export class ToolCache {
   private readonly maxBytes: number;
   private readonly now: () => number;
   private counters = { speculative: 0, client: 0, hits: 0, misses: 0, wasted: 0, wastedToolMs: 0, bytes: 0 };
+  /** Wasted entries per session until the session is dropped (its own accounting). */
+  private readonly wastedBySession = new Map<string, { wasted: number; wastedToolMs: number }>();
   /** Called for every discarded entry (metrics, logs). */
   onDiscard: ((entry: CachedCall, reason: DiscardReason) => void) | undefined;
 
@@ -180,14 +182,14 @@ export class ToolCache {
     return [...(this.sessions.get(sessionId)?.values() ?? [])];
   }
 
-  /** The session ended: everything it still holds is wasted. */
-  dropSession(sessionId: string): number {
+  /** The session ended: everything it still holds is wasted. Returns the session's wasted totals. */
+  dropSession(sessionId: string): { wasted: number; wastedToolMs: number } {
     const map = this.sessions.get(sessionId);
-    if (map === undefined) return 0;
-    const n = map.size;
-    for (const e of [...map.values()]) this.discard(e, "session_ended");
+    for (const e of [...(map?.values() ?? [])]) this.discard(e, "session_ended");
     this.sessions.delete(sessionId);
-    return n;
+    const totals = this.wastedBySession.get(sessionId) ?? { wasted: 0, wastedToolMs: 0 };
+    this.wastedBySession.delete(sessionId);
+    return totals;
   }
 
   /** Drops stale entries (called on every access). */
@@ -239,10 +241,15 @@ export class ToolCache {
     if (map.size === 0) this.sessions.delete(entry.sessionId);
     this.counters.bytes -= entry.bytes;
     if (reason !== "replaced" || entry.source === "speculative") {
+      let mine = this.wastedBySession.get(entry.sessionId);
+      if (mine === undefined) this.wastedBySession.set(entry.sessionId, (mine = { wasted: 0, wastedToolMs: 0 }));
       this.counters.wasted++;
+      mine.wasted++;
       if (entry.source === "speculative") {
         // A still-running speculation stops now; its time so far was spent for nothing.
-        this.counters.wastedToolMs += entry.toolMs ?? this.now() - entry.startedAt;
+        const ms = entry.toolMs ?? this.now() - entry.startedAt;
+        this.counters.wastedToolMs += ms;
+        mine.wastedToolMs += ms;
         if (entry.result === undefined) entry.abort?.abort();
       }
     }
