@@ -9,7 +9,7 @@
  */
 import t, { type Test } from "tap";
 import { createLogger, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
-import { createEngine, engineInternals, type Engine } from "../../engine-pod/src/engine/index.js";
+import { createEngine, loadRuntime, type Engine, type EngineOptions } from "../../engine-pod/src/engine/index.js";
 import type { Executor, ToolCall, ToolResult } from "../../engine-pod/src/executor/executor.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 import { DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "../../engine-pod/src/speculation/index.js";
@@ -45,9 +45,11 @@ async function stack(t: Test, cacheTtlMs = 60_000): Promise<{ engine: Engine; ob
   const [modelPath, draftPath] = await Promise.all([ensureModel({ preset: "test" }), ensureModel({ preset: "test", seed: 2 })]);
   const speculative = new SpeculativeExecutor(observed);
   const log = createLogger("engine-test", "warn");
-  const core = await createEngine({ modelPath, gpu: false, sequences: 2, contextSize: 2048, threads: 1, kvPolicy: "keep", maxTokens: 400, prefixCache: true }, speculative, log, { calibrate: false });
+  const options: EngineOptions = { modelPath, gpu: false, sequences: 2, contextSize: 2048, threads: 1, kvPolicy: "keep", maxTokens: 400, prefixCache: true };
+  const runtime = await loadRuntime(options, log);
+  const core = await createEngine(options, speculative, log, { calibrate: false, runtime });
   t.teardown(() => core.close());
-  const draft = await DraftModel.load(engineInternals(core).runtime.llama, { modelPath: draftPath, sequences: 2, contextSize: 1024, threads: 1 }, log);
+  const draft = await DraftModel.load(runtime.llama, { modelPath: draftPath, sequences: 2, contextSize: 1024, threads: 1 }, log);
   t.teardown(() => draft.close());
   const cache = new ToolCache({ ttlMs: cacheTtlMs });
   const engine = withSpeculation(core, { executor: speculative, cache, stats: new SpeculationStats(), draft: () => draft, log });
