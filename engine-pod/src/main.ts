@@ -15,7 +15,7 @@ import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
 import { registerSpeculationMetrics } from "./metrics/speculation-metrics.js";
-import { DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "./speculation/index.js";
+import { createSpeculationHook, DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "./speculation/index.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
 export interface EnginePod {
@@ -107,7 +107,11 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const runtime = await loadRuntime({ ...options.engine, modelPath }, log.child({ subsystem: "engine" }));
     // Calls go through the speculation layer: a session's call first asks its speculator (tool cache).
     const speculative = new SpeculativeExecutor(executor);
-    const core = await createEngine({ ...options.engine, modelPath }, speculative, log.child({ subsystem: "engine" }), { inbox, runtime });
+    const core = await createEngine({ ...options.engine, modelPath }, speculative, log.child({ subsystem: "engine" }), {
+      inbox,
+      runtime,
+      speculation: createSpeculationHook(speculative, spec.maxDraftTokens),
+    });
     const engine = withSpeculation(core, { executor: speculative, cache: toolCache, stats: speculationStats, draft: () => draft, log: log.child({ subsystem: "speculation" }) });
     // Stop accepting and cancel the sessions first, then close the engine.
     started.push({ name: "engine", close: async () => (await server.close(), await engine.close()) });

@@ -12,7 +12,7 @@ import { createLogger, type CreateSessionRequest, type SessionEvent, type ToolSp
 import { createEngine, loadRuntime, type Engine, type EngineOptions } from "../../engine-pod/src/engine/index.js";
 import type { Executor, ToolCall, ToolResult } from "../../engine-pod/src/executor/executor.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
-import { DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "../../engine-pod/src/speculation/index.js";
+import { createSpeculationHook, DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "../../engine-pod/src/speculation/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { POOL, startExecutor, startRunner } from "../nats/fixtures.js";
 
@@ -47,7 +47,7 @@ async function stack(t: Test, cacheTtlMs = 60_000): Promise<{ engine: Engine; ob
   const log = createLogger("engine-test", "warn");
   const options: EngineOptions = { modelPath, gpu: false, sequences: 2, contextSize: 2048, threads: 1, kvPolicy: "keep", maxTokens: 400, prefixCache: true };
   const runtime = await loadRuntime(options, log);
-  const core = await createEngine(options, speculative, log, { calibrate: false, runtime });
+  const core = await createEngine(options, speculative, log, { calibrate: false, runtime, speculation: createSpeculationHook(speculative, 8) });
   t.teardown(() => core.close());
   const draft = await DraftModel.load(runtime.llama, { modelPath: draftPath, sequences: 2, contextSize: 1024, threads: 1 }, log);
   t.teardown(() => draft.close());
@@ -56,7 +56,7 @@ async function stack(t: Test, cacheTtlMs = 60_000): Promise<{ engine: Engine; ob
   return { engine, observed, cache };
 }
 
-function chain(mode: "sync" | "async", alpha: number, tools: ToolSpec[], calls: CreateSessionRequest["policy"] & { type: "lpt-dag" } extends infer P ? P extends { calls: infer C } ? C : never : never): CreateSessionRequest {
+function chain(mode: "sync" | "async", alpha: number, tools: ToolSpec[], calls: Extract<NonNullable<CreateSessionRequest["policy"]>, { type: "lpt-dag" }>["calls"], engineSide = false): CreateSessionRequest {
   return {
     prompt: "look two things up, one after the other",
     tools,
@@ -65,7 +65,7 @@ function chain(mode: "sync" | "async", alpha: number, tools: ToolSpec[], calls: 
     maxTokens: 1500,
     // Reasoning before each call (G) long enough that the tiny draft (g) is done first.
     policy: { type: "lpt-dag", calls, leadTokens: 200, thinkTokens: 200, finalText: " done" },
-    speculation: { enabled: true, lambda: 1, maxInFlight: 2, draft: { type: "scripted", alpha, seed: 3 } },
+    speculation: { enabled: true, lambda: 1, maxInFlight: 2, engineSide, draft: { type: "scripted", alpha, seed: 3 } },
   };
 }
 
@@ -124,4 +124,38 @@ t.test("the TTL drops a stale speculation: the call misses and runs", async (t) 
   t.same(results(events), ["c1=first"]);
   t.same(observed.runs.map((c) => c.id.startsWith("spec_") ? "spec" : c.id), ["spec", "c1"]);
   t.match(done.speculation, { started: 1, hits: 0, misses: 1, wasted: 1 });
+});
+
+const quickSleeps = [
+  { id: "c1", tool: "sleep", arguments: { ms: 5, result: "first" }, dependsOn: [], estimatedLatencyMs: 5 },
+  { id: "c2", tool: "sleep", arguments: { ms: 5, result: "second" }, dependsOn: ["c1"], estimatedLatencyMs: 5 },
+];
+
+t.test("engine-side: O2 validates the cached call in one pass, O3 appends its result without a trap or re-entry (sync)", async (t) => {
+  const { engine, observed } = await stack(t);
+  const base = await finish(engine, { ...chain("sync", 1, [sleepSpec(true)], quickSleeps), speculation: { enabled: false } });
+  const { events, done } = await finish(engine, chain("sync", 1, [sleepSpec(true)], quickSleeps, true));
+  t.same(results(events), ["c1=first", "c2=second"]);
+  t.same(
+    events.filter((e) => e.type === "call").map((e) => e.type === "call" && [e.callId, e.arguments]),
+    base.events.filter((e) => e.type === "call").map((e) => e.type === "call" && [e.callId, e.arguments]),
+    "same calls as without speculation",
+  );
+  t.match(done.speculation, { hits: 2, o3Appends: 2, misses: 0 });
+  t.ok(done.speculation!.draftTokensProposed > 0, "drafts proposed");
+  t.equal(done.speculation!.draftTokensAccepted, done.speculation!.draftTokensProposed, "a right draft is accepted whole");
+  t.equal(done.usage.traps, 0, "no trap");
+  t.ok(done.usage.injectedTokens > 0, "results appended in the live sequence (sync mode re-enters otherwise)");
+  t.ok(done.usage.prefilledTokens < base.done.usage.prefilledTokens, "no re-prefill of the history");
+  t.equal(observed.runs.filter((c) => !c.id.startsWith("spec_")).length, 0 + base.events.filter((e) => e.type === "call").length, "only the baseline's own calls ran for real");
+});
+
+t.test("engine-side: a wrong cached call is cut at its first mismatched token; the output is the script's", async (t) => {
+  const { engine } = await stack(t);
+  const { events, done } = await finish(engine, chain("async", 0, [sleepSpec(true)], quickSleeps, true));
+  t.same(results(events), ["c1=first", "c2=second"]);
+  t.same(events.filter((e) => e.type === "call").map((e) => e.type === "call" && e.arguments), [quickSleeps[0]!.arguments, quickSleeps[1]!.arguments]);
+  t.ok(done.speculation!.draftTokensProposed > 0);
+  t.ok(done.speculation!.draftTokensAccepted < done.speculation!.draftTokensProposed, "the mismatch stopped acceptance");
+  t.match(done.speculation, { hits: 0, o3Appends: 0, misses: 2 });
 });

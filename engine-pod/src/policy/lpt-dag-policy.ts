@@ -35,6 +35,11 @@ export class LptDagPolicy implements TokenPolicy {
     return token ?? "eos";
   }
 
+  peek(view: PolicyView, n: number): Token[] {
+    if (this.queue.length === 0) this.decide(view);
+    return this.queue.slice(0, n);
+  }
+
   expectsInterrupt(view: PolicyView): boolean {
     // Calls not yet emitted can only become ready through injected interrupts.
     return this.spec.calls.some((c) => !view.emittedCalls.has(c.id));

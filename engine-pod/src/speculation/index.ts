@@ -13,3 +13,4 @@ export * from "./speculation-stats.js";
 export * from "./session-speculator.js";
 export * from "./speculative-executor.js";
 export * from "./speculating-engine.js";
+export * from "./engine-hook.js";
