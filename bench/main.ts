@@ -8,6 +8,7 @@ const suites: Record<string, () => Promise<{ run(argv: string[]): Promise<void> 
   nats: () => import("./nats/main.js"),
   bfcl: () => import("./bfcl/main.js"),
   facts: () => import("./facts/main.js"),
+  speculation: () => import("./speculation/main.js"),
 };
 
 const [name, ...argv] = process.argv.slice(2);
