@@ -377,7 +377,7 @@ export class EngineCore {
     const pending = s.tokens.feed[0];
     if (pending === undefined || s.tokens.feed.length !== 1) return;
     try {
-      await this.closeGenerator(s);
+      await this.work.closeGenerator(s);
       const v = await validateDraft(s.seq, {
         pending,
         draft,
