@@ -61,3 +61,17 @@ t.test("bad inputs: 404 unknown id, 400 malformed key, 413 over the limit; nothi
   await expectError(t, await postJson(`${base}/cache-tool-output/${id}`, [{ name: "a", output: "x" }, { name: "b", output: "y".repeat(1025) }]), 413, "payload_too_large", /entry 1: output of 1025 bytes exceeds the limit of 1024/);
   t.equal(pod.toolCache.stats().stored.client, before, "a rejected request caches nothing");
 });
+
+t.test("a session's speculation field is checked field by field", async (t) => {
+  const create = (speculation: unknown, policy?: unknown): Promise<Response> =>
+    postJson(`${base}/v1/sessions`, { prompt: "hi", tools, maxTokens: 4, speculation, ...(policy !== undefined ? { policy } : {}) });
+  await expectError(t, await create({ lambda: 2 }), 400, "bad_request", /speculation.enabled/);
+  await expectError(t, await create({ enabled: true, lambda: 0 }), 400, "bad_request", /speculation.lambda/);
+  await expectError(t, await create({ enabled: true, pools: ["nope"] }), 400, "bad_request", /namespace\/name/);
+  await expectError(t, await create({ enabled: true, draft: { type: "scripted", alpha: 0.5 } }), 400, "bad_request", /needs a scripted "lpt-dag" policy/);
+  const lpt = { type: "lpt-dag", calls: [{ id: "a", tool: "sleep", arguments: { ms: 1 }, dependsOn: [] }] };
+  await expectError(t, await create({ enabled: true, draft: { type: "scripted", alpha: 2 } }, lpt), 400, "bad_request", /alpha/);
+  await expectError(t, await create({ enabled: true, draft: { type: "scripted", alpha: 0.5 } }, lpt), 400, "bad_request", /--draft-model/);
+  const ok = await create({ enabled: true, lambda: 2, maxInFlight: 2, engineSide: false });
+  t.equal(ok.status, 201, "valid settings are accepted");
+});
