@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<{ run(argv: string[]): Promise<void> 
   facts: () => import("./facts/main.js"),
   placement: () => import("./placement/main.js"),
   accuracy: () => import("./accuracy/main.js"),
+  speculation: () => import("./speculation/main.js"),
 };
 
 const [name, ...argv] = process.argv.slice(2);

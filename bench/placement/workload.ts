@@ -70,7 +70,7 @@ export function benchApps(o: Pick<WorkloadOptions, "apps" | "promptTokens" | "se
       callingMode: "async",
       objective: "latency",
       interrupts: { userInterrupts: true, maxQueued: 64 },
-      speculation: { enabled: false, maxInFlight: 2 },
+      speculation: { enabled: false, lambda: 1, maxInFlight: 2, engineSide: true },
       semanticFunctions: [],
       maxTokens: 512,
       tools: [SLEEP_SPEC],

@@ -13,3 +13,4 @@ export * from "./config.js";
 export * from "./session-client.js";
 export * from "./run-under-deadline.js";
 export * from "./prefix-hash.js";
+export * from "./tool-call-key.js";

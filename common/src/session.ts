@@ -55,6 +55,8 @@ export type ScriptedPolicySpec =
       callStyle?: "json" | "python";
       /** Tokens of ordinary text generated between consecutive calls ("thinking"). Default 0. */
       thinkTokens?: number;
+      /** Tokens of ordinary text before the first call (the first turn's reasoning). Default 0. */
+      leadTokens?: number;
       /** Text generated after the last result arrives. */
       finalText?: string;
     }
@@ -63,6 +65,33 @@ export type ScriptedPolicySpec =
       type: "text";
       pieces: string[];
     };
+
+/**
+ * Speculative tool calls for one session (an AgentApp's `speculation`, which
+ * the router copies onto each session request; or a client's own).
+ */
+export interface SessionSpeculation {
+  enabled: boolean;
+  /** Calls the draft predicts per turn (λ). Default 1. */
+  lambda?: number;
+  /** Speculative calls of the session running at once. Default 2. */
+  maxInFlight?: number;
+  /** ToolPools (`namespace/name`) whose speculative tools may start early; absent: every pool. */
+  pools?: string[];
+  /**
+   * Engine-side speculation as well (O2: validate the cached call's tokens in
+   * one pass when a call block opens; O3: append a cached result at the call's
+   * end without a trap). Default true.
+   */
+  engineSide?: boolean;
+  /**
+   * The draft policy. `scripted` (benchmarks): the draft predicts the script's
+   * next call with accuracy `alpha` and a plausible wrong call otherwise, while
+   * its tokens are real draft-model passes; the session is labelled scripted.
+   * Needs a scripted main policy (it knows the true next call).
+   */
+  draft?: { type: "scripted"; alpha: number; seed?: number };
+}
 
 /** Body of `POST /v1/sessions`. */
 export interface CreateSessionRequest {
@@ -86,6 +115,7 @@ export interface CreateSessionRequest {
    * an admission queue ignores it.
    */
   priority?: number;
+  speculation?: SessionSpeculation;
 }
 
 export interface SessionUsage {
@@ -127,6 +157,28 @@ export interface SessionTimings {
 
 export type TrapDecision = "keep" | "swap" | "recompute";
 
+/** What speculation did in one session (on its `done` event when speculation was on). */
+export interface SpeculationUsage {
+  /** Turns at which the draft ran, and its time over them (g summed), ms. */
+  draftRuns: number;
+  draftMs: number;
+  /** Tool calls started before the model asked (only tools marked speculative). */
+  started: number;
+  /** Model calls served from the tool cache / not found there. */
+  hits: number;
+  misses: number;
+  /** Cached results never used, and the tool time they cost, ms. */
+  wasted: number;
+  wastedToolMs: number;
+  /** Tool time the hits masked, ms. */
+  savedToolMs: number;
+  /** O2: draft tokens proposed for one-pass validation / accepted. */
+  draftTokensProposed: number;
+  draftTokensAccepted: number;
+  /** O3: cached results appended at a call's end without a trap. */
+  o3Appends: number;
+}
+
 /** Server-sent events of a session. `t` is ms since the session was accepted. */
 export type SessionEvent =
   | { type: "started"; sessionId: string; mode: CallingMode; promptTokens: number; scripted: boolean; t: number }
@@ -161,6 +213,7 @@ export type SessionEvent =
       usage: SessionUsage;
       timings: SessionTimings;
       scripted: boolean;
+      speculation?: SpeculationUsage;
       t: number;
     }
   | { type: "error"; code: string; message: string; t: number };

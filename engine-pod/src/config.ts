@@ -60,6 +60,22 @@ export interface HeartbeatSettings {
   intervalMs: number;
 }
 
+/** Speculative tool calls (`--draft-model`, `--max-draft-tokens`, the tool cache's bounds). */
+export interface SpeculationPodOptions {
+  /** A second GGUF loaded beside the main model: the draft model S. */
+  draftModelPath?: string;
+  /** Most draft tokens proposed per O2 validation pass. */
+  maxDraftTokens: number;
+  /** Tool-cache entry lifetime, ms (`cache-tool-output` entries may ask for less). */
+  cacheTtlMs: number;
+  /** Tool-cache entries per session. */
+  cacheEntriesPerSession: number;
+  /** Tool-cache output bytes over all sessions. */
+  cacheMaxBytes: number;
+  /** Largest single cached output, bytes (larger → 413). */
+  maxCachedOutputBytes: number;
+}
+
 export interface EnginePodOptions {
   backend: Backend;
   /** Engine options; `modelPath` is empty when a preset is still to be generated (or with `--backend openai`). */
@@ -70,6 +86,7 @@ export interface EnginePodOptions {
   modelPreset?: ModelPresetName;
   server: ServerOptions;
   executor: ExecutorOptions;
+  speculation: SpeculationPodOptions;
   /** This pod's name: NATS interrupt subjects and heartbeats (`POD_NAME` from the downward API). */
   podName: string;
   /** Heartbeats into the `interlace-engines` bucket, for the routers; absent without `--pool`. */
@@ -88,10 +105,12 @@ function invalid(message: string): InterlaceError {
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
  * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
  * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--pool ns/name`
- * (heartbeats for the routers), `--advertise-url`, `--heartbeat-ms`, `--log-level`, and
+ * (heartbeats for the routers), `--advertise-url`, `--heartbeat-ms`, `--log-level`,
  * `--backend llama-cpp|openai` with `--upstream-url --upstream-model
  * --upstream-timeout-ms --upstream-retries --upstream-api-key` (see
- * `upstream/upstream-options.ts`). Throws an
+ * `upstream/upstream-options.ts`), and speculation's `--draft-model PATH
+ * --max-draft-tokens N --tool-cache-ttl-ms --tool-cache-entries
+ * --tool-cache-max-bytes --max-cached-output-bytes`. Throws an
  * {@link InterlaceError} naming the flag and its environment variable.
  */
 export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodOptions {
@@ -139,6 +158,17 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     ...(natsUrl !== undefined ? { natsUrl } : {}),
     ...(defaultPool !== undefined ? { defaultPool } : {}),
   };
+  const draftModelPath = optionalStringOpt(src, "draft-model");
+  if (draftModelPath === "") throw invalid("--draft-model (DRAFT_MODEL) must be a GGUF path when given");
+  const maxCachedOutputBytes = intOpt(src, "max-cached-output-bytes", Math.min(maxBodyBytes, 262_144), { min: 1, max: maxBodyBytes });
+  const speculation: SpeculationPodOptions = {
+    ...(draftModelPath !== undefined ? { draftModelPath } : {}),
+    maxDraftTokens: intOpt(src, "max-draft-tokens", 16, { min: 1, max: 256 }),
+    cacheTtlMs: intOpt(src, "tool-cache-ttl-ms", 60_000, { min: 1, max: 3_600_000 }),
+    cacheEntriesPerSession: intOpt(src, "tool-cache-entries", 16, { min: 1, max: 1024 }),
+    cacheMaxBytes: intOpt(src, "tool-cache-max-bytes", 16 * 1_048_576, { min: maxCachedOutputBytes, max: 1024 * 1_048_576 }),
+    maxCachedOutputBytes,
+  };
   // The host name is only a default: made subject-safe (dots and other characters → "-").
   const hostName = (src.env["HOSTNAME"] ?? "").replace(/[^a-zA-Z0-9_-]/g, "-").slice(0, 63);
   const podName = stringOpt(src, "pod-name", hostName === "" ? "engine-local" : hostName);
@@ -153,6 +183,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     ...(modelPreset !== undefined ? { modelPreset } : {}),
     server,
     executor,
+    speculation,
     podName,
     ...(heartbeat !== undefined ? { heartbeat } : {}),
     logLevel: stringOpt(src, "log-level", "info"),

@@ -10,7 +10,7 @@ import { pathToFileURL } from "node:url";
 import { createLogger, InterlaceError, Shutdown, type Logger, type ToolSpec } from "../../common/src/index.js";
 import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions, type EnginePodOptions } from "./config.js";
-import { createEngine, InterruptInbox, type Engine } from "./engine/index.js";
+import { createEngine, InterruptInbox, loadRuntime, type Engine } from "./engine/index.js";
 import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { HeartbeatPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
@@ -19,12 +19,19 @@ import { EngineServer, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 import { UpstreamEngine } from "./upstream/index.js";
+import { registerSpeculationMetrics } from "./metrics/speculation-metrics.js";
+import { createSpeculationHook, DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "./speculation/index.js";
 
 /** A started engine pod, for tests and the demo that run it in-process. */
 export interface EnginePod {
   server: EngineServer;
   engine: Engine;
   executor: Executor;
+  /** The per-session tool cache (speculation and `cache-tool-output`). */
+  toolCache: ToolCache;
+  /** The draft model, when `--draft-model` was given. */
+  draft?: DraftModel;
+  speculationStats: SpeculationStats;
   port: number;
   /** Stops accepting, cancels sessions, closes the engine and the executor (idempotent). */
   close(): Promise<void>;
@@ -81,9 +88,15 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const { executor, catalog } = await createExecutor(options, log, metrics, inbox);
     started.push({ name: "executor", close: () => executor.close() });
 
+    const spec = options.speculation;
+    const toolCache = new ToolCache({ ttlMs: spec.cacheTtlMs, maxEntriesPerSession: spec.cacheEntriesPerSession, maxBytes: spec.cacheMaxBytes });
+    const speculationStats = new SpeculationStats();
+    let draft: DraftModel | undefined;
+    registerSpeculationMetrics(metrics.registry, () => ({ cache: toolCache.stats(), stats: speculationStats, draftModel: draft?.modelPath ?? null }));
     const server = new EngineServer({
       catalog,
-      limits: options.server,
+      toolCache,
+      limits: { ...options.server, maxCachedOutputBytes: spec.maxCachedOutputBytes },
       metrics,
       log: log.child({ subsystem: "http" }),
       // INTERLACE_API_KEYS_FILE / INTERLACE_API_KEYS (the chart's API key Secret); unset: no authentication.
@@ -105,7 +118,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       server.setEngine(engine);
       log.info({ backend: "openai", upstream: upstream.url, model: upstream.model, sessions: options.engine.sequences }, "engine ready (upstream backend)");
       let closing: Promise<void> | undefined;
-      return { server, engine, executor, port, close: () => (closing ??= closeAll()) };
+      return { server, engine, executor, toolCache, speculationStats, port, close: () => (closing ??= closeAll()) };
     }
     let modelPath = options.engine.modelPath;
     if (modelPath === "" && options.modelPreset !== undefined) {
@@ -114,9 +127,28 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       log.info({ preset: options.modelPreset, modelPath, ms: Math.round(performance.now() - t0) }, "model ready");
     }
     const t0 = performance.now();
-    const engine = await createEngine({ ...options.engine, modelPath }, executor, log.child({ subsystem: "engine" }), { inbox });
+    // Loaded here so the draft model can share its llama.cpp instance (one backend, one thread setting).
+    const runtime = await loadRuntime({ ...options.engine, modelPath }, log.child({ subsystem: "engine" }));
+    // Calls go through the speculation layer: a session's call first asks its speculator (tool cache).
+    const speculative = new SpeculativeExecutor(executor);
+    const core = await createEngine({ ...options.engine, modelPath }, speculative, log.child({ subsystem: "engine" }), {
+      inbox,
+      runtime,
+      speculation: createSpeculationHook(speculative, spec.maxDraftTokens),
+    });
+    const engine = withSpeculation(core, { executor: speculative, cache: toolCache, stats: speculationStats, draft: () => draft, log: log.child({ subsystem: "speculation" }) });
     // Stop accepting and cancel the sessions first, then close the engine.
     started.push({ name: "engine", close: async () => (await server.close(), await engine.close()) });
+    if (spec.draftModelPath !== undefined) {
+      draft = await DraftModel.load(
+        runtime.llama,
+        { modelPath: spec.draftModelPath, threads: options.engine.threads, contextSize: Math.min(2048, options.engine.contextSize) },
+        log.child({ subsystem: "draft" }),
+      );
+      const loaded = draft;
+      // Closed after the engine (which cancels the sessions that may be drafting).
+      started.splice(started.length - 1, 0, { name: "draft-model", close: () => loaded.close() });
+    }
     server.setEngine(engine);
     const hb = options.heartbeat;
     if (hb !== undefined) {
@@ -136,11 +168,19 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       log.info({ pool: hb.pool, intervalMs: hb.intervalMs }, "heartbeats started");
     }
     log.info(
-      { modelPath, contextSize: engine.contextSize, sequences: options.engine.sequences, threads: options.engine.threads, loadMs: Math.round(performance.now() - t0) },
+      {
+        modelPath,
+        contextSize: engine.contextSize,
+        sequences: options.engine.sequences,
+        threads: options.engine.threads,
+        draftModel: spec.draftModelPath ?? null,
+        maxDraftTokens: spec.maxDraftTokens,
+        loadMs: Math.round(performance.now() - t0),
+      },
       "engine ready",
     );
     let closing: Promise<void> | undefined;
-    return { server, engine, executor, port, close: () => (closing ??= closeAll()) };
+    return { server, engine, executor, toolCache, speculationStats, ...(draft !== undefined ? { draft } : {}), port, close: () => (closing ??= closeAll()) };
   } catch (err) {
     await closeAll();
     throw err;

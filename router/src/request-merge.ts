@@ -91,6 +91,8 @@ export function mergeSessionRequest(app: AppConfig, body: unknown): Merged<Creat
     maxTokens: maxTokens ?? app.maxTokens,
     priority: priorityOf(app),
   };
+  // The app's speculation settings reach the engine with every session (spec.speculation).
+  if (app.speculation.enabled) request.speculation = { ...app.speculation };
   // Passed through as given: the engine validates them and names the field.
   if (body["temperature"] !== undefined) request.temperature = body["temperature"] as number;
   if (body["seed"] !== undefined) request.seed = body["seed"] as number;

@@ -212,3 +212,17 @@ t.test("AgentApp: references resolve into a config, or a Degraded reason", async
   t.same(JSON.parse(cm.data?.[APP_CONFIG_KEY] ?? "") as AppConfig, ok.config);
   t.equal(appEndpoint(app(), "http://router:8080/"), "http://router:8080/v1/apps/team/helper");
 });
+
+t.test("AgentApp speculation: defaults, λ / max in flight / pools rendered into the config (pools as namespace/name), unknown pools Degraded", async (t) => {
+  const pools = new Map([["web", toolPool([search, calc])]]);
+  const plain = resolveAppConfig(app(), enginePool(), pools);
+  t.same(plain.ok && plain.config.speculation, { enabled: false, lambda: 1, maxInFlight: 2, engineSide: true });
+  const on = resolveAppConfig(app({ speculation: { enabled: true, lambda: 3, maxInFlight: 4, pools: ["web"], engineSide: false } }), enginePool(), pools);
+  t.same(on.ok && on.config.speculation, { enabled: true, lambda: 3, maxInFlight: 4, engineSide: false, pools: ["team/web"] });
+  t.ok(on.ok && on.config.tools.find((x) => x.name === "search")?.speculative, "the ToolPool's speculative flag reaches the tool spec");
+  t.match(resolveAppConfig(app({ speculation: { enabled: true, pools: ["db"] } }), enginePool(), pools), {
+    ok: false,
+    reason: Reason.InvalidSpec,
+    message: /speculation.pools names ToolPool db/,
+  });
+});

@@ -37,7 +37,7 @@ export function appConfig(name: string, extra: Partial<AppConfig> = {}): AppConf
     callingMode: "async",
     objective: "latency",
     interrupts: { userInterrupts: true, maxQueued: 64 },
-    speculation: { enabled: false, maxInFlight: 2 },
+    speculation: { enabled: false, lambda: 1, maxInFlight: 2, engineSide: true },
     semanticFunctions: [],
     maxTokens: 256,
     tools: [SLEEP_TOOL],

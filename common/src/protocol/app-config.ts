@@ -13,7 +13,7 @@ import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { stableJson } from "../prefix-hash.js";
-import type { CallingMode, ChatMessage } from "../session.js";
+import type { CallingMode, ChatMessage, SessionSpeculation } from "../session.js";
 import type { ToolSpec } from "../tools.js";
 import { decodeToken, encodeToken } from "./subjects.js";
 
@@ -33,7 +33,8 @@ export interface AppConfig {
   callingMode: CallingMode;
   objective: "latency" | "throughput";
   interrupts: { userInterrupts: boolean; maxQueued: number };
-  speculation: { enabled: boolean; maxInFlight: number };
+  /** Copied by the router onto every session request of the app (pools as `namespace/name`). */
+  speculation: Required<Pick<SessionSpeculation, "enabled" | "lambda" | "maxInFlight" | "engineSide">> & { pools?: string[] };
   semanticFunctions: { name: string; template: string }[];
   maxTokens: number;
   tools: ToolSpec[];

@@ -83,6 +83,7 @@ export const scriptedPolicySchema: JsonSchema = {
           calls: { type: "array", items: scriptedCallSchema },
           callStyle: { enum: ["json", "python"] },
           thinkTokens: { type: "integer", minimum: 0, maximum: 100_000 },
+          leadTokens: { type: "integer", minimum: 0, maximum: 100_000 },
           finalText: { type: "string" },
         },
         required: ["calls"],
@@ -113,6 +114,8 @@ export const createSessionBodySchema: JsonSchema = {
     policy: scriptedPolicySchema,
     /** Admission priority, higher first (the router maps the AgentApp's objective onto it). */
     priority: { type: "integer", minimum: -1000, maximum: 1000 },
+    // Checked field by field by the engine (a scripted draft needs a scripted policy).
+    speculation: { type: "object" },
   },
   required: ["prompt"],
   additionalProperties: false,

@@ -17,6 +17,8 @@ import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { KvManager } from "../kv/index.js";
 import type { Admission, Scheduler, SessionView, StepPlan } from "../scheduler/index.js";
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
+import { acceptOnGrammar, validateDraft } from "../speculation/draft-validator.js";
+import type { SpeculationHook } from "./speculation-hook.js";
 import { InterruptManager } from "./interrupt-manager.js";
 import { KvWork } from "./kv-work.js";
 import { RateWindow } from "./rate-window.js";
@@ -38,6 +40,8 @@ export interface EngineCoreDeps {
   log: Logger;
   /** Idle finished sequences stay resident as a prefix cache. */
   prefixCache: boolean;
+  /** Engine-side speculation (O2 draft validation, O3 append on a cache hit); absent: none. */
+  speculation?: SpeculationHook;
 }
 
 export class EngineCore {
@@ -55,6 +59,8 @@ export class EngineCore {
   private readonly runtime: Runtime;
   private readonly scheduler: Scheduler;
   private readonly log: Logger;
+  /** O2: drafts to validate at the session's next step (set when a call body opens). */
+  private readonly drafts = new Map<SessionState, Token[]>();
 
   /** What turn policies may do; see `TurnOps`. */
   private readonly ops: TurnOps = {
@@ -206,6 +212,12 @@ export class EngineCore {
       this.finish(s, "max_tokens");
       return;
     }
+    const draft = this.drafts.get(s);
+    if (draft !== undefined) {
+      this.drafts.delete(s);
+      await this.validate(s, draft);
+      return;
+    }
     const t0 = performance.now();
     let result: IteratorResult<Token, void>;
     try {
@@ -293,6 +305,8 @@ export class EngineCore {
     s.onRaw?.(text);
     for (const ev of events) this.onMonitorEvent(s, ev);
     if (s.state !== "active") return;
+    const head = this.runtime.markerIds[CML.HEAD];
+    if (s.monitor.inCriticalSection && head.length === 1 && token === head[0] && !this.drafts.has(s)) this.proposeDraft(s);
     if (s.usage.decodedTokens >= s.config.maxTokens) {
       s.turn.onMaxTokens(s, this.ops);
       return;
@@ -308,6 +322,8 @@ export class EngineCore {
         return;
       case "call_start":
         if (s.config.grammar) s.kv.grammarState = this.deps.sampling.callGrammarState(s.config.tools);
+        // A scripted call carries an id (`[CALL] id [HEAD] body`): its body opens at [HEAD].
+        if (s.script === undefined) this.proposeDraft(s);
         return;
       case "call": {
         s.kv.grammarState = undefined;
@@ -320,7 +336,14 @@ export class EngineCore {
           return;
         }
         s.usage.calls++;
-        s.turn.onCall(s, { id, tool: parsed.tool, arguments: parsed.arguments }, this.ops);
+        const call = { id, tool: parsed.tool, arguments: parsed.arguments };
+        // O3: the result is already cached: append it now; the sequence never leaves the batch.
+        const cached = this.deps.speculation?.settledResult(s.id, call);
+        if (cached !== undefined) {
+          this.appendCached(s, call, cached);
+          return;
+        }
+        s.turn.onCall(s, call, this.ops);
         return;
       }
       case "trap":
@@ -338,6 +361,60 @@ export class EngineCore {
         this.refuseCall(s, s.callId(undefined), { code: ErrorCode.MalformedCall, message: `malformed_call: ${ev.reason}` });
         return;
     }
+  }
+
+  /** O2: a call body opens; propose the session's cached call as a draft for the next step. */
+  private proposeDraft(s: SessionState): void {
+    const body = this.deps.speculation?.draftBody(s.id);
+    if (body === undefined) return;
+    const tokens = this.runtime.tokenizeCml(`${body}${CML.END}`);
+    if (tokens.length > 0) this.drafts.set(s, tokens);
+  }
+
+  /**
+   * O2: evaluates the pending token and the draft in one pass and feeds the
+   * accepted prefix through the per-token path as if each had been sampled
+   * (monitor, events, O3 at the call's end). The last accepted token is the
+   * next feed; a draft longer than \`maxDraftTokens\` continues at the next step.
+   */
+  private async validate(s: SessionState, draft: Token[]): Promise<void> {
+    const hook = this.deps.speculation!;
+    const pending = s.tokens.feed[0];
+    if (pending === undefined || s.tokens.feed.length !== 1) return;
+    try {
+      await this.work.closeGenerator(s);
+      const v = await validateDraft(s.seq, {
+        pending,
+        draft,
+        maxDraftTokens: hook.maxDraftTokens,
+        ...(s.script?.peek !== undefined ? { expected: s.script.peek(s.view, Math.min(draft.length, hook.maxDraftTokens)) } : {}),
+        temperature: s.config.temperature,
+        ...(s.config.seed !== undefined ? { seed: s.config.seed } : {}),
+        tokenBias: s.kv.grammarState !== undefined ? this.deps.sampling.callBlockBias : this.deps.sampling.tokenBias,
+      });
+      hook.validated(s.id, v.proposed, v.accepted.length);
+      if (v.accepted.length > 0 && s.kv.grammarState !== undefined && !acceptOnGrammar(s.kv.grammarState, v.accepted)) s.kv.grammarState = undefined;
+      let fed = pending;
+      for (const token of v.accepted) {
+        // The previous token is in the KV cache now; this one is the new pending token.
+        s.tokens.context.push(fed);
+        s.tokens.feed = [];
+        this.onToken(s, token);
+        fed = token;
+        if (s.state !== "active" || s.tokens.feed[0] !== token) break;
+      }
+      const rest = draft.slice(v.proposed);
+      if (v.accepted.length === v.proposed && rest.length > 0 && s.state === "active") this.drafts.set(s, rest);
+    } catch (err) {
+      this.fail(s, err);
+    }
+  }
+
+  /** O3: the call's cached result goes in right after its [END], as an injected interrupt. */
+  private appendCached(s: SessionState, c: TurnCall, result: { ok: boolean; output: string }): void {
+    s.emit({ type: "call", callId: c.id, tool: c.tool, arguments: c.arguments, t: s.now() });
+    this.interrupts.enqueue(s, c.id, result.ok ? "tool_result" : "tool_error", result.output);
+    this.inject(s);
   }
 
   private refuseCall(s: SessionState, id: string, failure: CallFailure): void {

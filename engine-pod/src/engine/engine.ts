@@ -17,6 +17,7 @@ import { EngineCore } from "./engine-core.js";
 import type { EngineOptions } from "./engine-options.js";
 import type { Executor } from "./executor.js";
 import type { InterruptInbox } from "./interrupt-inbox.js";
+import type { SpeculationHook } from "./speculation-hook.js";
 import { promptTokens } from "./prompt-tokens.js";
 import { ResidentPrefixes } from "./resident-prefixes.js";
 import { loadRuntime, type Runtime } from "./runtime.js";
@@ -39,6 +40,8 @@ export interface EngineExtras {
   runtime?: Runtime;
   /** Where user and agent interrupts from other transports arrive (the NATS executor posts there). */
   inbox?: InterruptInbox;
+  /** Engine-side speculation (O2, O3); the speculation layer implements it. */
+  speculation?: SpeculationHook;
 }
 
 /** A running completion holding this share of a new prompt is taken to be superseded by it (an async-naive restart). */
@@ -63,7 +66,16 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
     compaction: options.compaction ?? true,
   });
   const sampling = new Sampling(runtime, log, extras.extraLogitBias);
-  const core = new EngineCore({ runtime, kv, scheduler, executor, sampling, log, prefixCache: options.prefixCache });
+  const core = new EngineCore({
+    runtime,
+    kv,
+    scheduler,
+    executor,
+    sampling,
+    log,
+    prefixCache: options.prefixCache,
+    ...(extras.speculation !== undefined ? { speculation: extras.speculation } : {}),
+  });
   const engine = new LlamaEngine(options, runtime, kv, scheduler, core, extras.inbox);
   core.start();
   return engine;

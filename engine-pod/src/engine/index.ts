@@ -11,3 +11,4 @@ export { InterruptInbox, type InterruptSink } from "./interrupt-inbox.js";
 export { loadRuntime, type Runtime } from "./runtime.js";
 export { parseEngineOptions, DEFAULT_ENGINE_OPTIONS, type EngineOptions, type GpuOption } from "./engine-options.js";
 export { checkedMove, IllegalTransitionError, isLegalMove, RUN_STATE_MOVES, type RunState } from "./run-state.js";
+export type { SpeculationHook } from "./speculation-hook.js";

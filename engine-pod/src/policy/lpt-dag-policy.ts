@@ -35,6 +35,11 @@ export class LptDagPolicy implements TokenPolicy {
     return token ?? "eos";
   }
 
+  peek(view: PolicyView, n: number): Token[] {
+    if (this.queue.length === 0) this.decide(view);
+    return this.queue.slice(0, n);
+  }
+
   expectsInterrupt(view: PolicyView): boolean {
     // Calls not yet emitted can only become ready through injected interrupts.
     return this.spec.calls.some((c) => !view.emittedCalls.has(c.id));
@@ -57,9 +62,9 @@ export class LptDagPolicy implements TokenPolicy {
     if (this.finished) return; // queue stays empty → eos
     const ready = LptDagPolicy.pickReady(this.spec.calls, view);
     if (ready !== undefined) {
-      const think = this.spec.thinkTokens ?? 0;
       const emittedHere = this.spec.calls.some((c) => view.emittedCalls.has(c.id));
-      if (think > 0 && emittedHere) this.queue.push(...this.fillerTokens(think));
+      const think = emittedHere ? (this.spec.thinkTokens ?? 0) : (this.spec.leadTokens ?? 0);
+      if (think > 0) this.queue.push(...this.fillerTokens(think));
       const body = formatCallBody(ready.tool, ready.arguments, this.spec.callStyle ?? "json");
       this.queue.push(...this.tok.tokenizeCml(formatCallBlock(body, ready.id)));
       return;

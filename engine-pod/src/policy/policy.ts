@@ -29,6 +29,11 @@ export interface TokenPolicy {
    * outstanding then waits for it instead of ending the session.
    */
   expectsInterrupt?(view: PolicyView): boolean;
+  /**
+   * The next `n` tokens the policy will emit (fewer at a decision point it has
+   * not reached), without consuming them: O2 validates a draft against them.
+   */
+  peek?(view: PolicyView, n: number): Token[];
 }
 
 /** Tokenizers a policy needs (from the runtime). */

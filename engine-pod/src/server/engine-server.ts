@@ -10,6 +10,8 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { ErrorCode, listen, mountProbes, type Logger } from "../../../common/src/index.js";
 import type { Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
+import { ToolCache } from "../speculation/index.js";
+import { mountCacheToolOutput } from "./cache-tool-output-route.js";
 import { mountChatCompletions } from "./chat-completions-route.js";
 import { HttpError, NOT_READY, sendError, toHttpError, type ErrorContext } from "./http-errors.js";
 import type { ToolCatalog } from "./resolve-tools.js";
@@ -24,6 +26,8 @@ export interface EngineServerLimits {
   maxPromptBytes: number;
   /** `Retry-After` seconds on 429 and 503. */
   retryAfterSeconds: number;
+  /** Largest output one `cache-tool-output` entry may carry, bytes (→ 413). Default min(maxBodyBytes, 256 KiB). */
+  maxCachedOutputBytes?: number;
 }
 
 export interface EngineServerOptions {
@@ -35,6 +39,8 @@ export interface EngineServerOptions {
   engine?: Engine;
   /** API keys for `Authorization: Bearer` (null or absent: authentication off). Probes and /metrics stay open. */
   apiKeys?: ApiKeys | null;
+  /** The tool cache `cache-tool-output` fills (shared with the engine's speculation); default a private one. */
+  toolCache?: ToolCache;
 }
 
 export const DEFAULT_SERVER_LIMITS: EngineServerLimits = {
@@ -51,6 +57,8 @@ export class EngineServer {
   private server: Server | undefined;
   private readonly live = new Set<string>();
   private readonly log: Logger;
+  /** The tool cache behind `cache-tool-output`. */
+  readonly toolCache: ToolCache;
 
   constructor(private readonly options: EngineServerOptions) {
     this.log = options.log;
@@ -90,6 +98,14 @@ export class EngineServer {
       return e;
     };
     mountSessionRoutes(app, json, { engine, catalog: options.catalog, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, live: this.live });
+    const toolCache = options.toolCache ?? new ToolCache();
+    this.toolCache = toolCache;
+    mountCacheToolOutput(app, json, {
+      engine,
+      cache: toolCache,
+      maxOutputBytes: limits.maxCachedOutputBytes ?? Math.min(limits.maxBodyBytes, 262_144),
+      maxTtlMs: toolCache.ttlMs,
+    });
     mountChatCompletions(app, json, { engine, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, errors });
 
     app.use((req: Request, _res: Response) => {

@@ -16,6 +16,7 @@ import {
 import { policyProblem, validateCreateSessionBody, validateInterruptBody, validateScriptedPolicy } from "../../../common/src/wire/index.js";
 import { HttpError } from "./http-errors.js";
 import { resolveSessionTools, type ToolCatalog } from "./resolve-tools.js";
+import { validateSpeculation } from "./validate-speculation.js";
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
 
@@ -67,6 +68,9 @@ export function parseCreateSessionRequest(body: unknown, catalog: ToolCatalog, l
   const request: CreateSessionRequest = { ...rest, tools: resolveSessionTools(rawTools, catalog) };
   const policy = validatePolicy(rawPolicy, request.tools ?? []);
   if (policy !== undefined) request.policy = policy;
+  delete request.speculation;
+  const speculation = validateSpeculation(rest.speculation, policy);
+  if (speculation !== undefined) request.speculation = speculation;
   return request;
 }
 

@@ -44,6 +44,12 @@ export interface SpeculationSettings {
   enabled?: boolean;
   /** Calls started ahead per session at most. Default 2. */
   maxInFlight?: number;
+  /** Calls the draft model predicts per turn (λ). Default 1. */
+  lambda?: number;
+  /** Names of the app's ToolPools whose speculative tools may start early (absent: all of them). */
+  pools?: string[];
+  /** Engine-side speculation too (O2 one-pass validation, O3 append without a trap). Default true. */
+  engineSide?: boolean;
 }
 
 /** A Parrot-style semantic function: a template with `{{input:x}}` / `{{output:y}}` placeholders. */
@@ -138,6 +144,15 @@ const specSchema = object(
     speculation: object("Speculative tool calls.", {
       enabled: bool("Start speculative tools before the model commits to the call.", false),
       maxInFlight: int("Calls started ahead per session at most.", 1, 64, { default: 2 }),
+      lambda: int("Calls the draft model predicts per turn (lambda).", 1, 16, { default: 1 }),
+      pools: {
+        type: "array",
+        description: "Names of the app's ToolPools whose speculative tools may start early (absent: all of them).",
+        maxItems: 32,
+        "x-kubernetes-list-type": "set",
+        items: str("ToolPool name (one of spec.toolPools).", { minLength: 1, maxLength: 63, pattern: DNS_LABEL_PATTERN }),
+      },
+      engineSide: bool("Engine-side speculation too: one-pass validation of cached calls and appending cached results without a trap.", true),
     }),
     semanticFunctions: {
       type: "array",

@@ -7,7 +7,7 @@
  * reason the reconciler reports.
  */
 import type { V1ConfigMap } from "@kubernetes/client-node";
-import type { ToolSpec } from "../../../common/src/index.js";
+import type { ChatMessage, SessionSpeculation, ToolSpec } from "../../../common/src/index.js";
 import type { AppConfig } from "../../../common/src/protocol/index.js";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
 import { childMeta } from "./common.js";
@@ -73,6 +73,11 @@ export function resolveAppConfig(
     }
   }
   const mode = app.spec.callingMode ?? "async";
+  const spec = app.spec.speculation;
+  const refs = new Set((app.spec.toolPools ?? []).map((r) => r.name));
+  for (const name of spec?.pools ?? []) {
+    if (!refs.has(name)) return { ok: false, reason: Reason.InvalidSpec, message: `speculation.pools names ToolPool ${name}, which is not among spec.toolPools` };
+  }
   return {
     ok: true,
     config: {
@@ -87,7 +92,13 @@ export function resolveAppConfig(
         userInterrupts: app.spec.interrupts?.userInterrupts ?? mode === "async",
         maxQueued: app.spec.interrupts?.maxQueued ?? 64,
       },
-      speculation: { enabled: app.spec.speculation?.enabled ?? false, maxInFlight: app.spec.speculation?.maxInFlight ?? 2 },
+      speculation: {
+        enabled: spec?.enabled ?? false,
+        lambda: spec?.lambda ?? 1,
+        maxInFlight: spec?.maxInFlight ?? 2,
+        engineSide: spec?.engineSide ?? true,
+        ...(spec?.pools !== undefined ? { pools: spec.pools.map((p) => `${namespace}/${p}`) } : {}),
+      },
       semanticFunctions: app.spec.semanticFunctions ?? [],
       maxTokens: app.spec.maxTokens ?? 1024,
       tools,

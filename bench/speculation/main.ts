@@ -1,0 +1,331 @@
+/**
+ * @module `npm run bench -- speculation [--quick] [--questions FILE [--answers FILE]]
+ * [--agents 1,8] [--tool-ms 300[,600]] [--alpha 0.8[,0.5]] [--lambda 1]
+ * [--think-tokens 40] [--tasks N] [--seed N] [--json FILE] [--out DIR]`
+ *
+ * Speculative tool calls on the real system: a nats-server, two tool runners
+ * replaying each call's seeded duration (around the mean T of `--tool-ms`),
+ * and an engine pod serving the generated `bench` model with the generated
+ * `test` model as its draft. BFCL tasks (read as the BFCL bench reads them)
+ * become agent loops: each task's calls run one after another, with
+ * `--think-tokens` of reasoning before each. The main model is driven by the
+ * scripted LPT policy and the draft by the scripted draft policy (accuracy α):
+ * every token of both is a real forward pass. M agents (`--agents`) run
+ * concurrently. For every (α, T, M), six modes run side by side on the same
+ * tasks: {sync, async} × {no speculation, client-side, client + engine-side
+ * (O2, O3)}. Every tool is marked speculative here (the benchmark measures
+ * the mechanism; BFCL's tools are treated as stateless replays).
+ *
+ * Reported per mode: time per turn p50/p90, time saved against no
+ * speculation in the same calling mode (from mean turn times), throughput,
+ * hit rate, wasted tool time, and the paper's prediction for the same α,
+ * g/G and T (Eq. 2 client-side, Eq. 6 engine-side).
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as vega from "vega";
+import { compile, type TopLevelSpec } from "vega-lite";
+import { canonicalJson } from "../../common/src/builtin-tools/index.js";
+import { parseArgv, SessionClient, type CallingMode, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
+import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
+import { ensureModel } from "../../engine-pod/src/model/index.js";
+import { clientSideTimeSaved, engineSideTimeSaved } from "../../engine-pod/src/speculation/analytic.js";
+import { spawnEngine } from "../../hack/engine-process.js";
+import { NatsServer } from "../../hack/nats.js";
+import { spawnToolRunner } from "../../hack/stack.js";
+import { buildTasks, readEntries } from "../bfcl/load-tasks.js";
+import type { BenchTask } from "../bfcl/workloads.js";
+import { mean, quantile, seededRandom } from "../lib/stats.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+type Speculation = "none" | "client" | "client+engine";
+const SPECULATION: readonly Speculation[] = ["none", "client", "client+engine"];
+const CALLING: readonly CallingMode[] = ["sync", "async"];
+const POOL = { namespace: "bench", name: "spec-tools" };
+const OUTPUT = "ok";
+
+interface Config {
+  quick: boolean;
+  agents: number[];
+  toolMs: number[];
+  alpha: number[];
+  lambda: number;
+  thinkTokens: number;
+  tasks: number;
+  seed: number;
+  questions?: string;
+  answers?: string;
+  json?: string;
+  outDir: string;
+}
+
+const list = (v: string | undefined, def: number[]): number[] => (v === undefined ? def : v.split(",").map(Number));
+
+function parseConfig(argv: string[]): Config {
+  const f = parseArgv(argv);
+  const quick = f.has("quick");
+  const c: Config = {
+    quick,
+    agents: list(f.get("agents"), quick ? [1] : [1, 8]),
+    toolMs: list(f.get("tool-ms"), quick ? [400] : [200, 400, 800]),
+    alpha: list(f.get("alpha"), quick ? [0.8] : [0.5, 0.8, 1]),
+    lambda: Number(f.get("lambda") ?? 1),
+    thinkTokens: Number(f.get("think-tokens") ?? 30),
+    tasks: Number(f.get("tasks") ?? (quick ? 3 : 8)),
+    seed: Number(f.get("seed") ?? 1),
+    ...(f.get("questions") !== undefined ? { questions: f.get("questions")! } : {}),
+    ...(f.get("answers") !== undefined ? { answers: f.get("answers")! } : {}),
+    ...(f.get("json") !== undefined ? { json: f.get("json")! } : {}),
+    outDir: f.get("out") ?? join(ROOT, "bench/results"),
+  };
+  for (const a of c.alpha) if (!(a >= 0 && a <= 1)) throw new Error(`--alpha values must be in 0..1, got ${a}`);
+  for (const x of [...c.agents, ...c.toolMs, c.lambda, c.tasks]) if (!(Number.isFinite(x) && x > 0)) throw new Error("--agents, --tool-ms, --lambda and --tasks must be positive numbers");
+  return c;
+}
+
+/** Each task's calls in a chain (one per turn), with seeded latencies around `toolMs`, every tool speculative. */
+function chainTasks(base: BenchTask[], toolMs: number, seed: number): BenchTask[] {
+  const rng = seededRandom(seed * 7919 + toolMs);
+  return base.map((task) => ({
+    ...task,
+    tools: task.tools.map((t) => ({ ...t, speculative: true })),
+    calls: task.calls.map((c, i) => {
+      const latencyMs = Math.round(toolMs * (0.5 + rng()));
+      return { ...c, id: `c${i + 1}`, dependsOn: i === 0 ? [] : [`c${i}`], latencyMs, estimatedLatencyMs: latencyMs };
+    }),
+  }));
+}
+
+/** Replay runners: one recording per (tool, arguments); repeats replay the first duration (written back into the task). */
+function replayPool(tasks: BenchTask[]): ToolRunnerConfig {
+  const rec = new Map<string, Map<string, { arguments: Record<string, unknown>; output: string; latencyMs: number }>>();
+  for (const task of tasks)
+    for (const call of task.calls) {
+      let byArgs = rec.get(call.tool);
+      if (byArgs === undefined) rec.set(call.tool, (byArgs = new Map()));
+      const key = canonicalJson(call.arguments);
+      const seen = byArgs.get(key);
+      if (seen === undefined) byArgs.set(key, { arguments: call.arguments, output: OUTPUT, latencyMs: call.latencyMs });
+      else call.latencyMs = call.estimatedLatencyMs = seen.latencyMs;
+    }
+  // Wrong draft guesses call the same tools with other arguments: they replay a fallback of T.
+  const tools: RunnerToolSpec[] = [...rec].map(([name, byArgs]) => ({
+    name,
+    description: `replays ${name}`,
+    parameters: { type: "object" },
+    implementation: { type: "builtin", builtin: "replay", recordings: [...byArgs.values()] },
+  }));
+  return { namespace: POOL.namespace, pool: POOL.name, tools, concurrency: 256, maxResultBytes: 4096 };
+}
+
+function request(task: BenchTask, calling: CallingMode, spec: Speculation, alpha: number, cfg: Config): CreateSessionRequest {
+  const tools: ToolSpec[] = task.tools.map((t) => ({ ...t, pool: POOL, estimatedLatencyMs: Math.round(mean(task.calls.map((c) => c.latencyMs))) }));
+  return {
+    prompt: task.prompt,
+    tools,
+    mode: calling,
+    temperature: 0,
+    maxTokens: 8192,
+    kvPolicy: "keep",
+    policy: {
+      type: "lpt-dag",
+      callStyle: "json",
+      leadTokens: cfg.thinkTokens,
+      thinkTokens: cfg.thinkTokens,
+      finalText: " Done.",
+      calls: task.calls.map((c) => ({ id: c.id, tool: c.tool, arguments: c.arguments, dependsOn: c.dependsOn, estimatedLatencyMs: c.latencyMs })),
+    },
+    ...(spec === "none"
+      ? {}
+      : { speculation: { enabled: true, lambda: cfg.lambda, maxInFlight: Math.max(2, cfg.lambda), engineSide: spec === "client+engine", draft: { type: "scripted" as const, alpha, seed: cfg.seed } } }),
+  };
+}
+
+interface Run {
+  task: BenchTask;
+  done: Extract<SessionEvent, { type: "done" }>;
+}
+
+async function runMode(url: string, tasks: BenchTask[], agents: number, make: (t: BenchTask) => CreateSessionRequest): Promise<{ runs: Run[]; wallMs: number }> {
+  const client = new SessionClient(url);
+  const queue = [...tasks];
+  const runs: Run[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: agents }, async () => {
+      for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
+        const { id } = await client.create(make(task));
+        let done: Run["done"] | undefined;
+        for await (const e of client.events(id)) if (e.type === "done") done = e;
+        if (done === undefined || done.reason !== "eos") throw new Error(`task ${task.id}: session ended ${done?.reason ?? "without done"}`);
+        runs.push({ task, done });
+      }
+    }),
+  );
+  return { runs, wallMs: performance.now() - t0 };
+}
+
+export interface ResultRow {
+  calling_mode: CallingMode;
+  speculation: Speculation;
+  alpha: number;
+  tool_ms: number;
+  g_over_G: number;
+  agents: number;
+  turn_p50_ms: number;
+  turn_p90_ms: number;
+  time_saved: number;
+  predicted_time_saved: number;
+  hit_rate: number;
+  wasted_tool_ms: number;
+  draft_tokens_accepted: number;
+  tokens_per_s: number;
+}
+
+const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+export async function run(argv: string[]): Promise<void> {
+  const cfg = parseConfig(argv);
+  const t0 = performance.now();
+  const entries = readEntries({ ...(cfg.questions !== undefined ? { questions: cfg.questions } : {}), ...(cfg.answers !== undefined ? { answers: cfg.answers } : {}) });
+  // Tasks with at least two calls: a chain of turns (single-call tasks have one turn).
+  const base = buildTasks(entries, "parallel", { seed: cfg.seed, maxTasks: cfg.tasks * 4 }).filter((t) => t.calls.length >= 2).slice(0, cfg.tasks);
+  if (base.length === 0) throw new Error("no BFCL task with two or more calls in the given files");
+  console.log("Speculative tool calls — main model: generated `bench` preset; draft model: generated `test` preset (random weights).");
+  console.log("Main: scripted LPT policy over each task's calls in a chain; draft: scripted with accuracy α. Every token of both is a real forward pass;");
+  console.log("every call goes through NATS to real tool runners replaying seeded durations. All tools are marked speculative.\n");
+
+  const [modelPath, draftPath] = await Promise.all([ensureModel({ preset: "bench" }), ensureModel({ preset: "test", seed: 2 })]);
+  const nats = await NatsServer.start();
+  const maxAgents = Math.max(...cfg.agents);
+  const engine = await spawnEngine([
+    "--model", modelPath, "--draft-model", draftPath, "--max-draft-tokens", "32",
+    "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-spec",
+    "--sequences", String(Math.max(2, maxAgents)), "--context-size", "4096", "--threads", "1",
+  ]);
+  const rows: ResultRow[] = [];
+  try {
+    for (const toolMs of cfg.toolMs) {
+      const tasks = chainTasks(base, toolMs, cfg.seed);
+      const pool = replayPool(tasks);
+      const runners = [await spawnToolRunner(nats.url, pool, "spec-0"), await spawnToolRunner(nats.url, pool, "spec-1")];
+      try {
+        for (const agents of cfg.agents)
+          for (const alpha of cfg.alpha)
+            for (const calling of CALLING) {
+              const measured = new Map<Speculation, { runs: Run[]; wallMs: number }>();
+              for (const spec of SPECULATION) {
+                measured.set(spec, await runMode(engine.url, tasks, agents, (t) => request(t, calling, spec, alpha, cfg)));
+                process.stderr.write(`  T=${toolMs} M=${agents} α=${alpha} ${calling} ${spec} done\n`);
+              }
+              rows.push(...summarize(measured, { calling, alpha, toolMs, agents, thinkTokens: cfg.thinkTokens }));
+            }
+      } finally {
+        await Promise.all(runners.map((r) => r.stop()));
+      }
+    }
+  } finally {
+    await engine.stop();
+    await nats.stop();
+  }
+  report(rows, cfg, performance.now() - t0);
+  await writeOutputs(rows, cfg);
+}
+
+function summarize(
+  measured: Map<Speculation, { runs: Run[]; wallMs: number }>,
+  s: { calling: CallingMode; alpha: number; toolMs: number; agents: number; thinkTokens: number },
+): ResultRow[] {
+  const turns = (runs: Run[]): number[] => runs.map((r) => r.done.timings.totalMs / r.task.calls.length);
+  const none = measured.get("none")!;
+  const noneTurn = mean(turns(none.runs));
+  // T: the tools' mean duration; G: the rest of a turn without speculation; g: the draft's mean run.
+  const T = mean(none.runs.flatMap((r) => r.task.calls.map((c) => c.latencyMs)));
+  const G = Math.max(1, noneTurn - T);
+  const client = measured.get("client")!;
+  const draftRuns = client.runs.reduce((a, r) => a + (r.done.speculation?.draftRuns ?? 0), 0);
+  const g = draftRuns === 0 ? 0 : client.runs.reduce((a, r) => a + (r.done.speculation?.draftMs ?? 0), 0) / draftRuns;
+  // Eq. 5/6 inputs from the no-speculation runs: δ = TPOT, φ = TTFT per prompt token, o = 0 (the engine keeps KV resident).
+  const delta = mean(none.runs.map((r) => r.done.timings.tpotMs));
+  const phi = mean(none.runs.map((r) => r.done.timings.ttftMs / Math.max(1, r.done.usage.promptTokens)));
+  const engineSaved = mean(
+    none.runs.map((r) => {
+      const K = r.task.calls.length;
+      const callTokens = Math.max(1, (r.done.usage.decodedTokens - s.thinkTokens * K) / K);
+      return engineSideTimeSaved({
+        alpha: s.alpha,
+        overhead: 0,
+        prefillPerToken: phi,
+        decodePerToken: delta,
+        promptTokens: r.done.usage.promptTokens,
+        turns: r.task.calls.map((c) => ({ callTokens, outputTokens: 3, reasoningTokens: s.thinkTokens, toolTime: c.latencyMs })),
+      });
+    }),
+  );
+  return SPECULATION.map((spec) => {
+    const m = measured.get(spec)!;
+    const t = turns(m.runs);
+    const sp = m.runs.map((r) => r.done.speculation);
+    const hits = sp.reduce((a, x) => a + (x?.hits ?? 0), 0);
+    const misses = sp.reduce((a, x) => a + (x?.misses ?? 0), 0);
+    const predicted = spec === "none" ? 0 : spec === "client" ? clientSideTimeSaved({ alpha: s.alpha, G, g, T }) : engineSaved;
+    return {
+      calling_mode: s.calling,
+      speculation: spec,
+      alpha: s.alpha,
+      tool_ms: s.toolMs,
+      g_over_G: r3(g / G),
+      agents: s.agents,
+      turn_p50_ms: Math.round(quantile(t, 0.5)),
+      turn_p90_ms: Math.round(quantile(t, 0.9)),
+      time_saved: r3(1 - mean(t) / noneTurn),
+      predicted_time_saved: r3(predicted),
+      hit_rate: hits + misses === 0 ? 0 : r3(hits / (hits + misses)),
+      wasted_tool_ms: Math.round(sp.reduce((a, x) => a + (x?.wastedToolMs ?? 0), 0)),
+      draft_tokens_accepted: sp.reduce((a, x) => a + (x?.draftTokensAccepted ?? 0), 0),
+      tokens_per_s: r3((m.runs.reduce((a, r) => a + r.done.usage.decodedTokens, 0) / m.wallMs) * 1000),
+    };
+  });
+}
+
+function report(rows: ResultRow[], cfg: Config, ms: number): void {
+  const head = "| mode | speculation | α | T ms | g/G | M | turn p50 ms | turn p90 ms | time saved | predicted | hit rate | wasted tool ms | O2 tokens accepted | tokens/s |";
+  console.log(head);
+  console.log(`|${head.split("|").slice(1, -1).map(() => " --- ").join("|")}|`);
+  for (const r of rows)
+    console.log(
+      `| ${r.calling_mode} | ${r.speculation} | ${r.alpha} | ${r.tool_ms} | ${r.g_over_G} | ${r.agents} | ${r.turn_p50_ms} | ${r.turn_p90_ms} | ${(r.time_saved * 100).toFixed(1)}% | ${(r.predicted_time_saved * 100).toFixed(1)}% | ${r.hit_rate} | ${r.wasted_tool_ms} | ${r.draft_tokens_accepted} | ${r.tokens_per_s} |`,
+    );
+  console.log(`\nAnalytic bound (Lemma 1): client-side speedup < 2, i.e. time saved < 50%; predicted columns: Eq. 2 (client), Eq. 6 vs Eq. 5 (client+engine, o = 0).`);
+  console.log(`${rows.length} rows, λ = ${cfg.lambda}, ${cfg.thinkTokens} reasoning tokens per turn, ${Math.round(ms / 1000)} s.`);
+}
+
+async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
+  const config = { quick: cfg.quick, agents: cfg.agents, tool_ms: cfg.toolMs, alpha: cfg.alpha, lambda: cfg.lambda, think_tokens: cfg.thinkTokens, tasks: cfg.tasks, seed: cfg.seed, main_model: "bench (generated)", draft_model: "test (generated)", scripted: true };
+  const body = JSON.stringify({ results: rows, config }, null, 2);
+  if (cfg.json !== undefined) {
+    mkdirSync(dirname(resolve(cfg.json)), { recursive: true });
+    writeFileSync(cfg.json, body);
+  }
+  mkdirSync(cfg.outDir, { recursive: true });
+  writeFileSync(join(cfg.outDir, "speculation.json"), body);
+  const spec: TopLevelSpec = {
+    $schema: "https://vega.github.io/schema/vega-lite/v5.json",
+    title: "Time saved per turn vs no speculation: measured (bars) and predicted (ticks: Eq. 2 / Eq. 6)",
+    data: { values: rows.filter((r) => r.speculation !== "none").map((r) => ({ ...r, setting: `α=${r.alpha} T=${r.tool_ms} M=${r.agents}`, mode: `${r.calling_mode}/${r.speculation}` })) },
+    facet: { column: { field: "setting", type: "nominal", title: null } },
+    spec: {
+      width: 180,
+      height: 200,
+      layer: [
+        { mark: "bar", encoding: { x: { field: "mode", type: "nominal", title: null }, y: { field: "time_saved", type: "quantitative", axis: { format: "%" }, title: "time saved" }, color: { field: "calling_mode", type: "nominal" } } },
+        { mark: { type: "tick", color: "black", thickness: 2 }, encoding: { x: { field: "mode", type: "nominal" }, y: { field: "predicted_time_saved", type: "quantitative" } } },
+      ],
+    },
+  };
+  writeFileSync(join(cfg.outDir, "speculation.vl.json"), JSON.stringify(spec, null, 2));
+  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
+  writeFileSync(join(cfg.outDir, "speculation.svg"), await view.toSVG());
+  console.log(`\nwrote ${join(cfg.outDir, "speculation.json")}, speculation.svg${cfg.json !== undefined ? ` and ${cfg.json}` : ""}`);
+}

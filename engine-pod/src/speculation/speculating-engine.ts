@@ -1,0 +1,114 @@
+/**
+ * @module The serving layer's speculation: an {@link Engine} decorator that
+ * gives every session a {@link SessionSpeculator} fed by the session's own
+ * events, registers it with the {@link SpeculativeExecutor} the engine runs
+ * calls through, and adds what speculation did to the session's `done` event.
+ * Every session gets one, so outputs posted to `cache-tool-output` serve its
+ * calls; only sessions with `speculation.enabled` draft and start tools early.
+ */
+import { ErrorCode, InterlaceError, type CreateSessionRequest, type Logger, type SessionEvent, type SpeculationUsage } from "../../../common/src/index.js";
+import type { Engine, EngineSession } from "../engine/index.js";
+import type { DraftModel } from "./draft-model.js";
+import { SessionSpeculator } from "./session-speculator.js";
+import type { SpeculationStats } from "./speculation-stats.js";
+import type { SpeculativeExecutor } from "./speculative-executor.js";
+import type { ToolCache } from "./tool-cache.js";
+
+type Done = Extract<SessionEvent, { type: "done" }>;
+
+export interface SpeculationDeps {
+  executor: SpeculativeExecutor;
+  cache: ToolCache;
+  stats: SpeculationStats;
+  /** Set once the draft model is loaded (sessions opened before run without drafting). */
+  draft: () => DraftModel | undefined;
+  log: Logger;
+}
+
+function promptText(request: CreateSessionRequest): string {
+  const head = request.system !== undefined ? `${request.system}\n` : "";
+  return typeof request.prompt === "string" ? `${head}${request.prompt}` : head + request.prompt.map((m) => `${m.role}: ${m.content}`).join("\n");
+}
+
+/** Wraps `engine` so its sessions speculate (see the module comment). */
+export function withSpeculation(engine: Engine, deps: SpeculationDeps): Engine & { speculator(sessionId: string): SessionSpeculator | undefined } {
+  const wrapped = new Map<string, EngineSession>();
+  const createSession = (request: CreateSessionRequest): EngineSession => {
+    const settings = request.speculation ?? { enabled: false };
+    const draft = deps.draft();
+    if (settings.enabled && settings.draft !== undefined && draft === undefined) {
+      throw new InterlaceError(ErrorCode.BadRequest, "speculation.draft needs a draft model: start the engine with --draft-model PATH");
+    }
+    const session = engine.createSession(request);
+    const speculator = new SessionSpeculator({
+      sessionId: session.id,
+      settings: settings.enabled ? settings : { ...settings, lambda: 0 },
+      tools: request.tools ?? [],
+      promptText: promptText(request),
+      ...(request.policy?.type === "lpt-dag" ? { policy: request.policy } : {}),
+      executor: deps.executor.inner,
+      cache: deps.cache,
+      ...(draft !== undefined ? { draft } : {}),
+      stats: deps.stats,
+      log: deps.log,
+    });
+    deps.executor.attach(session.id, speculator);
+    const out = wrapSession(session, settings.enabled, speculator, () => {
+      deps.executor.detach(session.id);
+      wrapped.delete(session.id);
+    });
+    wrapped.set(session.id, out);
+    return out;
+  };
+  return {
+    createSession,
+    getSession: (id) => wrapped.get(id) ?? engine.getSession(id),
+    interrupt: (id, input) => engine.interrupt(id, input),
+    cancel: (id) => engine.cancel(id),
+    complete: (request) => engine.complete(request),
+    stats: () => engine.stats(),
+    residentPrefixHashes: () => engine.residentPrefixHashes(),
+    queuedInterrupts: (id) => engine.queuedInterrupts(id),
+    countTokens: (text) => engine.countTokens(text),
+    get contextSize() {
+      return engine.contextSize;
+    },
+    get ready() {
+      return engine.ready;
+    },
+    close: () => engine.close(),
+    speculator: (id) => deps.executor.speculator(id),
+  };
+}
+
+/** The session seen through speculation: the same events, `done` carrying the speculation usage when it was on. */
+function wrapSession(inner: EngineSession, report: boolean, speculator: SessionSpeculator, release: () => void): EngineSession {
+  let done: Done | undefined;
+  const finish = (event: Done): Done => {
+    if (done !== undefined) return done;
+    const usage: SpeculationUsage = speculator.close();
+    done = report ? { ...event, speculation: { ...usage } } : event;
+    release();
+    return done;
+  };
+  const map = (event: SessionEvent): SessionEvent => (event.type === "done" ? finish(event) : event);
+  const feed = (event: SessionEvent): void => {
+    if (event.type !== "done") speculator.onEvent(event);
+    else finish(event);
+  };
+  for (const event of inner.events) feed(event);
+  const unsubscribe = inner.subscribe(feed);
+  const finished = inner.finished.then((event) => {
+    unsubscribe();
+    return finish(event);
+  });
+  return {
+    id: inner.id,
+    get events() {
+      return inner.events.map(map);
+    },
+    subscribe: (listener) => inner.subscribe((event) => listener(map(event))),
+    finished,
+    inspect: () => inner.inspect(),
+  };
+}
