@@ -28,9 +28,11 @@ t.test("multi-byte text through executor → runner → result", async (t) => {
   const server = await startNatsServer(t);
   const received: { sessionId: string; value: string; id?: string }[] = [];
   const executor = await startExecutor(t, server.url, {
-    onInterrupt: (sessionId, input) => {
-      received.push({ sessionId, value: input.value, ...(input.id !== undefined ? { id: input.id } : {}) });
-      return true;
+    inbox: {
+      post: (sessionId, input) => {
+        received.push({ sessionId, value: input.value, ...(input.id !== undefined ? { id: input.id } : {}) });
+        return true;
+      },
     },
   });
   await startRunner(t, server.url, poolConfig({ maxResultBytes: 64 }));
