@@ -74,7 +74,12 @@ export function taskBreakdown(events: readonly SessionEvent[], toolMs: ReadonlyM
         if (sent !== undefined && own !== undefined) toolOverheadMs += arrivedAt - sent - own;
         break;
       }
-      default:
+      case "started":
+      case "text":
+      case "call_error":
+      case "error":
+      case "done":
+        // Nothing for the breakdown (the done event's timings are read below); a new event type must say.
         break;
     }
   }

@@ -144,7 +144,7 @@ t.test("greedy decoding on one thread returns tokens deterministically", async (
       }
       return out;
     } finally {
-      sequence.dispose();
+      await sequence.dispose();
     }
   };
   const first = await run();

@@ -73,8 +73,10 @@ class CmlTokenMonitor implements TokenMonitor {
     this.events = [];
     const marker = this.markerTokens.get(token);
     if (marker !== undefined) {
-      // A control token ends any partial text marker: what was held is content.
-      this.release(this.pending);
+      // A control token ends any partial text marker: what was held is content,
+      // and so is text the detokenizer released with the marker (the end of a
+      // character it was holding).
+      this.release(this.pending + (text.endsWith(marker) ? text.slice(0, text.length - marker.length) : ""));
       this.pending = "";
       this.onMarker(marker);
     } else if (this.textMarkers) {

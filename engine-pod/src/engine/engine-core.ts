@@ -444,7 +444,9 @@ export class EngineCore {
       .then((result) => {
         if (s.state === "done" || !s.outstanding.delete(c.id)) return;
         this.interrupts.enqueue(s, c.id, result.ok ? "tool_result" : "tool_error", result.output);
-      });
+      })
+      // Enqueueing a result can fail (formatting, tokenizing): the session fails with the reason, never an unhandled rejection.
+      .catch((err: unknown) => this.fail(s, err));
   }
 
   /** At a token boundary outside any critical section, appends every queued interrupt after the pending token. */

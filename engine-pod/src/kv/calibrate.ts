@@ -133,7 +133,8 @@ function bytesPerElement(type: number | undefined): number {
       return 4;
     case 8:
       return 34 / 32;
-    default:
+    case undefined: // not in the metadata: llama.cpp's default, F16
+    default: // F16, BF16 and anything else 2 bytes wide
       return 2;
   }
 }
