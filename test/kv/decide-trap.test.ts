@@ -95,7 +95,7 @@ t.test("nothing pending (infinite wait) frees the cells by the cheaper action", 
   t.equal(decideTrap({ ...base, contextTokens: 50_000, expectedWaitMs: Infinity }).decision, "swap");
 });
 
-t.test("CPU-like costs (ENGINE-NOTES: prefill 1.6 ms/token): swap wins from tiny contexts up", async (t) => {
+t.test("CPU-like costs (docs/engine-facts.md: prefill 1.6 ms/token): swap wins from tiny contexts up", async (t) => {
   const cpu = defaultCostModel();
   for (const n of [16, 128, 2048]) {
     t.equal(decideTrap({ ...base, costModel: cpu, contextTokens: n, expectedWaitMs: 60_000 }).decision, "swap", `n=${n}`);

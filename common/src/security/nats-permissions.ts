@@ -56,7 +56,8 @@ export function identityName(id: NatsIdentity): string {
       return `engine-${encodeToken(id.namespace)}-${encodeToken(id.pod)}`;
     case "runner":
       return `runner-${encodeToken(id.namespace)}-${encodeToken(id.pool)}`;
-    default:
+    case "router":
+    case "operator":
       return id.kind;
   }
 }

@@ -4,7 +4,7 @@
  * JSON call `{"name": <a known tool>, "arguments": <that tool's schema>}`,
  * then `[END]`. Markers the model has as control tokens are referred to by id
  * (`<[id]>`): a literal "[END]" would make the model spell it character by
- * character (ENGINE-NOTES).
+ * character (docs/engine-facts.md).
  */
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
 import { CML, type CmlMarker, type JsonSchema, type ToolSpec } from "../../../common/src/index.js";

@@ -8,7 +8,7 @@ import type { LlamaModel, Token } from "node-llama-cpp";
 import { TokenBias } from "node-llama-cpp";
 import { CML, CML_MARKERS, type CmlMarker } from "../../../common/src/index.js";
 
-/** The logit given to `[INTR]` in every decode step: low enough to never win, finite so a grammar cannot wedge the sampler (ENGINE-NOTES). */
+/** The logit given to `[INTR]` in every decode step: low enough to never win, finite so a grammar cannot wedge the sampler (docs/engine-facts.md). */
 export const INTR_LOGIT = -100;
 
 /** How the model represents the markers. */

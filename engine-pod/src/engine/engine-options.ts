@@ -24,7 +24,7 @@ export interface EngineOptions {
   sequences: number;
   /** Tokens per sequence (each sequence has its own KV stream of this size). */
   contextSize: number;
-  /** Decode threads. 1 on small CPU machines: more threads than cores is catastrophic (ENGINE-NOTES). */
+  /** Decode threads. 1 on small CPU machines: more threads than cores is catastrophic (docs/engine-facts.md). */
   threads: number;
   /** Pool-wide trap decision override; `auto` asks the KV cost model. */
   kvPolicy: KvPolicy;

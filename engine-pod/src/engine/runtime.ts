@@ -21,7 +21,7 @@ export interface Runtime {
   readonly markerTokens: ReadonlyMap<number, CmlMarker>;
   /** The marker's token(s): one control token in generated models, several text tokens otherwise. */
   readonly markerIds: Readonly<Record<CmlMarker, readonly Token[]>>;
-  /** Bias that bans a model-emitted `[INTR]` (a large negative logit, never "never": see ENGINE-NOTES). */
+  /** Bias that bans a model-emitted `[INTR]` (a large negative logit, never "never": see docs/engine-facts.md). */
   readonly intrBias: TokenBias;
   /** Plain text → tokens; special tokens are NOT parsed, so text can never forge a marker. */
   tokenizeText(text: string): Token[];

@@ -88,7 +88,7 @@ export function estimateTrapCosts(model: CostModel, contextTokens: number): Trap
 
 /**
  * A conservative guess used until calibration has run: the 512 × 8 F32 model
- * of ENGINE-NOTES on one CPU core (~620 prefill tok/s, ~11 ms/token decode,
+ * of docs/engine-facts.md on one CPU core (~620 prefill tok/s, ~11 ms/token decode,
  * ~1 GB/s save, ~1.7 GB/s load, ~0.4 ms fixed). Never used for decisions once
  * the engine has calibrated.
  */

@@ -2,7 +2,7 @@
  * @module The sequence slot allocator. Each live session or completion owns
  * one sequence (slot) of the shared context. Allocation keeps busy sequences
  * contiguous (llama.cpp splits a batch at every gap between the sequence ids
- * in it: ENGINE-NOTES "Batching"): a new request fills a gap between busy
+ * in it: docs/engine-facts.md, "Batching"): a new request fills a gap between busy
  * slots first, evicting an idle cached state there if it must, before it
  * takes the lowest free slot; `gap()` plans compaction moves. Finished sequences may
  * stay resident as an idle prefix cache (vLLM-style automatic prefix caching):

@@ -111,7 +111,11 @@ export class SessionSpeculator {
         this.history += `[INTR]${event.id}[HEAD]${event.value}[END]`;
         if (event.kind === "tool_result" || event.kind === "tool_error" || event.kind === "user") this.turnStart();
         return;
-      default:
+      // Traps, resumes and the end of the session start no turn.
+      case "trap":
+      case "resume":
+      case "done":
+      case "error":
         return;
     }
   }
