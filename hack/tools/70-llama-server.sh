@@ -32,10 +32,12 @@ rm -rf "$VENV"
 "$py" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
 # A portable CPU build: GGML_NATIVE off (the cache may move between machines),
-# no BLAS/OpenMP extras, nothing but the library.
+# no BLAS/OpenMP extras, nothing but the library. pip keeps the wheel it
+# builds in its own cache, so a fresh clone on the same machine installs it
+# without compiling again.
 CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BLAS=OFF -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF" \
   CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
   "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
 
 cat >"$WRAPPER" <<EOF
