@@ -204,7 +204,10 @@ async function main(): Promise<number> {
     );
     const routerBase = `http://127.0.0.1:${routerPort}`;
     say(`running the router as the chart's router Deployment does: npm run router -- --nats-url=${nats.url} --port=${routerPort}`);
-    const pool = samples.find((m) => m.kind === "EnginePool");
+    // The engine process serves the pool the sample AgentApp runs on (samples/ also holds an upstream-backend pool).
+    const app = samples.find((m) => m.kind === "AgentApp");
+    const appPool = (app?.spec as { enginePool?: { name?: unknown } } | undefined)?.enginePool?.name;
+    const pool = samples.find((m) => m.kind === "EnginePool" && m.metadata.name === appPool) ?? samples.find((m) => m.kind === "EnginePool");
     const poolName = String(pool?.metadata.name ?? "");
     engine = await spawnEngine(
       ["--model-preset", "test", "--executor", "nats", "--nats-url", nats.url, "--pool", `${APP_NS}/${poolName}`, "--pod-name", `${poolName}-engine-0`, "--sequences", "2", "--context-size", "8192"],

@@ -69,8 +69,8 @@ t.test("helm template with default values", async (t) => {
   t.equal(dep.spec.replicas, 2, "two operator replicas");
   const container = dep.spec.template.spec.containers[0];
   t.ok(container.args.includes("--leader-elect=true"), "leader election on");
-  const seeds = [0, 1, 2].map((i) => `tls://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
-  t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster, over TLS");
+  const seeds = [0, 1, 2].map((i) => `nats://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
+  t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster");
   t.equal(dep.spec.template.spec.serviceAccountName, "interlace");
   t.ok(find(ms, "ServiceAccount", "interlace"));
   t.ok(find(ms, "Service", "interlace"));
@@ -78,7 +78,7 @@ t.test("helm template with default values", async (t) => {
   const router = find(ms, "Deployment", "interlace-router");
   t.equal(router.spec.replicas, 2, "two router replicas");
   t.same(router.spec.template.spec.containers[0].command, ["node", "dist/router/src/main.js"]);
-  t.ok(router.spec.template.spec.containers[0].args.includes("--nats-url=nats://interlace-nats.interlace-system.svc:4222"));
+  t.ok(router.spec.template.spec.containers[0].args.includes(`--nats-url=${seeds}`), "the router reaches every NATS node");
   t.ok(find(ms, "Service", "interlace-router"), "router Service");
   t.ok(container.args.includes("--router-url=http://interlace-router.interlace-system.svc:8080"), "endpoints name the router Service");
   const binding = find(ms, "ClusterRoleBinding", "interlace-operator");
@@ -110,7 +110,8 @@ t.test("helm template with default values", async (t) => {
 });
 
 t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPolicies", async (t) => {
-  const ms = await render();
+  const ms = await render(["nats.tls.enabled=true"]);
+  t.ok(find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.some((a: string) => a.startsWith("--nats-url=tls://")), "clients are told to use TLS");
   const sts = find(ms, "StatefulSet", "interlace-nats");
   t.equal(sts.spec.replicas, 3, "three NATS nodes by default");
   const conf: string = find(ms, "ConfigMap", "interlace-nats").data["nats.conf"];
@@ -138,7 +139,7 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   t.equal(engines.spec.ingress.length, 1, "nothing else by default");
   t.ok(find(ms, "NetworkPolicy", "interlace-toolrunners"));
 
-  const withAuth = await render(["nats.auth.secretName=nats-auth", "nats.tls.secretName=my-tls", "nats.replicas=1", "networkPolicy.appNamespaces={team-a,team-b}"]);
+  const withAuth = await render(["nats.tls.enabled=true", "nats.auth.secretName=nats-auth", "nats.tls.secretName=my-tls", "nats.replicas=1", "networkPolicy.appNamespaces={team-a,team-b}"]);
   const conf1: string = find(withAuth, "ConfigMap", "interlace-nats").data["nats.conf"];
   t.match(conf1, /include "\/etc\/nats-auth\/auth.conf"/, "JWT authentication from the auth Secret");
   t.notMatch(conf1, /cluster \{/, "a single node has no cluster block");

@@ -243,6 +243,7 @@ const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
     obj: variant(engine, "openai", (o) => {
       delete o.spec.model;
       delete o.spec.resources;
+      delete o.spec.draftModel; // a draft model needs the llama-cpp backend
       o.spec.runtime = { backend: "openai", upstreamURL: "http://vllm.llm.svc:8000/v1", upstreamModel: "qwen" };
     }),
   },
