@@ -110,7 +110,9 @@ t.test("one node of a three-node JetStream cluster SIGKILLed with calls in fligh
   t.teardown(() => cluster.stop());
   // Each party is given every seed; they connect to different nodes.
   const executor = await startExecutor(t, cluster.urls);
-  const config = poolConfig({ ackWaitMs: 5_000, concurrency: 16, tools: IDEMPOTENT_SLEEP });
+  // While the cluster elects new stream and bucket leaders, acks and effect records can stall for a few
+  // seconds; enough deliveries that an election never turns a call into max_deliveries (not what this tests).
+  const config = poolConfig({ ackWaitMs: 5_000, maxDeliver: 10, concurrency: 16, tools: IDEMPOTENT_SLEEP });
   await startRunner(t, [...cluster.urls].reverse(), config, { runnerId: "r1" });
   await startRunner(t, cluster.urls, config, { runnerId: "r2" });
   const jsm = await jetstreamManager(executor.nc);
