@@ -3,9 +3,9 @@
  * every sample EnginePool (each backend), start the real engine entrypoint
  * (`engine-pod/src/main.ts`) and it turns ready (`/readyz` 200). Only what
  * the cluster supplies is substituted: `$(POD_NAME)` (downward API), the
- * port (a free one, not 8080), and for llama-cpp the model path (an init
- * container downloads it to /models in a pod; here the generated `test`
- * model). The NATS URL is a real nats-server's. The openai pool then serves a
+ * port (a free one, not 8080), and for llama-cpp the model and draft-model
+ * paths (an init container downloads them to /models in a pod; here the
+ * generated `test` model). The NATS URL is a real nats-server's. The openai pool then serves a
  * scripted session over HTTP against a real upstream (llama.cpp's server),
  * and refuses `async` with its reason.
  */
@@ -34,7 +34,7 @@ function samplePools(): { file: string; pool: EnginePool }[] {
 function localArgs(args: readonly string[], modelPath: string, podName: string): string[] {
   return args.map((a, i) => {
     if (args[i - 1] === "--port") return "0";
-    if (args[i - 1] === "--model") return modelPath;
+    if (args[i - 1] === "--model" || args[i - 1] === "--draft-model") return modelPath;
     return a.replace("$(POD_NAME)", podName);
   });
 }
@@ -56,8 +56,8 @@ t.test("every sample EnginePool's rendered engine args start the engine entrypoi
         t.same(spec.initContainers ?? [], [], "no model download");
         t.ok(c.args!.includes(pool.spec.runtime.upstreamURL!), "the upstream URL is passed through");
       }
-      // The flags the engine does not know are not rendered (they would be silently ignored).
-      t.notOk(c.args!.includes("--draft-model"), "no draft model in the samples");
+      // A draft model is rendered as --draft-model, which the engine loads beside the main model.
+      t.equal(c.args!.includes("--draft-model"), pool.spec.draftModel !== undefined, "--draft-model rendered exactly when the pool has a draft model");
       const engine = await spawnEngine(localArgs(c.args!, modelPath, `sample-${pool.metadata!.name}`));
       t.teardown(() => engine.stop());
       const ready = await fetch(`${engine.url}/readyz`);
@@ -80,7 +80,7 @@ t.test("an openai-backend pod serves a session over HTTP from a real upstream", 
   pool.spec.runtime.upstreamModel = upstream.model;
   const dep = buildEngineDeployment(pool, { image: "interlace:test", natsUrl: nats.url, routerUrl: "http://router" });
   // In-process builtin tools: this checks the HTTP path, the NATS path is covered in test/upstream.
-  const args = localArgs(dep.spec!.template.spec!.containers[0]!.args!, "", "openai-pod").filter((_, i, all) => !["--executor", "--nats-url"].includes(all[i]!) && !["--executor", "--nats-url"].includes(all[i - 1]!));
+  const args = localArgs(dep.spec!.template.spec!.containers[0]!.args!, "", "openai-pod").filter((_, i, all) => !["--executor", "--nats-url", "--pool"].includes(all[i]!) && !["--executor", "--nats-url", "--pool"].includes(all[i - 1]!));
   const engine = await spawnEngine(args);
   t.teardown(() => engine.stop());
   const client = new SessionClient(engine.url);

@@ -6,6 +6,15 @@
 const error = { $ref: "#/components/responses/Error" };
 const id = { name: "id", in: "path", required: true, schema: { type: "string" } };
 
+/** `cache-tool-output` bodies: one entry or an array of up to 64 (the paper's API shape). */
+const cacheToolOutputEntry = {
+  type: "object",
+  properties: { name: { type: "string" }, params: { type: "object" }, output: {}, keep_alive: { type: "number", description: "seconds" } },
+  required: ["name", "output"],
+  additionalProperties: false,
+} as const;
+const cacheToolOutputBody = { anyOf: [cacheToolOutputEntry, { type: "array", items: cacheToolOutputEntry, minItems: 1, maxItems: 64 }] } as const;
+
 export const OPENAPI_DOCUMENT = {
   openapi: "3.1.0",
   info: {
@@ -44,6 +53,22 @@ export const OPENAPI_DOCUMENT = {
           content: { "application/json": { schema: { type: "object", properties: { value: { type: "string" }, kind: { enum: ["user", "agent"] }, id: { type: "string" } }, required: ["value"] } } },
         },
         responses: { "202": { description: "Queued" }, "404": error, "409": error },
+      },
+    },
+    "/v1/sessions/{id}/cache-tool-output": {
+      post: {
+        summary: "Give the session's tool cache outputs the client already has (speculative tool calls)",
+        parameters: [id],
+        requestBody: { required: true, content: { "application/json": { schema: cacheToolOutputBody } } },
+        responses: { "200": { description: "Cached: {cached: n}" }, "400": error, "404": error, "409": error, "413": error },
+      },
+    },
+    "/cache-tool-output/{id}": {
+      post: {
+        summary: "The same, addressed by response (session) id",
+        parameters: [id],
+        requestBody: { required: true, content: { "application/json": { schema: cacheToolOutputBody } } },
+        responses: { "200": { description: "Cached: {cached: n}" }, "400": error, "404": error, "409": error, "413": error },
       },
     },
     "/v1/sessions/{id}": {
