@@ -7,20 +7,12 @@
  * the split is fixed, needs no list, and holds for categories not in this
  * repository too.
  */
+import { fnv1a32 } from "../../engine-pod/src/model/index.js";
+
 export type Split = "tuning" | "eval" | "all";
 
-/** 32-bit FNV-1a. */
-export function fnv1a(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
-}
-
 export function isTuningId(id: string): boolean {
-  return fnv1a(id) % 5 === 0;
+  return fnv1a32(id) % 5 === 0;
 }
 
 export function inSplit(id: string, split: Split): boolean {
