@@ -11,18 +11,8 @@ import { jetstream } from "@nats-io/jetstream";
 import { sendInterrupt } from "../../common/src/protocol/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { makeCall, poolConfig, startExecutor, startRunner } from "./fixtures.js";
+import { SAMPLES } from "../engine/multibyte-fixture.js";
 
-/** One sample per script: Korean, Japanese, Chinese, emoji (with modifiers and ZWJ), accents, Hebrew, Arabic, astral CJK. */
-export const SAMPLES = [
-  "다용도실, 통돌이, 중지",
-  "東京の天気は？",
-  "北京欢迎你",
-  "👍🏽 👨‍👩‍👧 🎉",
-  "café naïve Ålborg Straße",
-  "שלום עולם",
-  "مرحبا بالعالم",
-  "𠜎𠜱 𝄞",
-];
 
 t.test("multi-byte text through executor → runner → result", async (t) => {
   const server = await startNatsServer(t);
