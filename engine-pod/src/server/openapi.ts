@@ -14,6 +14,13 @@ const cacheToolOutputEntry = {
   additionalProperties: false,
 } as const;
 const cacheToolOutputBody = { anyOf: [cacheToolOutputEntry, { type: "array", items: cacheToolOutputEntry, minItems: 1, maxItems: 64 }] } as const;
+/** Both cache-tool-output routes (by session id, or by response id, which is the session id) take the same body. */
+const cacheToolOutputPost = {
+  summary: "Give a session's tool cache outputs the client already has (speculative tool calls)",
+  parameters: [id],
+  requestBody: { required: true, content: { "application/json": { schema: cacheToolOutputBody } } },
+  responses: { "200": { description: "Cached: {cached: n}" }, "400": error, "404": error, "409": error, "413": error },
+};
 
 export const OPENAPI_DOCUMENT = {
   openapi: "3.1.0",
@@ -56,20 +63,10 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     "/v1/sessions/{id}/cache-tool-output": {
-      post: {
-        summary: "Give the session's tool cache outputs the client already has (speculative tool calls)",
-        parameters: [id],
-        requestBody: { required: true, content: { "application/json": { schema: cacheToolOutputBody } } },
-        responses: { "200": { description: "Cached: {cached: n}" }, "400": error, "404": error, "409": error, "413": error },
-      },
+      post: cacheToolOutputPost,
     },
     "/cache-tool-output/{id}": {
-      post: {
-        summary: "The same, addressed by response (session) id",
-        parameters: [id],
-        requestBody: { required: true, content: { "application/json": { schema: cacheToolOutputBody } } },
-        responses: { "200": { description: "Cached: {cached: n}" }, "400": error, "404": error, "409": error, "413": error },
-      },
+      post: cacheToolOutputPost,
     },
     "/v1/sessions/{id}": {
       delete: { summary: "Cancel a session", parameters: [id], responses: { "200": { description: "Cancelled or already finished" }, "404": error } },
