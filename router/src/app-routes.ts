@@ -19,7 +19,8 @@ import { HttpError, notFound, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
 import { mergeChatRequest, mergeInterruptRequest, mergeSessionRequest } from "./request-merge.js";
 import { parseRoutedSessionId, routedSessionId } from "./session-id.js";
-import { relayEventStream, startEventStream } from "./stream-relay.js";
+import { startEventStream } from "../../common/src/event-stream.js";
+import { relayEventStream } from "./stream-relay.js";
 import { placeAndPost, type PlaceContext } from "./upstream.js";
 
 export interface AppRoutesContext extends PlaceContext {

@@ -49,14 +49,3 @@ export async function relayEventStream(body: ReadableStream<Uint8Array>, res: Ex
   }
   return { clientGone: false, completed };
 }
-
-/** SSE response headers (as the engine sends them: no proxy buffering). */
-export function startEventStream(res: ExpressResponse): void {
-  res.status(200);
-  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
-  res.setHeader("Cache-Control", "no-cache, no-transform");
-  res.setHeader("Connection", "keep-alive");
-  res.setHeader("X-Accel-Buffering", "no");
-  res.flushHeaders();
-  res.socket?.setNoDelay(true);
-}

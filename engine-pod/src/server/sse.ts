@@ -3,6 +3,7 @@
  * the headers that keep proxies from buffering, `event`/`id`/`data` frames,
  * comment pings that keep idle connections open, and close detection.
  */
+import { startEventStream } from "../../../common/src/event-stream.js";
 import type { Request, Response } from "express";
 
 export interface SseStream {
@@ -17,13 +18,7 @@ export interface SseStream {
 }
 
 export function openSse(req: Request, res: Response, pingMs = 15_000): SseStream {
-  res.status(200);
-  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
-  res.setHeader("Cache-Control", "no-cache, no-transform");
-  res.setHeader("Connection", "keep-alive");
-  res.setHeader("X-Accel-Buffering", "no");
-  res.flushHeaders();
-  req.socket.setNoDelay(true);
+  startEventStream(res);
   let ended = false;
   let clientGone = false;
   const listeners: (() => void)[] = [];
