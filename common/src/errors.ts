@@ -28,6 +28,14 @@ export const ErrorCode = {
   UpstreamError: "upstream_error",
   /** An upstream request ran past its deadline (504). */
   UpstreamTimeout: "upstream_timeout",
+  /** A session that already finished cannot take interrupts (409). */
+  SessionFinished: "session_finished",
+  /** The server is starting, loading its model or shutting down (503). */
+  NotReady: "not_ready",
+  /** The app's pool has no engine with a fresh heartbeat (503). */
+  NoEngine: "no_engine",
+  /** The engine that owns a session stopped (410 on requests, an `error` event on open streams). */
+  EngineLost: "engine_lost",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
