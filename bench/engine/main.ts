@@ -14,6 +14,7 @@ import { KvManager } from "../../engine-pod/src/kv/index.js";
 import { ensureModel, isPresetName, type PresetName } from "../../engine-pod/src/model/index.js";
 import { summarize, textScenario, toolScenario, type EngineInjectionResult } from "./engine-bench.js";
 import { fillerTokens, injectionLoop, measureTpot, measureTrapCosts, type TrapSizeResult } from "./sequence-bench.js";
+import { BenchFlags } from "../lib/flags.js";
 import { r3 } from "../lib/stats.js";
 
 const TRAP_SIZES = [128, 512, 2048] as const;
@@ -28,25 +29,16 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { preset: "bench", quick: false, skipEngine: false, seed: 7 };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === "--json") args.json = value();
-    else if (a === "--preset") {
-      const p = value();
-      if (!isPresetName(p)) throw new Error(`unknown preset ${p}`);
-      args.preset = p;
-    } else if (a === "--quick") args.quick = true;
-    else if (a === "--skip-engine") args.skipEngine = true;
-    else if (a === "--seed") args.seed = Number(value());
-    else throw new Error(`unknown flag ${a} (flags: --json FILE, --preset bench|test, --quick, --skip-engine, --seed N)`);
-  }
-  return args;
+  const f = new BenchFlags(argv, ["--json FILE", "--preset bench|test", "--quick", "--skip-engine", "--seed N"]);
+  const preset = f.str("preset") ?? "bench";
+  if (!isPresetName(preset)) throw new Error(`--preset: unknown preset ${preset}`);
+  return {
+    ...(f.str("json") !== undefined ? { json: f.str("json")! } : {}),
+    preset,
+    quick: f.has("quick"),
+    skipEngine: f.has("skip-engine"),
+    seed: f.num("seed", 7, { integer: true }),
+  };
 }
 
 /** Entry point called by bench/main.ts. */

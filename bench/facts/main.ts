@@ -22,6 +22,7 @@ import os from "node:os";
 import { getLlama, LlamaLogLevel, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import { forkPrefix } from "../../engine-pod/src/kv/index.js";
 import { ensureModel, isPresetName, type PresetName } from "../../engine-pod/src/model/index.js";
+import { BenchFlags } from "../lib/flags.js";
 import { median, r3 } from "../lib/stats.js";
 import { fillerTokens } from "../engine/sequence-bench.js";
 
@@ -33,26 +34,15 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { preset: "bench", threads: [1, 2, 4], quick: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === "--json") args.json = value();
-    else if (a === "--preset") {
-      const p = value();
-      if (!isPresetName(p)) throw new Error(`--preset: unknown preset ${p}`);
-      args.preset = p;
-    } else if (a === "--threads") {
-      args.threads = value().split(",").map((s) => Number(s));
-      if (args.threads.some((n) => !Number.isInteger(n) || n < 1)) throw new Error("--threads: a comma list of positive integers");
-    } else if (a === "--quick") args.quick = true;
-    else throw new Error(`unknown flag ${a} (flags: --json FILE, --preset bench|test, --threads 1,2,4, --quick)`);
-  }
-  return args;
+  const f = new BenchFlags(argv, ["--json FILE", "--preset bench|test", "--threads 1,2,4", "--quick"]);
+  const preset = f.str("preset") ?? "bench";
+  if (!isPresetName(preset)) throw new Error(`--preset: unknown preset ${preset}`);
+  return {
+    ...(f.str("json") !== undefined ? { json: f.str("json")! } : {}),
+    preset,
+    threads: f.nums("threads", [1, 2, 4], { integer: true, min: 1 }),
+    quick: f.has("quick"),
+  };
 }
 
 /** Entry point called by bench/main.ts. */

@@ -18,6 +18,8 @@
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import { createLogger } from "../../common/src/index.js";
+import { BenchFlags } from "../lib/flags.js";
+import { quantile, r3 } from "../lib/stats.js";
 import { NatsExecutor } from "../../engine-pod/src/executor/nats-executor.js";
 import { natsClientSecurity } from "../../hack/nats.js";
 import { sampleToolPool, startToolStack } from "../../hack/stack.js";
@@ -33,37 +35,21 @@ interface Args {
   tls: boolean;
 }
 
+const USAGE = ["--json FILE", "--tls", "--sessions N", "--calls N", "--tool-ms N", "--runners N", "--concurrency N"];
+
 function parseArgs(argv: string[]): Args {
-  const args: Args = { sessions: 200, calls: 5, toolMs: 5, runners: 2, concurrency: 128, tls: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const num = (): number => {
-      const v = Number(argv[++i]);
-      if (!Number.isInteger(v) || v < 0) throw new Error(`${a} needs a non-negative integer`);
-      return v;
-    };
-    if (a === "--json") {
-      const v = argv[++i];
-      if (v === undefined) throw new Error("--json needs a file");
-      args.json = v;
-    } else if (a === "--tls") args.tls = true;
-    else if (a === "--sessions") args.sessions = num();
-    else if (a === "--calls") args.calls = num();
-    else if (a === "--tool-ms") args.toolMs = num();
-    else if (a === "--runners") args.runners = num();
-    else if (a === "--concurrency") args.concurrency = num();
-    else throw new Error(`unknown flag ${a} (flags: --json FILE, --tls, --sessions N, --calls N, --tool-ms N, --runners N, --concurrency N)`);
-  }
-  return args;
+  const f = new BenchFlags(argv, USAGE);
+  const count = (name: string, fallback: number): number => f.num(name, fallback, { integer: true, min: 0 });
+  return {
+    ...(f.str("json") !== undefined ? { json: f.str("json")! } : {}),
+    sessions: count("sessions", 200),
+    calls: count("calls", 5),
+    toolMs: count("tool-ms", 5),
+    runners: count("runners", 2),
+    concurrency: count("concurrency", 128),
+    tls: f.has("tls"),
+  };
 }
-
-function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
-}
-
-const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** Entry point called by bench/main.ts. */
 export async function run(argv: string[]): Promise<void> {
