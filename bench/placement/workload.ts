@@ -6,7 +6,7 @@
  * tool calls through the tool runners, a short answer. Every policy is run
  * on the same arrivals.
  */
-import type { AppConfig } from "../../common/src/protocol/index.js";
+import { withAppDefaults, type AppConfig } from "../../common/src/protocol/index.js";
 import { seededRandom } from "../lib/stats.js";
 
 const WORDS = (
@@ -61,20 +61,14 @@ export function benchApps(o: Pick<WorkloadOptions, "apps" | "promptTokens" | "se
   const rnd = seededRandom(o.seed * 7919 + 17 + run * 104_729);
   return Array.from({ length: o.apps }, (_, i) => {
     const words = Array.from({ length: o.promptTokens }, () => WORDS[Math.floor(rnd() * WORDS.length)]!);
-    return {
+    return withAppDefaults({
       namespace: BENCH_NS,
       name: appName(run, i),
       enginePool: { name: BENCH_POOL, endpoint: "http://127.0.0.1" },
       systemPrompt: `Run ${run}. You are agent ${i}. Context follows. ${words.join(" ")}`,
-      fewShot: [],
-      callingMode: "async",
-      objective: "latency",
-      interrupts: { userInterrupts: true, maxQueued: 64 },
-      speculation: { enabled: false, lambda: 1, maxInFlight: 2, engineSide: true },
-      semanticFunctions: [],
       maxTokens: 512,
       tools: [SLEEP_SPEC],
-    } satisfies AppConfig;
+    });
   });
 }
 

@@ -7,7 +7,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { KV } from "@nats-io/kv";
 import { createLogger, readEventStream, type SessionEvent } from "../../common/src/index.js";
-import { appKey, openAppsBucket, type AppConfig } from "../../common/src/protocol/index.js";
+import { appKey, openAppsBucket, withAppDefaults, type AppConfig } from "../../common/src/protocol/index.js";
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { startRouter, type Router } from "../../router/src/index.js";
 import type { RouterOptions } from "../../router/src/config.js";
@@ -28,21 +28,15 @@ export const SLEEP_TOOL = {
 };
 
 export function appConfig(name: string, extra: Partial<AppConfig> = {}): AppConfig {
-  return {
+  return withAppDefaults({
     namespace: "default",
     name,
     enginePool: { name: POOL, endpoint: `http://${POOL}.default.svc:8080` },
     systemPrompt: `You are ${name}. ${"Answer briefly and use tools when useful. ".repeat(4)}`,
-    fewShot: [],
-    callingMode: "async",
-    objective: "latency",
-    interrupts: { userInterrupts: true, maxQueued: 64 },
-    speculation: { enabled: false, lambda: 1, maxInFlight: 2, engineSide: true },
-    semanticFunctions: [],
     maxTokens: 256,
     tools: [SLEEP_TOOL],
     ...extra,
-  };
+  });
 }
 
 export interface Stack {

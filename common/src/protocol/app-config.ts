@@ -40,6 +40,23 @@ export interface AppConfig {
   tools: ToolSpec[];
 }
 
+/** The fields an app must name; everything else has the AgentApp's defaults. */
+export type AppConfigInput = Pick<AppConfig, "namespace" | "name" | "enginePool" | "systemPrompt" | "tools"> & Partial<AppConfig>;
+
+/** A config with the defaults an AgentApp gets for what its spec leaves out (async, latency, no speculation). */
+export function withAppDefaults(input: AppConfigInput): AppConfig {
+  return {
+    fewShot: [],
+    callingMode: "async",
+    objective: "latency",
+    interrupts: { userInterrupts: true, maxQueued: 64 },
+    speculation: { enabled: false, lambda: 1, maxInFlight: 2, engineSide: true },
+    semanticFunctions: [],
+    maxTokens: 1024,
+    ...input,
+  };
+}
+
 export function appKey(namespace: string, name: string): string {
   return `${encodeToken(namespace)}.${encodeToken(name)}`;
 }
