@@ -1,11 +1,15 @@
 /**
- * @module The local demo (`bash hack/demo.sh`, the README's main command):
- * brings up an engine pod on a generated model (`bench`, or `test` with
- * `--quick`) — in this process, or as a child process with `--child` — opens
- * a sample async session whose builtin tools take different times, prints
- * its event stream (calls dispatched, interrupts injected and their delays,
- * trap decisions) and a timing summary, runs the same workload in `sync`
- * mode for comparison, and shuts everything down.
+ * @module The local demo (`bash hack/demo.sh`, the README's main command): a
+ * local stack serving the sample AgentApp (`samples/`) — nats-server, the
+ * sample ToolPool's tool runner, an engine process on a generated model
+ * (`bench`, or `test` with `--quick`) heartbeating into NATS, and the router
+ * serving the app's endpoint, with the app rendered by the operator's own
+ * code (hack/app-stack.ts). It opens a sample async session at
+ * `/v1/apps/default/assistant/sessions`, prints its event stream (calls
+ * dispatched, interrupts injected and their delays, trap decisions) and a
+ * timing summary, runs the same workload in `sync` mode for comparison, and
+ * shuts everything down. `--in-process-tools` skips NATS and the router: one
+ * engine in this process with its tools inside it.
  *
  * The sample session is SCRIPTED: an LPT oracle over a known call DAG picks
  * which call the model emits next (the AsyncLM paper's "cheat sheet"), since
@@ -15,13 +19,8 @@
  * session on a real model, Gemma 3 270M, when hack/tools/50-gemma.sh has
  * fetched it, and prints which model decided the calls.
  *
- * Tools go the way they go in a cluster: the engine publishes each call to
- * a real nats-server (JetStream), a tool runner process (the ToolPool pod's
- * entrypoint) runs it and the result comes back over NATS as an interrupt.
- * `--in-process-tools` runs them inside the engine instead.
- *
- * Structure: {@link bringUp} starts the stack as a list of components, each
- * with its own stop (stopped in reverse order).
+ * Structure: {@link bringUp} starts the in-process stack as a list of
+ * components, each with its own stop (stopped in reverse order).
  */
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
@@ -32,6 +31,7 @@ import { parseEnginePodOptions } from "../engine-pod/src/config.js";
 import { startEnginePod } from "../engine-pod/src/main.js";
 import { defaultModelCacheDir } from "../engine-pod/src/model/index.js";
 import { spawnEngine } from "./engine-process.js";
+import { startAppStack } from "./app-stack.js";
 import { engineNatsFlags, inPool, startToolStack } from "./stack.js";
 
 export interface DemoOptions {
@@ -234,19 +234,15 @@ export const GEMMA_PATH = join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf"
 /**
  * The unscripted session: no policy, the model decides its calls. On Gemma 3
  * 270M when it is present (its own engine pod, builtin tools in-process);
- * else on the random-weight model, whose "decisions" are noise, and it says so.
+ * else on the demo's own engine, whose random weights make its "decisions"
+ * noise, and it says so.
  */
-async function runFree(stack: Stack, client: SessionClient): Promise<void> {
-  const request: CreateSessionRequest = {
-    prompt: "What is 6 times 7?",
-    tools: builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo"),
-    maxTokens: 64,
-    temperature: 0,
-    seed: 1,
-  };
+async function runFree(target: Target): Promise<void> {
+  const tools = builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo");
+  const request: CreateSessionRequest = { prompt: "What is 6 times 7?", maxTokens: 64, temperature: 0, seed: 1 };
   if (!existsSync(GEMMA_PATH)) {
     console.log(`\n(Gemma 3 270M not found at ${GEMMA_PATH}; run \`bash hack/tools/50-gemma.sh\` to fetch it. The free session runs on the random-weight model instead: its calls are noise.)`);
-    const run = await runSession(client, "free-running session (unscripted) — the random-weight generated model decides the calls", routed(stack, request));
+    const run = await runSession(target.client("async"), "free-running session (unscripted) — the random-weight generated model decides the calls", target.free(request, tools));
     console.log(`  decided by: the generated random-weight model (no policy); ${run.done.usage.calls} valid call(s)`);
     return;
   }
@@ -258,7 +254,7 @@ async function runFree(stack: Stack, client: SessionClient): Promise<void> {
   const pod = await startEnginePod(options, createLogger("engine-pod-gemma", process.env["LOG_LEVEL"] ?? "warn"));
   try {
     console.log(`\nGemma 3 270M engine pod ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (tools in-process); prefilling its ~800-token CML prompt takes a while on a busy CPU.`);
-    const run = await runSession(new SessionClient(`http://127.0.0.1:${pod.port}`), `free-running session (unscripted) — ${basename(GEMMA_PATH)} decides the calls`, request);
+    const run = await runSession(new SessionClient(`http://127.0.0.1:${pod.port}`), `free-running session (unscripted) — ${basename(GEMMA_PATH)} decides the calls`, { ...request, tools });
     const calls = run.events.filter((e): e is Extract<SessionEvent, { type: "call" }> => e.type === "call");
     console.log(
       `  decided by: ${basename(GEMMA_PATH)} (a real model, no policy, no fine-tuning): ${calls.length} valid call(s)${calls.length > 0 ? ` (${calls.map((c) => `${c.tool} ${JSON.stringify(c.arguments)}`).join(", ")})` : ""}, ${run.done.usage.interrupts} interrupt(s), ended by ${run.done.reason}`,
@@ -268,30 +264,93 @@ async function runFree(stack: Stack, client: SessionClient): Promise<void> {
   }
 }
 
+/** Where the demo's sessions go, and how its sample requests look there. */
+interface Target {
+  /** Where sessions of `mode` are opened. */
+  client(mode: "async" | "sync"): SessionClient;
+  /** The scripted sample session in `mode`. */
+  sample(mode: "async" | "sync"): CreateSessionRequest;
+  /** An unscripted request, with `tools` where the target does not bring its own. */
+  free(request: CreateSessionRequest, tools: ToolSpec[]): CreateSessionRequest;
+  stop(): Promise<void>;
+}
+
+/** The sample AgentApp through the router (the default). */
+async function appTarget(o: DemoOptions): Promise<Target> {
+  const stack = await startAppStack({ preset: o.preset });
+  const { app } = stack;
+  console.log(`AgentApp ${app.namespace}/${app.name} served by the router at ${stack.routerUrl}/v1/apps/${app.namespace}/${app.name} (tools: ${app.tools.map((t) => t.name).join(", ")}; engine pool ${app.enginePool.name}).`);
+  for (const note of stack.notes) console.log(`  local stack: ${note}`);
+  const clients = { async: SessionClient.forApp(stack.routerUrl, app.namespace, app.name), sync: SessionClient.forApp(stack.routerUrl, app.namespace, stack.syncApp.name) };
+  return {
+    // An app's calling mode is its own (a request cannot change it): sync sessions go to the sync copy.
+    client: (mode) => clients[mode],
+    sample: () => appSession(),
+    free: (request) => request,
+    stop: () => stack.stop(),
+  };
+}
+
+/** One engine in this process, tools inside it (`--in-process-tools`), or over NATS without a router. */
+async function engineTarget(o: DemoOptions): Promise<Target> {
+  const stack = await bringUp(o);
+  const client = new SessionClient(stack.url);
+  return {
+    client: () => client,
+    sample: (mode) => routed(stack, sampleSession(mode)),
+    free: (request, tools) => routed(stack, { ...request, tools }),
+    stop: () => tearDown(stack),
+  };
+}
+
+/**
+ * The sample workload on the sample AgentApp's own tools (the app brings
+ * them; a request through the router names none): the weather service, two
+ * slow lookups and a total that needs both.
+ */
+export function appSession(): CreateSessionRequest {
+  return {
+    prompt: "Plan a weekend in Lisbon: find flights and a hotel, check the weather, and total the cost.",
+    maxTokens: 400,
+    policy: {
+      type: "lpt-dag",
+      thinkTokens: 8,
+      calls: [
+        { id: "weather", tool: "get_weather", arguments: { city: "Lisbon" }, dependsOn: [], estimatedLatencyMs: 800 },
+        { id: "flights", tool: "sleep", arguments: { ms: 3000 }, dependsOn: [], estimatedLatencyMs: 3000 },
+        { id: "hotel", tool: "sleep", arguments: { ms: 2000 }, dependsOn: [], estimatedLatencyMs: 2000 },
+        { id: "total", tool: "echo", arguments: { text: "180 + 240 = 420 EUR" }, dependsOn: ["flights", "hotel"], estimatedLatencyMs: 5 },
+      ],
+      finalText: " Booked: flights and hotel for 420 EUR, and the forecast is in.",
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const o = parseDemoOptions(process.argv.slice(2));
   console.log(
-    `Interlace demo: engine on the generated "${o.preset}" model (${o.child ? "child process" : "in-process"}), builtin tools ${o.inProcessTools ? "in-process" : "in a tool runner over NATS JetStream"}.`,
+    o.inProcessTools
+      ? `Interlace demo: one engine on the generated "${o.preset}" model (${o.child ? "child process" : "in-process"}), builtin tools inside it.`
+      : `Interlace demo: the sample AgentApp on a local stack — nats-server, a tool runner, an engine on the generated "${o.preset}" model, the router.`,
   );
   const t0 = performance.now();
-  const stack = await bringUp(o);
-  console.log(`Engine ready at ${stack.url} in ${((performance.now() - t0) / 1000).toFixed(1)} s.`);
+  const target = o.inProcessTools ? await engineTarget(o) : await appTarget(o);
+  console.log(`Ready in ${((performance.now() - t0) / 1000).toFixed(1)} s.`);
   let failed = false;
   try {
-    const client = new SessionClient(stack.url);
     // Prefill the shared prompt once, so both modes start from the same resident prefix.
     const w0 = performance.now();
-    const warm = await client.run(routed(stack, { ...sampleSession("async"), policy: { type: "text", pieces: ["ok"] }, maxTokens: 4 }));
+    const warm = await target.client("async").run({ ...target.sample("async"), policy: { type: "text", pieces: ["ok"] }, maxTokens: 4 });
     const started = warm.find((e) => e.type === "started");
     console.log(
       `\nPrompt prefix (${started?.type === "started" ? started.promptTokens : "?"} tokens) prefilled and kept resident in ${((performance.now() - w0) / 1000).toFixed(1)} s.`,
     );
-    const asyncRequest = routed(stack, sampleSession("async"));
-    const asyncRun = await runSession(client, "async session: tools run while the model keeps decoding (scripted)", asyncRequest);
+    const asyncRequest = target.sample("async");
+    const asyncRun = await runSession(target.client("async"), "async session: tools run while the model keeps decoding (scripted)", asyncRequest);
     let syncRun: { done: Done; events: SessionEvent[] } | undefined;
-    const syncRequest = routed(stack, sampleSession("sync"));
-    if (o.compareSync) syncRun = await runSession(client, "the same workload in sync mode: stop at each call, wait, re-enter (scripted)", syncRequest);
-    if (o.free) await runFree(stack, client);
+    const syncRequest = target.sample("sync");
+    if (o.compareSync) syncRun = await runSession(target.client("sync"), "the same workload in sync mode: stop at each call, wait, re-enter (scripted)", syncRequest);
+    if (o.free) await runFree(target);
     timeline("async", asyncRun.events);
     if (syncRun !== undefined) timeline("sync", syncRun.events);
     console.log("\n== summary");
@@ -304,7 +363,7 @@ async function main(): Promise<void> {
     failed = true;
     console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
-    await tearDown(stack);
+    await target.stop();
     console.log("\nShut down cleanly.");
   }
   process.exitCode = failed ? 1 : 0;

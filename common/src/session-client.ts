@@ -1,7 +1,9 @@
 /**
- * @module A typed HTTP client for an engine's session API: open a session,
- * stream its server-sent events, post interrupts, cancel. Used by the demo,
- * the benchmarks and end-to-end tests (and by anything that proxies sessions).
+ * @module A typed HTTP client for the session API — an engine's
+ * (`/v1/sessions`) or an AgentApp's at the router
+ * (`/v1/apps/{namespace}/{app}/sessions`, {@link SessionClient.forApp}): open a
+ * session, stream its server-sent events, post interrupts, cancel. Used by the
+ * demo, the benchmarks and end-to-end tests.
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { CreateSessionRequest, PostInterruptRequest, SessionEvent } from "./session.js";
@@ -43,10 +45,20 @@ export async function* readEventStream<T>(body: ReadableStream<Uint8Array>): Asy
 }
 
 export class SessionClient {
-  constructor(private readonly baseUrl: string) {}
+  private readonly sessionsUrl: string;
+
+  /** `baseUrl`: an engine pod's address; `sessionsPath`: where its sessions live. */
+  constructor(baseUrl: string, sessionsPath = "/v1/sessions") {
+    this.sessionsUrl = `${baseUrl.replace(/\/$/, "")}${sessionsPath}`;
+  }
+
+  /** The sessions of AgentApp `namespace/app`, through the router at `routerUrl`. */
+  static forApp(routerUrl: string, namespace: string, app: string): SessionClient {
+    return new SessionClient(routerUrl, `/v1/apps/${encodeURIComponent(namespace)}/${encodeURIComponent(app)}/sessions`);
+  }
 
   async create(request: CreateSessionRequest): Promise<{ id: string }> {
-    const res = await fetch(`${this.baseUrl}/v1/sessions`, {
+    const res = await fetch(this.sessionsUrl, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(request),
@@ -57,7 +69,7 @@ export class SessionClient {
 
   /** Streams the session's events (past ones first); ends after `done`. */
   async *events(id: string, signal?: AbortSignal): AsyncGenerator<SessionEvent> {
-    const res = await fetch(`${this.baseUrl}/v1/sessions/${encodeURIComponent(id)}/events`, {
+    const res = await fetch(`${this.sessionsUrl}/${encodeURIComponent(id)}/events`, {
       headers: { accept: "text/event-stream" },
       ...(signal !== undefined ? { signal } : {}),
     });
@@ -69,7 +81,7 @@ export class SessionClient {
   }
 
   async interrupt(id: string, request: PostInterruptRequest): Promise<void> {
-    const res = await fetch(`${this.baseUrl}/v1/sessions/${encodeURIComponent(id)}/interrupts`, {
+    const res = await fetch(`${this.sessionsUrl}/${encodeURIComponent(id)}/interrupts`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(request),
@@ -78,7 +90,7 @@ export class SessionClient {
   }
 
   async cancel(id: string): Promise<void> {
-    const res = await fetch(`${this.baseUrl}/v1/sessions/${encodeURIComponent(id)}`, { method: "DELETE" });
+    const res = await fetch(`${this.sessionsUrl}/${encodeURIComponent(id)}`, { method: "DELETE" });
     if (!res.ok && res.status !== 404) throw await failure(res);
   }
 
