@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench -- bfcl [--quick] [--workload parallel|multistep|interrupts]
  * [--questions FILE --answers FILE] [--json FILE] [--seed N] [--tasks N]
- * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--task-timeout-s N]
+ * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--task-timeout-s N] [--tool-docs all|called]
  * [--backend openai [--upstream-url URL --upstream-model NAME]]`
  *
  * AsyncLM's evaluation (§6, Appendix A) on the real system: a nats-server,
@@ -50,12 +50,14 @@ const FINAL_TEXT = " All done.";
 const TOOL_OUTPUT = "ok";
 
 /**
- * Tasks per workload with --quick: five multi-step and five interrupt tasks, so
- * each median rests on five tasks rather than two. Sized from per-task wall
- * times measured on an idle 2-core machine (all four modes, including the
- * ~7k-token prompt fill each multi-step task needs once): ~8.5 s per parallel
- * task, ~44 s per multistep or interrupts task, ~60 s for start-up and the
- * sweep, so 8 + 5 + 5 tasks come to ~9.5 minutes.
+ * Tasks per workload with --quick: 8 parallel, 5 multi-step and 5 interrupt
+ * tasks, so each median rests on five tasks or more. What fits in ten
+ * minutes on a 2-core CPU is set by the context: with every tool definition
+ * of its BFCL entries (~7k tokens) a multi-step task decodes at ~225 ms per
+ * token and 8 + 5 + 5 tasks took 55 min on an idle machine (2026-11-23), so
+ * --quick puts only the tools a task calls into its prompt (`--tool-docs
+ * called`) and leaves out the secondary no-reuse row; `--tool-docs all` is
+ * the paper's setting.
  */
 const QUICK_TASKS: Record<WorkloadName, number> = { parallel: 8, multistep: 5, interrupts: 5 };
 
@@ -73,6 +75,8 @@ interface Config {
   callStyle: "json" | "python";
   modes: ModeName[];
   taskTimeoutMs: number;
+  /** Tool definitions in each prompt (see BuildOptions.toolDocs). */
+  toolDocs: "all" | "called";
   /** `--backend openai`: also the upstream rows; the URL/model of a running server, or none to start llama.cpp's. */
   upstream?: { url?: string; model?: string };
 }
@@ -89,6 +93,8 @@ function parseConfig(argv: string[]): Config {
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`--modes takes a comma-separated subset of ${MODES.join(",")}`);
   const sweep = flags.get("sweep") ?? (quick ? "0.5,1,2,4" : "0.25,0.5,1,2,4,8");
   if (style !== "json" && style !== "python") throw new Error("--call-style must be json or python");
+  const toolDocs = flags.get("tool-docs") ?? (quick ? "called" : "all");
+  if (toolDocs !== "all" && toolDocs !== "called") throw new Error("--tool-docs must be all or called");
   return {
     quick,
     workloads: workload === undefined ? [...WORKLOADS] : [workload as WorkloadName],
@@ -103,6 +109,7 @@ function parseConfig(argv: string[]): Config {
     callStyle: style,
     modes: MODES.filter((m) => modes.includes(m)),
     taskTimeoutMs: Number(flags.get("task-timeout-s") ?? 600) * 1000,
+    toolDocs,
     ...(flags.get("backend") === "openai"
       ? { upstream: { ...(flags.get("upstream-url") !== undefined ? { url: flags.get("upstream-url")! } : {}), ...(flags.get("upstream-model") !== undefined ? { model: flags.get("upstream-model")! } : {}) } }
       : {}),
@@ -155,12 +162,15 @@ export async function run(argv: string[]): Promise<void> {
   const started = performance.now();
   const entries = readEntries({ ...(config.questions !== undefined ? { questions: config.questions } : {}), ...(config.answers !== undefined ? { answers: config.answers } : {}) });
   const phases = config.workloads
-    .map((w) => ({ workload: w, tasks: buildTasks(entries, w, { seed: config.seed, maxTasks: config.tasks[w] }) }))
+    .map((w) => ({ workload: w, tasks: buildTasks(entries, w, { seed: config.seed, maxTasks: config.tasks[w], toolDocs: config.toolDocs }) }))
     .filter((p) => p.tasks.length > 0);
   if (phases.length === 0) throw new Error("no tasks: the given files feed none of the requested workloads");
 
   console.log("BFCL benchmark — model: generated `bench` preset (random weights), driven by a scripted LPT policy over each task's ground-truth call DAG");
-  console.log("(the paper's cheat sheet): every token is a real forward pass; every call goes through NATS to real tool runners replaying seeded durations.\n");
+  console.log("(the paper's cheat sheet): every token is a real forward pass; every call goes through NATS to real tool runners replaying seeded durations.");
+  console.log(
+    `Tasks: ${phases.map((p) => `${p.tasks.length} ${p.workload}`).join(", ")}; tool definitions in each prompt: ${config.toolDocs === "all" ? "every tool of the task's BFCL entries" : "only the tools the task calls (--tool-docs all for the paper's setting)"}.\n`,
+  );
 
   const modelPath = await ensureModel({ preset: "bench" });
   const nats = await NatsServer.start();
@@ -198,9 +208,9 @@ export async function run(argv: string[]): Promise<void> {
     const failures: (FailedRun & { workload: WorkloadName | "sweep" })[] = [];
     const breakdowns: BreakdownRow[] = [];
     for (const { workload, tasks } of phases) {
-      // The secondary no-reuse row re-prefills the whole history at every call: ~10 s
-      // per call for the ~7k-token multi-turn prompts on CPU, so --quick keeps it to parallel.
-      const modes = config.quick && workload !== "parallel" ? allModes.filter((m) => m !== "syncNoReuse") : allModes;
+      // The secondary no-reuse row re-prefills the whole history at every call (~4x the
+      // time of every other mode), so --quick leaves it out.
+      const modes = config.quick ? allModes.filter((m) => m !== "syncNoReuse") : allModes;
       const outcomes = await withPool(replayPool(`bfcl-${workload}`, tasks), async (ctx) => {
         const all: RunOutcome[] = [];
         for (const task of tasks) {
@@ -250,10 +260,10 @@ export async function run(argv: string[]): Promise<void> {
 
     // Sweep: the parallel tasks with every tool duration scaled; speedup of async over sync against E/G.
     const sweep: (SweepPoint & { sync_p50_ms: number; async_p50_ms: number; bound_ratio: number })[] = [];
-    const sweepBase = buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks });
+    const sweepBase = buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, toolDocs: config.toolDocs });
     if (sweepBase.length > 0)
       for (const scale of config.sweepScales) {
-        const tasks = buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, latencyScale: scale });
+        const tasks = buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, latencyScale: scale, toolDocs: config.toolDocs });
         const outcomes = await withPool(replayPool(`bfcl-sweep-${Math.round(scale * 100)}`, tasks), async (ctx) => {
           const all: RunOutcome[] = [];
           for (const task of tasks) all.push(...(await runTask(task, ["sync", "async"], ctx, naive, config.taskTimeoutMs)));
@@ -310,6 +320,7 @@ export async function run(argv: string[]): Promise<void> {
       model: "generated bench preset (random weights, F32), 1 thread, CPU",
       policy: "scripted LPT over the ground-truth DAG (cheat sheet); every token a real forward pass",
       call_style: config.callStyle,
+      tool_docs: config.toolDocs === "all" ? "every tool of the task's BFCL entries" : "only the tools the task calls (--quick: a shorter context)",
       tool_latency: "seeded 30–500 ms, mean ≈110 ms (min + truncated exponential), replayed by 2 tool runners over NATS",
       baseline: "speedup_vs_sync is over sync with prefix reuse; syncNoReuse is secondary",
       modes: config.modes,

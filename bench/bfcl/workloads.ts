@@ -67,6 +67,22 @@ export interface BuildOptions {
   latencyScale?: number;
   /** Cap on tasks per workload (quick runs). */
   maxTasks?: number;
+  /**
+   * Which tool definitions go into a task's prompt: every tool of its BFCL
+   * entries (`all`, the paper's setting: ~7k tokens of definitions for a
+   * multi-step task), or only the tools its calls use (`called`: a context
+   * several times shorter, so each token decodes faster — how `--quick` fits
+   * in minutes on a CPU).
+   */
+  toolDocs?: "all" | "called";
+}
+
+/** The task's tool definitions under {@link BuildOptions.toolDocs}. */
+function taskTools(tools: ToolSpec[], calls: readonly { tool: string }[], options: BuildOptions): ToolSpec[] {
+  const unique = uniqueTools(tools);
+  if (options.toolDocs !== "called") return unique;
+  const called = new Set(calls.map((c) => c.tool));
+  return unique.filter((t) => called.has(t.name));
 }
 
 function uniqueTools(tools: ToolSpec[]): ToolSpec[] {
@@ -96,7 +112,7 @@ export function buildParallelTasks(entries: readonly BfclEntry[], options: Build
       workload: "parallel",
       sources: [entry.id],
       prompt: entry.messages.filter((m) => m.role === "user").map((m) => m.content).join("\n"),
-      tools: uniqueTools(entry.tools),
+      tools: taskTools(entry.tools, calls, options),
       calls: withLatencies(id, calls, options, options.seed * 7919 + index),
       userInterrupts: [],
     };
@@ -143,7 +159,7 @@ export function buildMultistepTasks(entries: readonly BfclEntry[], options: Buil
       workload: options.userInterrupts ? "interrupts" : "multistep",
       sources: picked.map((e) => e.id),
       prompt: options.userInterrupts ? texts[0]! : texts.map((t, i) => `Task ${i + 1}: ${t}`).join("\n"),
-      tools: uniqueTools(picked.flatMap((e) => e.tools)),
+      tools: taskTools(picked.flatMap((e) => e.tools), calls, options),
       calls,
       userInterrupts,
     });
