@@ -160,6 +160,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         pool: hb.pool,
         model: basename(modelPath),
         intervalMs: hb.intervalMs,
+        security: natsSecurityFromEnv(),
         log: log.child({ subsystem: "heartbeat" }),
       });
       heartbeat.start(engine);

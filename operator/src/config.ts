@@ -45,6 +45,14 @@ export interface OperatorOptions {
   /** NATS for engine/runner pods and for ToolPool cleanup; absent: pods get {@link DEFAULT_POD_NATS_URL}, no cleanup. */
   natsUrl?: string;
   routerUrl: string;
+  /** The trust-root Secret in {@link credentialsNamespace} (made when absent); absent: no NATS authentication. */
+  natsAuthSecret?: string;
+  /** The router's credentials Secret the operator writes in {@link credentialsNamespace}. */
+  routerCredentialsSecret?: string;
+  /** PEM file of the NATS CA: the operator connects with TLS and copies it into every pool's credentials Secret. */
+  natsCa?: string;
+  /** Where the trust root and the router's Secret live (the operator's own namespace). */
+  credentialsNamespace: string;
   workers: number;
   /** Re-queue every object this often (0: never). */
   resyncMs: number;
@@ -55,14 +63,18 @@ export interface OperatorOptions {
  * Reads `--kubeconfig --namespace --leader-elect --lease-name
  * --lease-namespace --identity --lease-duration-ms --renew-deadline-ms
  * --retry-period-ms --metrics-port --metrics-host --image
- * --image-pull-policy --nats-url --router-url --workers --resync-ms
- * --log-level` (each also as an upper-snake environment variable).
+ * --image-pull-policy --nats-url --router-url --nats-auth-secret
+ * --router-credentials-secret --nats-ca --credentials-namespace --workers
+ * --resync-ms --log-level` (each also as an upper-snake environment variable).
  */
 export function parseOperatorOptions(src: Source = defaultSource()): OperatorOptions {
   const kubeconfig = optionalStringOpt(src, "kubeconfig");
   const namespace = optionalStringOpt(src, "namespace");
   const natsUrl = optionalStringOpt(src, "nats-url");
   const pullRaw = optionalStringOpt(src, "image-pull-policy");
+  const natsAuthSecret = optionalStringOpt(src, "nats-auth-secret");
+  const routerCredentialsSecret = optionalStringOpt(src, "router-credentials-secret");
+  const natsCa = optionalStringOpt(src, "nats-ca");
   const leaseDurationMs = intOpt(src, "lease-duration-ms", 15_000, { min: 1000, max: 600_000 });
   const renewDeadlineMs = intOpt(src, "renew-deadline-ms", 10_000, { min: 100, max: 600_000 });
   const retryPeriodMs = intOpt(src, "retry-period-ms", 2_000, { min: 10, max: 600_000 });
@@ -89,6 +101,10 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     ...(pullRaw !== undefined ? { imagePullPolicy: enumOpt(src, "image-pull-policy", PULL_POLICIES, "IfNotPresent") } : {}),
     ...(natsUrl ? { natsUrl } : {}),
     routerUrl: stringOpt(src, "router-url", DEFAULT_ROUTER_URL),
+    ...(natsAuthSecret ? { natsAuthSecret } : {}),
+    ...(routerCredentialsSecret ? { routerCredentialsSecret } : {}),
+    ...(natsCa ? { natsCa } : {}),
+    credentialsNamespace: stringOpt(src, "credentials-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
     workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),
     resyncMs: intOpt(src, "resync-ms", 300_000, { min: 0 }),
     logLevel: stringOpt(src, "log-level", "info"),

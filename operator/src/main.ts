@@ -10,11 +10,15 @@ import { parseOperatorOptions, DEFAULT_POD_NATS_URL, type OperatorOptions } from
 import { JetStreamPoolCleanup, NatsLiveState, noopPoolCleanup, setupControllers, unobservedLiveState, type LiveState, type PoolCleanup } from "./controllers/index.js";
 import { createOperatorMetrics } from "./metrics.js";
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { EventRecorder, KubeClient, Manager, loadKubeConfig, toKubeConfig, type ClusterAccess, type RateLimiter } from "./runtime/index.js";
 import { natsReplicas } from "../../common/src/protocol/index.js";
+import { CredentialAuthority } from "./credentials/index.js";
 
 export interface Operator {
   manager: Manager;
+  /** Present when NATS authentication or TLS is configured. */
+  credentials?: CredentialAuthority;
   cleanup: PoolCleanup;
   live: LiveState;
   start(): Promise<void>;
@@ -59,8 +63,23 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
     resyncMs: opts.resyncMs,
     ...(overrides.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: overrides.watchTimeoutSeconds } : {}),
   });
-  const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log) : noopPoolCleanup);
-  const live = overrides.live ?? (opts.natsUrl ? new NatsLiveState(opts.natsUrl, log) : unobservedLiveState);
+  const credentials =
+    opts.natsAuthSecret !== undefined || opts.natsCa !== undefined
+      ? new CredentialAuthority(
+          client,
+          {
+            namespace: opts.credentialsNamespace,
+            ...(opts.natsAuthSecret !== undefined ? { trustRootSecret: opts.natsAuthSecret } : {}),
+            ...(opts.routerCredentialsSecret !== undefined ? { routerSecret: opts.routerCredentialsSecret } : {}),
+            ...(opts.natsCa !== undefined ? { caFile: opts.natsCa } : {}),
+          },
+          log.child({ subsystem: "credentials" }),
+        )
+      : undefined;
+  // Connections are made lazily, after start() has the operator's own credentials.
+  const security = (): NatsSecurity => credentials?.natsSecurity() ?? {};
+  const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log, security) : noopPoolCleanup);
+  const live = overrides.live ?? (opts.natsUrl ? new NatsLiveState(opts.natsUrl, log, Date.now, security) : unobservedLiveState);
   setupControllers(
     manager,
     {
@@ -76,15 +95,21 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
       },
       log,
       live,
+      ...(credentials !== undefined ? { credentials } : {}),
     },
     cleanup,
     { workers: opts.workers, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
   );
   return {
     manager,
+    ...(credentials !== undefined ? { credentials } : {}),
     cleanup,
     live,
-    start: () => manager.start(),
+    start: async () => {
+      // The trust root (made on first start) and the router's Secret come before any reconcile mints from them.
+      await credentials?.start();
+      await manager.start();
+    },
     stop: async () => {
       await manager.stop();
       await cleanup.close();

@@ -22,6 +22,9 @@ import { parseRoutedSessionId, routedSessionId } from "./session-id.js";
 import { startEventStream } from "../../common/src/event-stream.js";
 import { relayEventStream } from "./stream-relay.js";
 import { placeAndPost, type PlaceContext } from "./upstream.js";
+import { randomUUID } from "node:crypto";
+import { principalOf } from "../../common/src/security/http-auth.js";
+import type { SessionOwners } from "./session-owner.js";
 
 export interface AppRoutesContext extends PlaceContext {
   apps: AppRegistry;
@@ -30,6 +33,10 @@ export interface AppRoutesContext extends PlaceContext {
   log: Logger;
   /** Live streams and completions per app key (`ns/name`), for presence and the gauge. */
   live: Map<string, number>;
+  /** Binds session ids to the API key that opened them. */
+  owners: SessionOwners;
+  /** Sends a signed user/agent interrupt over NATS; absent: the interrupt goes over the engine's HTTP API. */
+  sendInterrupt?: (enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id: string }) => Promise<void>;
 }
 
 function param(req: Request, name: string): string {
@@ -48,10 +55,14 @@ function appOf(ctx: AppRoutesContext, req: Request): ServedApp {
   return app;
 }
 
-function ownerOf(ctx: AppRoutesContext, app: ServedApp, req: Request): { engine: EngineHeartbeat; engineSessionId: string; id: string } {
+function ownerOf(ctx: AppRoutesContext, app: ServedApp, req: Request, res: Response): { engine: EngineHeartbeat; engineSessionId: string; id: string } {
   const id = param(req, "id");
   const parsed = parseRoutedSessionId(id);
   if (parsed === null) throw notFound(`no session "${id}" (not a session id this router issued)`);
+  if (!ctx.owners.owns(parsed.base, parsed.ownerTag, principalOf(res))) {
+    ctx.metrics.rejected.inc({ code: RouterCode.Forbidden });
+    throw new HttpError(403, RouterCode.Forbidden, `session "${id}" belongs to another API key: only the key that opened it may read, interrupt or cancel it`);
+  }
   const engine = ctx.engines.find(app.config.namespace, parsed.pod);
   if (engine === undefined) {
     throw new HttpError(410, RouterCode.EngineLost, `session "${id}" ran on engine ${parsed.pod}, which is gone (no heartbeat within the TTL); its session ended`);
@@ -73,9 +84,9 @@ function track(ctx: AppRoutesContext, key: string, delta: number): void {
   ctx.metrics.activeSessions.set({ app: key }, Math.max(0, n));
 }
 
-async function callEngine(engine: EngineHeartbeat, path: string, init: RequestInit, timeoutMs: number): Promise<globalThis.Response> {
+async function callEngine(ctx: AppRoutesContext, engine: EngineHeartbeat, path: string, init: { method: string; headers?: Record<string, string>; body?: string }): Promise<globalThis.Response> {
   try {
-    return await fetch(`${engine.endpoint}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    return await fetch(`${engine.endpoint}${path}`, { ...init, headers: { ...ctx.engineHeaders, ...init.headers }, signal: AbortSignal.timeout(ctx.upstreamTimeoutMs) });
   } catch (err) {
     throw new HttpError(502, RouterCode.EngineLost, `engine ${engine.pod} did not answer: ${(err as Error).message}`);
   }
@@ -105,7 +116,8 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     const placed = await placeAndPost(ctx, pool, merged, "/v1/sessions", merged.body);
     if (!placed.response.ok) return relayError(res, placed.response);
     const created = (await placed.response.json()) as { id: string };
-    const id = routedSessionId(placed.engine.pod, created.id);
+    const base = routedSessionId(placed.engine.pod, created.id);
+    const id = routedSessionId(placed.engine.pod, created.id, ctx.owners.tag(base, principalOf(res)));
     ctx.log.info({ app: `${config.namespace}/${config.name}`, session: id, engine: placed.engine.pod, reason: placed.reason, matched: placed.matched }, "session placed");
     res.status(201).json({
       id,
@@ -117,7 +129,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
 
   app.get("/v1/apps/:ns/:app/sessions/:id/events", async (req: Request, res: Response) => {
     const served = appOf(ctx, req);
-    const { engine, engineSessionId, id } = ownerOf(ctx, served, req);
+    const { engine, engineSessionId, id } = ownerOf(ctx, served, req, res);
     const key = `${served.config.namespace}/${served.config.name}`;
     const upstreamAbort = new AbortController();
     let lostReason: string | undefined;
@@ -130,7 +142,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     const onClose = (): void => upstreamAbort.abort();
     res.on("close", onClose);
     try {
-      const headers: Record<string, string> = { accept: "text/event-stream" };
+      const headers: Record<string, string> = { ...ctx.engineHeaders, accept: "text/event-stream" };
       const lastEventId = req.get("Last-Event-ID");
       if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
       let upstream: globalThis.Response;
@@ -171,13 +183,20 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       ctx.metrics.rejected.inc({ code: RouterCode.Forbidden });
       throw new HttpError(403, RouterCode.Forbidden, `AgentApp ${served.config.namespace}/${served.config.name} does not take user interrupts (spec.interrupts.userInterrupts: false)`);
     }
-    const { engine, engineSessionId, id } = ownerOf(ctx, served, req);
-    const upstream = await callEngine(
-      engine,
-      `/v1/sessions/${encodeURIComponent(engineSessionId)}/interrupts`,
-      { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
-      ctx.upstreamTimeoutMs,
-    );
+    const { engine, engineSessionId, id } = ownerOf(ctx, served, req, res);
+    if (ctx.sendInterrupt !== undefined) {
+      // Signed over NATS: the engine's own interrupt stream, which accepts only what the interrupt key signed.
+      const interruptId = body.id ?? `user_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
+      const kind = body.kind ?? "user";
+      await ctx.sendInterrupt(engine.pod, engineSessionId, { kind, value: body.value, id: interruptId });
+      res.status(202).json({ id: interruptId, kind, sessionId: id, engine: engine.pod });
+      return;
+    }
+    const upstream = await callEngine(ctx, engine, `/v1/sessions/${encodeURIComponent(engineSessionId)}/interrupts`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     if (!upstream.ok) return relayError(res, upstream);
     const accepted = (await upstream.json()) as Record<string, unknown>;
     res.status(202).json({ ...accepted, sessionId: id, engine: engine.pod });
@@ -185,8 +204,8 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
 
   app.delete("/v1/apps/:ns/:app/sessions/:id", async (req: Request, res: Response) => {
     const served = appOf(ctx, req);
-    const { engine, engineSessionId, id } = ownerOf(ctx, served, req);
-    const upstream = await callEngine(engine, `/v1/sessions/${encodeURIComponent(engineSessionId)}`, { method: "DELETE" }, ctx.upstreamTimeoutMs);
+    const { engine, engineSessionId, id } = ownerOf(ctx, served, req, res);
+    const upstream = await callEngine(ctx, engine, `/v1/sessions/${encodeURIComponent(engineSessionId)}`, { method: "DELETE" });
     if (!upstream.ok) return relayError(res, upstream);
     const body = (await upstream.json()) as Record<string, unknown>;
     res.status(200).json({ ...body, id });

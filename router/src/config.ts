@@ -4,6 +4,21 @@
  */
 import { defaultSource, enumOpt, ErrorCode, intOpt, InterlaceError, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
 import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
+import { apiKeysFromEnv, type ApiKeys } from "../../common/src/security/http-auth.js";
+import { natsSecurityFromEnv, type NatsSecurity } from "../../common/src/security/nats-connect.js";
+import { CredentialEnv } from "../../common/src/security/credential-files.js";
+
+/** The router's credentials (all from its Secrets, through the environment). */
+export interface RouterSecurity {
+  /** Clients' API keys (`INTERLACE_API_KEYS_FILE` / `INTERLACE_API_KEYS`); null: no authentication (a laptop). */
+  apiKeys: ApiKeys | null;
+  /** Signs user interrupts sent to engines over NATS (`INTERLACE_INTERRUPT_KEY`). */
+  interruptKey?: string;
+  /** The router's bearer token towards engines (`INTERLACE_ENGINE_API_KEY`). */
+  engineApiKey?: string;
+  /** NATS credentials and CA (`INTERLACE_NATS_CREDS`, `INTERLACE_NATS_CA`). */
+  nats: NatsSecurity;
+}
 
 export interface RouterOptions {
   port: number;
@@ -26,6 +41,8 @@ export interface RouterOptions {
   /** How often this router rewrites its presence (apps served, live sessions). */
   presenceMs: number;
   logLevel: string;
+  /** Absent: everything open (tests, laptops). */
+  security?: RouterSecurity;
 }
 
 function invalid(message: string): InterlaceError {
@@ -58,5 +75,18 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     upstreamTimeoutMs: intOpt(src, "upstream-timeout-ms", 10_000, { min: 100, max: 600_000 }),
     presenceMs: intOpt(src, "presence-ms", 2000, { min: 100, max: 60_000 }),
     logLevel: stringOpt(src, "log-level", "info"),
+    security: routerSecurityFromEnv(src.env),
+  };
+}
+
+/** Reads {@link RouterSecurity} from the environment (empty values count as unset). */
+export function routerSecurityFromEnv(env: NodeJS.ProcessEnv): RouterSecurity {
+  const interruptKey = env[CredentialEnv.InterruptKey]?.trim();
+  const engineApiKey = env[CredentialEnv.EngineApiKey]?.trim();
+  return {
+    apiKeys: apiKeysFromEnv(env),
+    ...(interruptKey ? { interruptKey } : {}),
+    ...(engineApiKey ? { engineApiKey } : {}),
+    nats: natsSecurityFromEnv(env),
   };
 }

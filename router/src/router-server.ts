@@ -19,6 +19,11 @@ import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
 import { KvWatch } from "./kv-watch.js";
 import { RouterMetrics } from "./metrics.js";
 import { PresencePublisher } from "./presence.js";
+import { SessionOwners } from "./session-owner.js";
+import { bearerAuth } from "../../common/src/security/http-auth.js";
+import { natsConnectOptions } from "../../common/src/security/nats-connect.js";
+import { jetstream } from "@nats-io/jetstream";
+import { sendInterrupt } from "../../common/src/protocol/index.js";
 
 export interface Router {
   port: number;
@@ -57,8 +62,24 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     if (reason !== null) throw new HttpError(503, RouterCode.NotReady, `router not ready: ${reason}`, { "Retry-After": String(options.retryAfterSeconds) });
     next();
   });
+  // Every API request carries a client's API key (probes and /metrics stay open: NetworkPolicies guard them).
+  const security = options.security;
+  app.use("/v1", bearerAuth(security?.apiKeys ?? null));
   const json = express.json({ limit: options.maxBodyBytes, type: () => true });
+  let nc: NatsConnection | undefined;
+  const interruptKey = security?.interruptKey;
   mountAppRoutes(app, json, {
+    owners: SessionOwners.from(security?.apiKeys ?? null, interruptKey),
+    engineHeaders: security?.engineApiKey !== undefined ? { authorization: `Bearer ${security.engineApiKey}` } : {},
+    // With the interrupt key, user interrupts go to the engine signed over NATS (what engines holding the key accept).
+    ...(interruptKey !== undefined
+      ? {
+          sendInterrupt: async (enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id: string }) => {
+            if (nc === undefined) throw new HttpError(503, RouterCode.NotReady, "router not connected to NATS");
+            await sendInterrupt(jetstream(nc), { enginePod, sessionId, ...input, signingKey: interruptKey });
+          },
+        }
+      : {}),
     apps,
     engines,
     metrics,
@@ -82,7 +103,6 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   });
 
   const { server, port } = await listen(app, options.port, options.host);
-  let nc: NatsConnection | undefined;
   const watches: KvWatch[] = [];
   let presence: PresencePublisher | undefined;
   const gauges = setInterval(() => {
@@ -101,7 +121,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     await nc?.drain().catch(() => undefined);
   };
   try {
-    nc = await connect({ servers: options.natsUrl.split(","), name: `router-${options.routerId}`, maxReconnectAttempts: -1 });
+    nc = await connect({ servers: options.natsUrl.split(","), name: `router-${options.routerId}`, maxReconnectAttempts: -1, ...natsConnectOptions(security?.nats ?? {}) });
     const [appsKv, enginesKv, routersKv] = await Promise.all([openAppsBucket(nc), openEnginesBucket(nc), openRoutersBucket(nc)]);
     const appWatch = new KvWatch(appsKv, (e) => apps.apply(e), log);
     const engineWatch = new KvWatch(enginesKv, (e) => engines.apply(e), log);

@@ -1,16 +1,19 @@
 /**
- * @module Routed session ids: `<engine pod>.<engine session id>`. Any router
- * replica derives the owning engine from the id alone and finds its address
- * in the engine heartbeats, so replicas share no session table and a router
- * restart loses nothing.
+ * @module Routed session ids: `<engine pod>.<engine session id>[.<owner tag>]`.
+ * Any router replica derives the owning engine from the id alone and finds
+ * its address in the engine heartbeats, so replicas share no session table
+ * and a router restart loses nothing. The owner tag (session-owner.ts) binds
+ * the id to the API key that opened the session.
  */
-const ROUTED_ID = /^([a-zA-Z0-9_-]{1,63})\.([A-Za-z0-9_-]{1,128})$/;
+const ROUTED_ID = /^([a-zA-Z0-9_-]{1,63})\.([A-Za-z0-9_-]{1,128})(?:\.([A-Za-z0-9_-]{1,43}))?$/;
 
-export function routedSessionId(pod: string, engineSessionId: string): string {
-  return `${pod}.${engineSessionId}`;
+export function routedSessionId(pod: string, engineSessionId: string, ownerTag?: string): string {
+  return ownerTag === undefined ? `${pod}.${engineSessionId}` : `${pod}.${engineSessionId}.${ownerTag}`;
 }
 
-export function parseRoutedSessionId(id: string): { pod: string; engineSessionId: string } | null {
+/** `base` is the id without its tag (what the tag is computed over). */
+export function parseRoutedSessionId(id: string): { pod: string; engineSessionId: string; base: string; ownerTag?: string } | null {
   const m = ROUTED_ID.exec(id);
-  return m === null ? null : { pod: m[1]!, engineSessionId: m[2]! };
+  if (m === null) return null;
+  return { pod: m[1]!, engineSessionId: m[2]!, base: `${m[1]!}.${m[2]!}`, ...(m[3] !== undefined ? { ownerTag: m[3] } : {}) };
 }

@@ -21,6 +21,8 @@ export interface PlaceContext {
   loadFactor: number;
   retryAfterSeconds: number;
   upstreamTimeoutMs: number;
+  /** Headers on every request to an engine (the router's bearer token). */
+  engineHeaders: Record<string, string>;
   /** Advanced per placement (round-robin turn, tie rotation). */
   nextTurn(): number;
 }
@@ -68,7 +70,7 @@ export async function placeAndPost(
     try {
       const response = await fetch(`${engine.endpoint}${path}`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { ...ctx.engineHeaders, "content-type": "application/json" },
         body: JSON.stringify(body),
         signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
       });

@@ -69,8 +69,8 @@ t.test("helm template with default values", async (t) => {
   t.equal(dep.spec.replicas, 2, "two operator replicas");
   const container = dep.spec.template.spec.containers[0];
   t.ok(container.args.includes("--leader-elect=true"), "leader election on");
-  const seeds = [0, 1, 2].map((i) => `nats://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
-  t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster");
+  const seeds = [0, 1, 2].map((i) => `tls://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
+  t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster, over TLS");
   t.equal(dep.spec.template.spec.serviceAccountName, "interlace");
   t.ok(find(ms, "ServiceAccount", "interlace"));
   t.ok(find(ms, "Service", "interlace"));
@@ -110,14 +110,19 @@ t.test("helm template with default values", async (t) => {
 });
 
 t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPolicies", async (t) => {
-  const ms = await render(["nats.tls.enabled=true"]);
+  const ms = await render();
   t.ok(find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.some((a: string) => a.startsWith("--nats-url=tls://")), "clients are told to use TLS");
   const sts = find(ms, "StatefulSet", "interlace-nats");
   t.equal(sts.spec.replicas, 3, "three NATS nodes by default");
   const conf: string = find(ms, "ConfigMap", "interlace-nats").data["nats.conf"];
   t.match(conf, /tls \{\s*cert_file: \/etc\/nats-tls\/tls.crt/, "clients must use TLS");
   t.match(conf, /cluster \{[\s\S]*routes: \[[\s\S]*interlace-nats-2\.interlace-nats-headless[\s\S]*verify: true/, "routes to every node, mutual TLS between nodes");
-  t.notMatch(conf, /include/, "no auth include without an auth Secret");
+  t.match(conf, /include "\/etc\/nats-auth\/auth.conf"/, "JWT authentication on by default");
+  t.same(
+    sts.spec.template.spec.volumes.find((v: { name: string }) => v.name === "auth").secret,
+    { secretName: "interlace-nats-auth", items: [{ key: "auth.conf", path: "auth.conf" }] },
+    "nats-server mounts only auth.conf of the trust root the operator makes (never the account seed)",
+  );
   const volumes = sts.spec.template.spec.volumes.map((v: { name: string; secret?: { secretName: string } }) => [v.name, v.secret?.secretName]);
   t.same(volumes.find((v: string[]) => v[0] === "tls"), ["tls", "interlace-nats-tls"]);
   const secret = find(ms, "Secret", "interlace-nats-tls");
@@ -146,10 +151,53 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   t.notOk(find(withAuth, "Secret", "interlace-nats-tls"), "a provided TLS Secret is used as is");
   t.same(find(withAuth, "StatefulSet", "interlace-nats").spec.template.spec.volumes.find((v: { name: string }) => v.name === "tls").secret.secretName, "my-tls");
   t.same(withAuth.filter((m) => m.kind === "NetworkPolicy" && m.metadata.name === "interlace-engines").map((m) => m.metadata.namespace), ["team-a", "team-b"]);
-  const plain = await render(["nats.tls.enabled=false", "nats.replicas=1", "networkPolicy.enabled=false"]);
+  t.ok(find(withAuth, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.includes("--nats-auth-secret=nats-auth"), "a provided trust root is handed to the operator");
+  const plain = await render(["nats.tls.enabled=false", "nats.auth.enabled=false", "router.apiKeys.generate=false", "nats.replicas=1", "networkPolicy.enabled=false"]);
   const op = find(plain, "Deployment", "interlace-operator").spec.template.spec.containers[0];
   t.ok(op.args.includes("--nats-url=nats://interlace-nats-0.interlace-nats-headless.interlace-system.svc:4222"), "laptop mode: one plain node");
+  t.notOk(op.args.some((a: string) => /^--(nats-auth-secret|router-credentials-secret|nats-ca)=/.test(a)), "laptop mode: no credentials");
+  t.notMatch(find(plain, "ConfigMap", "interlace-nats").data["nats.conf"], /include|tls \{/, "laptop mode: no auth, no TLS");
+  const plainRouter = find(plain, "Deployment", "interlace-router").spec.template.spec;
+  t.same(plainRouter.volumes.map((v: { name: string }) => v.name), ["tmp"], "laptop mode: the router mounts no Secret");
+  t.notOk(find(plain, "Secret"), "laptop mode: no Secrets");
   t.notOk(find(plain, "NetworkPolicy"));
+});
+
+t.test("auth and TLS on by default: every pod that talks to NATS gets the CA and its own credentials", async (t) => {
+  const ms = await render();
+  const op = find(ms, "Deployment", "interlace-operator").spec.template.spec;
+  const opc = op.containers[0];
+  t.ok(opc.args.includes("--nats-auth-secret=interlace-nats-auth"), "the operator keeps the trust root (makes it when absent)");
+  t.ok(opc.args.includes("--router-credentials-secret=interlace-router-credentials"), "the operator mints the router's credentials");
+  t.ok(opc.args.includes("--nats-ca=/etc/interlace/nats-ca/ca.crt"), "the operator connects with TLS and hands the CA on to pool pods");
+  t.same(op.volumes.find((v: { name: string }) => v.name === "nats-ca").secret, { secretName: "interlace-nats-tls", items: [{ key: "ca.crt", path: "ca.crt" }] }, "only the CA, never the server key");
+  t.ok(opc.volumeMounts.some((m: { name: string; mountPath: string }) => m.name === "nats-ca" && m.mountPath === "/etc/interlace/nats-ca"));
+
+  const router = find(ms, "Deployment", "interlace-router").spec.template.spec;
+  const rc = router.containers[0];
+  const env = Object.fromEntries(rc.env.map((e: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }) => [e.name, e.value ?? `${e.valueFrom?.secretKeyRef?.name}/${e.valueFrom?.secretKeyRef?.key}`]));
+  t.equal(env["INTERLACE_NATS_CREDS"], "/var/run/interlace/credentials/nats.creds", "the router's own NATS identity");
+  t.equal(env["INTERLACE_NATS_CA"], "/var/run/interlace/credentials/ca.crt", "the router gets the CA");
+  t.equal(env["INTERLACE_INTERRUPT_KEY"], "interlace-router-credentials/interrupt.key", "the router signs user interrupts");
+  t.equal(env["INTERLACE_ENGINE_API_KEY"], "interlace-router-credentials/engine-api.key", "the router's bearer token towards engines");
+  t.equal(env["INTERLACE_API_KEYS_FILE"], "/etc/interlace/api-keys/api-keys", "clients need an API key");
+  t.same(
+    router.volumes.filter((v: { secret?: unknown }) => v.secret).map((v: { secret: { secretName: string } }) => v.secret.secretName),
+    ["interlace-router-credentials", "interlace-router-api-keys"],
+  );
+  const keys = find(ms, "Secret", "interlace-router-api-keys");
+  t.match(Buffer.from(keys.data["api-keys"], "base64").toString(), /^default:[A-Za-z0-9]{40}\n$/, "a generated API key for principal default");
+  t.equal(keys.metadata.annotations["helm.sh/resource-policy"], "keep", "kept across upgrades and uninstall");
+  t.ok(find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.some((a: string) => a.startsWith("--nats-url=tls://")), "TLS URLs");
+
+  const given = await render(["router.apiKeys.secretName=my-keys"]);
+  t.notOk(find(given, "Secret", "interlace-router-api-keys"), "a provided API key Secret is used as is");
+  t.ok(find(given, "Deployment", "interlace-router").spec.template.spec.volumes.some((v: { secret?: { secretName: string } }) => v.secret?.secretName === "my-keys"));
+  // TLS without auth: the router still gets the CA through its operator-written Secret.
+  const tlsOnly = await render(["nats.auth.enabled=false", "router.apiKeys.generate=false"]);
+  const tr = find(tlsOnly, "Deployment", "interlace-router").spec.template.spec.containers[0];
+  t.same(tr.env.map((e: { name: string }) => e.name).sort(), ["INTERLACE_NATS_CA", "POD_NAME"], "TLS only: the CA and nothing else");
+  t.notOk(find(tlsOnly, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.some((a: string) => a.startsWith("--nats-auth-secret")));
 });
 
 t.test("the ClusterRole grants exactly what the reconcilers need", async (t) => {
@@ -161,11 +209,12 @@ t.test("the ClusterRole grants exactly what the reconcilers need", async (t) => 
     "interlace.dev/enginepools/status:patch", "interlace.dev/toolpools/finalizers:update",
     "apps/deployments:patch", "apps/deployments:create", "/services:watch", "/configmaps:patch",
     "policy/poddisruptionbudgets:patch", "/events:create", "coordination.k8s.io/leases:update",
+    "/secrets:get", "/secrets:create", "/secrets:patch",
   ];
   for (const g of must) t.ok(grants.has(g), `grants ${g}`);
   for (const g of [...grants]) {
     t.notOk(g.includes("*"), `no wildcard (${g})`);
-    t.notMatch(g, /secrets|pods|nodes|clusterroles|customresourcedefinitions/, `nothing beyond its children (${g})`);
+    t.notMatch(g, /pods|nodes|clusterroles|customresourcedefinitions|secrets:(list|watch|delete)/, `nothing beyond its children and the Secrets it makes (${g})`);
   }
 });
 
@@ -265,7 +314,9 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   t.ok(await can("patch", "apps", "deployments", "team-a"), "apply Deployments");
   t.ok(await can("create", "", "configmaps", "team-b"), "create ConfigMaps");
   t.ok(await can("update", "coordination.k8s.io", "leases", NS), "renew its Lease");
-  t.notOk(await can("get", "", "secrets"), "no Secrets");
+  t.ok(await can("create", "", "secrets", "team-a"), "writes pool credentials Secrets");
+  t.notOk(await can("list", "", "secrets"), "cannot list Secrets");
+  t.notOk(await can("delete", "", "secrets", "team-a"), "cannot delete Secrets");
   t.notOk(await can("create", "", "pods"), "no Pods");
   t.notOk(await can("delete", "interlace.dev", "enginepools"), "never deletes user resources");
   t.notOk(await can("create", "apiextensions.k8s.io", "customresourcedefinitions"), "no CRD writes");

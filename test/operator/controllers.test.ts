@@ -53,7 +53,7 @@ t.test("the operator's account has the chart's permissions only (RBAC is enforce
     () => null,
     (err: unknown) => err,
   );
-  t.match(denied, { status: 403, reason: "Forbidden" }, "no access to Secrets");
+  t.match(denied, { status: 403, reason: "Forbidden" }, "cannot list Secrets (it only reads and writes the ones it makes)");
   t.ok(await asOperator.list(CoreTypes.ConfigMap, NS), "ConfigMaps are allowed");
 });
 

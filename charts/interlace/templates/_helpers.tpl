@@ -78,3 +78,37 @@ app.kubernetes.io/component: nats
 {{- define "interlace.natsTlsSecret" -}}
 {{- default (printf "%s-nats-tls" (include "interlace.fullname" .)) .Values.nats.tls.secretName -}}
 {{- end }}
+
+{{/* The trust-root Secret (auth.conf for nats-server; the operator makes it when absent). */}}
+{{- define "interlace.natsAuthSecret" -}}
+{{- default (printf "%s-nats-auth" (include "interlace.fullname" .)) .Values.nats.auth.secretName -}}
+{{- end }}
+
+{{/* The router's credentials Secret, written by the operator (NATS creds, CA, interrupt key, engine API key). */}}
+{{- define "interlace.routerCredentialsSecret" -}}
+{{- printf "%s-router-credentials" (include "interlace.fullname" .) -}}
+{{- end }}
+
+{{/* The Secret with the clients' API keys (`api-keys`), or empty when client authentication is off. */}}
+{{- define "interlace.routerApiKeysSecret" -}}
+{{- if .Values.router.apiKeys.secretName -}}
+{{- .Values.router.apiKeys.secretName -}}
+{{- else if .Values.router.apiKeys.generate -}}
+{{- printf "%s-router-api-keys" (include "interlace.fullname" .) -}}
+{{- end -}}
+{{- end }}
+
+{{/* Whether the operator writes the router's credentials Secret (auth or TLS on). */}}
+{{- define "interlace.routerCredentials" -}}
+{{- if or (include "interlace.natsAuth" .) (include "interlace.natsTls" .) -}}true{{- end -}}
+{{- end }}
+
+{{/* TLS to NATS: on for the chart's NATS, or for an external one whose CA Secret is named. */}}
+{{- define "interlace.natsTls" -}}
+{{- if and .Values.nats.tls.enabled (or .Values.nats.enabled .Values.nats.tls.secretName) -}}true{{- end -}}
+{{- end }}
+
+{{/* NATS authentication: on for the chart's NATS, or for an external one whose trust-root Secret is named. */}}
+{{- define "interlace.natsAuth" -}}
+{{- if and .Values.nats.auth.enabled (or .Values.nats.enabled .Values.nats.auth.secretName) -}}true{{- end -}}
+{{- end }}

@@ -113,3 +113,8 @@ export async function mintPowerlessCreds(accountSeed: string, name = "nobody"): 
   const jwt = await encodeUser(name, ukp, akp, { pub: { deny: [">"] }, sub: { deny: [">"] } });
   return text(fmtCreds(jwt, ukp));
 }
+
+/** The public key of an account seed (what identifies the account that signed a credential). */
+export function accountPublicKey(accountSeed: string): string {
+  return fromSeed(new TextEncoder().encode(accountSeed)).getPublicKey();
+}

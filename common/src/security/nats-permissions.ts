@@ -8,6 +8,12 @@
  * - `engine` (one engine pod): publishes calls to its namespace's tool
  *   subjects, reads its own interrupt subjects only through its own durable
  *   consumer, reads runner heartbeats, writes its own engine heartbeat.
+ * - `engine-pool` (every pod of one EnginePool, what the operator mints: a
+ *   Deployment's pod names are not known before the pods exist, and a pod
+ *   cannot mount a Secret named after itself): the same, except that the
+ *   interrupt consumer may be any engine pod's (NATS wildcards match whole
+ *   tokens only, so "pods of this pool" cannot be expressed). The pods of a
+ *   pool share the interrupt key anyway, so they are one trust domain.
  * - `runner` (one ToolPool): pulls only its pool's work queue, publishes only
  *   results (`interlace.intr.*.*`; which results an engine accepts is decided
  *   by the per-call token, see `call-token.ts`), writes its heartbeats and its
@@ -40,6 +46,7 @@ const ROUTERS_BUCKET = "interlace-routers";
 
 export type NatsIdentity =
   | { kind: "engine"; namespace: string; pod: string }
+  | { kind: "engine-pool"; namespace: string; pool: string }
   | { kind: "runner"; namespace: string; pool: string }
   | { kind: "router" }
   | { kind: "operator" };
@@ -54,6 +61,8 @@ export function identityName(id: NatsIdentity): string {
   switch (id.kind) {
     case "engine":
       return `engine-${encodeToken(id.namespace)}-${encodeToken(id.pod)}`;
+    case "engine-pool":
+      return `enginepool-${encodeToken(id.namespace)}-${encodeToken(id.pool)}`;
     case "runner":
       return `runner-${encodeToken(id.namespace)}-${encodeToken(id.pool)}`;
     case "router":
@@ -96,10 +105,12 @@ function kvWrite(bucket: string, keys = ">"): string[] {
 export function natsPermissions(id: NatsIdentity): NatsPermissions {
   const inbox = `${inboxPrefix(id)}.>`;
   switch (id.kind) {
-    case "engine": {
+    case "engine":
+    case "engine-pool": {
       const ns = encodeToken(id.namespace);
-      const pod = encodeToken(id.pod);
-      const consumer = enginePodConsumer(id.pod);
+      // One pod: its own consumer over its own subjects; a pool: any pod's (see the module note).
+      const consumer = id.kind === "engine" ? enginePodConsumer(id.pod) : "*";
+      const pod = id.kind === "engine" ? encodeToken(id.pod) : "*";
       return {
         publish: [
           "$JS.API.INFO",

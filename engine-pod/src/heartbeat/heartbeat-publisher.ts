@@ -10,6 +10,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../../common/src/index.js";
 import { engineKey, openEnginesBucket, type EngineHeartbeat } from "../../../common/src/protocol/index.js";
 import type { Engine, EngineStats } from "../engine/index.js";
+import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 
 export interface HeartbeatOptions {
   servers: string | string[];
@@ -19,6 +20,8 @@ export interface HeartbeatOptions {
   model: string;
   intervalMs: number;
   log: Logger;
+  /** NATS credentials and CA (the engine pod's own). */
+  security?: NatsSecurity;
 }
 
 /** Stats fields the engine-core split adds; read when present, derived when not. */
@@ -66,7 +69,8 @@ export class HeartbeatPublisher {
 
   static async connect(options: HeartbeatOptions): Promise<HeartbeatPublisher> {
     const { connect } = await import("@nats-io/transport-node");
-    const nc = await connect({ servers: options.servers, name: `engine-heartbeat-${options.pod}`, maxReconnectAttempts: -1 });
+    // The engine's own identity and CA, as its executor connects (the heartbeat key is within its permissions).
+    const nc = await connect({ servers: options.servers, name: `engine-heartbeat-${options.pod}`, maxReconnectAttempts: -1, ...natsConnectOptions(options.security ?? {}) });
     try {
       const kv = await openEnginesBucket(nc);
       return new HeartbeatPublisher(nc, kv, options);

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { FIELD_MANAGER, type BuildOptions } from "../resources/index.js";
 import type { EventRecorder, KubeClient, ResourceType } from "../runtime/index.js";
 import type { LiveState } from "./live-state.js";
+import type { CredentialAuthority } from "../credentials/index.js";
 
 export interface ReconcilerContext {
   client: KubeClient;
@@ -18,6 +19,8 @@ export interface ReconcilerContext {
   now?: () => Date;
   /** App configs out to the routers, live figures back (NATS); absent: nothing observed. */
   live?: LiveState;
+  /** Mints each pool's credentials Secret (NATS identity, CA, keys); absent: pods get none (a laptop install). */
+  credentials?: CredentialAuthority;
 }
 
 /** Applies a child object; returns the live object (with its current status). */

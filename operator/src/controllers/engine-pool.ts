@@ -38,7 +38,9 @@ export class EnginePoolReconciler implements Reconciler {
     let deployment: V1Deployment | null = null;
     let failure: unknown = null;
     try {
-      deployment = await applyChild(client, CoreTypes.Deployment, buildEngineDeployment(pool, build));
+      // The Secret first: the pods mount it.
+      const creds = await this.ctx.credentials?.forEnginePool(pool);
+      deployment = await applyChild(client, CoreTypes.Deployment, buildEngineDeployment(pool, build, creds));
       await applyChild(client, CoreTypes.Service, buildEngineService(pool));
       await applyChild(client, CoreTypes.PodDisruptionBudget, buildEnginePdb(pool));
       conditions = rolloutConditions(deploymentAvailability(deployment), "engine pods");

@@ -12,6 +12,7 @@
  */
 import type { KV } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import type { Logger } from "pino";
 import {
   appConfigHash,
@@ -84,12 +85,14 @@ export class NatsLiveState implements LiveState {
     private readonly natsUrl: string,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    /** The operator's NATS identity and CA, read at connect time. */
+    private readonly security: () => NatsSecurity = () => ({}),
   ) {}
 
   private buckets(): Promise<{ nc: NatsConnection; apps: KV; routers: KV; engines: KV; runners: KV }> {
     if (this.conn === null) {
       const p = (async () => {
-        const nc = await connect({ servers: this.natsUrl.split(","), name: "interlace-operator-live", maxReconnectAttempts: -1 });
+        const nc = await connect({ servers: this.natsUrl.split(","), name: "interlace-operator-live", maxReconnectAttempts: -1, ...natsConnectOptions(this.security()) });
         const [apps, routers, engines, runners] = await Promise.all([openAppsBucket(nc), openRoutersBucket(nc), openEnginesBucket(nc), openRunnersBucket(nc)]);
         return { nc, apps, routers, engines, runners };
       })();

@@ -6,6 +6,7 @@
  */
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import type { Logger } from "pino";
 import { RUNNERS_CONSUMER, poolStream, type PoolRef } from "../../../common/src/protocol/index.js";
 
@@ -35,6 +36,8 @@ export class JetStreamPoolCleanup implements PoolCleanup {
   constructor(
     private readonly natsUrl: string,
     private readonly log: Logger,
+    /** The operator's NATS identity and CA, read at connect time. */
+    private readonly security: () => NatsSecurity = () => ({}),
   ) {}
 
   async cleanup(pool: PoolRef): Promise<void> {
@@ -62,7 +65,7 @@ export class JetStreamPoolCleanup implements PoolCleanup {
 
   private connection(): Promise<NatsConnection> {
     if (!this.nc) {
-      const p = connect({ servers: this.natsUrl.split(","), name: "interlace-operator", maxReconnectAttempts: -1 });
+      const p = connect({ servers: this.natsUrl.split(","), name: "interlace-operator", maxReconnectAttempts: -1, ...natsConnectOptions(this.security()) });
       // A failed connect is retried on the next cleanup instead of being cached.
       p.catch(() => {
         if (this.nc === p) this.nc = null;

@@ -59,7 +59,8 @@ export class ToolPoolReconciler implements Reconciler {
     } else {
       try {
         await applyChild(client, CoreTypes.ConfigMap, buildToolSpecConfigMap(pool, rendered.config));
-        deployment = await applyChild(client, CoreTypes.Deployment, buildToolRunnerDeployment(pool, rendered.config, build));
+        const creds = await this.ctx.credentials?.forToolPool(pool);
+        deployment = await applyChild(client, CoreTypes.Deployment, buildToolRunnerDeployment(pool, rendered.config, build, creds));
         await applyChild(client, CoreTypes.Service, buildToolRunnerService(pool));
         conditions = rolloutConditions(deploymentAvailability(deployment), "tool runners");
       } catch (err) {

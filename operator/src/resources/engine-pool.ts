@@ -28,6 +28,7 @@ import {
   selectorLabels,
   type BuildOptions,
 } from "./common.js";
+import { credentialsWiring, type PodCredentials } from "./credentials.js";
 
 export const ENGINE_COMPONENT = "engine";
 /** The engine image's entrypoint. */
@@ -128,11 +129,11 @@ export function engineArgs(pool: EnginePool, modelPath: string | undefined, draf
   return args;
 }
 
-/** The engine Deployment. */
 /** Memory the engine may use for swapped-out KV state (counted against the pod's memory). */
 const SWAP_SIZE_LIMIT = "2Gi";
 
-export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1Deployment {
+/** The engine Deployment; `creds`: the pool's credentials Secret (NATS identity, CA, interrupt key, API keys). */
+export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions, creds?: PodCredentials): V1Deployment {
   const name = engineChildName(pool);
   const instance = pool.metadata.name ?? "";
   const image = pool.spec.image ?? opts.image;
@@ -157,6 +158,9 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1D
     if (m.mount) mounts.push(m.mount);
     if (m.init) inits.push(m.init);
   }
+  const wiring = credentialsWiring(creds);
+  volumes.push(...wiring.volumes);
+  mounts.push(...wiring.mounts);
   const resources = engineResources(pool);
   const container: V1Container = {
     name: "engine",
@@ -164,7 +168,7 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1D
     ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
     command: ENGINE_COMMAND,
     args: engineArgs(pool, model?.path, draft?.path, opts),
-    env: [POD_NAME_ENV, POD_IP_ENV, HOME_ENV, ...natsEnv(opts)],
+    env: [POD_NAME_ENV, POD_IP_ENV, HOME_ENV, ...natsEnv(opts), ...wiring.env],
     ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
     ...httpProbes(),
     ...(resources ? { resources } : {}),
@@ -179,7 +183,10 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions): V1D
       replicas: pool.spec.replicas ?? 1,
       selector: { matchLabels: selectorLabels(ENGINE_COMPONENT, instance) },
       template: {
-        metadata: { labels: { ...selectorLabels(ENGINE_COMPONENT, instance), "interlace.dev/enginepool": instance } },
+        metadata: {
+          labels: { ...selectorLabels(ENGINE_COMPONENT, instance), "interlace.dev/enginepool": instance },
+          ...(creds !== undefined ? { annotations: wiring.annotations } : {}),
+        },
         spec: {
           securityContext: POD_SECURITY,
           ...(inits.length ? { initContainers: inits } : {}),

@@ -6,3 +6,4 @@ export * from "./common.js";
 export * from "./engine-pool.js";
 export * from "./tool-pool.js";
 export * from "./agent-app.js";
+export * from "./credentials.js";

@@ -13,6 +13,7 @@ import type { ToolRunnerConfig, RunnerToolSpec, ToolImplementation } from "../..
 import type { ToolSpec } from "../../../common/src/index.js";
 import type { ToolDefinition, ToolPool } from "../api/index.js";
 import { CONTAINER_SECURITY, HOME_ENV, natsEnv, POD_NAME_ENV, POD_PORT, POD_SECURITY, buildHeadlessService, childMeta, httpProbes, selectorLabels, type BuildOptions } from "./common.js";
+import { credentialsWiring, type PodCredentials } from "./credentials.js";
 
 export const TOOLRUNNER_COMPONENT = "toolrunner";
 export const TOOLRUNNER_COMMAND = ["node", "dist/toolrunner/src/main.js"];
@@ -85,8 +86,9 @@ export function buildToolSpecConfigMap(pool: ToolPool, config: ToolRunnerConfig)
 }
 
 /** The tool-runner Deployment; a hash of the spec file in the pod template rolls runners when tools change. */
-export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConfig, opts: BuildOptions): V1Deployment {
+export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConfig, opts: BuildOptions, creds?: PodCredentials): V1Deployment {
   const name = toolPoolChildName(pool);
+  const wiring = credentialsWiring(creds);
   const instance = pool.metadata.name ?? "";
   const specHash = createHash("sha256").update(stringify(config)).digest("hex").slice(0, 16);
   return {
@@ -99,7 +101,7 @@ export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConf
       template: {
         metadata: {
           labels: { ...selectorLabels(TOOLRUNNER_COMPONENT, instance), "interlace.dev/toolpool": instance },
-          annotations: { "interlace.dev/spec-hash": specHash },
+          annotations: { "interlace.dev/spec-hash": specHash, ...wiring.annotations },
         },
         spec: {
           securityContext: POD_SECURITY,
@@ -119,12 +121,13 @@ export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConf
                 "--runner-id",
                 "$(POD_NAME)",
               ],
-              env: [POD_NAME_ENV, HOME_ENV, ...natsEnv(opts)],
+              env: [POD_NAME_ENV, HOME_ENV, ...natsEnv(opts), ...wiring.env],
               ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
               ...httpProbes(),
               volumeMounts: [
                 { name: "spec", mountPath: SPEC_DIR, readOnly: true },
                 { name: "tmp", mountPath: "/tmp" },
+                ...wiring.mounts,
               ],
               securityContext: CONTAINER_SECURITY,
             },
@@ -132,6 +135,7 @@ export function buildToolRunnerDeployment(pool: ToolPool, config: ToolRunnerConf
           volumes: [
             { name: "spec", configMap: { name } },
             { name: "tmp", emptyDir: {} },
+            ...wiring.volumes,
           ],
         },
       },

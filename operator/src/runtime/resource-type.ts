@@ -34,6 +34,7 @@ export const CoreTypes = {
   Deployment: { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
   Service: { group: "", version: "v1", kind: "Service", plural: "services", namespaced: true },
   ConfigMap: { group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true },
+  Secret: { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true },
   PodDisruptionBudget: { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true },
   Lease: { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true },
   Event: { group: "", version: "v1", kind: "Event", plural: "events", namespaced: true },

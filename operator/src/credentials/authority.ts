@@ -1,0 +1,156 @@
+/**
+ * @module The operator as the cluster's credential authority: from the trust
+ * root (trust-root.ts) it mints one NATS identity per component — each
+ * EnginePool (`engine-pool`), each ToolPool (`runner`), the router and
+ * itself — with exactly the permissions of nats-permissions.ts, and writes
+ * each into a Secret beside the pods that use it, with the NATS CA (pods in
+ * app namespaces cannot mount the release namespace's TLS Secret), and for
+ * engines the interrupt key and the router's API key.
+ *
+ * Minting happens only when a Secret's contents would change (its
+ * fingerprint annotation: account, identity, CA, keys), so a resync does not
+ * churn credentials; the fingerprint is also put on the pod template, so
+ * pods roll onto rotated credentials by themselves.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { V1Secret } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { mintUserCreds } from "../../../common/src/security/nats-credentials.js";
+import type { NatsSecurity } from "../../../common/src/security/nats-connect.js";
+import { CredentialKey } from "../../../common/src/security/credential-files.js";
+import { identityName, type NatsIdentity } from "../../../common/src/security/nats-permissions.js";
+import type { EnginePool, ToolPool } from "../api/index.js";
+import {
+  buildCredentialsSecret,
+  credentialsSecretName,
+  engineChildName,
+  toolPoolChildName,
+  CREDENTIALS_ANNOTATION,
+  ENGINE_COMPONENT,
+  FIELD_MANAGER,
+  TOOLRUNNER_COMPONENT,
+  type Owner,
+  type PodCredentials,
+} from "../resources/index.js";
+import { CoreTypes, type KubeClient } from "../runtime/index.js";
+import { b64, ensureTrustRoot, type TrustMaterial } from "./trust-root.js";
+
+export interface CredentialAuthorityOptions {
+  /** The operator's namespace: where the trust root and the router's Secret live. */
+  namespace: string;
+  /** The trust-root Secret; absent: NATS authentication off. */
+  trustRootSecret?: string;
+  /** The router's credentials Secret (made in `namespace`). */
+  routerSecret?: string;
+  /** PEM file of the NATS CA; absent: TLS off. */
+  caFile?: string;
+}
+
+/** The principal name the router's API key has on engines. */
+export const ROUTER_PRINCIPAL = "router";
+
+export class CredentialAuthority {
+  private material: TrustMaterial | null = null;
+  private ca: string | undefined;
+  private operatorCreds: string | undefined;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly opts: CredentialAuthorityOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Reads (or makes) the trust root and the CA, mints the operator's own credentials, writes the router's Secret. */
+  async start(): Promise<void> {
+    if (this.opts.caFile !== undefined) this.ca = readFileSync(this.opts.caFile, "utf8");
+    if (this.opts.trustRootSecret !== undefined) {
+      this.material = await ensureTrustRoot(this.client, this.opts.namespace, this.opts.trustRootSecret, this.log);
+      this.operatorCreds = await mintUserCreds(this.material.accountSeed, { kind: "operator" });
+    }
+    if (this.opts.routerSecret !== undefined) await this.ensureRouter(this.opts.routerSecret);
+  }
+
+  /** How the operator itself connects (its own `operator` identity, the CA). */
+  natsSecurity(): NatsSecurity {
+    return { ...(this.operatorCreds !== undefined ? { creds: this.operatorCreds } : {}), ...(this.opts.caFile !== undefined ? { caFile: this.opts.caFile } : {}) };
+  }
+
+  /** The EnginePool's Secret: its `engine-pool` identity, CA, interrupt key, and the router's key as the one API key engines accept. */
+  forEnginePool(pool: EnginePool): Promise<PodCredentials> {
+    const extra: Record<string, string> = {};
+    if (this.material !== null) {
+      extra[CredentialKey.InterruptKey] = this.material.interruptKey;
+      extra[CredentialKey.ApiKeys] = `${ROUTER_PRINCIPAL}:${this.material.engineApiKey}\n`;
+    }
+    const identity: NatsIdentity = { kind: "engine-pool", namespace: pool.metadata.namespace ?? "default", pool: pool.metadata.name ?? "" };
+    return this.ensure(pool, credentialsSecretName(engineChildName(pool)), ENGINE_COMPONENT, identity, extra);
+  }
+
+  /** The ToolPool's Secret: its `runner` identity and the CA (runners never hold the interrupt key). */
+  forToolPool(pool: ToolPool): Promise<PodCredentials> {
+    const identity: NatsIdentity = { kind: "runner", namespace: pool.metadata.namespace ?? "default", pool: pool.metadata.name ?? "" };
+    return this.ensure(pool, credentialsSecretName(toolPoolChildName(pool)), TOOLRUNNER_COMPONENT, identity, {});
+  }
+
+  private contents(identity: NatsIdentity, extra: Record<string, string>): { fingerprint: string; plain: Record<string, string> } {
+    const plain: Record<string, string> = { ...extra, ...(this.ca !== undefined ? { [CredentialKey.Ca]: this.ca } : {}) };
+    const h = createHash("sha256").update(JSON.stringify({ account: this.material?.accountPublicKey ?? null, identity: identityName(identity) }));
+    for (const k of Object.keys(plain).sort()) h.update(`\n${k}\n${plain[k]}`);
+    return { fingerprint: h.digest("hex").slice(0, 16), plain };
+  }
+
+  private async mint(identity: NatsIdentity, plain: Record<string, string>): Promise<Record<string, string>> {
+    if (this.material === null) return plain;
+    return { ...plain, [CredentialKey.NatsCreds]: await mintUserCreds(this.material.accountSeed, identity) };
+  }
+
+  private keysOf(plain: Record<string, string>): string[] {
+    return [...Object.keys(plain), ...(this.material !== null ? [CredentialKey.NatsCreds] : [])].sort();
+  }
+
+  /** The current Secret when its fingerprint matches; else a freshly minted one, applied. */
+  private async ensure(owner: Owner, name: string, component: string, identity: NatsIdentity, extra: Record<string, string>): Promise<PodCredentials> {
+    const { fingerprint, plain } = this.contents(identity, extra);
+    const namespace = owner.metadata.namespace ?? "default";
+    const current = await this.client.get<V1Secret>(CoreTypes.Secret, namespace, name);
+    if (current?.metadata?.annotations?.[CREDENTIALS_ANNOTATION] !== fingerprint) {
+      const secret = buildCredentialsSecret(owner, name, component, await this.mint(identity, plain), fingerprint);
+      await this.client.apply(CoreTypes.Secret, secret, { fieldManager: FIELD_MANAGER, force: true });
+      this.log.info({ secret: `${namespace}/${name}`, identity: identityName(identity), fingerprint }, "minted credentials");
+    }
+    return { secretName: name, fingerprint, keys: this.keysOf(plain) };
+  }
+
+  /** The router's Secret (no owner: it lives as long as the release): its identity, CA, interrupt key and API key towards engines. */
+  private async ensureRouter(name: string): Promise<void> {
+    const extra: Record<string, string> = {};
+    if (this.material !== null) {
+      extra[CredentialKey.InterruptKey] = this.material.interruptKey;
+      extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
+    }
+    const identity: NatsIdentity = { kind: "router" };
+    const { fingerprint, plain } = this.contents(identity, extra);
+    const namespace = this.opts.namespace;
+    const current = await this.client.get<V1Secret>(CoreTypes.Secret, namespace, name);
+    if (current?.metadata?.annotations?.[CREDENTIALS_ANNOTATION] === fingerprint) return;
+    const data = await this.mint(identity, plain);
+    await this.client.apply<V1Secret>(
+      CoreTypes.Secret,
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: {
+          name,
+          namespace,
+          labels: { "app.kubernetes.io/part-of": "interlace", "app.kubernetes.io/component": "router" },
+          annotations: { [CREDENTIALS_ANNOTATION]: fingerprint },
+        },
+        type: "Opaque",
+        data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
+      },
+      { fieldManager: FIELD_MANAGER, force: true },
+    );
+    this.log.info({ secret: `${namespace}/${name}`, fingerprint }, "minted the router's credentials");
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * Session ownership tags: a tag binds a routed session id to one principal,
+ * every replica with the same keys computes the same tag, and with
+ * authentication off nothing is enforced.
+ */
+import t from "tap";
+import { parseApiKeys } from "../../common/src/security/http-auth.js";
+import { SessionOwners } from "../../router/src/session-owner.js";
+import { parseRoutedSessionId, routedSessionId } from "../../router/src/session-id.js";
+
+const keys = parseApiKeys("alice:alice-key-0123456789\nbob:bob-key-0123456789abc");
+
+t.test("a tag binds an id to its opener, across replicas", async (t) => {
+  const a = SessionOwners.from(keys, "k".repeat(64));
+  const b = SessionOwners.from(parseApiKeys("bob:bob-key-0123456789abc\nalice:alice-key-0123456789"), "k".repeat(64));
+  const tag = a.tag("engine-0.s1", "alice")!;
+  const id = routedSessionId("engine-0", "s1", tag);
+  const parsed = parseRoutedSessionId(id)!;
+  t.same(parsed, { pod: "engine-0", engineSessionId: "s1", base: "engine-0.s1", ownerTag: tag });
+  t.ok(b.owns(parsed.base, parsed.ownerTag, "alice"), "another replica agrees");
+  t.notOk(b.owns(parsed.base, parsed.ownerTag, "bob"), "another principal does not own it");
+  t.notOk(b.owns("engine-0.s2", parsed.ownerTag, "alice"), "the tag does not move to another session");
+  t.notOk(b.owns(parsed.base, undefined, "alice"), "no tag: refused");
+  t.notOk(b.owns(parsed.base, "short", "alice"), "a malformed tag: refused");
+  t.notOk(SessionOwners.from(keys, "x".repeat(64)).owns(parsed.base, parsed.ownerTag, "alice"), "a different key: refused");
+  // Without an interrupt key, replicas sharing the API key Secret still agree.
+  const c = SessionOwners.from(keys, undefined);
+  const d = SessionOwners.from(parseApiKeys("bob:bob-key-0123456789abc\nalice:alice-key-0123456789"), undefined);
+  t.ok(d.owns("p.s", c.tag("p.s", "bob"), "bob"));
+});
+
+t.test("authentication off: ids carry no tag, nothing is enforced", async (t) => {
+  const open = SessionOwners.from(null, "k".repeat(64));
+  t.equal(open.enforced, false);
+  t.equal(open.tag("engine-0.s1", "anonymous"), undefined);
+  t.ok(open.owns("engine-0.s1", undefined, "anonymous"));
+  t.same(parseRoutedSessionId("engine-0.s1"), { pod: "engine-0", engineSessionId: "s1", base: "engine-0.s1" });
+  t.equal(parseRoutedSessionId("engine-0.s1.tag.more"), null, "at most one tag");
+});
