@@ -110,6 +110,9 @@ class LlamaEngine implements Engine {
     this.ensureOpen();
     const tools = validateTools(request.tools ?? []);
     const mode = request.mode ?? "async";
+    if (request.toolChoice !== undefined && request.toolChoice !== "auto") {
+      throw new InterlaceError(ErrorCode.BadRequest, "toolChoice is the upstream's tool_choice: it needs --backend openai (this engine's model decides with CML)");
+    }
     const turn = Object.hasOwn(SESSION_TURN_POLICIES, mode) ? SESSION_TURN_POLICIES[mode]() : undefined;
     if (turn === undefined) throw new InterlaceError(ErrorCode.BadRequest, `unknown mode "${String(mode)}"`);
     if (request.policy !== undefined) validatePolicy(request.policy, tools);
