@@ -93,6 +93,9 @@ export interface SessionSpeculation {
   draft?: { type: "scripted"; alpha: number; seed?: number };
 }
 
+/** OpenAI `tool_choice`, as a session asks for it: let the model decide, no calls, some call, or this function. */
+export type ToolChoice = "auto" | "none" | "required" | { name: string };
+
 /** Body of `POST /v1/sessions`. */
 export interface CreateSessionRequest {
   /** The user input; or a full message list (a system message overrides `system`). */
@@ -116,6 +119,14 @@ export interface CreateSessionRequest {
    */
   priority?: number;
   speculation?: SessionSpeculation;
+  /**
+   * `--backend openai`, `sync`/`syncParallel` only: the upstream's
+   * `tool_choice` for the session's first request. Once the tools it asked
+   * for have run it is dropped (the upstream's default applies), as the
+   * OpenAI Agents SDK resets a forced tool choice, so a forced call cannot
+   * loop forever.
+   */
+  toolChoice?: ToolChoice;
 }
 
 export interface SessionUsage {

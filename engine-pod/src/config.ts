@@ -38,6 +38,10 @@ export interface ServerOptions {
   maxPromptBytes: number;
   /** `Retry-After` seconds sent with a 429 when every sequence is busy. */
   retryAfterSeconds: number;
+  /** How long a Responses API response stays retrievable and continuable by `previous_response_id`, ms. */
+  responseStoreTtlMs: number;
+  /** Most Responses API responses stored at once. */
+  maxStoredResponses: number;
 }
 
 export interface ExecutorOptions {
@@ -103,7 +107,9 @@ function invalid(message: string): InterlaceError {
  * `--model-preset test|bench`, the engine's `--context-size --sequences
  * --threads --gpu false|cuda|auto --kv-policy auto|keep|swap|recompute
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
- * `--max-prompt-bytes`, `--retry-after-seconds`, `--executor in-process|nats`,
+ * `--max-prompt-bytes`, `--retry-after-seconds`, `--response-store-ttl-ms`,
+ * `--max-stored-responses` (the Responses API's stored turns; the engine's
+ * `--response-retention-ms --max-retained-responses` keep their KV), `--executor in-process|nats`,
  * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--pool ns/name`
  * (heartbeats for the routers), `--advertise-url`, `--heartbeat-ms`, `--log-level`,
  * `--backend llama-cpp|openai` with `--upstream-url --upstream-model
@@ -139,6 +145,8 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     maxBodyBytes,
     maxPromptBytes: intOpt(src, "max-prompt-bytes", Math.min(maxBodyBytes, 262_144), { min: 1, max: maxBodyBytes }),
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
+    responseStoreTtlMs: intOpt(src, "response-store-ttl-ms", 30 * 60_000, { min: 1000, max: 24 * 3_600_000 }),
+    maxStoredResponses: intOpt(src, "max-stored-responses", 1024, { min: 1, max: 1_000_000 }),
   };
   const kind = enumOpt(src, "executor", EXECUTOR_KINDS, "in-process");
   const natsUrl = optionalStringOpt(src, "nats-url");

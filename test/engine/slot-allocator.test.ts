@@ -53,3 +53,36 @@ t.test("commonPrefix", async (t) => {
   t.equal(commonPrefix(tk(), tk(1)), 0);
   t.equal(commonPrefix(tk(1, 2), tk(1, 2)), 2);
 });
+
+t.test("retained slots (previous_response_id): only their key takes them until the TTL, a cap, compaction passes them over, evicted last", async (t) => {
+  let now = 1000;
+  const a = new SlotAllocator(4, { ttlMs: 500, maxRetained: 2 }, () => now);
+  for (let i = 0; i < 4; i++) a.acquire();
+  a.release(3, tk(1, 2, 3), "resp_a");
+  a.release(2, tk(1, 2, 5));
+  t.same(a.retainedTokens("resp_a"), tk(1, 2, 3));
+  t.same(a.acquire(tk(1, 2, 3, 4)), { slot: 2, reusePrefix: 2 }, "another request does not take the retained slot, even with a longer match");
+  t.same(a.acquire(tk(1, 2, 3, 9), 1, "resp_a"), { slot: 3, reusePrefix: 3 }, "its key takes it, whole");
+  t.equal(a.retainedTokens("resp_a"), undefined, "taken: no longer retained");
+
+  now = 1100;
+  a.release(3, tk(1, 2, 3, 9, 7), "resp_b");
+  now = 1200;
+  a.release(2, tk(4), "resp_c");
+  now = 1300;
+  a.release(1, tk(6), "resp_d");
+  t.equal(a.retainedCount, 2, "the cap");
+  t.equal(a.retainedTokens("resp_b"), undefined, "the oldest retention ended");
+  t.same(a.retainedTokens("resp_c"), tk(4));
+  t.same(a.acquire(), { slot: 3, reusePrefix: 0 }, "the unretained idle slot is evicted first");
+  t.equal(a.gap(), null, "busy 0 and 3 around retained 1 and 2: compaction does not claim them");
+
+  now = 1750;
+  t.equal(a.retainedTokens("resp_c"), undefined, "past its TTL");
+  t.same(a.retainedTokens("resp_d"), tk(6));
+  t.same(a.gap(), { from: 3, to: 2 }, "an expired retention is an ordinary idle slot again");
+  t.same(a.acquire(), { slot: 2, reusePrefix: 0 });
+  t.same(a.acquire(), { slot: 1, reusePrefix: 0 }, "retention never refuses a request: the last slot is evicted");
+  t.equal(a.retainedTokens("resp_d"), undefined);
+  t.equal(a.acquire(), null);
+});

@@ -116,6 +116,12 @@ export const createSessionBodySchema: JsonSchema = {
     priority: { type: "integer", minimum: -1000, maximum: 1000 },
     // Checked field by field by the engine (a scripted draft needs a scripted policy).
     speculation: { type: "object" },
+    toolChoice: {
+      anyOf: [
+        { enum: ["auto", "none", "required"] },
+        { type: "object", properties: { name: { type: "string", minLength: 1 } }, required: ["name"], additionalProperties: false },
+      ],
+    },
   },
   required: ["prompt"],
   additionalProperties: false,

@@ -75,6 +75,20 @@ export interface CompletionRequest {
   /** Continue the last assistant message instead of opening a new turn. */
   continueAssistant?: boolean;
   policy?: CreateSessionRequest["policy"];
+  /**
+   * Keep this completion's sequence resident under this key after it ends,
+   * for `--response-retention-ms` (at most `--max-retained-responses` at once):
+   * the Responses API's response id. Backends without KV state ignore it.
+   */
+  retainAs?: string;
+  /**
+   * This request continues the completion retained under `key`: the last
+   * `appended` messages are new, the ones before are that completion's
+   * conversation. While the sequence is retained, the prompt is its resident
+   * tokens plus the new messages (no re-prefill of the history); otherwise
+   * the whole conversation is rendered as usual.
+   */
+  continuation?: { key: string; appended: number };
   signal?: AbortSignal;
   /** Streaming callback for generated text (markers included when raw). */
   onText?: (text: string) => void;
@@ -89,6 +103,8 @@ export interface CompletionResult {
   finishReason: "stop" | "length" | "tool_calls" | "trap";
   /** Produced under a scripted policy (every token still a real forward pass). */
   scripted?: boolean;
+  /** The request continued a retained sequence (see `CompletionRequest.continuation`). */
+  continued?: boolean;
   usage: { promptTokens: number; completionTokens: number; prefilledTokens: number; reusedPrefixTokens: number };
 }
 

@@ -498,8 +498,10 @@ export class EngineCore {
     // A restartable request's cells stay a valid prefix even when cancelled: its client restarts with the same history.
     const reusable = reason === "eos" || reason === "max_tokens" || (reason === "cancelled" && s.turn.restartable);
     const keepResident = reusable && this.deps.prefixCache && s.config.prefixReuse;
+    // Only a turn that ended normally is worth continuing (`previous_response_id`).
+    const retainAs = reason === "eos" || reason === "max_tokens" ? s.config.retainAs : undefined;
     this.work
-      .release(s, keepResident, paused)
+      .release(s, keepResident, paused, retainAs)
       .catch((err: unknown) => this.log.warn({ err, session: s.id }, "sequence cleanup failed; cleared it"))
       .finally(() => {
         this.live.delete(s);

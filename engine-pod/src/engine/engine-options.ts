@@ -43,6 +43,13 @@ export interface EngineOptions {
    * Default 128.
    */
   prefillChunk?: number;
+  /**
+   * How long a finished Responses API turn keeps its sequence resident for a
+   * follow-up naming it (`previous_response_id`), ms (0: off). Default 60 s.
+   */
+  responseRetentionMs?: number;
+  /** Most sequences retained that way at once. Default half the sequences (at least 1). */
+  maxRetainedResponses?: number;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
@@ -57,15 +64,21 @@ export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
   prefillChunk: 128,
 };
 
-/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--compaction`, `--prefill-chunk`, `--swap-dir`. */
+/** Half the sequences, at least one: retained responses never take most of the engine. */
+export function defaultRetained(sequences: number): number {
+  return Math.max(1, Math.floor(sequences / 2));
+}
+
+/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
   const swapDir = optionalStringOpt(src, "swap-dir") ?? d.swapDir;
+  const sequences = intOpt(src, "sequences", d.sequences, { min: 1, max: 256 });
   return {
     modelPath: stringOpt(src, "model", defaults.modelPath ?? ""),
     gpu: gpuRaw === "false" ? false : gpuRaw,
-    sequences: intOpt(src, "sequences", d.sequences, { min: 1, max: 256 }),
+    sequences,
     contextSize: intOpt(src, "context-size", d.contextSize, { min: 64 }),
     threads: intOpt(src, "threads", d.threads, { min: 0, max: 256 }),
     kvPolicy: enumOpt(src, "kv-policy", ["keep", "swap", "recompute", "auto"] as const, d.kvPolicy),
@@ -73,6 +86,8 @@ export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions>
     prefixCache: boolOpt(src, "prefix-cache", d.prefixCache),
     compaction: boolOpt(src, "compaction", d.compaction ?? true),
     prefillChunk: intOpt(src, "prefill-chunk", d.prefillChunk ?? 128, { min: 0 }),
+    responseRetentionMs: intOpt(src, "response-retention-ms", d.responseRetentionMs ?? 60_000, { min: 0 }),
+    maxRetainedResponses: intOpt(src, "max-retained-responses", d.maxRetainedResponses ?? defaultRetained(sequences), { min: 0, max: 256 }),
     ...(swapDir !== undefined ? { swapDir } : {}),
   };
 }

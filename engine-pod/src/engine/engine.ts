@@ -14,11 +14,11 @@ import { commonPrefix, Scheduler } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import type { CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
 import { EngineCore } from "./engine-core.js";
-import type { EngineOptions } from "./engine-options.js";
+import { defaultRetained, type EngineOptions } from "./engine-options.js";
 import type { Executor } from "./executor.js";
 import type { InterruptInbox } from "./interrupt-inbox.js";
 import type { SpeculationHook } from "./speculation-hook.js";
-import { promptTokens } from "./prompt-tokens.js";
+import { continuationTokens, promptTokens } from "./prompt-tokens.js";
 import { ResidentPrefixes } from "./resident-prefixes.js";
 import { loadRuntime, type Runtime } from "./runtime.js";
 import { Sampling } from "./sampling.js";
@@ -64,6 +64,10 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
     sequences: runtime.sequences.length,
     prefillChunk: options.prefillChunk ?? DEFAULT_PREFILL_CHUNK,
     compaction: options.compaction ?? true,
+    retention: {
+      ttlMs: options.responseRetentionMs ?? 60_000,
+      maxRetained: options.maxRetainedResponses ?? defaultRetained(runtime.sequences.length),
+    },
   });
   const sampling = new Sampling(runtime, log, extras.extraLogitBias);
   const core = new EngineCore({
@@ -110,6 +114,9 @@ class LlamaEngine implements Engine {
     this.ensureOpen();
     const tools = validateTools(request.tools ?? []);
     const mode = request.mode ?? "async";
+    if (request.toolChoice !== undefined && request.toolChoice !== "auto") {
+      throw new InterlaceError(ErrorCode.BadRequest, "toolChoice is the upstream's tool_choice: it needs --backend openai (this engine's model decides with CML)");
+    }
     const turn = Object.hasOwn(SESSION_TURN_POLICIES, mode) ? SESSION_TURN_POLICIES[mode]() : undefined;
     if (turn === undefined) throw new InterlaceError(ErrorCode.BadRequest, `unknown mode "${String(mode)}"`);
     if (request.policy !== undefined) validatePolicy(request.policy, tools);
@@ -171,11 +178,14 @@ class LlamaEngine implements Engine {
     }
     const messages = request.messages;
     if (messages.length === 0) throw new InterlaceError(ErrorCode.BadRequest, "messages must not be empty");
-    const prompt = promptTokens(this.runtime, {
-      messages,
-      tools: request.tools,
-      ...(request.continueAssistant !== undefined ? { continueAssistant: request.continueAssistant } : {}),
-    });
+    const continued = this.continuation(request);
+    const prompt =
+      continued?.prompt ??
+      promptTokens(this.runtime, {
+        messages,
+        tools: request.tools,
+        ...(request.continueAssistant !== undefined ? { continueAssistant: request.continueAssistant } : {}),
+      });
     this.checkPromptFits(prompt.length);
     const config: SessionConfig = {
       mode: "async",
@@ -187,11 +197,12 @@ class LlamaEngine implements Engine {
       kvPolicy: "keep",
       prefixReuse: true,
       priority: 0,
+      ...(request.retainAs !== undefined ? { retainAs: request.retainAs } : {}),
     };
     const turn = new CompletionTurnPolicy(request.stopAtCalls ?? "turn");
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     await this.settleSupersededCompletions(prompt);
-    const s = this.admit(`cmpl-${randomUUID()}`, config, turn, prompt, script, this.options.prefixCache);
+    const s = this.admit(`cmpl-${randomUUID()}`, config, turn, prompt, script, this.options.prefixCache, continued?.key);
     this.resident.record(s.id, prompt, prefixHashChain({ messages, tools: request.tools }));
     if (script !== undefined) {
       // A script resumes where the history stops: calls and results after the last user message.
@@ -223,6 +234,7 @@ class LlamaEngine implements Engine {
       toolCalls: turn.toolCalls.map((c) => ({ id: c.id, name: c.tool, arguments: c.arguments })),
       finishReason: turn.finishReason ?? (done.reason === "max_tokens" ? "length" : "stop"),
       scripted: s.scripted,
+      continued: continued !== undefined,
       usage: {
         promptTokens: prompt.length,
         completionTokens: s.usage.decodedTokens,
@@ -329,9 +341,26 @@ class LlamaEngine implements Engine {
     clearTimeout(timer);
   }
 
-  private admit(id: string, config: SessionConfig, turn: TurnPolicy, prompt: Token[], script: TokenPolicy | undefined, reuse: boolean): SessionState {
+  /**
+   * The prompt of a request that continues a retained sequence: its resident
+   * tokens exactly as they are in the KV cells, then the new messages. None
+   * when nothing is retained under the key (expired, evicted, never) or the
+   * new messages cannot be appended exactly: the caller renders the whole
+   * conversation instead (a re-prefill, less what the prefix cache holds).
+   */
+  private continuation(request: CompletionRequest): { key: string; prompt: Token[] } | undefined {
+    const c = request.continuation;
+    if (c === undefined || !this.options.prefixCache || c.appended < 1 || c.appended >= request.messages.length) return undefined;
+    const resident = this.scheduler.retained(c.key);
+    if (resident === undefined) return undefined;
+    const split = request.messages.length - c.appended;
+    const suffix = continuationTokens(this.runtime, { prior: request.messages.slice(0, split), append: request.messages.slice(split), tools: request.tools });
+    return suffix === undefined ? undefined : { key: c.key, prompt: [...resident, ...suffix] };
+  }
+
+  private admit(id: string, config: SessionConfig, turn: TurnPolicy, prompt: Token[], script: TokenPolicy | undefined, reuse: boolean, continues?: string): SessionState {
     const resident = reuse ? this.runtime.sequences.map((seq) => seq.contextTokens) : [];
-    const admission = this.scheduler.admit(prompt, config.priority, reuse, this.core.views(), resident);
+    const admission = this.scheduler.admit(prompt, config.priority, reuse, this.core.views(), resident, continues);
     if (admission === null) {
       throw new InterlaceError(ErrorCode.Capacity, `all ${this.scheduler.size} sequences are busy; retry later`);
     }

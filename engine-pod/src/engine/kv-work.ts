@@ -193,15 +193,15 @@ export class KvWork {
 
   /**
    * A finished session's cells: kept resident as an idle prefix-cache entry
-   * (`keepResident`), or cleared; its paused state, if any, discarded. The
+   * (`keepResident`; retained under `retainAs` when given), or cleared; its paused state, if any, discarded. The
    * slot is released either way.
    */
-  async release(s: SessionState, keepResident: boolean, paused: PausedSequence | undefined): Promise<void> {
+  async release(s: SessionState, keepResident: boolean, paused: PausedSequence | undefined, retainAs?: string): Promise<void> {
     try {
       await this.closeGenerator(s);
       if (paused !== undefined) await this.kv.discard(paused);
       if (s.slot < 0) return; // a paused session that lent its slot holds no cells
-      if (keepResident && s.seq.nextTokenIndex > 0) this.scheduler.release(s.slot, s.seq.contextTokens);
+      if (keepResident && s.seq.nextTokenIndex > 0) this.scheduler.release(s.slot, s.seq.contextTokens, retainAs);
       else {
         await this.kv.clear(s.seq);
         this.scheduler.release(s.slot);

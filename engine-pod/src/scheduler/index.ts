@@ -10,4 +10,4 @@ export {
   type SessionView,
   type StepPlan,
 } from "./scheduler.js";
-export { SlotAllocator, commonPrefix, type SlotGrant, type SlotState } from "./slot-allocator.js";
+export { SlotAllocator, commonPrefix, type Retention, type SlotGrant, type SlotState } from "./slot-allocator.js";

@@ -10,7 +10,7 @@
  * its boundary in either direction.
  */
 import type { Token } from "node-llama-cpp";
-import { commonPrefix, SlotAllocator } from "./slot-allocator.js";
+import { commonPrefix, SlotAllocator, type Retention } from "./slot-allocator.js";
 
 /** A session as the scheduler sees it. Plain data, built by the engine each step. */
 export interface SessionView {
@@ -72,13 +72,15 @@ export interface SchedulerOptions {
   compactionMinRemaining?: number;
   /** Fork a resident prefix only when it saves at least this many tokens of prefill. */
   minForkTokens?: number;
+  /** Finished sequences retained under a key (Responses API `previous_response_id`); default off. */
+  retention?: Retention;
 }
 
 export class Scheduler {
   private readonly slots: SlotAllocator;
 
   constructor(private readonly options: SchedulerOptions) {
-    this.slots = new SlotAllocator(options.sequences);
+    this.slots = new SlotAllocator(options.sequences, options.retention);
   }
 
   get size(): number {
@@ -101,12 +103,19 @@ export class Scheduler {
  * (its interrupt arrived while its slot was lent out).
    * With `reuse`, the idle slot sharing the longest prefix wins, and a longer
    * prefix in another sequence (`resident[i]`: the tokens sequence i holds) is
-   * forked from.
+   * forked from. `continues` names the retained slot this request continues.
    */
-  admit(prompt: readonly Token[], priority: number, reuse: boolean, waiting: readonly SessionView[], resident: readonly (readonly Token[])[]): Admission | null {
+  admit(
+    prompt: readonly Token[],
+    priority: number,
+    reuse: boolean,
+    waiting: readonly SessionView[],
+    resident: readonly (readonly Token[])[],
+    continues?: string,
+  ): Admission | null {
     // Paused sessions whose results are in come first: they resume into the next free slot.
     if (waiting.some((v) => resumable(v) && v.slot < 0 && v.priority >= priority)) return null;
-    const grant = this.slots.acquire(reuse ? prompt : []);
+    const grant = this.slots.acquire(reuse ? prompt : [], 1, continues);
     if (grant === null) return null;
     let fork: Admission["fork"] = null;
     if (reuse) {
@@ -127,9 +136,19 @@ export class Scheduler {
     return this.slots.acquire()?.slot ?? null;
   }
 
-  /** Returns a slot: idle with `resident` tokens (prefix cache), else free. Also how a paused session lends its slot out. */
-  release(slot: number, resident?: readonly Token[]): void {
-    this.slots.release(slot, resident);
+  /** Returns a slot: idle with `resident` tokens (prefix cache; retained under `retainAs`), else free. Also how a paused session lends its slot out. */
+  release(slot: number, resident?: readonly Token[], retainAs?: string): void {
+    this.slots.release(slot, resident, retainAs);
+  }
+
+  /** Resident tokens retained under `key`, or undefined (never retained, expired or evicted). */
+  retained(key: string): readonly Token[] | undefined {
+    return this.slots.retainedTokens(key);
+  }
+
+  /** Sequences retained under a key now. */
+  get retainedCount(): number {
+    return this.slots.retainedCount;
   }
 
   /** Plans one step from the sessions' views (in admission order). */

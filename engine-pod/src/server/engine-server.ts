@@ -1,8 +1,9 @@
 /**
  * @module The engine pod's HTTP server: the session API, the
- * OpenAI-compatible endpoint, probes and metrics on one express app. It can
- * listen before the model is loaded (`/healthz` answers, `/readyz` and the
- * API say 503 until {@link EngineServer.setEngine}), and it closes in order:
+ * OpenAI-compatible endpoints (chat completions, Responses), probes and
+ * metrics on one express app. It can listen before the model is loaded
+ * (`/healthz` answers, `/readyz` and the API say 503 until
+ * {@link EngineServer.setEngine}), and it closes in order:
  * stop accepting, cancel the sessions it opened, then drop connections.
  */
 import type { Server } from "node:http";
@@ -13,6 +14,8 @@ import type { EngineMetrics } from "../metrics/index.js";
 import { ToolCache } from "../speculation/index.js";
 import { mountCacheToolOutput } from "./cache-tool-output-route.js";
 import { mountChatCompletions } from "./chat-completions-route.js";
+import { DEFAULT_RESPONSE_STORE, ResponseStore } from "./response-store.js";
+import { mountResponses } from "./responses-route.js";
 import { HttpError, NOT_READY, sendError, toHttpError, type ErrorContext } from "./http-errors.js";
 import type { ToolCatalog } from "./resolve-tools.js";
 import { OPENAPI_DOCUMENT } from "./openapi.js";
@@ -28,6 +31,10 @@ export interface EngineServerLimits {
   retryAfterSeconds: number;
   /** Largest output one `cache-tool-output` entry may carry, bytes (→ 413). Default min(maxBodyBytes, 256 KiB). */
   maxCachedOutputBytes?: number;
+  /** How long a Responses API response stays retrievable and continuable (`previous_response_id`), ms. Default 30 min. */
+  responseStoreTtlMs?: number;
+  /** Most responses stored at once (oldest dropped first). Default 1024. */
+  maxStoredResponses?: number;
 }
 
 export interface EngineServerOptions {
@@ -107,6 +114,11 @@ export class EngineServer {
       maxTtlMs: toolCache.ttlMs,
     });
     mountChatCompletions(app, json, { engine, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, errors });
+    const store = new ResponseStore({
+      ttlMs: limits.responseStoreTtlMs ?? DEFAULT_RESPONSE_STORE.ttlMs,
+      maxEntries: limits.maxStoredResponses ?? DEFAULT_RESPONSE_STORE.maxEntries,
+    });
+    mountResponses(app, json, { engine, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, errors, store });
 
     app.use((req: Request, _res: Response) => {
       throw HttpError.of(ErrorCode.NotFound, `no route ${req.method} ${req.path}`);

@@ -1,6 +1,7 @@
 /**
  * @module The engine pod's OpenAPI 3.1 document, served at `GET /openapi.json`:
- * the sessions API, the OpenAI-compatible endpoint and the probes. A test
+ * the sessions API, the OpenAI-compatible endpoints (chat completions and
+ * the Responses API) and the probes. A test
  * checks it against the routes the express app really mounts, both ways.
  */
 const error = { $ref: "#/components/responses/Error" };
@@ -78,6 +79,47 @@ export const OPENAPI_DOCUMENT = {
         responses: { "200": { description: "chat.completion, or chat.completion.chunk frames then [DONE]" }, "400": error, "413": error, "429": error, "502": error, "503": error, "504": error },
       },
     },
+    "/v1/responses": {
+      post: {
+        summary:
+          "OpenAI Responses API: function tools, stream or not. previous_response_id continues a stored response (its sequence resident while retained: only the new items are prefilled); unknown or expired → 404",
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                properties: {
+                  input: { oneOf: [{ type: "string" }, { type: "array", items: { type: "object" } }] },
+                  instructions: { type: "string" },
+                  tools: { type: "array", items: { type: "object", properties: { type: { const: "function" }, name: { type: "string" }, description: { type: "string" }, parameters: { type: "object" } }, required: ["type", "name"] } },
+                  tool_choice: { enum: ["auto", "none"] },
+                  previous_response_id: { type: "string" },
+                  max_output_tokens: { type: "integer", minimum: 1 },
+                  temperature: { type: "number", minimum: 0, maximum: 2 },
+                  store: { type: "boolean" },
+                  stream: { type: "boolean" },
+                },
+                required: ["input"],
+              },
+            },
+          },
+        },
+        responses: {
+          "200": { description: "A response object, or Responses stream events (response.created … response.completed)" },
+          "400": error,
+          "404": { ...error, description: "previous_response_id unknown or expired" },
+          "413": error,
+          "429": error,
+          "502": error,
+          "503": error,
+          "504": error,
+        },
+      },
+    },
+    "/v1/responses/{id}": {
+      get: { summary: "A stored response (until --response-store-ttl-ms)", parameters: [id], responses: { "200": { description: "The response object" }, "404": error } },
+    },
     "/openapi.json": { get: { summary: "This document", responses: { "200": { description: "OpenAPI 3.1" } } } },
     "/healthz": { get: { summary: "Liveness", responses: { "200": { description: "Alive" } } } },
     "/readyz": { get: { summary: "Readiness (503 while loading or shutting down)", responses: { "200": { description: "Ready" }, "503": { description: "Not ready" } } } },
@@ -110,6 +152,7 @@ export const OPENAPI_DOCUMENT = {
           grammar: { type: "boolean" },
           kvPolicy: { enum: ["keep", "swap", "recompute", "auto"] },
           policy: { type: "object" },
+          toolChoice: { description: "--backend openai, sync/syncParallel: the first request's tool_choice", oneOf: [{ enum: ["auto", "none", "required"] }, { type: "object", properties: { name: { type: "string" } }, required: ["name"] }] },
         },
         required: ["prompt"],
       },

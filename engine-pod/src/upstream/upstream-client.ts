@@ -133,7 +133,12 @@ export class UpstreamClient {
       stream: true,
       stream_options: { include_usage: true },
       ...(request.tools !== undefined && request.tools.length > 0
-        ? { tools: request.tools, tool_choice: request.toolChoice ?? "auto", ...(request.parallelToolCalls !== undefined ? { parallel_tool_calls: request.parallelToolCalls } : {}) }
+        ? {
+            tools: request.tools,
+            // Unset: the upstream's own default (vLLM refuses an explicit "auto" unless started with --enable-auto-tool-choice).
+            ...(request.toolChoice !== undefined ? { tool_choice: request.toolChoice } : {}),
+            ...(request.parallelToolCalls !== undefined ? { parallel_tool_calls: request.parallelToolCalls } : {}),
+          }
         : {}),
       ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
@@ -228,7 +233,9 @@ export class UpstreamClient {
         let call = calls[index];
         if (call === undefined) calls[index] = call = { id: "", type: "function", function: { name: "", arguments: "" } };
         if (tc.id !== undefined && tc.id !== "") call.id = tc.id;
-        if (tc.function?.name !== undefined) call.function.name += tc.function.name;
+        // OpenAI and vLLM send the name once; llama-cpp-python repeats the whole name in every delta.
+        const name = tc.function?.name;
+        if (name !== undefined && name !== call.function.name) call.function.name += name;
         if (tc.function?.arguments !== undefined) call.function.arguments += tc.function.arguments;
       }
       if (choice.finish_reason !== undefined && choice.finish_reason !== null) {

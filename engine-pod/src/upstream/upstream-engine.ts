@@ -113,6 +113,11 @@ export class UpstreamEngine implements Engine {
     if (request.policy?.type === "lpt-dag") {
       for (const c of request.policy.calls) if (!tools.has(c.tool)) throw new InterlaceError(ErrorCode.UnknownTool, `policy call "${c.id}" uses unknown tool "${c.tool}"`);
     }
+    const toolChoice = request.toolChoice;
+    if (toolChoice !== undefined) {
+      if (mode === "asyncNaive" || script !== undefined) throw new InterlaceError(ErrorCode.BadRequest, `toolChoice applies to the upstream's own function calling (unscripted sync and syncParallel sessions), not to ${script !== undefined ? "scripted sessions" : "asyncNaive"}`);
+      if (typeof toolChoice === "object" && !tools.has(toolChoice.name)) throw new InterlaceError(ErrorCode.UnknownTool, `toolChoice names "${toolChoice.name}", which is not one of the session's tools`);
+    }
     const promptTokens = this.countTokens(messages.map((m) => m.content).join("\n"));
     if (promptTokens >= this.options.contextSize) {
       throw new InterlaceError(ErrorCode.ContextOverflow, `prompt of ~${promptTokens} tokens does not fit the context of ${this.options.contextSize} tokens (--context-size)`);
@@ -134,6 +139,7 @@ export class UpstreamEngine implements Engine {
         ...(script !== undefined ? { script } : {}),
         callStyle: request.policy?.type === "lpt-dag" ? (request.policy.callStyle ?? "json") : "json",
         callTimeoutMs: this.options.callTimeoutMs ?? 60_000,
+        ...(toolChoice !== undefined ? { toolChoice } : {}),
       },
       { client: this.client, executor: this.executor, log: this.log, countTokens: (t) => this.countTokens(t), onTurn: this.onTurn },
     );

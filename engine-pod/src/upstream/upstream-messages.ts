@@ -29,7 +29,8 @@ export function toUpstreamConversation(messages: readonly (ChatMessage & { toolC
       }
       return _all;
     });
-    return { role: "assistant", content: text === "" && calls.length > 0 ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
+    // "" rather than null beside tool_calls: llama-cpp-python's server rejects a null assistant content.
+    return { role: "assistant", content: text, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
   });
 }
 

@@ -7,6 +7,8 @@
  *   executor (ToolPools over NATS) one at a time (sync) or all at once
  *   (syncParallel); their results go back as `tool` messages in the next
  *   request. User/agent interrupts join the next request as user messages.
+ *   A session's `toolChoice` goes with the first request only (then the
+ *   upstream's default applies, as the Agents SDK resets a forced choice).
  * - `asyncNaive` (AsyncLM §4.4): the CML system prompt goes upstream; call
  *   blocks are parsed from the streamed text (the token-free text mode of the
  *   CML monitor) and dispatched the moment their `[END]` arrives; every
@@ -26,6 +28,7 @@ import {
   type InterruptKind,
   type SessionEvent,
   type SessionUsage,
+  type ToolChoice,
   type ToolSpec,
   type Logger,
 } from "../../../common/src/index.js";
@@ -51,6 +54,8 @@ export interface UpstreamSessionConfig {
   callStyle: "json" | "python";
   /** Deadline given to each tool call, ms. */
   callTimeoutMs: number;
+  /** The first request's `tool_choice` (sync/syncParallel); dropped once its tools have run. */
+  toolChoice?: ToolChoice;
 }
 
 export interface UpstreamSessionDeps {
@@ -314,15 +319,18 @@ export class UpstreamSession implements EngineSession {
       function: { name: t.name, description: t.description, parameters: t.parameters },
     }));
     let n = 0;
+    let choice = this.config.toolChoice;
     for (;;) {
       // User/agent interrupts that came in meanwhile join the next request.
       for (const a of this.takeArrivals()) this.history.push({ role: "user", content: a.value });
+      const toolChoice = choice === undefined ? undefined : typeof choice === "string" ? choice : { type: "function" as const, function: { name: choice.name } };
       const turn = await this.request(
-        { messages: this.history, ...(tools.length > 0 ? { tools, parallelToolCalls: this.config.mode === "syncParallel" } : {}) },
+        { messages: this.history, ...(tools.length > 0 ? { tools, parallelToolCalls: this.config.mode === "syncParallel", ...(toolChoice !== undefined ? { toolChoice } : {}) } : {}) },
         (text) => this.emit({ type: "text", text, t: this.now() }),
       );
       const calls = turn.toolCalls.map((c) => ({ ...c, id: this.nextId(safeCallId(c.id, ++n)) }));
-      this.history.push({ role: "assistant", content: turn.content === "" ? null : turn.content, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+      // "" rather than null beside tool_calls: llama-cpp-python's server rejects a null assistant content.
+      this.history.push({ role: "assistant", content: turn.content, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
       if (calls.length === 0) return turn.finishReason === "length" ? "max_tokens" : "eos";
       if (this.remainingTokens() <= 0) return "max_tokens";
       const body = (c: (typeof calls)[number]): string => {
@@ -339,6 +347,8 @@ export class UpstreamSession implements EngineSession {
       } else {
         await Promise.all(calls.map((c) => this.dispatch(c.id, body(c))));
       }
+      // The forced choice did its work: from now on the model decides (the upstream's default).
+      choice = undefined;
       // Results in call order, then any user/agent interrupt as its own message.
       const arrivals = this.takeArrivals();
       for (const c of calls) {
