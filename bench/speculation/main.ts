@@ -5,23 +5,39 @@
  *
  * Speculative tool calls on the real system: a nats-server, two tool runners
  * replaying each call's seeded duration (around the mean T of `--tool-ms`),
- * and an engine pod serving the generated `bench` model with the generated
- * `test` model as its draft. BFCL tasks (read as the BFCL bench reads them)
+ * and an engine pod serving the generated `bench` model with a generated
+ * `test`-sized model that shares its 32k BPE vocabulary as its draft (a call
+ * costs the draft as many tokens as the main model, each far cheaper). The
+ * engine keeps no idle sequences as a cross-session prefix cache, so the
+ * modes, which replay the same tasks one after another, all prefill alike. BFCL tasks (read as the BFCL bench reads them)
  * become agent loops: each task's calls run one after another, with
  * `--think-tokens` of reasoning before each. The main model is driven by the
  * scripted LPT policy and the draft by the scripted draft policy (accuracy α):
  * every token of both is a real forward pass. M agents (`--agents`) run
  * concurrently. For every (α, T, M), six modes run side by side on the same
  * tasks: {sync, async} × {no speculation, client-side, client + engine-side
- * (O2, O3)}. Every tool is marked speculative here (the benchmark measures
- * the mechanism; BFCL's tools are treated as stateless replays).
+ * (O2, O3)}; the no-speculation runs do not depend on α, so each (T, M,
+ * calling mode) runs them once and every α's rows share them. Every tool
+ * is marked speculative here (the benchmark measures the mechanism; BFCL's
+ * tools are treated as stateless replays).
  *
  * Reported per mode: time per turn p50/p90, time saved against no
- * speculation in the same calling mode (from mean turn times), throughput,
- * hit rate, wasted tool time, and the paper's prediction for the same α,
- * g/G and T (Eq. 2 client-side, Eq. 6 engine-side).
+ * speculation in the same calling mode (from mean turn times), the paired
+ * per-task ratio (each task's turn time over its own no-speculation turn
+ * time, median), throughput, hit rate, wasted tool time, and the paper's
+ * prediction for the same α, g/G and T (Eq. 2 client-side, Eq. 6
+ * engine-side), then the issue's targets checked against the rows.
+ *
+ * `--quick` runs 60 task runs (3 tasks; T 500 and 1000 ms; α 0.5 and 0.8;
+ * the six modes, no speculation once per T and calling mode). Sized from the
+ * per-task time: a BFCL chain of ~3 turns costs ~1.5 s of prompt prefill
+ * (~1,000 tokens at ~670 tokens/s) plus ~3 × (G + T), G ≈ 1.1 s at ~10 ms per
+ * token — 5–8 s per task on an idle 2-core machine, so about 7–8 minutes in
+ * all. (One task per mode took 24–48 s at a load average of 20, about 8×
+ * slower, consistent with that.)
  */
 import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as vega from "vega";
@@ -29,14 +45,15 @@ import { compile, type TopLevelSpec } from "vega-lite";
 import { canonicalJson } from "../../common/src/builtin-tools/index.js";
 import { parseArgv, SessionClient, type CallingMode, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
 import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
-import { ensureModel } from "../../engine-pod/src/model/index.js";
+import { ensureModel, PRESETS, type ModelPreset } from "../../engine-pod/src/model/index.js";
 import { clientSideTimeSaved, engineSideTimeSaved } from "../../engine-pod/src/speculation/analytic.js";
+import { scriptedPredictions } from "../../engine-pod/src/speculation/draft-policy.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
 import { spawnToolRunner } from "../../hack/stack.js";
 import { buildTasks, readEntries } from "../bfcl/load-tasks.js";
 import type { BenchTask } from "../bfcl/workloads.js";
-import { mean, quantile, seededRandom } from "../lib/stats.js";
+import { mean, median, quantile, r3, seededRandom } from "../lib/stats.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 type Speculation = "none" | "client" | "client+engine";
@@ -44,6 +61,9 @@ const SPECULATION: readonly Speculation[] = ["none", "client", "client+engine"];
 const CALLING: readonly CallingMode[] = ["sync", "async"];
 const POOL = { namespace: "bench", name: "spec-tools" };
 const OUTPUT = "ok";
+
+/** The draft: `test`'s shape (64 x 2 layers) with `bench`'s 32k cl100k vocabulary. */
+const DRAFT_PRESET: ModelPreset = { ...PRESETS.test, name: "test-bpe", vocabSize: PRESETS.bench.vocabSize ?? 32000, vocabulary: PRESETS.bench.vocabulary ?? "cl100k" };
 
 interface Config {
   quick: boolean;
@@ -58,6 +78,8 @@ interface Config {
   answers?: string;
   json?: string;
   outDir: string;
+  /** 1-minute load average when the run started. */
+  loadAtStart: number;
 }
 
 const list = (v: string | undefined, def: number[]): number[] => (v === undefined ? def : v.split(",").map(Number));
@@ -68,8 +90,9 @@ function parseConfig(argv: string[]): Config {
   const c: Config = {
     quick,
     agents: list(f.get("agents"), quick ? [1] : [1, 8]),
-    toolMs: list(f.get("tool-ms"), quick ? [400] : [200, 400, 800]),
-    alpha: list(f.get("alpha"), quick ? [0.8] : [0.5, 0.8, 1]),
+    // Quick: T ≈ G/2 and T ≈ G (G ≈ 1.1 s per turn idle), α 0.5 and 0.8: 2 × 2 × (1 + 2 × 2) mode runs of 3 tasks.
+    toolMs: list(f.get("tool-ms"), quick ? [500, 1000] : [250, 500, 1000, 2000]),
+    alpha: list(f.get("alpha"), quick ? [0.5, 0.8] : [0.5, 0.8, 1]),
     lambda: Number(f.get("lambda") ?? 1),
     thinkTokens: Number(f.get("think-tokens") ?? 30),
     tasks: Number(f.get("tasks") ?? (quick ? 3 : 8)),
@@ -78,6 +101,7 @@ function parseConfig(argv: string[]): Config {
     ...(f.get("answers") !== undefined ? { answers: f.get("answers")! } : {}),
     ...(f.get("json") !== undefined ? { json: f.get("json")! } : {}),
     outDir: f.get("out") ?? join(ROOT, "bench/results"),
+    loadAtStart: r3(loadavg()[0]!),
   };
   for (const a of c.alpha) if (!(a >= 0 && a <= 1)) throw new Error(`--alpha values must be in 0..1, got ${a}`);
   for (const x of [...c.agents, ...c.toolMs, c.lambda, c.tasks]) if (!(Number.isFinite(x) && x > 0)) throw new Error("--agents, --tool-ms, --lambda and --tasks must be positive numbers");
@@ -97,19 +121,36 @@ function chainTasks(base: BenchTask[], toolMs: number, seed: number): BenchTask[
   }));
 }
 
-/** Replay runners: one recording per (tool, arguments); repeats replay the first duration (written back into the task). */
-function replayPool(tasks: BenchTask[]): ToolRunnerConfig {
+/**
+ * Replay runners: one recording per (tool, arguments); repeats replay the
+ * first duration (written back into the task). The scripted draft's wrong
+ * guesses are pure functions of the task, turn and seed, so they are
+ * recorded too, each taking as long as the call it stood in for: a wrong
+ * guess costs real tool time, as it would with real tools.
+ */
+function replayPool(tasks: BenchTask[], cfg: Config): ToolRunnerConfig {
   const rec = new Map<string, Map<string, { arguments: Record<string, unknown>; output: string; latencyMs: number }>>();
+  const record = (tool: string, args: Record<string, unknown>, latencyMs: number): number => {
+    let byArgs = rec.get(tool);
+    if (byArgs === undefined) rec.set(tool, (byArgs = new Map()));
+    const key = canonicalJson(args);
+    const seen = byArgs.get(key);
+    if (seen !== undefined) return seen.latencyMs;
+    byArgs.set(key, { arguments: args, output: OUTPUT, latencyMs });
+    return latencyMs;
+  };
+  for (const task of tasks) for (const call of task.calls) call.latencyMs = call.estimatedLatencyMs = record(call.tool, call.arguments, call.latencyMs);
   for (const task of tasks)
-    for (const call of task.calls) {
-      let byArgs = rec.get(call.tool);
-      if (byArgs === undefined) rec.set(call.tool, (byArgs = new Map()));
-      const key = canonicalJson(call.arguments);
-      const seen = byArgs.get(key);
-      if (seen === undefined) byArgs.set(key, { arguments: call.arguments, output: OUTPUT, latencyMs: call.latencyMs });
-      else call.latencyMs = call.estimatedLatencyMs = seen.latencyMs;
-    }
-  // Wrong draft guesses call the same tools with other arguments: they replay a fallback of T.
+    for (const alpha of cfg.alpha)
+      task.calls.forEach((call, turn) => {
+        const guesses = scriptedPredictions({ tool: call.tool, arguments: call.arguments }, speculativeTools(task), cfg.lambda, {
+          alpha,
+          seed: cfg.seed,
+          sessionKey: JSON.stringify(task.calls.map((c) => [c.id, c.tool, c.arguments])),
+          turn,
+        });
+        for (const g of guesses) record(g.tool, g.arguments, call.latencyMs);
+      });
   const tools: RunnerToolSpec[] = [...rec].map(([name, byArgs]) => ({
     name,
     description: `replays ${name}`,
@@ -119,8 +160,13 @@ function replayPool(tasks: BenchTask[]): ToolRunnerConfig {
   return { namespace: POOL.namespace, pool: POOL.name, tools, concurrency: 256, maxResultBytes: 4096 };
 }
 
+/** The tools a task's sessions get, in order (all speculative here): the scripted draft guesses among them. */
+function speculativeTools(task: BenchTask): ToolSpec[] {
+  return task.tools.map((t) => ({ ...t, pool: POOL, estimatedLatencyMs: Math.round(mean(task.calls.map((c) => c.latencyMs))) }));
+}
+
 function request(task: BenchTask, calling: CallingMode, spec: Speculation, alpha: number, cfg: Config): CreateSessionRequest {
-  const tools: ToolSpec[] = task.tools.map((t) => ({ ...t, pool: POOL, estimatedLatencyMs: Math.round(mean(task.calls.map((c) => c.latencyMs))) }));
+  const tools = speculativeTools(task);
   return {
     prompt: task.prompt,
     tools,
@@ -172,18 +218,20 @@ export interface ResultRow {
   alpha: number;
   tool_ms: number;
   g_over_G: number;
+  /** Mean tool time over the main model's generation time per turn (T/G). */
+  t_over_G: number;
   agents: number;
   turn_p50_ms: number;
   turn_p90_ms: number;
   time_saved: number;
   predicted_time_saved: number;
+  /** Median over tasks of (turn time in this mode / the same task's turn time without speculation). */
+  paired_ratio_p50: number;
   hit_rate: number;
   wasted_tool_ms: number;
   draft_tokens_accepted: number;
   tokens_per_s: number;
 }
-
-const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 export async function run(argv: string[]): Promise<void> {
   const cfg = parseConfig(argv);
@@ -192,35 +240,40 @@ export async function run(argv: string[]): Promise<void> {
   // Tasks with at least two calls: a chain of turns (single-call tasks have one turn).
   const base = buildTasks(entries, "parallel", { seed: cfg.seed, maxTasks: cfg.tasks * 4 }).filter((t) => t.calls.length >= 2).slice(0, cfg.tasks);
   if (base.length === 0) throw new Error("no BFCL task with two or more calls in the given files");
-  console.log("Speculative tool calls — main model: generated `bench` preset; draft model: generated `test` preset (random weights).");
+  console.log("Speculative tool calls — main model: generated `bench` preset; draft model: generated `test` shape with the same 32k vocabulary (random weights).");
   console.log("Main: scripted LPT policy over each task's calls in a chain; draft: scripted with accuracy α. Every token of both is a real forward pass;");
   console.log("every call goes through NATS to real tool runners replaying seeded durations. All tools are marked speculative.\n");
 
-  const [modelPath, draftPath] = await Promise.all([ensureModel({ preset: "bench" }), ensureModel({ preset: "test", seed: 2 })]);
+  const [modelPath, draftPath] = await Promise.all([ensureModel({ preset: "bench" }), ensureModel({ preset: DRAFT_PRESET })]);
   const nats = await NatsServer.start();
   const maxAgents = Math.max(...cfg.agents);
   const engine = await spawnEngine([
     "--model", modelPath, "--draft-model", draftPath, "--max-draft-tokens", "32",
     "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-spec",
-    "--sequences", String(Math.max(2, maxAgents)), "--context-size", "4096", "--threads", "1",
+    "--sequences", String(Math.max(2, maxAgents)), "--context-size", "4096", "--threads", "1", "--prefix-cache", "false",
   ]);
   const rows: ResultRow[] = [];
   try {
     for (const toolMs of cfg.toolMs) {
       const tasks = chainTasks(base, toolMs, cfg.seed);
-      const pool = replayPool(tasks);
+      const pool = replayPool(tasks, cfg);
       const runners = [await spawnToolRunner(nats.url, pool, "spec-0"), await spawnToolRunner(nats.url, pool, "spec-1")];
       try {
         for (const agents of cfg.agents)
-          for (const alpha of cfg.alpha)
-            for (const calling of CALLING) {
-              const measured = new Map<Speculation, { runs: Run[]; wallMs: number }>();
-              for (const spec of SPECULATION) {
-                measured.set(spec, await runMode(engine.url, tasks, agents, (t) => request(t, calling, spec, alpha, cfg)));
-                process.stderr.write(`  T=${toolMs} M=${agents} α=${alpha} ${calling} ${spec} done\n`);
+          for (const calling of CALLING) {
+            // No speculation does not depend on α: one run, the baseline of every α's rows.
+            const none = await runMode(engine.url, tasks, agents, (t) => request(t, calling, "none", 0, cfg));
+            process.stderr.write(`  T=${toolMs} M=${agents} ${calling} none done (${Math.round(none.wallMs / 1000)} s)\n`);
+            for (const alpha of cfg.alpha) {
+              const measured = new Map<Speculation, { runs: Run[]; wallMs: number }>([["none", none]]);
+              for (const spec of SPECULATION.filter((x) => x !== "none")) {
+                const m = await runMode(engine.url, tasks, agents, (t) => request(t, calling, spec, alpha, cfg));
+                measured.set(spec, m);
+                process.stderr.write(`  T=${toolMs} M=${agents} α=${alpha} ${calling} ${spec} done (${Math.round(m.wallMs / 1000)} s)\n`);
               }
               rows.push(...summarize(measured, { calling, alpha, toolMs, agents, thinkTokens: cfg.thinkTokens }));
             }
+          }
       } finally {
         await Promise.all(runners.map((r) => r.stop()));
       }
@@ -240,6 +293,9 @@ function summarize(
   const turns = (runs: Run[]): number[] => runs.map((r) => r.done.timings.totalMs / r.task.calls.length);
   const none = measured.get("none")!;
   const noneTurn = mean(turns(none.runs));
+  // Paired: each task against its own no-speculation run (same task, same seeds).
+  const noneByTask = new Map(none.runs.map((r) => [r.task.id, r.done.timings.totalMs]));
+  const paired = (runs: Run[]): number => median(runs.map((r) => r.done.timings.totalMs / noneByTask.get(r.task.id)!));
   // T: the tools' mean duration; G: the rest of a turn without speculation; g: the draft's mean run.
   const T = mean(none.runs.flatMap((r) => r.task.calls.map((c) => c.latencyMs)));
   const G = Math.max(1, noneTurn - T);
@@ -276,11 +332,13 @@ function summarize(
       alpha: s.alpha,
       tool_ms: s.toolMs,
       g_over_G: r3(g / G),
+      t_over_G: r3(T / G),
       agents: s.agents,
       turn_p50_ms: Math.round(quantile(t, 0.5)),
       turn_p90_ms: Math.round(quantile(t, 0.9)),
       time_saved: r3(1 - mean(t) / noneTurn),
       predicted_time_saved: r3(predicted),
+      paired_ratio_p50: r3(paired(m.runs)),
       hit_rate: hits + misses === 0 ? 0 : r3(hits / (hits + misses)),
       wasted_tool_ms: Math.round(sp.reduce((a, x) => a + (x?.wastedToolMs ?? 0), 0)),
       draft_tokens_accepted: sp.reduce((a, x) => a + (x?.draftTokensAccepted ?? 0), 0),
@@ -290,19 +348,70 @@ function summarize(
 }
 
 function report(rows: ResultRow[], cfg: Config, ms: number): void {
-  const head = "| mode | speculation | α | T ms | g/G | M | turn p50 ms | turn p90 ms | time saved | predicted | hit rate | wasted tool ms | O2 tokens accepted | tokens/s |";
+  const head = "| mode | speculation | α | T ms | T/G | g/G | M | turn p50 ms | turn p90 ms | time saved | predicted | paired ratio | hit rate | wasted tool ms | O2 tokens accepted | tokens/s |";
   console.log(head);
   console.log(`|${head.split("|").slice(1, -1).map(() => " --- ").join("|")}|`);
   for (const r of rows)
     console.log(
-      `| ${r.calling_mode} | ${r.speculation} | ${r.alpha} | ${r.tool_ms} | ${r.g_over_G} | ${r.agents} | ${r.turn_p50_ms} | ${r.turn_p90_ms} | ${(r.time_saved * 100).toFixed(1)}% | ${(r.predicted_time_saved * 100).toFixed(1)}% | ${r.hit_rate} | ${r.wasted_tool_ms} | ${r.draft_tokens_accepted} | ${r.tokens_per_s} |`,
+      `| ${r.calling_mode} | ${r.speculation} | ${r.alpha} | ${r.tool_ms} | ${r.t_over_G} | ${r.g_over_G} | ${r.agents} | ${r.turn_p50_ms} | ${r.turn_p90_ms} | ${(r.time_saved * 100).toFixed(1)}% | ${(r.predicted_time_saved * 100).toFixed(1)}% | ${r.paired_ratio_p50} | ${r.hit_rate} | ${r.wasted_tool_ms} | ${r.draft_tokens_accepted} | ${r.tokens_per_s} |`,
     );
   console.log(`\nAnalytic bound (Lemma 1): client-side speedup < 2, i.e. time saved < 50%; predicted columns: Eq. 2 (client), Eq. 6 vs Eq. 5 (client+engine, o = 0).`);
-  console.log(`${rows.length} rows, λ = ${cfg.lambda}, ${cfg.thinkTokens} reasoning tokens per turn, ${Math.round(ms / 1000)} s.`);
+  for (const line of targets(rows)) console.log(line);
+  console.log(`${rows.length} rows, λ = ${cfg.lambda}, ${cfg.thinkTokens} reasoning tokens per turn, ${cfg.tasks} tasks per mode, ${Math.round(ms / 1000)} s.`);
+}
+
+/** The issue's targets, checked against the measured rows (each setting of α, T, M on its own). */
+export function targets(rows: readonly ResultRow[]): string[] {
+  const out: string[] = ["Targets:"];
+  const settings = new Map<string, ResultRow[]>();
+  for (const r of rows) {
+    const k = `α=${r.alpha} T=${r.tool_ms} M=${r.agents}`;
+    settings.set(k, [...(settings.get(k) ?? []), r]);
+  }
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  for (const [k, rs] of settings) {
+    const get = (c: CallingMode, sp: Speculation) => rs.find((r) => r.calling_mode === c && r.speculation === sp);
+    const client = get("sync", "client");
+    const engine = get("sync", "client+engine");
+    if (client !== undefined) {
+      const near = client.alpha >= 0.7 && client.alpha <= 0.9 && client.t_over_G >= 0.5 && client.t_over_G <= 2;
+      const within = client.predicted_time_saved === 0 ? NaN : Math.abs(client.time_saved - client.predicted_time_saved) / client.predicted_time_saved;
+      out.push(
+        `- ${k} (T/G ${client.t_over_G}): sync client-side saves ${pct(client.time_saved)}${near ? (client.time_saved >= 0.2 ? " (≥ 20%: met)" : ` (target ≥ 20%: missed by ${pct(0.2 - client.time_saved)})`) : " (target applies at T ≈ G, α ≈ 0.8)"}; ` +
+          `Eq. 2 predicts ${pct(client.predicted_time_saved)} (${Number.isFinite(within) ? `${pct(within)} off; target ≤ 15%: ${within <= 0.15 ? "met" : "missed"}` : "no prediction"})`,
+      );
+    }
+    if (client !== undefined && engine !== undefined) {
+      const more = engine.time_saved - client.time_saved;
+      out.push(`  engine-side adds ${pct(more)} in sync (target ≥ 2%: ${more >= 0.02 ? "met" : "missed"})`);
+    }
+    const fastest = [...rs].sort((a, b) => a.turn_p50_ms - b.turn_p50_ms)[0];
+    if (fastest !== undefined) {
+      const ok = fastest.calling_mode === "async" && fastest.speculation !== "none";
+      out.push(`  fastest mode (turn p50): ${fastest.calling_mode}/${fastest.speculation} (target async + speculation: ${ok ? "met" : "missed"})`);
+    }
+  }
+  return out;
 }
 
 async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
-  const config = { quick: cfg.quick, agents: cfg.agents, tool_ms: cfg.toolMs, alpha: cfg.alpha, lambda: cfg.lambda, think_tokens: cfg.thinkTokens, tasks: cfg.tasks, seed: cfg.seed, main_model: "bench (generated)", draft_model: "test (generated)", scripted: true };
+  const config = {
+    quick: cfg.quick,
+    agents: cfg.agents,
+    tool_ms: cfg.toolMs,
+    alpha: cfg.alpha,
+    lambda: cfg.lambda,
+    think_tokens: cfg.thinkTokens,
+    tasks: cfg.tasks,
+    seed: cfg.seed,
+    ...(cfg.questions !== undefined ? { questions: cfg.questions } : {}),
+    main_model: "bench (generated)",
+    draft_model: "test shape with the bench vocabulary (generated)",
+    scripted: true,
+    // How busy the machine was: the figures are only comparable on an idle one.
+    cpus: cpus().length,
+    load_avg_1m: { start: cfg.loadAtStart, end: r3(loadavg()[0]!) },
+  };
   const body = JSON.stringify({ results: rows, config }, null, 2);
   if (cfg.json !== undefined) {
     mkdirSync(dirname(resolve(cfg.json)), { recursive: true });
@@ -324,8 +433,37 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
       ],
     },
   };
-  writeFileSync(join(cfg.outDir, "speculation.vl.json"), JSON.stringify(spec, null, 2));
-  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
-  writeFileSync(join(cfg.outDir, "speculation.svg"), await view.toSVG());
-  console.log(`\nwrote ${join(cfg.outDir, "speculation.json")}, speculation.svg${cfg.json !== undefined ? ` and ${cfg.json}` : ""}`);
+  // The sweep: time saved against α, one line per mode, one panel per T/G (measured solid, predicted dashed).
+  const sweep: TopLevelSpec = {
+    $schema: "https://vega.github.io/schema/vega-lite/v5.json",
+    title: "Time saved against draft accuracy α, per tool time T (dashed: Eq. 2 / Eq. 6)",
+    data: {
+      values: rows
+        .filter((r) => r.speculation !== "none")
+        .flatMap((r) => [
+          { ...r, panel: `T=${r.tool_ms} ms M=${r.agents}`, mode: `${r.calling_mode}/${r.speculation}`, kind: "measured", saved: r.time_saved },
+          { ...r, panel: `T=${r.tool_ms} ms M=${r.agents}`, mode: `${r.calling_mode}/${r.speculation}`, kind: "predicted", saved: r.predicted_time_saved },
+        ]),
+    },
+    facet: { column: { field: "panel", type: "nominal", title: null } },
+    spec: {
+      width: 220,
+      height: 200,
+      mark: { type: "line", point: true },
+      encoding: {
+        x: { field: "alpha", type: "quantitative", title: "α" },
+        y: { field: "saved", type: "quantitative", axis: { format: "%" }, title: "time saved" },
+        color: { field: "mode", type: "nominal" },
+        strokeDash: { field: "kind", type: "nominal", title: null },
+      },
+    },
+  };
+  const written: string[] = [];
+  for (const [name, chart] of [["speculation", spec], ["speculation-sweep", sweep]] as const) {
+    writeFileSync(join(cfg.outDir, `${name}.vl.json`), JSON.stringify(chart, null, 2));
+    const view = new vega.View(vega.parse(compile(chart).spec), { renderer: "none" });
+    writeFileSync(join(cfg.outDir, `${name}.svg`), await view.toSVG());
+    written.push(`${name}.svg`);
+  }
+  console.log(`\nwrote ${join(cfg.outDir, "speculation.json")}, ${written.join(", ")}${cfg.json !== undefined ? ` and ${cfg.json}` : ""}`);
 }

@@ -85,12 +85,16 @@ export interface SessionSpeculation {
    */
   engineSide?: boolean;
   /**
-   * The draft policy. `scripted` (benchmarks): the draft predicts the script's
-   * next call with accuracy `alpha` and a plausible wrong call otherwise, while
-   * its tokens are real draft-model passes; the session is labelled scripted.
+   * The draft policy. `model` (the default when the engine has a draft
+   * model): the draft model writes its own next call on the session's
+   * context — a call block after `[CALL]`, under the session's call grammar,
+   * at most `maxTokens` tokens — and the call is parsed as the main model's
+   * are. `scripted` (benchmarks): the draft predicts the script's next call
+   * with accuracy `alpha` and a plausible wrong call otherwise, while its
+   * tokens are real draft-model passes; the session is labelled scripted.
    * Needs a scripted main policy (it knows the true next call).
    */
-  draft?: { type: "scripted"; alpha: number; seed?: number };
+  draft?: { type: "model"; maxTokens?: number } | { type: "scripted"; alpha: number; seed?: number };
 }
 
 /** OpenAI `tool_choice`, as a session asks for it: let the model decide, no calls, some call, or this function. */
@@ -173,6 +177,8 @@ export interface SpeculationUsage {
   /** Turns at which the draft ran, and its time over them (g summed), ms. */
   draftRuns: number;
   draftMs: number;
+  /** Unscripted draft runs that wrote no parseable call (nothing to start). */
+  draftNoCall?: number;
   /** Tool calls started before the model asked (only tools marked speculative). */
   started: number;
   /** Model calls served from the tool cache / not found there. */

@@ -7,54 +7,9 @@
  * and the real call is not run again; a miss runs the tool; a wrong guess is
  * discarded and counted wasted; the TTL drops a stale speculation.
  */
-import t, { type Test } from "tap";
-import { createLogger, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
-import { createEngine, loadRuntime, type Engine, type EngineOptions } from "../../engine-pod/src/engine/index.js";
-import type { Executor, ToolCall, ToolResult } from "../../engine-pod/src/executor/executor.js";
-import { ensureModel } from "../../engine-pod/src/model/index.js";
-import { createSpeculationHook, DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "../../engine-pod/src/speculation/index.js";
-import { startNatsServer } from "../helpers/nats-server.js";
-import { POOL, startExecutor, startRunner } from "../nats/fixtures.js";
-
-const sleepSpec = (speculative: boolean): ToolSpec => ({
-  name: "sleep",
-  description: "waits ms, then answers result",
-  parameters: { type: "object", properties: { ms: { type: "integer" }, result: { type: "string" } }, required: ["ms"] },
-  speculative,
-  pool: POOL,
-});
-const echoSpec: ToolSpec = { name: "echo", description: "echoes", parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] }, pool: POOL };
-
-/** Sees every call that reaches the real executor (the NATS executor), by id. */
-class Observed implements Executor {
-  readonly runs: ToolCall[] = [];
-  constructor(private readonly inner: Executor) {}
-  execute(call: ToolCall, signal?: AbortSignal): Promise<ToolResult> {
-    this.runs.push(call);
-    return this.inner.execute(call, signal);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
-
-async function stack(t: Test, cacheTtlMs = 60_000): Promise<{ engine: Engine; observed: Observed; cache: ToolCache }> {
-  const nats = await startNatsServer(t);
-  await startRunner(t, nats.url);
-  const observed = new Observed(await startExecutor(t, nats.url, { enginePod: "engine-spec" }));
-  const [modelPath, draftPath] = await Promise.all([ensureModel({ preset: "test" }), ensureModel({ preset: "test", seed: 2 })]);
-  const speculative = new SpeculativeExecutor(observed);
-  const log = createLogger("engine-test", "warn");
-  const options: EngineOptions = { modelPath, gpu: false, sequences: 2, contextSize: 2048, threads: 1, kvPolicy: "keep", maxTokens: 400, prefixCache: true };
-  const runtime = await loadRuntime(options, log);
-  const core = await createEngine(options, speculative, log, { calibrate: false, runtime, speculation: createSpeculationHook(speculative, 8) });
-  t.teardown(() => core.close());
-  const draft = await DraftModel.load(runtime.llama, { modelPath: draftPath, sequences: 2, contextSize: 1024, threads: 1 }, log);
-  t.teardown(() => draft.close());
-  const cache = new ToolCache({ ttlMs: cacheTtlMs });
-  const engine = withSpeculation(core, { executor: speculative, cache, stats: new SpeculationStats(), draft: () => draft, log });
-  return { engine, observed, cache };
-}
+import t from "tap";
+import type { CreateSessionRequest, ToolSpec } from "../../common/src/index.js";
+import { echoSpec, finish, results, sleepSpec, speculationStack as stack } from "./speculation-fixture.js";
 
 function chain(mode: "sync" | "async", alpha: number, tools: ToolSpec[], calls: Extract<NonNullable<CreateSessionRequest["policy"]>, { type: "lpt-dag" }>["calls"], engineSide = false): CreateSessionRequest {
   return {
@@ -73,14 +28,6 @@ const twoSleeps = [
   { id: "c1", tool: "sleep", arguments: { ms: 300, result: "first" }, dependsOn: [], estimatedLatencyMs: 300 },
   { id: "c2", tool: "sleep", arguments: { ms: 300, result: "second" }, dependsOn: ["c1"], estimatedLatencyMs: 300 },
 ];
-
-async function finish(engine: Engine, request: CreateSessionRequest): Promise<{ events: readonly SessionEvent[]; done: Extract<SessionEvent, { type: "done" }> }> {
-  const s = engine.createSession(request);
-  const done = await s.finished;
-  return { events: s.events, done };
-}
-
-const results = (events: readonly SessionEvent[]) => events.filter((e): e is Extract<SessionEvent, { type: "interrupt" }> => e.type === "interrupt").map((e) => `${e.id}=${e.value}`);
 
 t.test("α = 1: every call is a hit, delivered once; the real calls never run (sync and async)", async (t) => {
   const { engine, observed } = await stack(t);
@@ -119,7 +66,7 @@ t.test("a non-speculative tool is never started early, even when predicted right
 });
 
 t.test("the TTL drops a stale speculation: the call misses and runs", async (t) => {
-  const { engine, observed } = await stack(t, 1);
+  const { engine, observed } = await stack(t, { cacheTtlMs: 1 });
   const { events, done } = await finish(engine, chain("sync", 1, [sleepSpec(true)], twoSleeps.slice(0, 1)));
   t.same(results(events), ["c1=first"]);
   t.same(observed.runs.map((c) => c.id.startsWith("spec_") ? "spec" : c.id), ["spec", "c1"]);

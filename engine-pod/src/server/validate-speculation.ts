@@ -41,8 +41,12 @@ export function validateSpeculation(value: unknown, policy: ScriptedPolicySpec |
     out.pools = pools as string[];
   }
   const draft = value["draft"];
-  if (draft !== undefined) {
-    if (!isObject(draft) || draft["type"] !== "scripted") throw bad(`"speculation.draft" must be {"type": "scripted", "alpha": 0..1, "seed"?}`);
+  if (isObject(draft) && draft["type"] === "model") {
+    for (const k of Object.keys(draft)) if (k !== "type" && k !== "maxTokens") throw bad(`unknown field "speculation.draft.${k}"; expected type, maxTokens`);
+    const maxTokens = intIn(draft["maxTokens"], "speculation.draft.maxTokens", 8, 512);
+    out.draft = { type: "model", ...(maxTokens !== undefined ? { maxTokens } : {}) };
+  } else if (draft !== undefined) {
+    if (!isObject(draft) || draft["type"] !== "scripted") throw bad(`"speculation.draft" must be {"type": "model", "maxTokens"?} or {"type": "scripted", "alpha": 0..1, "seed"?}`);
     const alpha = draft["alpha"];
     if (typeof alpha !== "number" || !(alpha >= 0 && alpha <= 1)) throw bad(`"speculation.draft.alpha" must be a number in 0..1, got ${JSON.stringify(alpha)}`);
     const seed = intIn(draft["seed"], "speculation.draft.seed", 0, 0xffffffff);

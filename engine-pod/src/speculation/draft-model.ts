@@ -3,12 +3,23 @@
  * beside the main one, on the same llama.cpp instance, with its own small
  * context. It writes a predicted call as real forward passes: the history is
  * prefilled (reusing whatever prefix the draft sequence already holds) and
- * then every token of the call block is evaluated one step at a time. Under
- * the scripted draft policy the tokens are the policy's (the sample is
- * discarded, as for the main model's scripted policy); the time is real.
+ * then every token of the call block is evaluated one step at a time.
+ *
+ * Two ways to write it:
+ * - {@link DraftModel.run}, under the scripted draft policy: the tokens are
+ *   the policy's (the sample is discarded, as for the main model's scripted
+ *   policy); the time is real;
+ * - {@link DraftModel.sampleCall}, unscripted: the draft samples its own call
+ *   block after `[CALL]`, constrained by the session's call grammar (as the
+ *   main model's call blocks are, so a small model writes a parseable call),
+ *   and the block is read back with the engine's own CML monitor and parser.
  */
-import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import type { Logger } from "../../../common/src/index.js";
+import { LlamaGrammarEvaluationState, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { CML, type CmlMarker, type Logger, type ToolSpec } from "../../../common/src/index.js";
+import { createCallGrammar, createTokenMonitor, findMarkerTokens, INTR_LOGIT, parseCallBody } from "../cml/index.js";
+import { StreamDetokenizer } from "../engine/detokenizer.js";
+import { markerTokenIds, tokenizeCml } from "../engine/runtime.js";
+import type { PredictedCall } from "./planner.js";
 
 export interface DraftModelOptions {
   modelPath: string;
@@ -28,9 +39,27 @@ export interface DraftRun {
   ms: number;
 }
 
+/** What an unscripted draft wrote. */
+export interface DraftSample extends DraftRun {
+  /** The call it wrote, parsed and validated against the session's tools; undefined when it wrote none. */
+  call?: PredictedCall;
+  /** The block's text after `[CALL]` (for logs and tests). */
+  text: string;
+  /** Why no call came out (`max_tokens`, or the parser's message). */
+  failure?: string;
+}
+
+/** Bounds that keep a drafted call short even for a model that never closes a string. */
+const DRAFT_GRAMMAR_BOUNDS = { maxStringLength: 48, maxArrayItems: 4, maxGenericDepth: 2 } as const;
+
 export class DraftModel {
   private readonly free: LlamaContextSequence[];
   private readonly waiters: ((seq: LlamaContextSequence) => void)[] = [];
+  /** The draft vocabulary's CML markers (control tokens where it has them). */
+  private readonly markerTokens: ReadonlyMap<number, CmlMarker>;
+  private readonly markerIds: Readonly<Record<CmlMarker, readonly Token[]>>;
+  /** Inside a drafted block no other block may open, and `[INTR]` never appears. */
+  private readonly blockBias: TokenBias;
 
   private constructor(
     readonly model: LlamaModel,
@@ -39,6 +68,10 @@ export class DraftModel {
   ) {
     this.free = [];
     for (let i = 0; i < context.totalSequences; i++) this.free.push(context.getSequence());
+    this.markerTokens = findMarkerTokens(model).markerTokens;
+    this.markerIds = markerTokenIds(model, this.markerTokens);
+    this.blockBias = new TokenBias(model.tokenizer);
+    for (const [id, marker] of this.markerTokens) if (marker === CML.CALL || marker === CML.TRAP || marker === CML.INTR) this.blockBias.set(id as Token, { logit: INTR_LOGIT });
   }
 
   static async load(llama: Llama, options: DraftModelOptions, log: Logger): Promise<DraftModel> {
@@ -65,6 +98,15 @@ export class DraftModel {
   }
 
   /**
+   * The session's context as the draft reads it: CML markers as the draft's
+   * own marker tokens, the rest plain text. (A tool output spelling a marker
+   * can only mislead the draft, whose calls the main model still decides.)
+   */
+  tokenizeCml(text: string): Token[] {
+    return tokenizeCml(this.model, this.markerIds, text);
+  }
+
+  /**
    * Writes `output` after `history` with real forward passes: the history is
    * prefilled (its common prefix with what the sequence holds is kept), then
    * each output token is one decode step.
@@ -74,14 +116,7 @@ export class DraftModel {
     const seq = await this.acquire();
     try {
       // Keep the room for the output: an over-long history keeps its tail.
-      const room = Math.max(1, this.contextSize - output.length - 2);
-      const hist = history.length > room ? history.slice(history.length - room) : history.slice();
-      const held = seq.contextTokens;
-      let p = 0;
-      while (p < held.length && p < hist.length && held[p] === hist[p]) p++;
-      if (p === hist.length && p > 0) p--; // one history token must be evaluated to produce the next
-      if (seq.nextTokenIndex > p) await seq.eraseContextTokenRanges([{ start: p, end: seq.nextTokenIndex }]);
-      const suffix = hist.slice(p);
+      const { suffix } = await this.reusePrefix(seq, history, output.length);
       let decoded = 0;
       if (output.length === 0) {
         if (suffix.length > 0) await seq.evaluateWithoutGeneratingNewTokens(suffix);
@@ -104,6 +139,71 @@ export class DraftModel {
     } finally {
       this.release(seq);
     }
+  }
+
+  /**
+   * Unscripted: after `history` the draft opens a call block and writes its
+   * body by greedy sampling under the call grammar of `tools`, at most
+   * `maxTokens` tokens. The tokens go through a CML monitor as the main
+   * model's do; a complete block is parsed and validated against `tools`.
+   */
+  async sampleCall(history: readonly Token[], tools: readonly ToolSpec[], opts: { maxTokens: number; signal?: AbortSignal; temperature?: number; seed?: number }): Promise<DraftSample> {
+    const t0 = performance.now();
+    if (tools.length === 0) return { prefilled: 0, decoded: 0, ms: 0, text: "", failure: "no tools" };
+    const grammar = await createCallGrammar(this.model.llama, tools, { markerTokens: this.markerTokens, callId: "none", ...DRAFT_GRAMMAR_BOUNDS });
+    const open = this.markerIds[CML.CALL];
+    const seq = await this.acquire();
+    try {
+      const { suffix } = await this.reusePrefix(seq, history, opts.maxTokens + open.length);
+      const monitor = createTokenMonitor({ markerTokens: this.markerTokens });
+      const detok = new StreamDetokenizer(this.model, this.markerTokens);
+      for (const token of open) monitor.push(token, detok.push(token));
+      const byName = new Map(tools.map((t) => [t.name, t]));
+      const gen = seq.evaluate([...suffix, ...open], {
+        temperature: opts.temperature ?? 0,
+        ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+        grammarEvaluationState: new LlamaGrammarEvaluationState({ model: this.model, grammar }),
+        tokenBias: this.blockBias,
+      });
+      let decoded = 0;
+      let text = "";
+      try {
+        for (let r = await gen.next(); r.done !== true; r = await gen.next()) {
+          decoded++;
+          const piece = detok.push(r.value);
+          text += piece;
+          for (const ev of monitor.push(r.value, piece)) {
+            if (ev.type === "malformed") return { prefilled: suffix.length, decoded, ms: performance.now() - t0, text, failure: ev.reason };
+            if (ev.type !== "call") continue;
+            const parsed = parseCallBody(ev.body, byName);
+            const base = { prefilled: suffix.length, decoded, ms: performance.now() - t0, text };
+            return parsed.ok ? { ...base, call: { tool: parsed.tool, arguments: parsed.arguments } } : { ...base, failure: parsed.message };
+          }
+          if (decoded >= opts.maxTokens || opts.signal?.aborted === true || this.model.isEogToken(r.value)) break;
+        }
+      } finally {
+        await gen.return();
+      }
+      return { prefilled: suffix.length, decoded, ms: performance.now() - t0, text, failure: "max_tokens" };
+    } finally {
+      this.release(seq);
+    }
+  }
+
+  /**
+   * Keeps the common prefix of what `seq` holds and `history` (its tail when
+   * it is too long to leave `room` tokens), erases the rest, and returns the
+   * history tokens still to evaluate (at least one: it produces the next token).
+   */
+  private async reusePrefix(seq: LlamaContextSequence, history: readonly Token[], room: number): Promise<{ suffix: Token[] }> {
+    const max = Math.max(1, this.contextSize - room - 2);
+    const hist = history.length > max ? history.slice(history.length - max) : history.slice();
+    const held = seq.contextTokens;
+    let p = 0;
+    while (p < held.length && p < hist.length && held[p] === hist[p]) p++;
+    if (p === hist.length && p > 0) p--; // one history token must be evaluated to produce the next
+    if (seq.nextTokenIndex > p) await seq.eraseContextTokenRanges([{ start: p, end: seq.nextTokenIndex }]);
+    return { suffix: hist.slice(p) };
   }
 
   async close(): Promise<void> {

@@ -4,8 +4,12 @@
  * tool result enters the context (injected in async mode, re-entered in sync
  * modes) — the draft model predicts up to λ calls and each prediction that
  * names a speculative tool starts at once through the executor; its future
- * waits in the tool cache. The session's real calls then ask {@link resolve}
- * first: a hit is the cached future (the real call is not run), a miss runs
+ * waits in the tool cache. The draft either writes its own call on the
+ * session's context (`model`, the default) or predicts the script's next
+ * call with accuracy α (`scripted`, for benchmarks). The session's real
+ * calls then ask {@link resolve} first: a hit is the cached future (the real
+ * call is not run) — a tool still running is waited on, not started again
+ * (Algorithm 2, line 17: the wait is what is left of T) — and a miss runs
  * the tool normally. When the session ends, whatever it left in the cache is
  * discarded and counted as wasted.
  *
@@ -34,13 +38,16 @@ import type { CachedCall, ToolCache } from "./tool-cache.js";
 
 type LptSpec = Extract<ScriptedPolicySpec, { type: "lpt-dag" }>;
 
+/** Longest call an unscripted draft writes, tokens (a session may set its own). */
+export const DEFAULT_DRAFT_TOKENS = 96;
+
 export interface SessionSpeculatorOptions {
   sessionId: string;
   settings: SessionSpeculation;
   tools: readonly ToolSpec[];
   /** The session's prompt as text (the draft model's history starts with it). */
   promptText: string;
-  /** The main scripted policy (the scripted draft predicts its next call). */
+  /** The main scripted policy (the scripted draft predicts its next call; its call style). */
   policy?: LptSpec;
   /** Runs speculative calls (the engine's real executor, not the speculating wrapper). */
   executor: Executor;
@@ -54,6 +61,7 @@ export class SessionSpeculator {
   readonly usage: SpeculationUsage = {
     draftRuns: 0,
     draftMs: 0,
+    draftNoCall: 0,
     started: 0,
     hits: 0,
     misses: 0,
@@ -194,22 +202,40 @@ export class SessionSpeculator {
     this.o.stats.recordHit(saved);
   }
 
+  /**
+   * The draft this session uses: its own setting, else — speculation on and
+   * a draft model loaded — the draft model writing its own calls.
+   */
+  private draftPolicy(): NonNullable<SessionSpeculation["draft"]> | undefined {
+    if ((this.o.settings.lambda ?? 1) <= 0) return undefined;
+    return this.o.settings.draft ?? (this.o.settings.enabled && this.o.draft !== undefined ? { type: "model" } : undefined);
+  }
+
   /** Algorithm 2, lines 3–11, for the turn that starts now. */
   private turnStart(): void {
     const turn = this.turn++;
-    const predictions = this.predict(turn);
-    if (predictions.length === 0) return;
+    const policy = this.draftPolicy();
+    if (policy === undefined) return;
+    let work: () => Promise<void>;
+    if (policy.type === "model") {
+      // The context as it is now: the draft runs on what the main model has seen at this turn start.
+      const history = this.history;
+      work = () => this.draftSampled(history, policy.maxTokens ?? DEFAULT_DRAFT_TOKENS);
+    } else {
+      const predictions = this.predict(turn, policy);
+      if (predictions.length === 0) return;
+      work = () => this.draftAndStart(predictions);
+    }
     const previous = this.pending;
-    this.pending = previous.then(() => this.draftAndStart(predictions)).catch((err: unknown) => {
+    this.pending = previous.then(work).catch((err: unknown) => {
       this.o.log.warn({ err, session: this.o.sessionId }, "speculation failed; the session goes on without it");
     });
   }
 
-  private predict(turn: number): PredictedCall[] {
+  private predict(turn: number, draft: Extract<SessionSpeculation["draft"], { type: "scripted" }>): PredictedCall[] {
     const lambda = this.o.settings.lambda ?? 1;
-    const draft = this.o.settings.draft;
     const policy = this.o.policy;
-    if (draft === undefined || policy === undefined) return [];
+    if (policy === undefined) return [];
     const truth = LptDagPolicy.pickReady(policy.calls, this.view as PolicyView);
     if (truth === undefined) return [];
     return scriptedPredictions({ tool: truth.tool, arguments: truth.arguments }, [...this.tools.values()], lambda, {
@@ -221,32 +247,72 @@ export class SessionSpeculator {
     });
   }
 
+  /** Counts one draft run (g). */
+  private recordDraft(ms: number): void {
+    this.usage.draftRuns++;
+    this.usage.draftMs += ms;
+    this.o.stats.draftRuns++;
+    this.o.stats.draftMs += ms;
+  }
+
+  /** Starts one predicted call (Algorithm 2, lines 8–10): only a speculative tool, only when not cached. */
+  private start(call: PredictedCall): void {
+    if (this.closed) return;
+    const out = startSpeculation({
+      sessionId: this.o.sessionId,
+      predictions: [call],
+      tools: this.tools,
+      settings: { lambda: 1, maxInFlight: this.o.settings.maxInFlight ?? 2 },
+      executor: this.o.executor,
+      cache: this.o.cache,
+      signal: this.abort.signal,
+    });
+    this.usage.started += out.started.length;
+    for (const s of out.skipped) this.o.log.debug({ session: this.o.sessionId, tool: s.call.tool, reason: s.reason }, "predicted call not started");
+  }
+
   private async draftAndStart(predictions: PredictedCall[]): Promise<void> {
     const lambda = this.o.settings.lambda ?? 1;
     const style = this.o.policy?.callStyle ?? "json";
-    const history = this.o.draft?.tokenize(this.history) ?? [];
+    const history = this.o.draft?.tokenizeCml(this.history) ?? [];
     await Promise.all(
       predictions.slice(0, lambda).map(async (call) => {
         // Each sample is the draft model writing the call block: real forward passes.
         if (this.o.draft !== undefined) {
-          const tokens = this.o.draft.tokenize(formatCallBlock(formatCallBody(call.tool, call.arguments, style)));
+          const tokens = this.o.draft.tokenizeCml(formatCallBlock(formatCallBody(call.tool, call.arguments, style)));
           const run = await this.o.draft.run(history, tokens, this.abort.signal);
-          this.usage.draftRuns++;
-          this.usage.draftMs += run.ms;
-          this.o.stats.draftRuns++;
-          this.o.stats.draftMs += run.ms;
+          this.recordDraft(run.ms);
         }
+        this.start(call);
+      }),
+    );
+  }
+
+  /**
+   * Unscripted: λ samples of the draft model writing its own next call on the
+   * session's context (the first greedy, the others sampled); each call it
+   * writes that names a speculative tool starts at once.
+   */
+  private async draftSampled(historyText: string, maxTokens: number): Promise<void> {
+    const draft = this.o.draft;
+    if (draft === undefined) return;
+    const lambda = this.o.settings.lambda ?? 1;
+    const history = draft.tokenizeCml(historyText);
+    await Promise.all(
+      Array.from({ length: lambda }, async (_, i) => {
         if (this.closed) return;
-        const out = startSpeculation({
-          sessionId: this.o.sessionId,
-          predictions: [call],
-          tools: this.tools,
-          settings: { lambda: 1, maxInFlight: this.o.settings.maxInFlight ?? 2 },
-          executor: this.o.executor,
-          cache: this.o.cache,
+        const sample = await draft.sampleCall(history, this.o.tools, {
+          maxTokens,
           signal: this.abort.signal,
+          ...(i > 0 ? { temperature: 0.8, seed: this.turn * 131 + i } : {}),
         });
-        this.usage.started += out.started.length;
+        this.recordDraft(sample.ms);
+        if (sample.call === undefined) {
+          this.usage.draftNoCall = (this.usage.draftNoCall ?? 0) + 1;
+          this.o.log.debug({ session: this.o.sessionId, text: sample.text, reason: sample.failure }, "the draft wrote no call");
+          return;
+        }
+        this.start(sample.call);
       }),
     );
   }

@@ -8,6 +8,7 @@
  */
 import { ErrorCode, InterlaceError, type CreateSessionRequest, type Logger, type SessionEvent, type SpeculationUsage } from "../../../common/src/index.js";
 import type { Engine, EngineSession } from "../engine/index.js";
+import { buildCmlSystemPrompt } from "../prompt/index.js";
 import type { DraftModel } from "./draft-model.js";
 import { SessionSpeculator } from "./session-speculator.js";
 import type { SpeculationStats } from "./speculation-stats.js";
@@ -25,8 +26,11 @@ export interface SpeculationDeps {
   log: Logger;
 }
 
+/** The session's opening context as the draft reads it: the CML instructions with the session's tools, then the prompt. */
 function promptText(request: CreateSessionRequest): string {
-  const head = request.system !== undefined ? `${request.system}\n` : "";
+  const callStyle = request.policy?.type === "lpt-dag" ? (request.policy.callStyle ?? "json") : "json";
+  const system = buildCmlSystemPrompt({ tools: request.tools ?? [], fewShot: false, callStyle, ...(request.system !== undefined ? { system: request.system } : {}) });
+  const head = system !== "" ? `${system}\n\n` : "";
   return typeof request.prompt === "string" ? `${head}${request.prompt}` : head + request.prompt.map((m) => `${m.role}: ${m.content}`).join("\n");
 }
 
