@@ -226,3 +226,26 @@ t.test("AgentApp speculation: defaults, λ / max in flight / pools rendered into
     message: /speculation.pools names ToolPool db/,
   });
 });
+
+t.test("AgentApp semantic functions: outputs rendered in template order with their settings; problems Degraded naming the field", async (t) => {
+  const pools = new Map([["web", toolPool([search, calc])]]);
+  const fn = { name: "plan", template: "Task: {{input:task}}\nSteps: {{output:steps}}\nRisks: {{output:risks}}", outputs: [{ name: "risks", temperature: 0.5 }, { name: "steps", maxTokens: 4096 }] };
+  const ok = resolveAppConfig(app({ semanticFunctions: [fn], maxTokens: 512 }), enginePool(), pools);
+  t.same(ok.ok && ok.config.semanticFunctions, [
+    {
+      name: "plan",
+      template: fn.template,
+      outputs: [
+        { name: "steps", maxTokens: 512, temperature: 0 },
+        { name: "risks", maxTokens: 128, temperature: 0.5 },
+      ],
+      tools: false,
+    },
+  ]);
+  const bad = (template: string, outputs: { name: string }[]): unknown => resolveAppConfig(app({ semanticFunctions: [{ name: "ok", template: "{{output:a}}", outputs: [{ name: "a" }] }, { name: "f", template, outputs }] }), enginePool(), pools);
+  t.match(bad("{{input:x}} {{output:y}}", []), { ok: false, reason: Reason.InvalidSpec, message: /spec\.semanticFunctions\[1\]\.outputs: the template's \{\{output:y\}\} is not declared/ });
+  t.match(bad("{{output:y}} and {{output:y}}", [{ name: "y" }]), { ok: false, message: /spec\.semanticFunctions\[1\]\.template: output "y" appears twice/ });
+  t.match(bad("{{input:y}} {{output:y}}", [{ name: "y" }]), { ok: false, message: /spec\.semanticFunctions\[1\]\.template: "y" is both an input and an output of f \(a cycle/ });
+  t.match(bad("{{input:x-y}} {{output:y}}", [{ name: "y" }]), { ok: false, message: /invalid variable name/ });
+  t.match(bad("{{output:y}}", [{ name: "y" }, { name: "z" }]), { ok: false, message: /"z" has no \{\{output:z\}\} placeholder/ });
+});

@@ -14,6 +14,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { stableJson } from "../prefix-hash.js";
 import type { CallingMode, ChatMessage, SessionSpeculation } from "../session.js";
+import type { SemanticFunction } from "../semantic-function.js";
 import type { ToolSpec } from "../tools.js";
 import { decodeToken, encodeToken } from "./subjects.js";
 
@@ -35,7 +36,8 @@ export interface AppConfig {
   interrupts: { userInterrupts: boolean; maxQueued: number };
   /** Copied by the router onto every session request of the app (pools as `namespace/name`). */
   speculation: Required<Pick<SessionSpeculation, "enabled" | "lambda" | "maxInFlight" | "engineSide">> & { pools?: string[] };
-  semanticFunctions: { name: string; template: string }[];
+  /** Checked by the operator (names, placeholders declared, outputs in template order with their settings). */
+  semanticFunctions: SemanticFunction[];
   maxTokens: number;
   tools: ToolSpec[];
 }
@@ -92,6 +94,14 @@ export function parseAppConfig(data: unknown): { ok: true; value: AppConfig } | 
     return { ok: false, reason: "interrupts must be {userInterrupts, maxQueued}" };
   }
   if (typeof c["maxTokens"] !== "number") return { ok: false, reason: "maxTokens must be a number" };
+  const fns = c["semanticFunctions"];
+  if (!Array.isArray(fns)) return { ok: false, reason: "semanticFunctions must be an array" };
+  for (const [i, f] of fns.entries()) {
+    const fn = f as Record<string, unknown> | null;
+    if (fn === null || typeof fn !== "object" || typeof fn["name"] !== "string" || typeof fn["template"] !== "string" || !Array.isArray(fn["outputs"])) {
+      return { ok: false, reason: `semanticFunctions[${i}] must be {name, template, outputs, tools}` };
+    }
+  }
   return { ok: true, value: data as AppConfig };
 }
 

@@ -52,10 +52,26 @@ export interface SpeculationSettings {
   engineSide?: boolean;
 }
 
-/** A Parrot-style semantic function: a template with `{{input:x}}` / `{{output:y}}` placeholders. */
-export interface SemanticFunction {
+/** Generation settings of one `{{output:y}}` of a semantic function. */
+export interface SemanticOutputSpec {
+  name: string;
+  /** Default 128 (capped by spec.maxTokens). */
+  maxTokens?: number;
+  /** Default 0 (greedy). */
+  temperature?: number;
+}
+
+/**
+ * A Parrot-style semantic function: a template with `{{input:x}}` /
+ * `{{output:y}}` placeholders, each output declared with its generation
+ * settings. Programs (`POST .../programs`) call these functions by name.
+ */
+export interface SemanticFunctionSpec {
   name: string;
   template: string;
+  outputs: SemanticOutputSpec[];
+  /** Generate with the app's tools in its calling mode. Default false. */
+  tools?: boolean;
 }
 
 export interface AgentAppSpec {
@@ -70,7 +86,7 @@ export interface AgentAppSpec {
   objective?: Objective;
   interrupts?: InterruptSettings;
   speculation?: SpeculationSettings;
-  semanticFunctions?: SemanticFunction[];
+  semanticFunctions?: SemanticFunctionSpec[];
   /** Default cap on generated tokens per session. Default 1024. */
   maxTokens?: number;
 }
@@ -156,19 +172,49 @@ const specSchema = object(
     }),
     semanticFunctions: {
       type: "array",
-      description: "Parrot-style semantic functions, keyed by name.",
+      description: "Parrot-style semantic functions, keyed by name: what programs (POST /v1/apps/{ns}/{app}/programs) call.",
       maxItems: 64,
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
       items: object(
-        "A prompt template with {{input:x}} / {{output:y}} placeholders.",
+        "A prompt template with {{input:x}} / {{output:y}} placeholders; each output is declared in outputs with its generation settings.",
         {
           name: str("Function name.", { minLength: 1, maxLength: 64, pattern: "^[a-zA-Z_][a-zA-Z0-9_]*$" }),
           template: str("The template.", { minLength: 1, maxLength: 65_536 }),
+          outputs: {
+            type: "array",
+            description: "The template's outputs, keyed by name, with their generation settings.",
+            minItems: 1,
+            maxItems: 16,
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            items: object(
+              "One output variable.",
+              {
+                name: str("Output variable name (its {{output:name}} placeholder).", { minLength: 1, maxLength: 64, pattern: "^[a-zA-Z_][a-zA-Z0-9_]*$" }),
+                maxTokens: int("Tokens generated for this output at most (capped by spec.maxTokens).", 1, 1_048_576, { default: 128 }),
+                temperature: { type: "number", description: "Sampling temperature: 0 (greedy) to 2.", minimum: 0, maximum: 2, default: 0 },
+              },
+              { required: ["name"] },
+            ),
+          },
+          tools: bool("Generate with the app's tools in its calling mode (calls go through the ToolPools).", false),
         },
         {
-          required: ["name", "template"],
-          "x-kubernetes-validations": [{ rule: "self.template.contains('{{output:')", message: "a semantic function template needs at least one {{output:name}} placeholder", fieldPath: ".template" }],
+          required: ["name", "template", "outputs"],
+          "x-kubernetes-validations": [
+            { rule: "self.template.contains('{{output:')", message: "a semantic function template needs at least one {{output:name}} placeholder", fieldPath: ".template" },
+            {
+              rule: "self.outputs.all(o, self.template.contains('{{output:' + o.name + '}}'))",
+              message: "every declared output needs its {{output:name}} placeholder in the template",
+              fieldPath: ".outputs",
+            },
+            {
+              rule: "self.outputs.all(o, !self.template.contains('{{input:' + o.name + '}}'))",
+              message: "an output may not also be an input of the same function (a cycle: the output would feed its own prompt)",
+              fieldPath: ".template",
+            },
+          ],
         },
       ),
     },

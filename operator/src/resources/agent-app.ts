@@ -8,6 +8,7 @@
  */
 import type { V1ConfigMap } from "@kubernetes/client-node";
 import type { ChatMessage, SessionSpeculation, ToolSpec } from "../../../common/src/index.js";
+import { checkSemanticFunction, parseTemplate, templateOutputs, type SemanticFunction } from "../../../common/src/semantic-function.js";
 import type { AppConfig } from "../../../common/src/protocol/index.js";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
 import { childMeta } from "./common.js";
@@ -78,6 +79,24 @@ export function resolveAppConfig(
   for (const name of spec?.pools ?? []) {
     if (!refs.has(name)) return { ok: false, reason: Reason.InvalidSpec, message: `speculation.pools names ToolPool ${name}, which is not among spec.toolPools` };
   }
+  const maxTokens = app.spec.maxTokens ?? 1024;
+  const functions: SemanticFunction[] = [];
+  for (const [i, fn] of (app.spec.semanticFunctions ?? []).entries()) {
+    // The CRD's CEL rules catch most of this at admission; these checks name the field for what CEL cannot see.
+    const problem = checkSemanticFunction(fn, `spec.semanticFunctions[${i}]`);
+    if (problem !== null) return { ok: false, reason: Reason.InvalidSpec, message: problem };
+    const declared = new Map(fn.outputs.map((o) => [o.name, o]));
+    functions.push({
+      name: fn.name,
+      template: fn.template,
+      outputs: templateOutputOrder(fn.template).map((name) => ({
+        name,
+        maxTokens: Math.min(declared.get(name)?.maxTokens ?? 128, maxTokens),
+        temperature: declared.get(name)?.temperature ?? 0,
+      })),
+      tools: fn.tools ?? false,
+    });
+  }
   return {
     ok: true,
     config: {
@@ -99,8 +118,8 @@ export function resolveAppConfig(
         engineSide: spec?.engineSide ?? true,
         ...(spec?.pools !== undefined ? { pools: spec.pools.map((p) => `${namespace}/${p}`) } : {}),
       },
-      semanticFunctions: app.spec.semanticFunctions ?? [],
-      maxTokens: app.spec.maxTokens ?? 1024,
+      semanticFunctions: functions,
+      maxTokens,
       tools,
     },
   };
@@ -114,4 +133,9 @@ export function buildAppConfigMap(app: AgentApp, config: AppConfig): V1ConfigMap
     metadata: childMeta(app, appConfigMapName(app), APP_CONFIG_COMPONENT),
     data: { [APP_CONFIG_KEY]: JSON.stringify(config, null, 2) },
   };
+}
+
+/** A template's outputs in the order they are generated. */
+function templateOutputOrder(template: string): string[] {
+  return templateOutputs(parseTemplate(template));
 }
