@@ -62,9 +62,17 @@ export function prefixSegments(input: PrefixInput): string[] {
 
 /** The chain of prefix hashes: entry k covers segments 0..k. */
 export function prefixHashChain(input: PrefixInput): string[] {
+  return extendPrefixChain("", prefixSegments(input));
+}
+
+/**
+ * Continues a chain whose last hash is `previous` ("" for none) with more
+ * segments — how programs cut a prompt at its variable boundaries (Parrot's
+ * PrefixHash) after the app's own system and tool segments.
+ */
+export function extendPrefixChain(previous: string, segments: readonly string[]): string[] {
   const chain: string[] = [];
-  let previous = "";
-  for (const segment of prefixSegments(input)) {
+  for (const segment of segments) {
     previous = createHash("sha256").update(previous).update("\u0002").update(segment).digest("hex").slice(0, HASH_CHARS);
     chain.push(previous);
   }

@@ -39,12 +39,12 @@ export interface AppRoutesContext extends PlaceContext {
   sendInterrupt?: (enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id: string }) => Promise<void>;
 }
 
-function param(req: Request, name: string): string {
+export function param(req: Request, name: string): string {
   const v = req.params[name];
   return typeof v === "string" ? v : "";
 }
 
-function appOf(ctx: AppRoutesContext, req: Request): ServedApp {
+export function appOf(ctx: Pick<AppRoutesContext, "apps" | "metrics">, req: Request): ServedApp {
   const ns = param(req, "ns");
   const name = param(req, "app");
   const app = ctx.apps.get(ns, name);

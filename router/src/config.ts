@@ -40,10 +40,29 @@ export interface RouterOptions {
   upstreamTimeoutMs: number;
   /** How often this router rewrites its presence (apps served, live sessions). */
   presenceMs: number;
+  /** Largest value of one program variable, bytes (→ 413). */
+  maxVariableBytes: number;
+  /** Most calls in one program (→ 413). */
+  maxProgramCalls: number;
+  /** Programs a router runs or keeps at once (→ 429 beyond). */
+  maxPrograms: number;
+  /** How long a finished program's values stay readable. */
+  programKeepMs: number;
+  /** How long a program request keeps waiting while every engine is full before its call fails. */
+  programQueueTimeoutMs: number;
   logLevel: string;
   /** Absent: everything open (tests, laptops). */
   security?: RouterSecurity;
 }
+
+/** The program settings' defaults (what the flags default to), for routers built in code. */
+export const DEFAULT_PROGRAM_OPTIONS = {
+  maxVariableBytes: 262_144,
+  maxProgramCalls: 256,
+  maxPrograms: 1000,
+  programKeepMs: 600_000,
+  programQueueTimeoutMs: 120_000,
+} as const satisfies Partial<RouterOptions>;
 
 function invalid(message: string): InterlaceError {
   return new InterlaceError(ErrorCode.BadRequest, message);
@@ -54,7 +73,9 @@ function invalid(message: string): InterlaceError {
  * `--placement prefix-affinity|least-loaded|round-robin`, `--load-factor`
  * (percent, 125), `--engine-ttl-ms` (3000), `--max-body-bytes`,
  * `--retry-after-seconds`, `--upstream-timeout-ms`, `--presence-ms`,
- * `--log-level`.
+ * `--max-variable-bytes` (262144), `--max-program-calls` (256),
+ * `--max-programs` (1000), `--program-keep-ms` (600000),
+ * `--program-queue-timeout-ms` (120000), `--log-level`.
  */
 export function parseRouterOptions(src: Source = defaultSource()): RouterOptions {
   const natsUrl = optionalStringOpt(src, "nats-url");
@@ -74,6 +95,11 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     upstreamTimeoutMs: intOpt(src, "upstream-timeout-ms", 10_000, { min: 100, max: 600_000 }),
     presenceMs: intOpt(src, "presence-ms", 2000, { min: 100, max: 60_000 }),
+    maxVariableBytes: intOpt(src, "max-variable-bytes", DEFAULT_PROGRAM_OPTIONS.maxVariableBytes, { min: 1, max: 64 * 1_048_576 }),
+    maxProgramCalls: intOpt(src, "max-program-calls", DEFAULT_PROGRAM_OPTIONS.maxProgramCalls, { min: 1, max: 10_000 }),
+    maxPrograms: intOpt(src, "max-programs", DEFAULT_PROGRAM_OPTIONS.maxPrograms, { min: 1, max: 1_000_000 }),
+    programKeepMs: intOpt(src, "program-keep-ms", DEFAULT_PROGRAM_OPTIONS.programKeepMs, { min: 1000, max: 86_400_000 }),
+    programQueueTimeoutMs: intOpt(src, "program-queue-timeout-ms", DEFAULT_PROGRAM_OPTIONS.programQueueTimeoutMs, { min: 100, max: 3_600_000 }),
     logLevel: stringOpt(src, "log-level", "info"),
     security: routerSecurityFromEnv(src.env),
   };

@@ -1,7 +1,9 @@
 /**
  * @module The router's Prometheus metrics (one registry per router): HTTP
  * requests, placements by policy and reason, prefix segments matched, engine
- * retries, live sessions per app, engines seen per pool.
+ * retries, live sessions per app, engines seen per pool; programs (by
+ * outcome, end-to-end latency), program requests by deduced objective,
+ * task-group sizes, and program prompt tokens filled vs forked.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
@@ -17,6 +19,12 @@ export class RouterMetrics {
   readonly engines: Gauge<"pool">;
   readonly apps: Gauge;
   readonly placementSeconds: Histogram;
+  readonly programs: Counter<"outcome">;
+  readonly programSeconds: Histogram;
+  readonly programRequests: Counter<"objective">;
+  readonly taskGroupSize: Histogram;
+  readonly programPrefixTokens: Counter<"kind">;
+  readonly programsLive: Gauge;
 
   constructor() {
     const registers = [this.registry];
@@ -57,5 +65,26 @@ export class RouterMetrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
       registers,
     });
+    this.programs = new Counter({ name: "interlace_router_programs_total", help: "Programs finished, by outcome (succeeded, failed).", labelNames: ["outcome"], registers });
+    this.programSeconds = new Histogram({
+      name: "interlace_router_program_seconds",
+      help: "End-to-end program latency: submission to the last variable settled.",
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
+      registers,
+    });
+    this.programRequests = new Counter({
+      name: "interlace_router_program_requests_total",
+      help: "Program requests dispatched to engines, by deduced objective (latency, task-group, throughput).",
+      labelNames: ["objective"],
+      registers,
+    });
+    this.taskGroupSize = new Histogram({ name: "interlace_router_task_group_size", help: "Requests per task group, at dispatch.", buckets: [2, 4, 8, 16, 32, 64, 128], registers });
+    this.programPrefixTokens = new Counter({
+      name: "interlace_router_program_prompt_tokens_total",
+      help: "Prompt tokens of program requests: filled (prefilled by the engine) or forked (copied from another sequence or kept from the prefix cache).",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.programsLive = new Gauge({ name: "interlace_router_programs_live", help: "Programs this router is running.", registers });
   }
 }

@@ -38,7 +38,7 @@ export function priorityOf(app: AppConfig): number {
 }
 
 /** The app's own messages (system prompt, few-shot), which every request starts with. */
-function appMessages(app: AppConfig): ChatMessage[] {
+export function appMessages(app: AppConfig): ChatMessage[] {
   return [...(app.systemPrompt !== "" ? [{ role: "system" as const, content: app.systemPrompt }] : []), ...app.fewShot.flatMap((e) => e.messages)];
 }
 

@@ -24,6 +24,10 @@ import { bearerAuth } from "../../common/src/security/http-auth.js";
 import { natsConnectOptions } from "../../common/src/security/nats-connect.js";
 import { jetstream } from "@nats-io/jetstream";
 import { sendInterrupt } from "../../common/src/protocol/index.js";
+import { ProgramExecutor } from "./programs/program-executor.js";
+import { ProgramPrefixes } from "./programs/program-prefixes.js";
+import { mountProgramRoutes } from "./programs/program-routes.js";
+import { ProgramStore } from "./programs/program-store.js";
 
 export interface Router {
   port: number;
@@ -68,9 +72,20 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   const json = express.json({ limit: options.maxBodyBytes, type: () => true });
   let nc: NatsConnection | undefined;
   const interruptKey = security?.interruptKey;
-  mountAppRoutes(app, json, {
-    owners: SessionOwners.from(security?.apiKeys ?? null, interruptKey),
+  const placeContext = {
     engineHeaders: security?.engineApiKey !== undefined ? { authorization: `Bearer ${security.engineApiKey}` } : {},
+    engines,
+    metrics,
+    log,
+    policy: options.placement,
+    loadFactor: options.loadFactor,
+    retryAfterSeconds: options.retryAfterSeconds,
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+    nextTurn: () => turn++,
+  };
+  mountAppRoutes(app, json, {
+    ...placeContext,
+    owners: SessionOwners.from(security?.apiKeys ?? null, interruptKey),
     // With the interrupt key, user interrupts go to the engine signed over NATS (what engines holding the key accept).
     ...(interruptKey !== undefined
       ? {
@@ -81,15 +96,17 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
         }
       : {}),
     apps,
-    engines,
-    metrics,
-    log,
     live,
-    policy: options.placement,
-    loadFactor: options.loadFactor,
-    retryAfterSeconds: options.retryAfterSeconds,
-    upstreamTimeoutMs: options.upstreamTimeoutMs,
-    nextTurn: () => turn++,
+  });
+  const programPrefixes = new ProgramPrefixes(60_000);
+  engines.onGone((pod) => programPrefixes.forget(pod));
+  const programs = new ProgramStore({ routerId: options.routerId, max: options.maxPrograms, keepMs: options.programKeepMs, retryAfterSeconds: options.retryAfterSeconds }, metrics);
+  mountProgramRoutes(app, json, {
+    apps,
+    metrics,
+    store: programs,
+    executor: new ProgramExecutor({ ...placeContext, log: log.child({ subsystem: "programs" }), prefixes: programPrefixes, queueTimeoutMs: options.programQueueTimeoutMs }),
+    limits: { maxValueBytes: options.maxVariableBytes, maxCalls: options.maxProgramCalls },
   });
   app.use((req: Request) => {
     throw new HttpError(404, ErrorCode.NotFound, `no route ${req.method} ${req.path}`);
@@ -114,6 +131,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   const close = async (): Promise<void> => {
     closing = true;
     clearInterval(gauges);
+    programs.close();
     await closeServer(server);
     for (const w of watches) w.stop();
     engines.stop();

@@ -7,7 +7,7 @@
  * `Retry-After` — never a hang.
  */
 import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
-import { ErrorCode, type Logger } from "../../common/src/index.js";
+import { ErrorCode, residentPrefixLength, type Logger } from "../../common/src/index.js";
 import type { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
@@ -38,6 +38,14 @@ export interface PlacedResponse {
 
 type RefusalCause = "capacity" | "unavailable" | "unreachable" | "timeout";
 
+/** Program requests only: what the router knows beyond the heartbeats. */
+export interface PlaceHints {
+  /** Try this engine first (a task group's or a shared prefix's engine), then placement's order. */
+  prefer?: string;
+  /** Prefix hashes the router knows an engine holds (program prefixes cut at variables, which heartbeats do not carry). */
+  prefixes?: (pod: string) => ReadonlySet<string>;
+}
+
 /**
  * Places a request of `pool` with prefix-hash `chain` and POSTs `body` to
  * `path` on each engine in placement order until one accepts (or answers
@@ -50,11 +58,19 @@ export async function placeAndPost(
   path: string,
   body: unknown,
   signal?: AbortSignal,
+  hints: PlaceHints = {},
 ): Promise<PlacedResponse> {
   const started = performance.now();
-  const loads = ctx.engines.loads(pool.namespace, pool.name);
+  const known = hints.prefixes;
+  const loads = ctx.engines
+    .loads(pool.namespace, pool.name)
+    .map((e) => (known === undefined ? e : { ...e, prefixes: new Set([...e.prefixes, ...known(e.pod)]) }));
   const retryAfter = { "Retry-After": String(ctx.retryAfterSeconds) };
   const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
+  if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
+    decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
+    decision.matched = residentPrefixLength(placement.chain, loads.find((e) => e.pod === hints.prefer)!.prefixes);
+  }
   ctx.metrics.placements.inc({ policy: ctx.policy, reason: decision.reason });
   if (decision.order.length === 0) {
     const seen = ctx.engines.describe(pool.namespace, pool.name);

@@ -10,7 +10,7 @@ import { createLogger, readEventStream, type SessionEvent } from "../../common/s
 import { appKey, openAppsBucket, withAppDefaults, type AppConfig } from "../../common/src/protocol/index.js";
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { startRouter, type Router } from "../../router/src/index.js";
-import type { RouterOptions } from "../../router/src/config.js";
+import { DEFAULT_PROGRAM_OPTIONS, type RouterOptions } from "../../router/src/config.js";
 import { startNatsServer, type NatsServer } from "../helpers/nats-server.js";
 
 interface Teardownable {
@@ -52,15 +52,16 @@ export interface Stack {
 }
 
 export async function spawnPoolEngine(t: Teardownable, natsUrl: string, pod: string, extra: string[] = []): Promise<EngineProcess> {
+  const sequences = extra.includes("--sequences") ? [] : ["--sequences", "2"];
   const engine = await spawnEngine(
-    ["--model-preset", "test", "--sequences", "2", "--context-size", "2048", "--nats-url", natsUrl, "--pool", `default/${POOL}`, "--pod-name", pod, "--heartbeat-ms", "250", ...extra],
+    ["--model-preset", "test", ...sequences, "--context-size", "2048", "--nats-url", natsUrl, "--pool", `default/${POOL}`, "--pod-name", pod, "--heartbeat-ms", "250", ...extra],
     { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 90_000 },
   );
   t.teardown(() => engine.stop());
   return engine;
 }
 
-export async function startStack(t: Teardownable, options: { engines: number; routers: number; router?: Partial<RouterOptions> }): Promise<Stack> {
+export async function startStack(t: Teardownable, options: { engines: number; routers: number; router?: Partial<RouterOptions>; engineArgs?: string[] }): Promise<Stack> {
   const nats = await startNatsServer(t);
   const nc = await connect({ servers: nats.url });
   t.teardown(() => nc.close());
@@ -68,7 +69,7 @@ export async function startStack(t: Teardownable, options: { engines: number; ro
   const pods = Array.from({ length: options.engines }, (_, i) => `engine-${String.fromCharCode(97 + i)}`);
   const engines = new Map<string, EngineProcess>();
   // One at a time: two model loads at once on two cores starve everything else.
-  for (const pod of pods) engines.set(pod, await spawnPoolEngine(t, nats.url, pod));
+  for (const pod of pods) engines.set(pod, await spawnPoolEngine(t, nats.url, pod, options.engineArgs));
   const routers: Router[] = [];
   for (let i = 0; i < options.routers; i++) {
     const router = await startRouter(
@@ -85,6 +86,7 @@ export async function startStack(t: Teardownable, options: { engines: number; ro
         upstreamTimeoutMs: 20_000,
         presenceMs: 500,
         logLevel: "silent",
+        ...DEFAULT_PROGRAM_OPTIONS,
         ...options.router,
       },
       log.child({ router: i }),

@@ -18,6 +18,7 @@ import { parseApiKeys } from "../../common/src/security/http-auth.js";
 import { natsConnectOptions } from "../../common/src/security/nats-connect.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { createNatsSecurity, natsClientSecurity, removeNatsSecurity } from "../../hack/nats.js";
+import { DEFAULT_PROGRAM_OPTIONS } from "../../router/src/config.js";
 import { startRouter } from "../../router/src/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { poolConfig, startRunner } from "../nats/fixtures.js";
@@ -73,6 +74,7 @@ const router = await startRouter(
     upstreamTimeoutMs: 20_000,
     presenceMs: 500,
     logLevel: "silent",
+    ...DEFAULT_PROGRAM_OPTIONS,
     security: {
       apiKeys: parseApiKeys(`alice:${ALICE}\nbob:${BOB}`),
       interruptKey: INTERRUPT_KEY,

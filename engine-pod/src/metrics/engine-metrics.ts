@@ -21,7 +21,7 @@ export interface EngineMetricsOptions {
 }
 
 /** Where counters fed from `stats()` totals stand at the last scrape. */
-type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred"> & {
+type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "prefixForks" | "prefixForkedTokens" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred"> & {
   traps: EngineStats["trapsByDecision"];
 };
 
@@ -31,6 +31,8 @@ export class EngineMetrics {
   private last: StatTotals = {
     tokensDecoded: 0,
     tokensPrefilled: 0,
+    prefixForks: 0,
+    prefixForkedTokens: 0,
     interruptsQueued: 0,
     interruptsInjected: 0,
     interruptsDeferred: 0,
@@ -102,6 +104,8 @@ export class EngineMetrics {
     };
     counter("tokens_decoded_total", "Tokens produced by decode steps.", "tokensDecoded");
     counter("tokens_prefilled_total", "Tokens evaluated as prompt (fills, re-entries, recomputes).", "tokensPrefilled");
+    counter("prefix_forks_total", "Prompt prefixes forked (copied) from another sequence at admission instead of prefilled.", "prefixForks");
+    counter("prefix_forked_tokens_total", "Tokens of the prefixes forked from another sequence.", "prefixForkedTokens");
     counter("interrupts_queued_total", "Interrupts queued for injection.", "interruptsQueued");
     counter("interrupts_injected_total", "Interrupts appended to a live sequence.", "interruptsInjected");
     counter("interrupts_deferred_total", "Interrupts that waited for a critical section (call block) to end.", "interruptsDeferred");

@@ -1,0 +1,158 @@
+/**
+ * @module The program API of an app:
+ * - `POST /v1/apps/{ns}/{app}/programs`: submit a program (program-request.ts);
+ *   201 at once with a handle per variable, each call's deduced objective,
+ *   and the URLs below;
+ * - `GET .../programs/{id}`: the program's state (variables, calls, engines);
+ * - `GET .../programs/{id}/events`: server-sent events, one per variable as
+ *   it is produced (`value`) or fails (`failed`, with the cause), then
+ *   `done`; past events first, `Last-Event-ID` resumes;
+ * - `GET .../variables/{id}?criteria=latency|throughput&timeoutMs=N`: the
+ *   variable's value, long-polled: answers as soon as it is produced or
+ *   failed (200), or with 202 `pending` after `timeoutMs` (default 30 s). A
+ *   `criteria` marks the variable a final output with that criterion
+ *   (Parrot's `get(perf=…)`), re-deducing the objectives of calls not yet
+ *   started.
+ */
+import type { Express, Request, RequestHandler, Response } from "express";
+import { startEventStream } from "../../../common/src/event-stream.js";
+import { appOf, param } from "../app-routes.js";
+import type { AppRegistry } from "../app-registry.js";
+import { badRequest, notFound } from "../errors.js";
+import type { RouterMetrics } from "../metrics.js";
+import { OBJECTIVE_PRIORITY } from "./dag.js";
+import type { ProgramExecutor } from "./program-executor.js";
+import { parseProgram, type ProgramLimits } from "./program-request.js";
+import type { ProgramEvent, ProgramRun, VariableState } from "./program-run.js";
+import type { ProgramStore } from "./program-store.js";
+
+export interface ProgramRoutesContext {
+  apps: AppRegistry;
+  metrics: RouterMetrics;
+  store: ProgramStore;
+  executor: ProgramExecutor;
+  limits: ProgramLimits;
+}
+
+const MAX_POLL_MS = 120_000;
+
+function base(ns: string, app: string): string {
+  return `/v1/apps/${encodeURIComponent(ns)}/${encodeURIComponent(app)}`;
+}
+
+function variableView(run: ProgramRun, name: string, s: VariableState): Record<string, unknown> {
+  const view: Record<string, unknown> = { id: run.variableId(name), name, program: run.id, state: s.state };
+  if (s.state === "ready") view["value"] = s.value;
+  if (s.state === "failed") view["error"] = s.error;
+  const criterion = run.program.finals.get(name);
+  if (criterion !== undefined) view["criteria"] = criterion;
+  return view;
+}
+
+function writeEvent(res: Response, index: number, e: ProgramEvent): void {
+  res.write(`event: ${e.type}\nid: ${index}\ndata: ${JSON.stringify(e)}\n\n`);
+}
+
+export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: ProgramRoutesContext): void {
+  app.post("/v1/apps/:ns/:app/programs", json, (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const program = parseProgram(config, req.body, ctx.limits);
+    const run = ctx.store.create(config, program, ctx.executor);
+    const root = base(config.namespace, config.name);
+    const variables: Record<string, { id: string; url: string }> = {};
+    for (const v of program.dag.producer.keys()) variables[v] = { id: run.variableId(v), url: `${root}/variables/${run.variableId(v)}` };
+    const calls = program.dag.order.map((id) => {
+      const d = run.objectiveOf(id);
+      return { id, function: program.calls.find((c) => c.id === id)!.fn.name, objective: d.objective, priority: OBJECTIVE_PRIORITY[d.objective], ...(d.group !== undefined ? { group: d.group, groupSize: d.groupSize } : {}) };
+    });
+    res.status(201).json({
+      id: run.id,
+      url: `${root}/programs/${run.id}`,
+      eventsUrl: `${root}/programs/${run.id}/events`,
+      variables,
+      outputs: Object.fromEntries(program.finals),
+      calls,
+    });
+    run.start();
+  });
+
+  app.get("/v1/apps/:ns/:app/programs/:id", (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const run = ctx.store.get(config, param(req, "id"));
+    const last = run.events.at(-1);
+    res.json({
+      id: run.id,
+      state: last?.type === "done" ? last.state : "running",
+      ...(run.finishedAt !== undefined ? { latencyMs: run.finishedAt - run.startedAt } : {}),
+      variables: Object.fromEntries([...run.variables].map(([name, s]) => [name, variableView(run, name, s)])),
+      calls: Object.fromEntries(
+        run.program.dag.order.map((id) => {
+          const d = run.objectiveOf(id);
+          return [
+            id,
+            { state: run.calls.get(id), objective: d.objective, ...(d.group !== undefined ? { group: d.group } : {}), engine: run.placedOn.get(id) ?? null, usage: run.usage.get(id) ?? null },
+          ];
+        }),
+      ),
+    });
+  });
+
+  app.get("/v1/apps/:ns/:app/programs/:id/events", (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const run = ctx.store.get(config, param(req, "id"));
+    const lastId = Number.parseInt(req.get("Last-Event-ID") ?? "-1", 10);
+    startEventStream(res);
+    let sent = Number.isFinite(lastId) ? lastId + 1 : 0;
+    const flush = (): void => {
+      for (; sent < run.events.length; sent++) writeEvent(res, sent, run.events[sent]!);
+      if (run.events.at(-1)?.type === "done") {
+        stop();
+        res.end();
+      }
+    };
+    const stop = run.subscribe(() => flush());
+    res.on("close", stop);
+    flush();
+  });
+
+  app.get("/v1/apps/:ns/:app/variables/:id", (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const id = param(req, "id");
+    const dot = id.lastIndexOf(".");
+    if (dot <= 0) throw notFound(`no variable "${id}" (variable ids are <program id>.<variable name>)`);
+    const run = ctx.store.get(config, id.slice(0, dot));
+    const name = id.slice(dot + 1);
+    if (!run.variables.has(name)) throw notFound(`program ${run.id} has no variable "${name}"`);
+    const criteria = req.query["criteria"];
+    if (criteria !== undefined) {
+      if (criteria !== "latency" && criteria !== "throughput") throw badRequest(`criteria must be "latency" or "throughput", got ${JSON.stringify(criteria)}`);
+      if (!run.program.dag.producer.has(name)) throw badRequest(`variable "${name}" is a program input; criteria apply to produced variables`);
+      run.setCriterion(name, criteria);
+    }
+    const rawTimeout = req.query["timeoutMs"];
+    const timeoutMs = rawTimeout === undefined ? 30_000 : Number(rawTimeout);
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_POLL_MS) throw badRequest(`timeoutMs must be an integer in 0..${MAX_POLL_MS}, got ${JSON.stringify(rawTimeout)}`);
+    const answer = (): boolean => {
+      const s = run.variables.get(name)!;
+      if (s.state === "pending") return false;
+      res.status(200).json(variableView(run, name, s));
+      return true;
+    };
+    if (answer()) return;
+    const timer = setTimeout(() => {
+      stop();
+      res.status(202).json(variableView(run, name, { state: "pending" }));
+    }, timeoutMs);
+    const stop = run.subscribe((e) => {
+      if ((e.type === "value" || e.type === "failed") && e.variable === name) {
+        clearTimeout(timer);
+        stop();
+        answer();
+      }
+    });
+    res.on("close", () => {
+      clearTimeout(timer);
+      stop();
+    });
+  });
+}
