@@ -11,6 +11,7 @@ const suites: Record<string, () => Promise<{ run(argv: string[]): Promise<void> 
   placement: () => import("./placement/main.js"),
   accuracy: () => import("./accuracy/main.js"),
   speculation: () => import("./speculation/main.js"),
+  programs: () => import("./programs/main.js"),
 };
 
 const [name, ...argv] = process.argv.slice(2);
