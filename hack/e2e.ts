@@ -140,7 +140,30 @@ async function sessionThroughRouter(cp: ControlPlane, routerBase: string): Promi
     }
     const reason = (JSON.parse(done[1]!) as { reason: string }).reason;
     say(`session ${opened.id} opened at ${endpoint} (served by the router) ran on engine ${opened.engine} (placement: ${opened.placement.reason}) and finished: done ${reason}`);
+    if ((await programThroughRouter(routerBase, appPath, String(app.metadata.name))) !== 0) return 1;
   }
+  return 0;
+}
+
+/** The sample program of an AgentApp with semantic functions (samples/programs/<app>.json), run through the router to its `done` event. */
+async function programThroughRouter(routerBase: string, appPath: string, name: string): Promise<number> {
+  const file = path.join(ROOT, "samples/programs", `${name}.json`);
+  if (!existsSync(file)) return 0;
+  const res = await fetch(`${routerBase}${appPath}/programs`, { method: "POST", headers: { "content-type": "application/json" }, body: readFileSync(file, "utf8") });
+  if (res.status !== 201) {
+    say(`program samples/programs/${name}.json: ${res.status} ${await res.text()}`);
+    return 1;
+  }
+  const created = (await res.json()) as { id: string; eventsUrl: string; calls: { id: string; objective: string }[] };
+  const events = await (await fetch(`${routerBase}${created.eventsUrl}`)).text();
+  const done = /event: done\nid: \d+\ndata: (\{.*\})/.exec(events);
+  const state = done === null ? "unfinished" : (JSON.parse(done[1]!) as { state: string }).state;
+  if (state !== "succeeded") {
+    say(`program ${created.id} did not succeed (${state}): ${events.slice(-800)}`);
+    return 1;
+  }
+  const produced = events.split("event: value").length - 1;
+  say(`program ${created.id} (samples/programs/${name}.json: ${created.calls.map((c) => `${c.id}=${c.objective}`).join(", ")}) ran through the router: ${produced} values produced, done ${state}`);
   return 0;
 }
 
