@@ -132,7 +132,9 @@ t.test("a map-reduce program: handles at once, values in order, maps as one task
   }
   const after = await engineCounters();
   const forks = after.get(pod)!.forks - before.get(pod)!.forks;
-  t.ok(forks >= 3, `the engine forked the prefix for the three siblings (${forks} forks)`);
+  // A sibling admitted after the first map finished may take its idle slot and keep the prefix in
+  // place instead of forking it (the usage checks above cover both); the others fork.
+  t.ok(forks >= 2, `the engine forked the prefix for the siblings (${forks} forks)`);
   const engineFilled = [...after].reduce((n, [p, c]) => n + c.prefilled - before.get(p)!.prefilled, 0);
   const callsFilled = Object.values(status.calls).reduce((n, c) => n + c.usage.prefilledTokens, 0);
   t.equal(engineFilled, callsFilled, "the engines' prefill counters agree with the calls' usage");
