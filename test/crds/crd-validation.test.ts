@@ -67,17 +67,17 @@ const invalid: Record<string, Case> = {
   "model with two sources": {
     kind: EnginePool,
     obj: variant(engine, "two-sources", (o) => (o.spec.model.path = "/models/a.gguf")),
-    messages: ["a model source is exactly one of path, pvc or url"],
+    messages: ["a model source is exactly one of path, pvc, hostPath or url"],
   },
   "model with no source": {
     kind: EnginePool,
     obj: variant(engine, "no-source", (o) => (o.spec.model = { sha256: "a".repeat(64) })),
-    messages: ["a model source is exactly one of path, pvc or url"],
+    messages: ["a model source is exactly one of path, pvc, hostPath or url"],
   },
   "draft model with two sources": {
     kind: EnginePool,
     obj: variant(engine, "draft-two", (o) => (o.spec.draftModel = { model: { path: "/d.gguf", pvc: { claimName: "m", path: "d.gguf" } } })),
-    messages: ["spec.draftModel.model", "a model source is exactly one of path, pvc or url"],
+    messages: ["spec.draftModel.model", "a model source is exactly one of path, pvc, hostPath or url"],
   },
   "openai backend without upstream URL": {
     kind: EnginePool,

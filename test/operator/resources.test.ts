@@ -78,7 +78,7 @@ t.test("engine Deployment: args parse with the engine's own option parser", asyn
   t.match(dep.spec?.template.spec?.volumes?.find((v) => v.name === shm?.name)?.emptyDir, { medium: "Memory" });
 });
 
-t.test("engine model sources: PVC mounted read-only, URL fetched by an init container", async (t) => {
+t.test("engine model sources: PVC mounted read-only, hostPath file mounted read-only, URL fetched by an init container", async (t) => {
   const pvc = buildEngineDeployment(enginePool({ model: { pvc: { claimName: "models", path: "q/q.gguf" } } }), build);
   const podSpec = pvc.spec?.template.spec!;
   t.same(podSpec.volumes?.find((v) => v.name === "model")?.persistentVolumeClaim, { claimName: "models", readOnly: true });
@@ -95,6 +95,14 @@ t.test("engine model sources: PVC mounted read-only, URL fetched by an init cont
   t.ok(init.command?.includes("https://example.com/q.gguf"));
   t.ok(init.command?.includes("a".repeat(64)));
   t.equal(spec.containers[0]!.args?.[spec.containers[0]!.args.indexOf("--model") + 1], "/models/model.gguf");
+
+  // A file on the node: a read-only hostPath volume of type File, mounted as the file itself.
+  const host = buildEngineDeployment(enginePool({ model: { hostPath: "/var/models/q.gguf" } }), build);
+  const hostSpec = host.spec?.template.spec!;
+  t.same(hostSpec.volumes?.find((v) => v.name === "model")?.hostPath, { path: "/var/models/q.gguf", type: "File" });
+  t.same(hostSpec.containers[0]!.volumeMounts?.find((m) => m.name === "model"), { name: "model", mountPath: "/models/q.gguf", readOnly: true });
+  t.equal(hostSpec.containers[0]!.args?.[hostSpec.containers[0]!.args.indexOf("--model") + 1], "/models/q.gguf");
+  t.notOk(hostSpec.initContainers);
 
   const image = buildEngineDeployment(enginePool({ image: "custom/engine:2" }), build);
   t.equal(image.spec?.template.spec?.containers[0]!.image, "custom/engine:2", "spec.image overrides the operator default");

@@ -24,6 +24,8 @@ export interface ModelSource {
   path?: string;
   /** A file on a PersistentVolumeClaim mounted read-only. */
   pvc?: { claimName: string; path: string };
+  /** A GGUF file on the node (a single-node or air-gapped cluster with models on its disks), mounted read-only. */
+  hostPath?: string;
   /** An http(s) URL an init step downloads before the engine starts. */
   url?: string;
   /** Expected SHA-256 of the file (hex), checked after a download. */
@@ -112,14 +114,15 @@ function modelSourceSchema(description: string): OpenApiSchema {
         },
         { required: ["claimName", "path"] },
       ),
+      hostPath: str("Absolute path of a GGUF file on the node, mounted read-only (every node the pool may run on needs it).", { minLength: 2, maxLength: 4096, pattern: "^/" }),
       url: httpUrl("http(s) URL downloaded by an init step before the engine starts."),
       sha256: str("Expected SHA-256 (hex) of the file.", { pattern: "^[a-f0-9]{64}$" }),
     },
     {
       "x-kubernetes-validations": [
         {
-          rule: "[has(self.path), has(self.pvc), has(self.url)].filter(x, x).size() == 1",
-          message: "a model source is exactly one of path, pvc or url",
+          rule: "[has(self.path), has(self.pvc), has(self.hostPath), has(self.url)].filter(x, x).size() == 1",
+          message: "a model source is exactly one of path, pvc, hostPath or url",
         },
       ],
     },
@@ -150,7 +153,7 @@ const runtimeSchema = object(
 const specSchema = object(
   "Desired state of an EnginePool.",
   {
-    model: modelSourceSchema("The model the engine serves: exactly one of path, pvc or url."),
+    model: modelSourceSchema("The model the engine serves: exactly one of path, pvc, hostPath or url."),
     replicas: int("Engine pods.", 0, 64, { default: 1 }),
     image: str("Engine image override.", { minLength: 1, maxLength: 512 }),
     resources: object("Per-pod resources.", {
@@ -163,7 +166,7 @@ const specSchema = object(
     draftModel: object(
       "Optional draft model for speculative tool calls.",
       {
-        model: modelSourceSchema("The draft model: exactly one of path, pvc or url."),
+        model: modelSourceSchema("The draft model: exactly one of path, pvc, hostPath or url."),
         maxDraftTokens: int("Tokens drafted ahead.", 1, 64, { default: 8 }),
       },
       { required: ["model"] },

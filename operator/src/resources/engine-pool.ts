@@ -74,6 +74,14 @@ function resolveModel(source: ModelSource, volumeName: string, mountPath: string
       mount: { name: volumeName, mountPath, readOnly: true },
     };
   }
+  if (source.hostPath !== undefined) {
+    const file = `${mountPath}/${source.hostPath.split("/").pop() ?? "model.gguf"}`;
+    return {
+      path: file,
+      volume: { name: volumeName, hostPath: { path: source.hostPath, type: "File" } },
+      mount: { name: volumeName, mountPath: file, readOnly: true },
+    };
+  }
   const dest = `${mountPath}/model.gguf`;
   return {
     path: dest,
