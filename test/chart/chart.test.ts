@@ -68,6 +68,7 @@ t.test("helm template with default values", async (t) => {
   t.ok(dep, "operator Deployment");
   t.equal(dep.spec.replicas, 2, "two operator replicas");
   const container = dep.spec.template.spec.containers[0];
+  t.same(container.command, ["node", "dist/operator/src/main.js"], "the operator's entrypoint in the image");
   t.ok(container.args.includes("--leader-elect=true"), "leader election on");
   const seeds = [0, 1, 2].map((i) => `tls://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
   t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster, over TLS");
