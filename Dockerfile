@@ -2,18 +2,26 @@
 # One image, four entrypoints (engine, operator, router, toolrunner).
 #   CPU (default):  docker build -t interlace .
 #   CUDA:           docker build --build-arg VARIANT=cuda -t interlace:cuda .
+#   Other base:     docker build --build-arg BASE_IMAGE=my-registry/node:20 -t interlace .
+# BASE_IMAGE needs node and npm on PATH (the build stage) and a node that
+# runs the result (the CPU runtime stage). hack/images.sh builds one without
+# any registry (a Debian rootfs plus Node's own binary from the npm registry).
 # The CUDA variant adds node-llama-cpp's prebuilt CUDA binary package (same
 # version as the CPU one) on an NVIDIA CUDA runtime base; the engine picks it
 # with `--gpu cuda` (or `auto`). Nothing else differs: same code, same lockfile.
 ARG VARIANT=cpu
 ARG NODE_VERSION=20
+ARG BASE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 ARG CUDA_BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04
 
-FROM node:${NODE_VERSION}-bookworm-slim AS build
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json .npmrc ./
 COPY hack/npm ./hack/npm
-RUN npm ci --no-audit --no-fund
+# A cache mount keeps downloaded packages between builds (podman and BuildKit);
+# node-llama-cpp's prebuilt binary is a dependency, so its postinstall must not
+# try to download or compile llama.cpp.
+RUN --mount=type=cache,target=/root/.npm NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --no-audit --no-fund --prefer-offline
 COPY tsconfig.json tsconfig.build.json ./
 COPY common ./common
 COPY engine-pod ./engine-pod
@@ -31,7 +39,7 @@ FROM build AS deps-cuda
 RUN npm install --no-save --omit=dev "@node-llama-cpp/linux-x64-cuda@$(node -p 'require("./node_modules/node-llama-cpp/package.json").version')"
 FROM deps-${VARIANT} AS deps
 
-FROM node:${NODE_VERSION}-bookworm-slim AS runtime-cpu
+FROM ${BASE_IMAGE} AS runtime-cpu
 
 FROM ${CUDA_BASE} AS runtime-cuda
 COPY --from=node:20-bookworm-slim /usr/local/bin/node /usr/local/bin/node

@@ -1,6 +1,6 @@
 /**
  * @module Test certificates made with the machine's openssl (P-256): a CA and
- * serving certificates signed by it. Used by the test control plane (the
+ * serving and client certificates signed by it. Used by the test control plane (the
  * kube-apiserver) and by the NATS harness (TLS between clients and servers).
  */
 import { execFile } from "node:child_process";
@@ -25,5 +25,15 @@ export async function generateCa(dir: string, commonName = "interlace-test-ca"):
  */
 export async function generateServerCert(dir: string, name: string, sans: string[]): Promise<void> {
   await openssl(dir, ["req", "-new", ...EC, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${name}`, "-addext", `subjectAltName=${sans.join(",")}`]);
+  await openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-copy_extensions", "copy"]);
+}
+
+/**
+ * `<name>.key` + `<name>.crt` in `dir`: a client certificate signed by the CA
+ * there, for user `commonName` in group `organization` (how kube-apiserver
+ * authenticates to kubelets).
+ */
+export async function generateClientCert(dir: string, name: string, commonName: string, organization: string): Promise<void> {
+  await openssl(dir, ["req", "-new", ...EC, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/O=${organization}/CN=${commonName}`, "-addext", "extendedKeyUsage=clientAuth"]);
   await openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-copy_extensions", "copy"]);
 }

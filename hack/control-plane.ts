@@ -25,7 +25,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { generateCa, generateServerCert, openssl } from "./certs.js";
+import { generateCa, generateClientCert, generateServerCert, openssl } from "./certs.js";
 
 const execFileP = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -57,6 +57,24 @@ export interface ControlPlaneOptions {
    * kubelet runs, tests set Deployment status themselves.
    */
   garbageCollector?: boolean;
+  /**
+   * Run kube-controller-manager with exactly these controllers (overrides
+   * `garbageCollector`): the single-node cluster (hack/cluster.ts) needs the
+   * ones that turn Deployments and StatefulSets into pods.
+   */
+  controllers?: string[];
+  /**
+   * The address kube-apiserver listens on and advertises (default
+   * 127.0.0.1). The single-node cluster uses its bridge's gateway so that
+   * pods reach the API server through the `kubernetes` Service.
+   */
+  address?: string;
+  /**
+   * Pods really run: the ServiceAccount admission plugin mounts their
+   * tokens, and kube-apiserver gets a client certificate for kubelets (logs,
+   * exec) and reaches them by their InternalIP.
+   */
+  runPods?: boolean;
   /** Keep the work folder (logs, certificates) after stop, for debugging. */
   keepDir?: boolean;
 }
@@ -100,9 +118,11 @@ function binDirOf(opts: ControlPlaneOptions): string {
 }
 
 /** CA, serving certificate for 127.0.0.1/localhost, and the service-account key pair (all P-256). */
-async function generateCertificates(dir: string): Promise<void> {
+async function generateCertificates(dir: string, address: string): Promise<void> {
   await generateCa(dir);
-  await generateServerCert(dir, "apiserver", ["IP:127.0.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc"]);
+  // 10.96.0.1: the `kubernetes` Service's ClusterIP (first address of --service-cluster-ip-range).
+  const sans = ["IP:127.0.0.1", `IP:${address}`, "IP:10.96.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"];
+  await generateServerCert(dir, "apiserver", [...new Set(sans)]);
   await openssl(dir, ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key"]);
   await openssl(dir, ["ec", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
 }
@@ -147,7 +167,7 @@ const WATCHDOG = [
   'wait "$child"',
 ].join("\n");
 
-function startProcess(bin: string, args: string[], logPath: string): Promise<ChildProcess> {
+export function startProcess(bin: string, args: string[], logPath: string): Promise<ChildProcess> {
   return open(logPath, "a").then((log) => {
     const child = spawn("bash", ["-c", WATCHDOG, "watchdog", bin, ...args], {
       // Its own process group, so a stuck shutdown can be killed as a whole (watchdog and server).
@@ -162,7 +182,7 @@ function startProcess(bin: string, args: string[], logPath: string): Promise<Chi
   });
 }
 
-async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
+export async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.kill("SIGTERM");
@@ -177,7 +197,7 @@ async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): P
   clearTimeout(timer);
 }
 
-async function tail(file: string, lines = 30): Promise<string> {
+export async function tail(file: string, lines = 30): Promise<string> {
   const text = await readFile(file, "utf8").catch(() => "");
   return text.split("\n").slice(-lines).join("\n");
 }
@@ -252,7 +272,9 @@ async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
     if (opts.keepDir !== true) await rm(dir, { recursive: true, force: true });
   };
   try {
-    await generateCertificates(dir);
+    const address = opts.address ?? "127.0.0.1";
+    await generateCertificates(dir, address);
+    if (opts.runPods === true) await generateClientCert(dir, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters");
     const adminToken = randomBytes(24).toString("hex");
     await writeFile(path.join(dir, "tokens.csv"), `${adminToken},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
 
@@ -279,13 +301,13 @@ async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
       throw new Error(`etcd failed to start: ${err.message}\n${await tail(path.join(dir, "etcd.log"))}`);
     });
 
-    const server = `https://127.0.0.1:${apiPort}`;
+    const server = `https://${address}:${apiPort}`;
     api = await startProcess(
       apiBin,
       [
         `--etcd-servers=${etcdUrl}`,
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        `--bind-address=${address}`,
+        `--advertise-address=${address}`,
         `--secure-port=${apiPort}`,
         `--cert-dir=${dir}`,
         `--tls-cert-file=${path.join(dir, "apiserver.crt")}`,
@@ -299,8 +321,14 @@ async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
         "--api-audiences=https://kubernetes.default.svc.cluster.local",
         "--service-cluster-ip-range=10.96.0.0/16",
         "--allow-privileged=true",
-        // Pods never run here; the ServiceAccount admission plugin would only add token volumes.
-        "--disable-admission-plugins=ServiceAccount",
+        ...(opts.runPods === true
+          ? [
+              `--kubelet-client-certificate=${path.join(dir, "apiserver-kubelet-client.crt")}`,
+              `--kubelet-client-key=${path.join(dir, "apiserver-kubelet-client.key")}`,
+              "--kubelet-preferred-address-types=InternalIP",
+            ]
+          : // Pods never run here; the ServiceAccount admission plugin would only add token volumes.
+            ["--disable-admission-plugins=ServiceAccount"]),
         "--profiling=false",
         "--v=0",
         ...(opts.apiServerArgs ?? []),
@@ -314,14 +342,16 @@ async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
 
     const kubeconfigPath = path.join(dir, "admin.kubeconfig");
     await writeFile(kubeconfigPath, renderKubeconfig(server, ca, "admin", adminToken), { mode: 0o600 });
-    if (opts.garbageCollector === true) {
+    const controllers = opts.controllers ?? (opts.garbageCollector === true ? ["garbagecollector"] : []);
+    if (controllers.length > 0) {
       const kcmBin = path.join(bin, "kube-controller-manager");
       if (!existsSync(kcmBin)) throw new Error(`${kcmBin} is missing: run bash hack/tools/35-kube-controller-manager.sh`);
       kcm = await startProcess(
         kcmBin,
         [
           `--kubeconfig=${kubeconfigPath}`,
-          "--controllers=garbagecollector",
+          `--controllers=${controllers.join(",")}`,
+          `--root-ca-file=${path.join(dir, "ca.crt")}`,
           "--leader-elect=false",
           "--use-service-account-credentials=false",
           "--secure-port=0",
