@@ -15,6 +15,8 @@ ARG BASE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 ARG CUDA_BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04
 
 FROM ${BASE_IMAGE} AS build
+# Behind a TLS-intercepting proxy: a CA file (mounted into the build) that npm must trust.
+ARG NODE_EXTRA_CA_CERTS
 WORKDIR /src
 COPY package.json package-lock.json .npmrc ./
 COPY hack/npm ./hack/npm

@@ -73,6 +73,12 @@ done
 if [[ -n "$BRIDGE" ]] && ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" 2>/dev/null; fi
 if [[ -x "$BIN/kube-proxy" ]] && command -v iptables >/dev/null; then
   "$BIN/kube-proxy" --cleanup --proxy-mode=iptables >/dev/null 2>&1
+  # The kubelet's localnet guard (made even without makeIPTablesUtilChains).
+  for ipt in iptables ip6tables; do
+    while $ipt -D INPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    while $ipt -D OUTPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    $ipt -F KUBE-FIREWALL 2>/dev/null && $ipt -X KUBE-FIREWALL 2>/dev/null
+  done
 fi
 
 # 5. What the kubelet makes outside its root folder: its cgroups (empty now) and,

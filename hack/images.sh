@@ -116,7 +116,13 @@ else
   started=$(date +%s)
   log "building interlace image $APP from Dockerfile (BASE_IMAGE=$BASE)"
   # --network host: npm ci reaches the npm registry (no bridge network is set up for builds).
-  podman build --quiet --network host --build-arg "BASE_IMAGE=$BASE" --tag "$APP" --file Dockerfile . >/dev/null
+  # VARIANT given explicitly: podman 4.3 does not resolve `FROM runtime-${VARIANT}` from the default.
+  # A CA this machine adds for the npm registry (a TLS-intercepting proxy) is trusted inside the build too.
+  ca=()
+  if [[ -n "${NODE_EXTRA_CA_CERTS:-}" && -f "$NODE_EXTRA_CA_CERTS" ]]; then
+    ca=(--volume "$NODE_EXTRA_CA_CERTS:/run/host-ca.crt:ro" --build-arg NODE_EXTRA_CA_CERTS=/run/host-ca.crt)
+  fi
+  podman build --quiet --network host "${ca[@]}" --build-arg VARIANT=cpu --build-arg "BASE_IMAGE=$BASE" --tag "$APP" --file Dockerfile . >/dev/null
   log "interlace image built in $(( $(date +%s) - started ))s"
 fi
 
