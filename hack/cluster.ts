@@ -219,6 +219,8 @@ function cniConfig(dir: string, bridge: string, subnet: string, gateway: string)
           type: "bridge",
           bridge,
           isGateway: true,
+          // The default route (Service addresses such as 10.96.0.1 included) goes through the gateway.
+          isDefaultGateway: true,
           // Pods talk to each other, to Services and to the host's gateway address only.
           ipMasq: false,
           hairpinMode: true,
