@@ -30,7 +30,7 @@ export const MODEL_SERVICE = "models";
 const SAMPLES_NEEDING_OUTSIDE = new Set(["enginepool-vllm.yaml"]);
 
 /** Waiting reasons that never fix themselves: fail at once with the pod's log. */
-const FATAL_WAITING = new Set(["CrashLoopBackOff", "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "CreateContainerError", "InvalidImageName", "RunContainerError"]);
+const FATAL_WAITING = new Set(["ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "CreateContainerError", "InvalidImageName", "RunContainerError"]);
 
 interface ContainerStatus {
   name: string;
@@ -178,7 +178,8 @@ export async function failOnBrokenPods(cluster: Cluster, namespace: string): Pro
     for (const c of [...(pod.status.initContainerStatuses ?? []), ...(pod.status.containerStatuses ?? [])]) {
       const reason = c.state?.waiting?.reason;
       const crashed = reason !== undefined && FATAL_WAITING.has(reason);
-      if (crashed || c.restartCount >= 2) {
+      // A restart or two while NATS elects its JetStream leader is start-up order, not a crash loop.
+      if (crashed || c.restartCount >= 3) {
         const log = await podLog(cluster, pod, c.name, c.restartCount > 0).catch((err: Error) => `(no log: ${err.message})`);
         throw new Error(`pod ${namespace}/${pod.metadata.name} container ${c.name}: ${reason ?? "restarting"} (${c.restartCount} restarts) ${c.state?.waiting?.message ?? ""}\n--- log ---\n${log}`);
       }
