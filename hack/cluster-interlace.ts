@@ -50,6 +50,24 @@ export function yamlDocs(text: string): Manifest[] {
     .filter((m): m is Manifest => m !== null && typeof m === "object" && "kind" in m);
 }
 
+/**
+ * A client API key the router accepts: the first `principal:key` line of the
+ * Secret the chart makes by default (`<release>-router-api-keys`); none when
+ * the release runs an open API (`router.apiKeys.generate=false`).
+ */
+export async function routerApiKey(cluster: Cluster): Promise<string | undefined> {
+  const res = await kubeRequest(cluster.cp.kubeConfig, "GET", `/api/v1/namespaces/${RELEASE_NS}/secrets/${RELEASE}-router-api-keys`);
+  if (res.status === 404) return undefined;
+  const data = (res.body as { data?: Record<string, string> }).data ?? {};
+  const line = Buffer.from(data["api-keys"] ?? "", "base64").toString("utf8").split("\n").find((l) => l.includes(":"));
+  return line?.slice(line.indexOf(":") + 1).trim();
+}
+
+/** The Authorization header for {@link routerApiKey} (empty for an open API). */
+export function authHeader(key: string | undefined): Record<string, string> {
+  return key === undefined ? {} : { authorization: `Bearer ${key}` };
+}
+
 /** `helm install` of the chart with the local images (and any extra `--set`s); returns helm's output. */
 export async function helmInstall(cluster: Cluster, extraSets: string[] = []): Promise<string> {
   const { interlace, nats } = cluster.images;

@@ -9,7 +9,7 @@
 import { writeFile } from "node:fs/promises";
 import { parseArgv } from "../common/src/index.js";
 import { startCluster } from "./cluster.js";
-import { APP_NS, RELEASE_NS, applySamples, helmInstall, routerUrl, waitReady } from "./cluster-interlace.js";
+import { APP_NS, RELEASE_NS, applySamples, helmInstall, routerApiKey, routerUrl, waitReady } from "./cluster-interlace.js";
 
 function say(msg: string): void {
   process.stdout.write(`[cluster] ${msg}\n`);
@@ -42,6 +42,8 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const router = await routerUrl(cluster);
+  const key = await routerApiKey(cluster);
+  const bearer = key === undefined ? "" : ` -H 'authorization: Bearer ${key}'`;
   const kubeconfig = cluster.cp.kubeconfigPath;
   const instructions = [
     `Interlace is running on a single-node cluster (up in ${((Date.now() - started) / 1000).toFixed(0)}s).`,
@@ -51,9 +53,9 @@ async function main(): Promise<void> {
     "",
     `The AgentApp default/assistant's endpoint, through the router Service (${router}):`,
     "",
-    `  curl -s -X POST ${router}/v1/apps/${APP_NS}/assistant/sessions -H 'content-type: application/json' \\`,
+    `  curl -s -X POST ${router}/v1/apps/${APP_NS}/assistant/sessions -H 'content-type: application/json'${bearer} \\`,
     `    -d '{"prompt":"hi","policy":{"type":"lpt-dag","calls":[{"id":"c1","tool":"echo","arguments":{"text":"hello"}}],"finalText":" done"}}'`,
-    `  curl -sN ${router}<eventsUrl from the answer>`,
+    `  curl -sN${bearer} ${router}<eventsUrl from the answer>`,
     "",
     "(The model is a generated test model: a scripted policy shows the tool path; prompts without one produce its text.)",
     "Stop and remove it all: bash hack/cluster.sh down",

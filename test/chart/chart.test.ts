@@ -7,13 +7,19 @@
  * ClusterRole grants.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
+import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
+import { createTrustRoot } from "../../common/src/security/nats-credentials.js";
+import { natsServerBinary } from "../../hack/nats.js";
+import { trustRootSecretData } from "../../operator/src/credentials/trust-root.js";
 import { applyManifest, controlPlaneFor, kubeRequest, waitCrdServing, type Manifest } from "../helpers/control-plane.js";
 
+const execFileP = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHART = path.join(ROOT, "charts/interlace");
 const HELM = path.join(process.env["INTERLACE_BIN"] ?? path.join(ROOT, ".cache/bin"), "helm");
@@ -147,7 +153,7 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
 
   const withAuth = await render(["nats.tls.enabled=true", "nats.auth.secretName=nats-auth", "nats.tls.secretName=my-tls", "nats.replicas=1", "networkPolicy.appNamespaces={team-a,team-b}"]);
   const conf1: string = find(withAuth, "ConfigMap", "interlace-nats").data["nats.conf"];
-  t.match(conf1, /include "\/etc\/nats-auth\/auth.conf"/, "JWT authentication from the auth Secret");
+  t.match(conf1, /include "\.\.\/nats-auth\/auth.conf"/, "JWT authentication from the auth Secret (a path relative to /etc/nats, as nats-server resolves includes)");
   t.notMatch(conf1, /cluster \{/, "a single node has no cluster block");
   t.notOk(find(withAuth, "Secret", "interlace-nats-tls"), "a provided TLS Secret is used as is");
   t.same(find(withAuth, "StatefulSet", "interlace-nats").spec.template.spec.volumes.find((v: { name: string }) => v.name === "tls").secret.secretName, "my-tls");
@@ -338,3 +344,30 @@ function minimalServiceMonitorCrd(): Manifest {
     },
   };
 }
+
+t.test("nats-server starts with the chart's default config, laid out as the pod mounts it", async (t) => {
+  // A config that renders can still be one nats-server refuses (an include path, a size unit):
+  // run the real server on it, with the files where the StatefulSet mounts them under a scratch root.
+  const ms = await render(["nats.replicas=1"]);
+  const root = mkdtempSync(path.join(tmpdir(), "interlace-nats-conf-"));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const dir = (d: string): string => {
+    mkdirSync(path.join(root, d), { recursive: true });
+    return path.join(root, d);
+  };
+  const conf: string = find(ms, "ConfigMap", "interlace-nats").data["nats.conf"];
+  t.match(conf, /include "/, "authentication is on by default");
+  t.match(conf, /tls \{/, "TLS is on by default");
+  writeFileSync(
+    path.join(dir("etc/nats"), "nats.conf"),
+    conf.replaceAll("/etc/nats-tls/", `${dir("etc/nats-tls")}/`).replace("/data/jetstream", dir("data/jetstream")).replace(/^port: 4222$/m, "port: -1").replace(/^http_port: 8222$/m, "http_port: -1"),
+  );
+  const tls = find(ms, "Secret", "interlace-nats-tls");
+  for (const k of ["tls.crt", "tls.key", "ca.crt"]) writeFileSync(path.join(root, "etc/nats-tls", k), Buffer.from(tls.data[k], "base64"));
+  writeFileSync(path.join(dir("etc/nats-auth"), "auth.conf"), trustRootSecretData(await createTrustRoot())["auth.conf"]!);
+  const check = await execFileP(natsServerBinary(), ["-t", "-c", path.join(root, "etc/nats/nats.conf")], { env: { ...process.env, POD_NAME: "interlace-nats-0" } }).then(
+    (r) => ({ ok: true, out: r.stdout + r.stderr }),
+    (err: { stdout?: string; stderr?: string; message: string }) => ({ ok: false, out: `${err.stderr ?? ""}${err.stdout ?? ""}${err.message}` }),
+  );
+  t.ok(check.ok, `nats-server accepts the rendered config: ${check.out}`);
+});

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import t from "tap";
 import { startCluster, type Cluster } from "../../hack/cluster.js";
-import { APP_NS, RELEASE_NS, applySamples, failOnBrokenPods, helmInstall, listPods, routerUrl, waitReady } from "../../hack/cluster-interlace.js";
+import { APP_NS, RELEASE_NS, applySamples, authHeader, routerApiKey, failOnBrokenPods, helmInstall, listPods, routerUrl, waitReady } from "../../hack/cluster-interlace.js";
 import { kubeRequest } from "../../hack/control-plane.js";
 import { readEventStream } from "../../common/src/session-client.js";
 
@@ -22,11 +22,14 @@ const execFileP = promisify(execFile);
 
 t.setTimeout(1_500_000);
 
+/** The client API key's header (the chart makes one by default), set once the release is installed. */
+let auth: Record<string, string> = {};
+
 /** Opens a session at the app's endpoint with a scripted tool-calling policy and reads its event stream to the end. */
 async function sessionWithTools(router: string, app: string): Promise<{ engine: string; events: string }> {
   const res = await fetch(`${router}/v1/apps/${APP_NS}/${app}/sessions`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...auth },
     body: JSON.stringify({
       prompt: "Echo a word, wait a little, then say done.",
       policy: {
@@ -41,7 +44,7 @@ async function sessionWithTools(router: string, app: string): Promise<{ engine: 
   });
   if (res.status !== 201) throw new Error(`POST sessions: ${res.status} ${await res.text()}`);
   const opened = (await res.json()) as { id: string; engine: string; eventsUrl: string };
-  const events = await (await fetch(`${router}${opened.eventsUrl}`, { signal: AbortSignal.timeout(120_000) })).text();
+  const events = await (await fetch(`${router}${opened.eventsUrl}`, { headers: auth, signal: AbortSignal.timeout(120_000) })).text();
   return { engine: opened.engine, events };
 }
 
@@ -49,12 +52,12 @@ async function sessionWithTools(router: string, app: string): Promise<{ engine: 
 async function openSession(router: string, app: string, policy: unknown): Promise<{ engine: string; events: AsyncGenerator<Record<string, unknown>> }> {
   const res = await fetch(`${router}/v1/apps/${APP_NS}/${app}/sessions`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...auth },
     body: JSON.stringify({ prompt: "Run the tools.", policy }),
   });
   if (res.status !== 201) throw new Error(`POST sessions: ${res.status} ${await res.text()}`);
   const opened = (await res.json()) as { engine: string; eventsUrl: string };
-  const stream = await fetch(`${router}${opened.eventsUrl}`, { signal: AbortSignal.timeout(180_000) });
+  const stream = await fetch(`${router}${opened.eventsUrl}`, { headers: auth, signal: AbortSignal.timeout(180_000) });
   if (stream.body === null) throw new Error("no event stream");
   return { engine: opened.engine, events: readEventStream<Record<string, unknown>>(stream.body) };
 }
@@ -100,6 +103,11 @@ t.test("Interlace on a real single-node cluster", async (t) => {
 
   // A session through the AgentApp's endpoint: router -> engine pod -> NATS -> tool runner pods -> interrupts.
   const router = await routerUrl(cluster);
+  const key = await routerApiKey(cluster);
+  t.ok(key, "the chart made a client API key (router.apiKeys.generate, on by default)");
+  const refused = await fetch(`${router}/v1/apps/${APP_NS}/assistant/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  t.equal(refused.status, 401, "the router refuses a request without a key");
+  auth = authHeader(key);
   const s = await sessionWithTools(router, "assistant");
   t.match(s.events, /event: done\n(?:id: \d+\n)?data: \{[^\n]*"reason":"eos"/, "the session finished", { events: s.events.slice(-2000) });
   t.match(s.events, /event: interrupt\n(?:id: \d+\n)?data: \{[^\n]*"id":"e1"[^\n]*from-the-runner-pod/, "the echo result came back as an interrupt");
@@ -113,7 +121,7 @@ t.test("Interlace on a real single-node cluster", async (t) => {
   const deadline = Date.now() + 60_000;
   let engines = { ready: 0, total: 0 };
   while (Date.now() < deadline) {
-    engines = ((await (await fetch(`${router}/v1/apps/${APP_NS}/assistant`)).json()) as { engines: typeof engines }).engines;
+    engines = ((await (await fetch(`${router}/v1/apps/${APP_NS}/assistant`, { headers: auth })).json()) as { engines: typeof engines }).engines;
     if (engines.ready === 2) break;
     await new Promise((r) => setTimeout(r, 1000));
   }
