@@ -124,7 +124,7 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   const conf: string = find(ms, "ConfigMap", "interlace-nats").data["nats.conf"];
   t.match(conf, /tls \{\s*cert_file: \/etc\/nats-tls\/tls.crt/, "clients must use TLS");
   t.match(conf, /cluster \{[\s\S]*routes: \[[\s\S]*interlace-nats-2\.interlace-nats-headless[\s\S]*verify: true/, "routes to every node, mutual TLS between nodes");
-  t.match(conf, /include "\/etc\/nats-auth\/auth.conf"/, "JWT authentication on by default");
+  t.match(conf, /include "\.\.\/nats-auth\/auth.conf"/, "JWT authentication on by default");
   t.same(
     sts.spec.template.spec.volumes.find((v: { name: string }) => v.name === "auth").secret,
     { secretName: "interlace-nats-auth", items: [{ key: "auth.conf", path: "auth.conf" }] },
