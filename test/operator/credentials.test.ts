@@ -59,6 +59,32 @@ const secret = (ns: string, name: string): Promise<V1Secret | null> => admin.get
 const root = await secret(RELEASE_NS, "interlace-nats-auth");
 const router = await secret(RELEASE_NS, "interlace-router-credentials");
 
+// Every await at the top level comes before the first subtest: tap ends the file once its
+// queued subtests are done, which can be before later top-level code has run.
+const enginePool: EnginePool = {
+  apiVersion: "interlace.dev/v1alpha1",
+  kind: "EnginePool",
+  metadata: { name: "pool", namespace: NS },
+  spec: { replicas: 1, model: { path: "/models/m.gguf" }, runtime: { backend: "llama-cpp" } },
+};
+const toolPool: ToolPool = {
+  apiVersion: "interlace.dev/v1alpha1",
+  kind: "ToolPool",
+  metadata: { name: POOL.name, namespace: NS },
+  spec: { tools: [{ name: "echo", description: "echo", parameters: { type: "object" }, builtin: { name: "echo" } }] },
+};
+await admin.create(EnginePoolKind, enginePool as KubernetesObject);
+await admin.create(ToolPoolKind, toolPool as KubernetesObject);
+const engineDep = await waitFor("engine deployment", () => admin.get<V1Deployment>(CoreTypes.Deployment, NS, "pool-engine").then((d) => d ?? undefined));
+const runnerDep = await waitFor("runner deployment", () => admin.get<V1Deployment>(CoreTypes.Deployment, NS, "tools-tools").then((d) => d ?? undefined));
+const engineSecret = await secret(NS, "pool-engine-credentials");
+const runnerSecret = await secret(NS, "tools-tools-credentials");
+
+type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
+const envOf = (dep: V1Deployment): Record<string, string> =>
+  Object.fromEntries(((dep.spec?.template.spec?.containers[0]?.env ?? []) as Env[]).map((e) => [e.name, e.value ?? `${e.valueFrom?.secretKeyRef?.name}/${e.valueFrom?.secretKeyRef?.key}`]));
+
+
 t.test("first start: the trust root and the router's Secret", async (t) => {
   t.match(data(root, TrustKey.AuthConf), /^operator: ey[\s\S]*resolver: MEMORY/, "auth.conf for nats-server");
   t.match(data(root, TrustKey.AccountSeed), /^SA/, "the account seed");
@@ -99,29 +125,6 @@ t.test("a provided trust root (hack/nats-keys.ts layout) is used as it is; missi
   await admin.create(CoreTypes.Secret, { apiVersion: "v1", kind: "Secret", metadata: { name: "broken", namespace: RELEASE_NS }, data: { x: "eA==" } } as V1Secret);
   await t.rejects(ensureTrustRoot(new KubeClient(saConfig), RELEASE_NS, "broken", testLogger("trust")), /has no "account.seed": make it with hack\/nats-keys.ts/, "a Secret without a seed is a clear error");
 });
-
-const enginePool: EnginePool = {
-  apiVersion: "interlace.dev/v1alpha1",
-  kind: "EnginePool",
-  metadata: { name: "pool", namespace: NS },
-  spec: { replicas: 1, model: { path: "/models/m.gguf" }, runtime: { backend: "llama-cpp" } },
-};
-const toolPool: ToolPool = {
-  apiVersion: "interlace.dev/v1alpha1",
-  kind: "ToolPool",
-  metadata: { name: POOL.name, namespace: NS },
-  spec: { tools: [{ name: "echo", description: "echo", parameters: { type: "object" }, builtin: { name: "echo" } }] },
-};
-await admin.create(EnginePoolKind, enginePool as KubernetesObject);
-await admin.create(ToolPoolKind, toolPool as KubernetesObject);
-const engineDep = await waitFor("engine deployment", () => admin.get<V1Deployment>(CoreTypes.Deployment, NS, "pool-engine").then((d) => d ?? undefined));
-const runnerDep = await waitFor("runner deployment", () => admin.get<V1Deployment>(CoreTypes.Deployment, NS, "tools-tools").then((d) => d ?? undefined));
-const engineSecret = await secret(NS, "pool-engine-credentials");
-const runnerSecret = await secret(NS, "tools-tools-credentials");
-
-type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
-const envOf = (dep: V1Deployment): Record<string, string> =>
-  Object.fromEntries(((dep.spec?.template.spec?.containers[0]?.env ?? []) as Env[]).map((e) => [e.name, e.value ?? `${e.valueFrom?.secretKeyRef?.name}/${e.valueFrom?.secretKeyRef?.key}`]));
 
 t.test("each pool's Secret, and the Deployment that mounts it", async (t) => {
   t.same(Object.keys(engineSecret?.data ?? {}).sort(), ["api-keys", "ca.crt", "interrupt.key", "nats.creds"], "engine: identity, CA, interrupt key, API keys");
