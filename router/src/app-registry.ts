@@ -6,6 +6,7 @@
  * presence reports so the operator can tell what is served.
  */
 import type { KvWatchEntry } from "@nats-io/kv";
+import { entryJson } from "./kv-watch.js";
 import type { Logger } from "../../common/src/index.js";
 import { appConfigHash, parseAppConfig, parseAppKey, type AppConfig } from "../../common/src/protocol/index.js";
 
@@ -27,13 +28,7 @@ export class AppRegistry {
       if (this.apps.delete(id)) this.log.info({ app: id }, "app removed");
       return;
     }
-    let data: unknown;
-    try {
-      data = entry.json();
-    } catch {
-      data = undefined;
-    }
-    const parsed = parseAppConfig(data);
+    const parsed = parseAppConfig(entryJson(entry));
     if (!parsed.ok) {
       this.log.warn({ app: id, reason: parsed.reason }, "malformed app config ignored");
       return;

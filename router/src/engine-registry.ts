@@ -8,6 +8,7 @@
  * key is deleted, is gone: listeners hear it, so open streams to it end.
  */
 import type { KvWatchEntry } from "@nats-io/kv";
+import { entryJson } from "./kv-watch.js";
 import type { Logger } from "../../common/src/index.js";
 import { parseEngineHeartbeat, parseEngineKey, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import type { EngineLoad } from "./placement.js";
@@ -65,13 +66,7 @@ export class EngineRegistry {
       this.remove(pk, key.pod, "its heartbeat was withdrawn (engine stopped)");
       return;
     }
-    let data: unknown;
-    try {
-      data = entry.json();
-    } catch {
-      data = undefined;
-    }
-    const parsed = parseEngineHeartbeat(data);
+    const parsed = parseEngineHeartbeat(entryJson(entry));
     if (!parsed.ok) {
       this.options.log.warn({ key: entry.key, reason: parsed.reason }, "malformed engine heartbeat ignored");
       return;

@@ -53,3 +53,12 @@ export class KvWatch {
     this.iter?.stop();
   }
 }
+
+/** An entry's JSON value; `undefined` when it is not JSON (the registries' parsers then report it). */
+export function entryJson(entry: KvWatchEntry): unknown {
+  try {
+    return entry.json();
+  } catch {
+    return undefined;
+  }
+}
