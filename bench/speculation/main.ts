@@ -28,13 +28,12 @@
  * prediction for the same α, g/G and T (Eq. 2 client-side, Eq. 6
  * engine-side), then the issue's targets checked against the rows.
  *
- * `--quick` runs 60 task runs (3 tasks; T 500 and 1000 ms; α 0.5 and 0.8;
- * the six modes, no speculation once per T and calling mode). Sized from the
- * per-task time: a BFCL chain of ~3 turns costs ~1.5 s of prompt prefill
- * (~1,000 tokens at ~670 tokens/s) plus ~3 × (G + T), G ≈ 1.1 s at ~10 ms per
- * token — 5–8 s per task on an idle 2-core machine, so about 7–8 minutes in
- * all. (One task per mode took 24–48 s at a load average of 20, about 8×
- * slower, consistent with that.)
+ * `--quick` runs 30 task runs: 5 tasks at the issue's target point only
+ * (T = 1000 ms ≈ G, α = 0.8), the six modes, no speculation once per calling
+ * mode; the α and T sweeps are the full run's. Sized from the per-task time
+ * measured on an idle 2-core machine: one mode over 3 tasks took 31–40 s
+ * (a BFCL chain of ~3 turns: ~1,000 prompt tokens of prefill plus ~3 × (G + T),
+ * G ≈ 1.1 s), so 6 modes × 5 tasks ≈ 6–7 minutes.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -90,12 +89,12 @@ function parseConfig(argv: string[]): Config {
   const c: Config = {
     quick,
     agents: list(f.get("agents"), quick ? [1] : [1, 8]),
-    // Quick: T ≈ G/2 and T ≈ G (G ≈ 1.1 s per turn idle), α 0.5 and 0.8: 2 × 2 × (1 + 2 × 2) mode runs of 3 tasks.
-    toolMs: list(f.get("tool-ms"), quick ? [500, 1000] : [250, 500, 1000, 2000]),
-    alpha: list(f.get("alpha"), quick ? [0.5, 0.8] : [0.5, 0.8, 1]),
+    // Quick: the targets' point only, T ≈ G (G ≈ 1.1 s per turn idle) and α 0.8: 2 × (1 + 2) mode runs of 5 tasks.
+    toolMs: list(f.get("tool-ms"), quick ? [1000] : [250, 500, 1000, 2000]),
+    alpha: list(f.get("alpha"), quick ? [0.8] : [0.5, 0.8, 1]),
     lambda: Number(f.get("lambda") ?? 1),
     thinkTokens: Number(f.get("think-tokens") ?? 30),
-    tasks: Number(f.get("tasks") ?? (quick ? 3 : 8)),
+    tasks: Number(f.get("tasks") ?? (quick ? 5 : 8)),
     seed: Number(f.get("seed") ?? 1),
     ...(f.get("questions") !== undefined ? { questions: f.get("questions")! } : {}),
     ...(f.get("answers") !== undefined ? { answers: f.get("answers")! } : {}),
