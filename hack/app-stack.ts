@@ -21,7 +21,7 @@ import { createLogger, type Logger } from "../common/src/index.js";
 import { appKey, openAppsBucket, type AppConfig, type ToolRunnerConfig } from "../common/src/protocol/index.js";
 import type { AgentApp, EnginePool, ToolPool } from "../operator/src/api/index.js";
 import { renderRunnerConfig, resolveAppConfig } from "../operator/src/resources/index.js";
-import { DEFAULT_PROGRAM_OPTIONS } from "../router/src/config.js";
+import { routerOptions } from "../router/src/config.js";
 import { startRouter, type Router } from "../router/src/index.js";
 import { spawnEngine, type EngineProcess } from "./engine-process.js";
 import { NatsServer } from "./nats.js";
@@ -148,21 +148,7 @@ export async function startAppStack(options: AppStackOptions): Promise<AppStack>
     stops.push(() => engine.stop());
 
     const router = await startRouter(
-      {
-        port: 0,
-        host: "127.0.0.1",
-        natsUrl: nats.url,
-        routerId: "router-0",
-        placement: "prefix-affinity",
-        loadFactor: 1.25,
-        engineTtlMs: 3000,
-        maxBodyBytes: 1 << 20,
-        retryAfterSeconds: 1,
-        upstreamTimeoutMs: 30_000,
-        ...DEFAULT_PROGRAM_OPTIONS,
-        presenceMs: 1000,
-        logLevel: "warn",
-      },
+      routerOptions({ natsUrl: nats.url, upstreamTimeoutMs: 30_000, presenceMs: 1000, logLevel: "warn" }),
       log.child({ component: "router" }),
     );
     stops.push(() => router.close());

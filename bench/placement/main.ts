@@ -21,7 +21,7 @@ import { appKey, openAppsBucket } from "../../common/src/protocol/index.js";
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
 import { spawnToolRunner } from "../../hack/stack.js";
-import { DEFAULT_PROGRAM_OPTIONS } from "../../router/src/config.js";
+import { routerOptions } from "../../router/src/config.js";
 import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
 import { connect } from "@nats-io/transport-node";
 import { mean, quantile, r3 } from "../lib/stats.js";
@@ -157,10 +157,7 @@ async function runOnce(config: Config, natsUrl: string, run: number, policy: Pla
   let router: Router | undefined;
   try {
     router = await startRouter(
-      {
-        port: 0, host: "127.0.0.1", natsUrl, routerId: `bench-${policy}`, placement: policy, loadFactor: config.loadFactor, engineTtlMs: 3000,
-        maxBodyBytes: 1 << 20, retryAfterSeconds: 1, upstreamTimeoutMs: 30_000, presenceMs: 2000, logLevel: "warn", ...DEFAULT_PROGRAM_OPTIONS,
-      },
+      routerOptions({ natsUrl, routerId: `bench-${policy}`, placement: policy, loadFactor: config.loadFactor, upstreamTimeoutMs: 30_000, logLevel: "warn" }),
       createLogger("bench-router", "warn"),
     );
     const r = router;

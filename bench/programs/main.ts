@@ -36,7 +36,7 @@ import { appKey, openAppsBucket, type AppConfig } from "../../common/src/protoco
 import { templateOutputs } from "../../common/src/semantic-function.js";
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
-import { DEFAULT_PROGRAM_OPTIONS } from "../../router/src/config.js";
+import { routerOptions } from "../../router/src/config.js";
 import { startRouter, type Router } from "../../router/src/index.js";
 import { parseProgram } from "../../router/src/programs/program-request.js";
 import { renderUntil } from "../../router/src/programs/render.js";
@@ -245,7 +245,7 @@ export async function run(argv: string[]): Promise<void> {
     await (await openAppsBucket(nc)).put(appKey(NS, APP), JSON.stringify(app));
     await nc.close();
     router = await startRouter(
-      { port: 0, host: "127.0.0.1", natsUrl: nats.url, routerId: "bench-router", placement: "prefix-affinity", loadFactor: 1.25, engineTtlMs: 3000, maxBodyBytes: 8 << 20, retryAfterSeconds: 1, upstreamTimeoutMs: 60_000, presenceMs: 2000, logLevel: "warn", ...DEFAULT_PROGRAM_OPTIONS, maxVariableBytes: 1 << 20 },
+      routerOptions({ natsUrl: nats.url, routerId: "bench-router", maxBodyBytes: 8 << 20, upstreamTimeoutMs: 60_000, logLevel: "warn", maxVariableBytes: 1 << 20 }),
       createLogger("bench-router", "warn"),
     );
     const r = router;

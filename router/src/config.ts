@@ -2,7 +2,7 @@
  * @module The router's one options schema, parsed once at start-up from
  * flags over environment variables over defaults (common/config).
  */
-import { defaultSource, enumOpt, ErrorCode, intOpt, InterlaceError, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
+import { defaultSource, enumOpt, parseArgv, ErrorCode, intOpt, InterlaceError, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
 import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
 import { apiKeysFromEnv, type ApiKeys } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv, type NatsSecurity } from "../../common/src/security/nats-connect.js";
@@ -55,14 +55,24 @@ export interface RouterOptions {
   security?: RouterSecurity;
 }
 
-/** The program settings' defaults (what the flags default to), for routers built in code. */
-export const DEFAULT_PROGRAM_OPTIONS = {
+/** The program settings' defaults (what the flags default to). */
+const DEFAULT_PROGRAM_OPTIONS = {
   maxVariableBytes: 262_144,
   maxProgramCalls: 256,
   maxPrograms: 1000,
   programKeepMs: 600_000,
   programQueueTimeoutMs: 120_000,
 } as const satisfies Partial<RouterOptions>;
+
+/**
+ * Options for a router built in code (the local stack, tests, benches): every
+ * flag's default, bound to loopback on a free port, without credentials, with
+ * `overrides` on top — so a new option needs no edit where routers are built.
+ */
+export function routerOptions(overrides: Partial<RouterOptions> & Pick<RouterOptions, "natsUrl">): RouterOptions {
+  const { security: _fromEnv, ...defaults } = parseRouterOptions({ flags: parseArgv([]), env: { NATS_URL: overrides.natsUrl } });
+  return { ...defaults, port: 0, host: "127.0.0.1", routerId: "router-0", ...overrides };
+}
 
 function invalid(message: string): InterlaceError {
   return new InterlaceError(ErrorCode.BadRequest, message);

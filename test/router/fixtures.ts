@@ -10,7 +10,7 @@ import { createLogger, readEventStream, type SessionEvent } from "../../common/s
 import { appKey, openAppsBucket, withAppDefaults, type AppConfig } from "../../common/src/protocol/index.js";
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { startRouter, type Router } from "../../router/src/index.js";
-import { DEFAULT_PROGRAM_OPTIONS, type RouterOptions } from "../../router/src/config.js";
+import { routerOptions, type RouterOptions } from "../../router/src/config.js";
 import { startNatsServer, type NatsServer } from "../helpers/nats-server.js";
 
 interface Teardownable {
@@ -73,22 +73,7 @@ export async function startStack(t: Teardownable, options: { engines: number; ro
   const routers: Router[] = [];
   for (let i = 0; i < options.routers; i++) {
     const router = await startRouter(
-      {
-        port: 0,
-        host: "127.0.0.1",
-        natsUrl: nats.url,
-        routerId: `router-${i}`,
-        placement: "prefix-affinity",
-        loadFactor: 1.25,
-        engineTtlMs: 3000,
-        maxBodyBytes: 65_536,
-        retryAfterSeconds: 1,
-        upstreamTimeoutMs: 20_000,
-        presenceMs: 500,
-        logLevel: "silent",
-        ...DEFAULT_PROGRAM_OPTIONS,
-        ...options.router,
-      },
+      routerOptions({ natsUrl: nats.url, routerId: `router-${i}`, maxBodyBytes: 65_536, upstreamTimeoutMs: 20_000, presenceMs: 500, logLevel: "silent", ...options.router }),
       log.child({ router: i }),
     );
     t.teardown(() => router.close());

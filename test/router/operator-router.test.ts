@@ -20,7 +20,7 @@ import { spawnEngine } from "../../hack/engine-process.js";
 import { adminAccess, condition, installGeneratedCrds, markDeploymentAvailable, operatorAccount, startTestOperator, testLogger, waitFor } from "../operator/helpers.js";
 import { log, longSession, QUICK } from "./fixtures.js";
 import { BUILTIN_TOOLS, spawnRunner } from "../nats/fixtures.js";
-import { DEFAULT_PROGRAM_OPTIONS } from "../../router/src/config.js";
+import { routerOptions } from "../../router/src/config.js";
 
 t.setTimeout(280_000);
 const NS = "apps";
@@ -73,7 +73,7 @@ t.test("the operator's rendered config is what the router serves; Ready means se
   t.equal(noRouter.status?.endpoint, "http://interlace-router.interlace-system.svc:8080/v1/apps/apps/helper", "the endpoint names the router Service");
 
   const router = await startRouter(
-    { port: 0, host: "127.0.0.1", natsUrl: nats.url, routerId: "router-0", placement: "prefix-affinity", loadFactor: 1.25, engineTtlMs: 3000, maxBodyBytes: 65_536, retryAfterSeconds: 1, upstreamTimeoutMs: 20_000, presenceMs: 500, logLevel: "silent", ...DEFAULT_PROGRAM_OPTIONS },
+    routerOptions({ natsUrl: nats.url, maxBodyBytes: 65_536, upstreamTimeoutMs: 20_000, presenceMs: 500, logLevel: "silent" }),
     log,
   );
   t.teardown(() => router.close());

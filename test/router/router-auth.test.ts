@@ -18,7 +18,7 @@ import { parseApiKeys } from "../../common/src/security/http-auth.js";
 import { natsConnectOptions } from "../../common/src/security/nats-connect.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { createNatsSecurity, natsClientSecurity, removeNatsSecurity } from "../../hack/nats.js";
-import { DEFAULT_PROGRAM_OPTIONS } from "../../router/src/config.js";
+import { routerOptions } from "../../router/src/config.js";
 import { startRouter } from "../../router/src/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { poolConfig, startRunner } from "../nats/fixtures.js";
@@ -61,27 +61,19 @@ const engine = await spawnEngine(
 t.teardown(() => engine.stop());
 
 const router = await startRouter(
-  {
-    port: 0,
-    host: "127.0.0.1",
+  routerOptions({
     natsUrl: nats.url,
-    routerId: "router-0",
-    placement: "prefix-affinity",
-    loadFactor: 1.25,
-    engineTtlMs: 3000,
     maxBodyBytes: 65_536,
-    retryAfterSeconds: 1,
     upstreamTimeoutMs: 20_000,
     presenceMs: 500,
     logLevel: "silent",
-    ...DEFAULT_PROGRAM_OPTIONS,
     security: {
       apiKeys: parseApiKeys(`alice:${ALICE}\nbob:${BOB}`),
       interruptKey: INTERRUPT_KEY,
       engineApiKey: ENGINE_KEY,
       nats: await natsClientSecurity(sec, { kind: "router" }),
     },
-  },
+  }),
   log.child({ router: 0 }),
 );
 t.teardown(() => router.close());
