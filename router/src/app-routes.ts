@@ -22,7 +22,6 @@ import { parseRoutedSessionId, routedSessionId } from "./session-id.js";
 import { startEventStream } from "../../common/src/event-stream.js";
 import { relayEventStream } from "./stream-relay.js";
 import { placeAndPost, type PlaceContext } from "./upstream.js";
-import { randomUUID } from "node:crypto";
 import { principalOf } from "../../common/src/security/http-auth.js";
 import type { SessionOwners } from "./session-owner.js";
 
@@ -35,8 +34,6 @@ export interface AppRoutesContext extends PlaceContext {
   live: Map<string, number>;
   /** Binds session ids to the API key that opened them. */
   owners: SessionOwners;
-  /** Sends a signed user/agent interrupt over NATS; absent: the interrupt goes over the engine's HTTP API. */
-  sendInterrupt?: (enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id: string }) => Promise<void>;
 }
 
 export function param(req: Request, name: string): string {
@@ -184,14 +181,8 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       throw new HttpError(403, RouterCode.Forbidden, `AgentApp ${served.config.namespace}/${served.config.name} does not take user interrupts (spec.interrupts.userInterrupts: false)`);
     }
     const { engine, engineSessionId, id } = ownerOf(ctx, served, req, res);
-    if (ctx.sendInterrupt !== undefined) {
-      // Signed over NATS: the engine's own interrupt stream, which accepts only what the interrupt key signed.
-      const interruptId = body.id ?? `user_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
-      const kind = body.kind ?? "user";
-      await ctx.sendInterrupt(engine.pod, engineSessionId, { kind, value: body.value, id: interruptId });
-      res.status(202).json({ id: interruptId, kind, sessionId: id, engine: engine.pod });
-      return;
-    }
+    // Over the engine's authenticated HTTP API, not NATS: the engine answers at once, so the app's
+    // maxQueued (429), an unknown session (404) and a finished one reach the client.
     const upstream = await callEngine(ctx, engine, `/v1/sessions/${encodeURIComponent(engineSessionId)}/interrupts`, {
       method: "POST",
       headers: { "content-type": "application/json" },

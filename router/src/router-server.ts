@@ -22,8 +22,6 @@ import { PresencePublisher } from "./presence.js";
 import { SessionOwners } from "./session-owner.js";
 import { bearerAuth } from "../../common/src/security/http-auth.js";
 import { natsConnectOptions } from "../../common/src/security/nats-connect.js";
-import { jetstream } from "@nats-io/jetstream";
-import { sendInterrupt } from "../../common/src/protocol/index.js";
 import { ProgramExecutor } from "./programs/program-executor.js";
 import { ProgramPrefixes } from "./programs/program-prefixes.js";
 import { mountProgramRoutes } from "./programs/program-routes.js";
@@ -86,15 +84,6 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   mountAppRoutes(app, json, {
     ...placeContext,
     owners: SessionOwners.from(security?.apiKeys ?? null, interruptKey),
-    // With the interrupt key, user interrupts go to the engine signed over NATS (what engines holding the key accept).
-    ...(interruptKey !== undefined
-      ? {
-          sendInterrupt: async (enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id: string }) => {
-            if (nc === undefined) throw new HttpError(503, RouterCode.NotReady, "router not connected to NATS");
-            await sendInterrupt(jetstream(nc), { enginePod, sessionId, ...input, signingKey: interruptKey });
-          },
-        }
-      : {}),
     apps,
     live,
   });

@@ -5,8 +5,9 @@
  * environment) and a real tool runner: clients without a key or with an
  * unknown one get 401; a session is owned by the key that opened it, so
  * another key gets 403 on its events, interrupts and cancel; the owner's
- * user interrupt reaches the engine signed over NATS and is injected; the
- * engine itself takes only the router's key.
+ * user interrupt reaches the engine (over its HTTP API, with the router's
+ * key) and is injected, and one sent after the session ended is refused to
+ * the client; the engine itself takes only the router's key.
  */
 import t from "tap";
 import { writeFileSync } from "node:fs";
@@ -104,7 +105,7 @@ t.test("no key or an unknown key: 401 with a reason", async (t) => {
   t.equal(probe.status, 200, "probes stay open");
 });
 
-t.test("a session is its opener's: another key gets 403; the owner's interrupt reaches the engine signed over NATS", async (t) => {
+t.test("a session is its opener's: another key gets 403; the owner's interrupt reaches the engine", async (t) => {
   const opened = await call("/sessions", ALICE, { method: "POST", body: JSON.stringify(WAITS_FOR_U1) });
   t.equal(opened.status, 201, await opened.clone().text());
   const { id } = (await opened.json()) as { id: string };
@@ -133,9 +134,12 @@ t.test("a session is its opener's: another key gets 403; the owner's interrupt r
   t.equal(intr.status, 202, await intr.clone().text());
   t.match(await intr.json(), { id: "u1", kind: "user", sessionId: id, engine: "engine-a" });
   await streamed;
-  t.ok(events.some((e) => e.type === "interrupt" && e.kind === "user" && e.id === "u1"), "the signed interrupt was injected (and bob's was not)");
+  t.ok(events.some((e) => e.type === "interrupt" && e.kind === "user" && e.id === "u1"), "the owner's interrupt was injected (and bob's was not)");
   t.notOk(events.some((e) => e.type === "interrupt" && JSON.stringify(e).includes("hijack")), "bob's interrupt never reached the session");
   t.equal(events.at(-1)?.type, "done");
+  // The engine answers the router at once, so the client learns the interrupt was not taken.
+  const late = await call(`/sessions/${id}/interrupts`, ALICE, { method: "POST", body: JSON.stringify({ value: "too late" }) });
+  t.equal(late.status, 409, `an interrupt after done is refused to the client: ${await late.clone().text()}`);
 });
 
 t.test("the engine takes only the router's key", async (t) => {
