@@ -97,6 +97,7 @@ export class ProgramExecutor implements ProgramDispatcher {
       maxTokens: Math.min(settings.maxTokens, app.maxTokens),
       temperature: settings.temperature,
       priority: OBJECTIVE_PRIORITY[ready.deduced.objective],
+      ...(ready.call.policy !== undefined ? { policy: ready.call.policy } : {}),
     };
     return { ready, output, body, chain, affinityKey: base.at(-1) ?? `app:${app.namespace}/${app.name}`, appSegments: base.length };
   }
