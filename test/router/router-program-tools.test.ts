@@ -61,7 +61,7 @@ t.test("a function's tool call goes through the ToolPool's runner and its result
   const program = (await res.json()) as { url: string; variables: Record<string, { url: string }> };
   const got = await fetch(`${stack.url(0)}${program.variables["answer"]!.url}?timeoutMs=60000`);
   const answer = (await got.json()) as { state: string; value?: string; error?: unknown };
-  t.match(answer, { state: "ready", value: "The blue door." }, "the value is the text generated after the result came back");
+  t.match(answer, { state: "ready", value: "The blue door." }, `the value is the text generated after the result came back: ${JSON.stringify(answer)}`);
 
   // Without the app's tools on the function's session the engine rejects the scripted call
   // (unknown tool); with them, the call went to NATS and exactly one runner run answered it.

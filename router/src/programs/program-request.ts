@@ -20,6 +20,7 @@
  * unbound input or output uses the variable of the same name. `outputs`
  * gives the criterion of each final output (`latency` or `throughput`);
  * absent, every variable no call consumes is final, with the app's objective.
+ * A call's `policy` scripts its sessions as a session's `policy` does.
  */
 import { ErrorCode, type ScriptedPolicySpec } from "../../../common/src/index.js";
 import type { AppConfig } from "../../../common/src/protocol/index.js";
