@@ -122,6 +122,13 @@ export interface CreateSessionRequest {
    * an admission queue ignores it.
    */
   priority?: number;
+  /**
+   * Most sequences in any step's batch while this session is in it: a
+   * latency-critical request's small batches (the router sends it for a
+   * program request deduced `latency`). Others wait a step for a place;
+   * sessions that set it never wait for each other. Absent: no cap.
+   */
+  maxBatch?: number;
   speculation?: SessionSpeculation;
   /**
    * `--backend openai`, `sync`/`syncParallel` only: the upstream's

@@ -50,6 +50,8 @@ export interface RouterOptions {
   programKeepMs: number;
   /** How long a program request keeps waiting while every engine is full before its call fails. */
   programQueueTimeoutMs: number;
+  /** The batch cap (`maxBatch`) an engine gets with a program request deduced `latency`. */
+  programLatencyBatch: number;
   logLevel: string;
   /** Absent: everything open (tests, laptops). */
   security?: RouterSecurity;
@@ -62,6 +64,7 @@ const DEFAULT_PROGRAM_OPTIONS = {
   maxPrograms: 1000,
   programKeepMs: 600_000,
   programQueueTimeoutMs: 120_000,
+  programLatencyBatch: 4,
 } as const satisfies Partial<RouterOptions>;
 
 /**
@@ -85,7 +88,8 @@ function invalid(message: string): InterlaceError {
  * `--retry-after-seconds`, `--upstream-timeout-ms`, `--presence-ms`,
  * `--max-variable-bytes` (262144), `--max-program-calls` (256),
  * `--max-programs` (1000), `--program-keep-ms` (600000),
- * `--program-queue-timeout-ms` (120000), `--log-level`.
+ * `--program-queue-timeout-ms` (120000), `--program-latency-batch` (4),
+ * `--log-level`.
  */
 export function parseRouterOptions(src: Source = defaultSource()): RouterOptions {
   const natsUrl = optionalStringOpt(src, "nats-url");
@@ -110,6 +114,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     maxPrograms: intOpt(src, "max-programs", DEFAULT_PROGRAM_OPTIONS.maxPrograms, { min: 1, max: 1_000_000 }),
     programKeepMs: intOpt(src, "program-keep-ms", DEFAULT_PROGRAM_OPTIONS.programKeepMs, { min: 1000, max: 86_400_000 }),
     programQueueTimeoutMs: intOpt(src, "program-queue-timeout-ms", DEFAULT_PROGRAM_OPTIONS.programQueueTimeoutMs, { min: 100, max: 3_600_000 }),
+    programLatencyBatch: intOpt(src, "program-latency-batch", DEFAULT_PROGRAM_OPTIONS.programLatencyBatch, { min: 1, max: 4096 }),
     logLevel: stringOpt(src, "log-level", "info"),
     security: routerSecurityFromEnv(src.env),
   };

@@ -94,7 +94,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     apps,
     metrics,
     store: programs,
-    executor: new ProgramExecutor({ ...placeContext, log: log.child({ subsystem: "programs" }), prefixes: programPrefixes, queueTimeoutMs: options.programQueueTimeoutMs }),
+    executor: new ProgramExecutor({ ...placeContext, log: log.child({ subsystem: "programs" }), prefixes: programPrefixes, queueTimeoutMs: options.programQueueTimeoutMs, latencyBatch: options.programLatencyBatch }),
     limits: { maxValueBytes: options.maxVariableBytes, maxCalls: options.maxProgramCalls },
   });
   app.use((req: Request) => {

@@ -3,7 +3,8 @@
  * session views — cancels, resumes by priority into granted slots, sync
  * re-entries, the compaction move, and the batch in sequence-id order with
  * long fills chunked — and admission (prefix-cache slot, a prefix to fork
- * from another sequence, priority over paused sessions waiting for a slot).
+ * from another sequence, priority over paused sessions waiting for a slot),
+ * and a latency-critical session's batch cap.
  */
 import t from "tap";
 import type { Token } from "node-llama-cpp";
@@ -104,6 +105,19 @@ t.test("admission order: a paused session waiting for a slot comes first unless 
   t.same(s.admit(tk(), 2, false, waiting, []), { slot: 0, reusePrefix: 0, fork: null }, "higher priority is admitted");
   const kept = [view("k", { state: "trapped", slot: 1, queued: 1, priority: 9 })];
   t.not(s.admit(tk(), 0, false, kept, []), null, "a paused session that kept its slot needs none");
+});
+
+t.test("a latency-critical session's batch cap: it always runs, others fill the places by priority, the rest wait a step", async (t) => {
+  const s = scheduler(6);
+  for (let i = 0; i < 6; i++) s.admit(tk(), 0, false, [], []);
+  const ids = (views: SessionView[]): string[] => s.plan(views).batch.map((b) => b.id);
+  const throughput = ["a", "b", "c", "d"].map((id, i) => view(id, { slot: i, priority: i === 2 ? 1 : 0 }));
+  t.same(ids(throughput), ["a", "b", "c", "d"], "no cap: every active session");
+  const latency = view("l", { slot: 5, priority: 2, maxBatch: 3 });
+  t.same(ids([...throughput, latency]), ["a", "c", "l"], "cap 3: the latency session, then the task group (priority 1), then admission order; in sequence-id order");
+  const second = view("m", { slot: 4, priority: 2, maxBatch: 1 });
+  t.same(ids([...throughput, latency, second]), ["m", "l"], "capped sessions never wait for each other; the smallest cap holds");
+  t.same(ids([view("x", { slot: 0, state: "trapped" }), latency]), ["l"], "only active sessions count");
 });
 
 t.test("needsAttention", async (t) => {

@@ -114,6 +114,8 @@ export const createSessionBodySchema: JsonSchema = {
     policy: scriptedPolicySchema,
     /** Admission priority, higher first (the router maps the AgentApp's objective onto it). */
     priority: { type: "integer", minimum: -1000, maximum: 1000 },
+    /** A latency-critical request's batch cap (the router sends it for a program request deduced `latency`). */
+    maxBatch: { type: "integer", minimum: 1, maximum: 4096 },
     // Checked field by field by the engine (a scripted draft needs a scripted policy).
     speculation: { type: "object" },
     toolChoice: {

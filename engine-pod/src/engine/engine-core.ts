@@ -118,6 +118,7 @@ export class EngineCore {
       priority: s.config.priority,
       decodedTokens: s.usage.decodedTokens,
       maxTokens: s.config.maxTokens,
+      ...(s.config.maxBatch !== undefined ? { maxBatch: s.config.maxBatch } : {}),
     }));
   }
 

@@ -128,6 +128,9 @@ class LlamaEngine implements Engine {
     checkSampling(request.temperature, request.seed);
     const priority = request.priority ?? 0;
     if (!Number.isFinite(priority)) throw new InterlaceError(ErrorCode.BadRequest, "priority must be a finite number");
+    if (request.maxBatch !== undefined && (!Number.isInteger(request.maxBatch) || request.maxBatch < 1)) {
+      throw new InterlaceError(ErrorCode.BadRequest, "maxBatch must be a positive integer");
+    }
     const prefixReuse = request.prefixReuse ?? true;
     const config: SessionConfig = {
       mode,
@@ -139,6 +142,7 @@ class LlamaEngine implements Engine {
       kvPolicy: request.kvPolicy ?? "auto",
       prefixReuse,
       priority,
+      ...(request.maxBatch !== undefined ? { maxBatch: request.maxBatch } : {}),
     };
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     const s = this.admit(randomUUID(), config, turn, prompt, script, prefixReuse && this.options.prefixCache);

@@ -37,6 +37,8 @@ export interface SessionConfig {
   readonly prefixReuse: boolean;
   /** Admission priority, higher first (0 when the request gave none). */
   readonly priority: number;
+  /** Most sequences in a step's batch while this session is in it (absent: no cap). */
+  readonly maxBatch?: number;
   /** Keep the finished sequence retained under this key (a Responses API response id). */
   readonly retainAs?: string;
 }

@@ -4,12 +4,14 @@
  * returns plain, read-only data ({@link StepPlan}): which sessions are
  * cancelled, resumed into which slot, re-entered, moved down (compaction), and
  * which sequences evaluate in this step's batch — decode steps and prefill
- * chunks under the per-session token budget, in sequence-id order. Admission
+ * chunks under the per-session token budget, in sequence-id order, within a
+ * latency-critical session's batch cap ({@link capBatch}). Admission
  * of new requests (prefix-cache slot, or a prefix to fork from another
  * sequence) and slot lending are decided here too. No class instance crosses
  * its boundary in either direction.
  */
 import type { Token } from "node-llama-cpp";
+import { capBatch } from "./batch-cap.js";
 import { commonPrefix, SlotAllocator, type Retention } from "./slot-allocator.js";
 
 /** A session as the scheduler sees it. Plain data, built by the engine each step. */
@@ -29,6 +31,8 @@ export interface SessionView {
   readonly priority: number;
   readonly decodedTokens: number;
   readonly maxTokens: number;
+  /** Most sequences in a step's batch while this session is in it (a latency-critical request); absent: no cap. */
+  readonly maxBatch?: number;
 }
 
 /** One sequence's work in a step. */
@@ -182,8 +186,7 @@ export class Scheduler {
     }
     const move = this.planMove(views, settled);
     const chunk = this.options.prefillChunk;
-    const batch: BatchItem[] = views
-      .filter((v) => v.state === "active" && !settled.has(v.id) && v.id !== move?.id)
+    const batch: BatchItem[] = capBatch(views.filter((v) => v.state === "active" && !settled.has(v.id) && v.id !== move?.id))
       .sort((a, b) => a.slot - b.slot)
       .map((v) =>
         chunk > 0 && v.feed > chunk

@@ -4,6 +4,8 @@
  * template rendered up to that output; the request carries the deduced
  * objective as the engine's admission priority, and its prefix-hash chain is
  * the app's own segments followed by the prompt cut at variable boundaries.
+ * A `latency` request also carries a batch cap (`maxBatch`): the engine runs
+ * the steps it is in with few sequences.
  *
  * Calls that become ready together are placed in units: the members of a
  * task group together (FindEngine(TaskGroup)), and otherwise calls sharing
@@ -36,6 +38,8 @@ export interface ExecutorContext extends PlaceContext {
   prefixes: ProgramPrefixes;
   /** How long a request may keep being refused for capacity before its call fails. */
   queueTimeoutMs: number;
+  /** Batch cap sent with a request deduced `latency` (Parrot's small batches on the critical path). */
+  latencyBatch: number;
 }
 
 interface Prepared {
@@ -97,6 +101,8 @@ export class ProgramExecutor implements ProgramDispatcher {
       maxTokens: Math.min(settings.maxTokens, app.maxTokens),
       temperature: settings.temperature,
       priority: OBJECTIVE_PRIORITY[ready.deduced.objective],
+      ...(ready.deduced.objective === "latency" ? { maxBatch: this.ctx.latencyBatch } : {}),
+      ...(ready.call.policy !== undefined ? { policy: ready.call.policy } : {}),
     };
     return { ready, output, body, chain, affinityKey: base.at(-1) ?? `app:${app.namespace}/${app.name}`, appSegments: base.length };
   }

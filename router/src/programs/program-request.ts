@@ -20,8 +20,9 @@
  * unbound input or output uses the variable of the same name. `outputs`
  * gives the criterion of each final output (`latency` or `throughput`);
  * absent, every variable no call consumes is final, with the app's objective.
+ * A call's `policy` scripts its sessions as a session's `policy` does.
  */
-import { ErrorCode } from "../../../common/src/index.js";
+import { ErrorCode, type ScriptedPolicySpec } from "../../../common/src/index.js";
 import type { AppConfig } from "../../../common/src/protocol/index.js";
 import { parseTemplate, templateInputs, templateOutputs, VARIABLE_NAME, type SemanticFunction, type TemplatePiece } from "../../../common/src/semantic-function.js";
 import { badRequest, HttpError } from "../errors.js";
@@ -42,6 +43,8 @@ export interface ProgramCall {
   bind: ReadonlyMap<string, readonly string[]>;
   /** Template output → the program variable it produces. */
   produces: ReadonlyMap<string, string>;
+  /** Scripts each of the call's engine sessions, as a session's `policy` does (the generated test model). */
+  policy?: ScriptedPolicySpec;
 }
 
 export interface ParsedProgram {
@@ -52,6 +55,7 @@ export interface ParsedProgram {
 }
 
 const FIELDS = ["inputs", "calls", "outputs"];
+const CALL_FIELDS = ["id", "function", "inputs", "outputs", "policy"];
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -87,7 +91,7 @@ export function parseProgram(app: AppConfig, body: unknown, limits: ProgramLimit
   const calls: ProgramCall[] = rawCalls.map((raw, i) => {
     const field = `calls[${i}]`;
     if (!isObject(raw)) throw badRequest(`${field} must be an object`);
-    for (const key of Object.keys(raw)) if (!["id", "function", "inputs", "outputs"].includes(key)) throw badRequest(`${field}: unknown field "${key}"; expected id, function, inputs, outputs`);
+    for (const key of Object.keys(raw)) if (!CALL_FIELDS.includes(key)) throw badRequest(`${field}: unknown field "${key}"; expected ${CALL_FIELDS.join(", ")}`);
     const fnName = raw["function"];
     if (typeof fnName !== "string") throw badRequest(`${field}.function must be a string`);
     const fn = functions.get(fnName);
@@ -116,7 +120,9 @@ export function parseProgram(app: AppConfig, body: unknown, limits: ProgramLimit
       } else bind.set(k, [variableName(v, `${field}.inputs.${k}`)]);
     }
     const produces = new Map(wantOut.map((k) => [k, variableName(rawOut[k] ?? k, `${field}.outputs.${k}`)]));
-    return { id, fn, pieces, bind, produces };
+    // Passed through as a session's is: the engine validates it and names the field.
+    if (raw["policy"] !== undefined && !isObject(raw["policy"])) throw badRequest(`${field}.policy must be an object (a scripted policy)`);
+    return { id, fn, pieces, bind, produces, ...(raw["policy"] !== undefined ? { policy: raw["policy"] as unknown as ScriptedPolicySpec } : {}) };
   });
   const built = buildDag(
     calls.map((c) => ({ id: c.id, inputs: [...new Set([...c.bind.values()].flat())], outputs: [...c.produces.values()] })),
