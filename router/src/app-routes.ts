@@ -20,7 +20,7 @@ import type { AppRegistry, ServedApp } from "./app-registry.js";
 import type { EngineRegistry } from "./engine-registry.js";
 import { HttpError, notFound, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
-import { mergeChatRequest, mergeInterruptRequest, mergeResponsesRequest, mergeSessionRequest } from "./request-merge.js";
+import { isObject, mergeChatRequest, mergeInterruptRequest, mergeResponsesRequest, mergeSessionRequest } from "./request-merge.js";
 import { parseRoutedResponseId, parseRoutedSessionId, routedResponseId, routedSessionId } from "./session-id.js";
 import { startEventStream } from "../../common/src/event-stream.js";
 import { relayEventStream, type RelayOptions } from "./stream-relay.js";
@@ -247,7 +247,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       } catch {
         return data;
       }
-      if (!isRecord(event) || !isRecord(event["response"])) return data;
+      if (!isObject(event) || !isObject(event["response"])) return data;
       return JSON.stringify({ ...event, response: clientResponse(ctx, event["response"], engine, principal) });
     };
     await proxyOpenAi(ctx, res, config, merged.stream, async (signal) => {
@@ -270,10 +270,6 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     res.setHeader("X-Interlace-Engine", engine.pod);
     res.json(clientResponse(ctx, await upstream.json(), engine.pod, principalOf(res)));
   });
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 /**
@@ -299,7 +295,7 @@ function responseOwner(ctx: AppRoutesContext, namespace: string, id: string, res
 
 /** An engine's response object with its ids (`id`, `previous_response_id`: both the engine's) as routed ids for `principal`. */
 function clientResponse(ctx: AppRoutesContext, payload: unknown, pod: string, principal: string): unknown {
-  if (!isRecord(payload)) return payload;
+  if (!isObject(payload)) return payload;
   const routed = (engineId: unknown): unknown => {
     if (typeof engineId !== "string") return engineId;
     const base = routedSessionId(pod, engineId);

@@ -28,7 +28,7 @@ export interface Merged<T> {
 const ROLES = ["user", "assistant", "tool"] as const;
 const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "policy", "mode", "grammar", "prefixReuse"];
 
-function isObject(v: unknown): v is Record<string, unknown> {
+export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 

@@ -11,8 +11,10 @@
  * reach the engine named in its previous response's id (through either
  * replica) and continue that response's retained sequence, which the
  * engine's own `interlace_engine_tokens_prefilled_total` shows (only the new
- * items prefilled). Unknown ids and ids of a gone engine are 404s, another
- * key's ids 403s, a missing or unknown key 401, all in OpenAI's error shape.
+ * items prefilled). An engine killed mid-stream ends the stream with an
+ * `engine_lost` error event. Unknown ids and ids of a gone engine are 404s,
+ * another key's ids 403s, a missing or unknown key 401, all in OpenAI's
+ * error shape.
  */
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@openai/agents";
 import OpenAI from "openai";
@@ -216,13 +218,30 @@ t.test("OpenAI Agents SDK pointed at the app's base URL: stateless, then chained
   t.same(chained, chained.map(() => [engine, true]), `every chained turn ran on ${engine} and continued a resident sequence: ${JSON.stringify(chained)}`);
 });
 
-t.test("the engine holding a response is gone: its follow-up and GET are 404s naming that", async (t) => {
+t.test("the engine dies mid-stream: the stream ends with an engine_lost error; its ids are then 404s naming that", async (t) => {
   const first = await create(c0, { input: "Weather and time in Paris?", tools, interlace_policy: policy });
-  await stack.engines.get(first.engine)!.stop();
+  const victim = stack.engines.get(first.engine)!;
+  // A long scripted answer continuing the first response, so it runs on the victim; killed at its first delta.
+  const long = { type: "text", pieces: Array.from({ length: 240 }, (_, i) => ` word${i}`) };
+  const stream = await c1.responses.create({ previous_response_id: first.r.id, input: outputsFor(callsOf(first.r)), tools, stream: true, max_output_tokens: 256, interlace_policy: long } as unknown as OpenAI.Responses.ResponseCreateParamsStreaming);
+  const types: string[] = [];
+  let last: unknown;
+  for await (const event of stream) {
+    types.push(event.type);
+    last = event;
+    if (event.type === "response.output_text.delta" && victim.child.exitCode === null && victim.child.signalCode === null) victim.child.kill("SIGKILL");
+  }
+  t.ok(types.includes("response.output_text.delta"), "the stream had begun");
+  t.notOk(types.includes("response.completed"), "and did not complete");
+  // The Responses API's `error` event, which the SDK yields as an event.
+  t.match(last, { type: "error", code: "engine_lost", message: new RegExp(`engine ${first.engine} stopped mid-response`) }, "the stream ends with an error event");
+
   t.ok(await waitFor(() => stack.routers.every((r) => r.engines.find("default", first.engine) === undefined), 15_000), "the routers dropped the engine");
   const cont = await c1.responses.create({ previous_response_id: first.r.id, input: outputsFor(callsOf(first.r)), tools }).catch((e: unknown) => e);
   t.ok(cont instanceof OpenAI.NotFoundError, "404");
   t.match((cont as Error).message, new RegExp(`engine ${first.engine}, which held it, is gone.*send the whole conversation as input`));
   const read = await c0.responses.retrieve(first.r.id).catch((e: unknown) => e);
   t.ok(read instanceof OpenAI.NotFoundError);
+  const fresh = await create(c0, { input: "Weather and time in Paris?", tools, interlace_policy: policy });
+  t.not(fresh.engine, first.engine, "new first turns go to the live engine");
 });
