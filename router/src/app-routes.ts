@@ -6,9 +6,12 @@
  * session; an engine that dies ends the stream with an `engine_lost` error
  * event), `POST .../sessions/{id}/interrupts` (the app's interrupt settings
  * enforced), `DELETE .../sessions/{id}`, `POST .../chat/completions`
- * (OpenAI-compatible, streaming and not) and `GET /v1/apps/{ns}/{app}`.
- * Session ids name their engine (session-id.ts), so any replica serves any
- * session.
+ * (OpenAI-compatible, streaming and not), `POST .../responses` and
+ * `GET .../responses/{id}` (the OpenAI Responses API) and
+ * `GET /v1/apps/{ns}/{app}`. Session and response ids name their engine
+ * (session-id.ts), so any replica serves any session, and a
+ * `previous_response_id` goes to the engine that retains that response's
+ * sequence.
  */
 import type { Express, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
@@ -17,10 +20,10 @@ import type { AppRegistry, ServedApp } from "./app-registry.js";
 import type { EngineRegistry } from "./engine-registry.js";
 import { HttpError, notFound, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
-import { mergeChatRequest, mergeInterruptRequest, mergeSessionRequest } from "./request-merge.js";
-import { parseRoutedSessionId, routedSessionId } from "./session-id.js";
+import { isObject, mergeChatRequest, mergeInterruptRequest, mergeResponsesRequest, mergeSessionRequest } from "./request-merge.js";
+import { parseRoutedResponseId, parseRoutedSessionId, routedResponseId, routedSessionId } from "./session-id.js";
 import { startEventStream } from "../../common/src/event-stream.js";
-import { relayEventStream } from "./stream-relay.js";
+import { relayEventStream, type RelayOptions } from "./stream-relay.js";
 import { placeAndPost, type PlaceContext } from "./upstream.js";
 import { principalOf } from "../../common/src/security/http-auth.js";
 import type { SessionOwners } from "./session-owner.js";
@@ -81,10 +84,12 @@ function track(ctx: AppRoutesContext, key: string, delta: number): void {
   ctx.metrics.activeSessions.set({ app: key }, Math.max(0, n));
 }
 
-async function callEngine(ctx: AppRoutesContext, engine: EngineHeartbeat, path: string, init: { method: string; headers?: Record<string, string>; body?: string }): Promise<globalThis.Response> {
+async function callEngine(ctx: AppRoutesContext, engine: EngineHeartbeat, path: string, init: { method: string; headers?: Record<string, string>; body?: string }, signal?: AbortSignal): Promise<globalThis.Response> {
+  const timeout = AbortSignal.timeout(ctx.upstreamTimeoutMs);
   try {
-    return await fetch(`${engine.endpoint}${path}`, { ...init, headers: { ...ctx.engineHeaders, ...init.headers }, signal: AbortSignal.timeout(ctx.upstreamTimeoutMs) });
+    return await fetch(`${engine.endpoint}${path}`, { ...init, headers: { ...ctx.engineHeaders, ...init.headers }, signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout });
   } catch (err) {
+    if (signal?.aborted === true) throw err;
     throw new HttpError(502, RouterCode.EngineLost, `engine ${engine.pod} did not answer: ${(err as Error).message}`);
   }
 }
@@ -206,36 +211,133 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     const { config } = appOf(ctx, req);
     const merged = mergeChatRequest(config, req.body);
     const pool = { namespace: config.namespace, name: config.enginePool.name };
-    const key = `${config.namespace}/${config.name}`;
-    const abort = new AbortController();
-    const onClose = (): void => {
-      if (!res.writableEnded) abort.abort();
-    };
-    res.on("close", onClose);
-    track(ctx, key, +1);
-    try {
-      let placed;
-      try {
-        placed = await placeAndPost(ctx, pool, merged, "/v1/chat/completions", merged.body, abort.signal);
-      } catch (err) {
-        if (abort.signal.aborted) return;
-        throw err;
-      }
-      res.setHeader("X-Interlace-Engine", placed.engine.pod);
-      if (!placed.response.ok || !merged.stream || placed.response.body === null) {
-        if (!placed.response.ok) return relayError(res, placed.response);
-        res.status(200).type("application/json").send(Buffer.from(await placed.response.arrayBuffer()));
-        return;
-      }
-      startEventStream(res);
-      const outcome = await relayEventStream(placed.response.body, res);
-      if (!outcome.clientGone && !outcome.completed) {
-        res.write(`data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${placed.engine.pod} stopped mid-completion` } })}\n\n`);
-      }
-      res.end();
-    } finally {
-      track(ctx, key, -1);
-      res.off("close", onClose);
-    }
+    await proxyOpenAi(ctx, res, config, merged.stream, (signal) => placeAndPost(ctx, pool, merged, "/v1/chat/completions", merged.body, signal), {
+      lost: (pod) => `data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-completion` } })}\n\n`,
+    });
   });
+
+  // Responses: a first turn is placed as chat completions are; a follow-up goes where its previous response is (response ids name their engine, session-id.ts).
+  app.post("/v1/apps/:ns/:app/responses", json, async (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const merged = mergeResponsesRequest(config, req.body);
+    const pool = { namespace: config.namespace, name: config.enginePool.name };
+    const previous = merged.previousResponseId !== undefined ? responseOwner(ctx, config.namespace, merged.previousResponseId, res, "previous_response_id") : undefined;
+    const body = previous !== undefined ? { ...merged.body, previous_response_id: previous.engineResponseId } : merged.body;
+    const principal = principalOf(res);
+    const send = async (signal: AbortSignal): Promise<{ engine: EngineHeartbeat; response: globalThis.Response }> => {
+      if (previous === undefined) return placeAndPost(ctx, pool, merged, "/v1/responses", body, signal);
+      // No re-placement: only this engine holds the previous response; its 429 (no free sequence) goes back to the client.
+      const response = await callEngine(ctx, previous.engine, "/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }, signal);
+      return { engine: previous.engine, response };
+    };
+    let engine = "";
+    const rewrite = (data: string): string => {
+      let event: unknown;
+      try {
+        event = JSON.parse(data);
+      } catch {
+        return data;
+      }
+      if (!isObject(event) || !isObject(event["response"])) return data;
+      return JSON.stringify({ ...event, response: clientResponse(ctx, event["response"], engine, principal) });
+    };
+    await proxyOpenAi(ctx, res, config, merged.stream, async (signal) => {
+      const sent = await send(signal);
+      engine = sent.engine.pod;
+      return sent;
+    }, {
+      json: (payload) => clientResponse(ctx, payload, engine, principal),
+      rewrite,
+      ends: (e) => ["response.completed", "response.incomplete", "response.failed", "error"].includes(e.event ?? ""),
+      lost: (pod) => `event: error\ndata: ${JSON.stringify({ type: "error", code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-response`, param: null })}\n\n`,
+    });
+  });
+
+  app.get("/v1/apps/:ns/:app/responses/:id", async (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, param(req, "id"), res, "response");
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "GET" });
+    if (!upstream.ok) return relayError(res, upstream);
+    res.setHeader("X-Interlace-Engine", engine.pod);
+    res.json(clientResponse(ctx, await upstream.json(), engine.pod, principalOf(res)));
+  });
+}
+
+/**
+ * The engine and engine-side id of a routed response id, after the owner
+ * check (403 for another key's response). An id this router did not issue,
+ * or whose engine is gone (its stored conversation and retained sequence
+ * went with it), is a 404 `not_found`, as the engine answers for an expired
+ * id: the client sends the whole conversation as input instead.
+ */
+function responseOwner(ctx: AppRoutesContext, namespace: string, id: string, res: Response, what: string): { engine: EngineHeartbeat; engineResponseId: string } {
+  const parsed = parseRoutedResponseId(id);
+  if (parsed === null) throw notFound(`${what} ${id} is unknown (not a response id this router issued)`);
+  if (!ctx.owners.owns(parsed.base, parsed.ownerTag, principalOf(res))) {
+    ctx.metrics.rejected.inc({ code: RouterCode.Forbidden });
+    throw new HttpError(403, RouterCode.Forbidden, `response ${id} belongs to another API key: only the key that created it may read or continue it`);
+  }
+  const engine = ctx.engines.find(namespace, parsed.pod);
+  if (engine === undefined) {
+    throw notFound(`${what} ${id} is unknown or expired: engine ${parsed.pod}, which held it, is gone (no heartbeat within the TTL); send the whole conversation as input instead`);
+  }
+  return { engine, engineResponseId: parsed.engineSessionId };
+}
+
+/** An engine's response object with its ids (`id`, `previous_response_id`: both the engine's) as routed ids for `principal`. */
+function clientResponse(ctx: AppRoutesContext, payload: unknown, pod: string, principal: string): unknown {
+  if (!isObject(payload)) return payload;
+  const routed = (engineId: unknown): unknown => {
+    if (typeof engineId !== "string") return engineId;
+    const base = routedSessionId(pod, engineId);
+    return routedResponseId(pod, engineId, ctx.owners.tag(base, principal));
+  };
+  return { ...payload, id: routed(payload["id"]), previous_response_id: routed(payload["previous_response_id"]) };
+}
+
+/**
+ * An OpenAI-compatible request sent by `send` (placed, or to a known engine)
+ * and its answer proxied: errors with their status, JSON (through `json`),
+ * or a stream relayed with backpressure (events through `rewrite`), ended
+ * with `lost(pod)` when the engine stops before an event `ends` accepts.
+ * The client going aborts the engine request.
+ */
+async function proxyOpenAi(
+  ctx: AppRoutesContext,
+  res: Response,
+  config: { namespace: string; name: string },
+  stream: boolean,
+  send: (signal: AbortSignal) => Promise<{ engine: EngineHeartbeat; response: globalThis.Response }>,
+  shape: { lost: (pod: string) => string; json?: (payload: unknown) => unknown } & RelayOptions,
+): Promise<void> {
+  const key = `${config.namespace}/${config.name}`;
+  const abort = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableEnded) abort.abort();
+  };
+  res.on("close", onClose);
+  track(ctx, key, +1);
+  try {
+    let placed;
+    try {
+      placed = await send(abort.signal);
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      throw err;
+    }
+    res.setHeader("X-Interlace-Engine", placed.engine.pod);
+    if (!placed.response.ok) return relayError(res, placed.response);
+    if (!stream || placed.response.body === null) {
+      if (shape.json !== undefined) res.status(200).json(shape.json(await placed.response.json()));
+      else res.status(200).type("application/json").send(Buffer.from(await placed.response.arrayBuffer()));
+      return;
+    }
+    startEventStream(res);
+    const outcome = await relayEventStream(placed.response.body, res, shape);
+    if (!outcome.clientGone && !outcome.completed) res.write(shape.lost(placed.engine.pod));
+    res.end();
+  } finally {
+    track(ctx, key, -1);
+    res.off("close", onClose);
+  }
 }

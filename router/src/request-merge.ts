@@ -28,7 +28,7 @@ export interface Merged<T> {
 const ROLES = ["user", "assistant", "tool"] as const;
 const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "policy", "mode", "grammar", "prefixReuse"];
 
-function isObject(v: unknown): v is Record<string, unknown> {
+export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
@@ -125,32 +125,45 @@ function contentText(value: unknown): string {
   return "";
 }
 
+/** Rejects client messages or items with a system or developer role: the AgentApp's systemPrompt is the system message. */
+function refuseSystemRoles(items: unknown[], field: string): void {
+  items.forEach((m, i) => {
+    if (!isObject(m)) throw badRequest(`${field}[${i}] must be an object`);
+    if (m["role"] === "system" || m["role"] === "developer") {
+      throw badRequest(`${field}[${i}].role: "${String(m["role"])}" is not allowed; the AgentApp's systemPrompt is the system message`);
+    }
+  });
+}
+
+/** A client's output-token limit, capped by the app's `maxTokens` (its default). */
+function openAiMaxTokens(app: AppConfig, value: unknown, field: string): number {
+  if (value === undefined || value === null) return app.maxTokens;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > app.maxTokens) {
+    throw badRequest(`"${field}" must be an integer in 1..${app.maxTokens} (the AgentApp's maxTokens), got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** The app's tools as OpenAI function definitions (name, description, parameters). */
+function openAiFunctions(app: AppConfig): { name: string; description: string; parameters: unknown }[] {
+  return app.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+}
+
 /** `POST /v1/apps/{ns}/{app}/chat/completions` body → the engine's OpenAI body. */
 export function mergeChatRequest(app: AppConfig, body: unknown): Merged<Record<string, unknown>> & { stream: boolean } {
   if (!isObject(body)) throw badRequest("expected a JSON object body");
   if (body["tools"] !== undefined) throw badRequest(`"tools" are set by the AgentApp (spec.toolPools); leave them out`);
   const raw = body["messages"];
   if (!Array.isArray(raw) || raw.length === 0) throw badRequest(`"messages" must be a non-empty array`);
-  raw.forEach((m, i) => {
-    if (!isObject(m)) throw badRequest(`messages[${i}] must be an object`);
-    if (m["role"] === "system" || m["role"] === "developer") {
-      throw badRequest(`messages[${i}].role: "${String(m["role"])}" is not allowed; the AgentApp's systemPrompt is the system message`);
-    }
-  });
+  refuseSystemRoles(raw, "messages");
   const stream = body["stream"] === true;
   const own = appMessages(app);
-  const maxTokens = body["max_completion_tokens"] ?? body["max_tokens"];
-  if (maxTokens !== undefined && (typeof maxTokens !== "number" || !Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > app.maxTokens)) {
-    throw badRequest(`"max_tokens" must be an integer in 1..${app.maxTokens} (the AgentApp's maxTokens), got ${JSON.stringify(maxTokens)}`);
-  }
   const merged: Record<string, unknown> = {
     ...body,
     model: typeof body["model"] === "string" ? body["model"] : `${app.namespace}/${app.name}`,
     messages: [...own, ...raw],
-    max_tokens: maxTokens ?? app.maxTokens,
-    ...(app.tools.length > 0
-      ? { tools: app.tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } })) }
-      : {}),
+    max_tokens: openAiMaxTokens(app, body["max_completion_tokens"] ?? body["max_tokens"], "max_tokens"),
+    ...(app.tools.length > 0 ? { tools: openAiFunctions(app).map((f) => ({ type: "function", function: f })) } : {}),
   };
   delete merged["max_completion_tokens"];
   const hashed: ChatMessage[] = [
@@ -158,4 +171,68 @@ export function mergeChatRequest(app: AppConfig, body: unknown): Merged<Record<s
     ...raw.map((m) => ({ role: (m as Record<string, unknown>)["role"] as ChatMessage["role"], content: contentText((m as Record<string, unknown>)["content"]) })),
   ];
   return { body: merged, stream, ...chainAndKey(app, hashed) };
+}
+
+/** Responses input items as messages, for the prefix hash (function calls and outputs hash as their text). */
+function itemMessages(input: unknown): ChatMessage[] {
+  if (typeof input === "string") return [{ role: "user", content: input }];
+  if (!Array.isArray(input)) return [];
+  return input.filter(isObject).map((item) => {
+    if (item["type"] === "function_call_output") return { role: "tool", content: contentText(item["output"]) };
+    if (item["type"] === "function_call") return { role: "assistant", content: typeof item["arguments"] === "string" ? item["arguments"] : "" };
+    const role = item["role"];
+    return { role: role === "assistant" || role === "tool" ? role : "user", content: contentText(item["content"]) };
+  });
+}
+
+/**
+ * `POST /v1/apps/{ns}/{app}/responses` body → the engine's `POST /v1/responses`
+ * body, the app merged in as for chat completions: its system prompt is the
+ * `instructions` (a client's is a 400, as a client system message is), its
+ * few-shot examples open the input of a first turn (a follow-up's stored
+ * conversation has them already), its tools are the tools (a client may list
+ * function tools only by the app's names, as the Agents SDK lists the tools it
+ * runs; their definitions are the app's), and `max_output_tokens` is capped
+ * by its `maxTokens`. `previousResponseId` is the client's id, for the route
+ * to resolve.
+ */
+export function mergeResponsesRequest(app: AppConfig, body: unknown): Merged<Record<string, unknown>> & { stream: boolean; previousResponseId?: string } {
+  if (!isObject(body)) throw badRequest("expected a JSON object body");
+  const instructions = body["instructions"];
+  if (instructions !== undefined && instructions !== null && instructions !== "") {
+    throw badRequest(`"instructions" are set by the AgentApp (spec.systemPrompt); leave them out`);
+  }
+  const tools = body["tools"];
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) throw badRequest(`"tools" must be an array`);
+    const names = app.tools.map((t) => t.name);
+    tools.forEach((t, i) => {
+      if (!isObject(t) || t["type"] !== "function" || typeof t["name"] !== "string" || !names.includes(t["name"])) {
+        throw badRequest(`tools[${i}]: the tools are set by the AgentApp (spec.toolPools: ${names.join(", ") || "none"}); list only those function tools by name, or leave "tools" out`);
+      }
+    });
+  }
+  const input = body["input"];
+  if (Array.isArray(input)) refuseSystemRoles(input, "input");
+  const previous = body["previous_response_id"];
+  if (previous !== undefined && previous !== null && (typeof previous !== "string" || previous === "")) throw badRequest(`"previous_response_id" must be a response id`);
+  const previousResponseId = typeof previous === "string" ? previous : undefined;
+  const own = appMessages(app);
+  // A first turn carries the app's few-shot examples as input items (the instructions carry the system prompt).
+  const fewShot = previousResponseId === undefined ? own.filter((m) => m.role !== "system") : [];
+  const tool = fewShot.find((m) => m.role === "tool");
+  if (tool !== undefined) throw badRequest(`AgentApp ${app.namespace}/${app.name} has tool messages in its few-shot examples, which Responses input items cannot carry without call ids; use chat/completions`);
+  const items = [...fewShot.map((m) => ({ type: "message", role: m.role, content: m.content })), ...(typeof input === "string" ? [{ type: "message", role: "user", content: input }] : Array.isArray(input) ? input : [])];
+  const merged: Record<string, unknown> = {
+    ...body,
+    model: typeof body["model"] === "string" ? body["model"] : `${app.namespace}/${app.name}`,
+    // An empty input stays as the client sent it, for the engine to name.
+    input: items.length > fewShot.length ? items : input,
+    max_output_tokens: openAiMaxTokens(app, body["max_output_tokens"], "max_output_tokens"),
+  };
+  delete merged["instructions"];
+  delete merged["tools"];
+  if (app.systemPrompt !== "") merged["instructions"] = app.systemPrompt;
+  if (app.tools.length > 0) merged["tools"] = openAiFunctions(app).map((f) => ({ type: "function", ...f, strict: false }));
+  return { body: merged, stream: body["stream"] === true, ...(previousResponseId !== undefined ? { previousResponseId } : {}), ...chainAndKey(app, [...own, ...itemMessages(input)]) };
 }

@@ -17,3 +17,19 @@ export function parseRoutedSessionId(id: string): { pod: string; engineSessionId
   if (m === null) return null;
   return { pod: m[1]!, engineSessionId: m[2]!, base: `${m[1]!}.${m[2]!}`, ...(m[3] !== undefined ? { ownerTag: m[3] } : {}) };
 }
+
+/**
+ * Routed response ids (`POST .../responses`): `resp_` and a routed session id
+ * over the engine's own response id, so a `previous_response_id` or a GET by
+ * id goes to the engine that holds the response (and its retained KV
+ * sequence) from the id alone, on any replica, with the same owner tag.
+ */
+const RESPONSE_PREFIX = "resp_";
+
+export function routedResponseId(pod: string, engineResponseId: string, ownerTag?: string): string {
+  return `${RESPONSE_PREFIX}${routedSessionId(pod, engineResponseId, ownerTag)}`;
+}
+
+export function parseRoutedResponseId(id: string): ReturnType<typeof parseRoutedSessionId> {
+  return id.startsWith(RESPONSE_PREFIX) ? parseRoutedSessionId(id.slice(RESPONSE_PREFIX.length)) : null;
+}

@@ -4,10 +4,12 @@
  * engine only after the client's socket took the last one, so a slow client
  * slows the engine's stream instead of growing the router's memory. The
  * caller aborts the engine request when the client goes. Events are parsed on
- * the side only to learn whether the stream ended properly.
+ * the side to learn whether the stream ended properly; with `rewrite`, each
+ * event is written again with its data rewritten (comments, the engine's
+ * pings, pass through), with the same backpressure.
  */
 import type { Response as ExpressResponse } from "express";
-import { createParser } from "eventsource-parser";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
 
 export interface RelayOutcome {
   /** The client went away before the stream ended. */
@@ -30,11 +32,34 @@ function waitDrain(res: ExpressResponse): Promise<void> {
   });
 }
 
-export async function relayEventStream(body: ReadableStream<Uint8Array>, res: ExpressResponse): Promise<RelayOutcome> {
+export interface RelayOptions {
+  /** Whether an event ends the stream properly; default: a `done` event or `[DONE]`. */
+  ends?: (event: EventSourceMessage) => boolean;
+  /** Each event's data as the client gets it; absent: bytes are relayed as they come. */
+  rewrite?: (data: string) => string;
+}
+
+const endsByDefault = (e: EventSourceMessage): boolean => e.event === "done" || e.data === "[DONE]";
+
+function frame(e: EventSourceMessage, data: string): string {
+  let out = e.event !== undefined ? `event: ${e.event}\n` : "";
+  if (e.id !== undefined) out += `id: ${e.id}\n`;
+  for (const line of data.split("\n")) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
+
+export async function relayEventStream(body: ReadableStream<Uint8Array>, res: ExpressResponse, options: RelayOptions = {}): Promise<RelayOutcome> {
+  const ends = options.ends ?? endsByDefault;
+  const rewrite = options.rewrite;
   let completed = false;
+  let rewritten = "";
   const parser = createParser({
     onEvent: (e) => {
-      if (e.event === "done" || e.data === "[DONE]") completed = true;
+      if (ends(e)) completed = true;
+      if (rewrite !== undefined) rewritten += frame(e, rewrite(e.data));
+    },
+    onComment: (comment) => {
+      if (rewrite !== undefined) rewritten += `:${comment}\n\n`;
     },
   });
   const decoder = new TextDecoder();
@@ -42,7 +67,13 @@ export async function relayEventStream(body: ReadableStream<Uint8Array>, res: Ex
     for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
       if (res.destroyed || res.writableEnded) return { clientGone: true, completed };
       parser.feed(decoder.decode(chunk, { stream: true }));
-      if (!res.write(chunk)) await waitDrain(res);
+      let out: Uint8Array | string = chunk;
+      if (rewrite !== undefined) {
+        out = rewritten;
+        rewritten = "";
+        if (out === "") continue;
+      }
+      if (!res.write(out)) await waitDrain(res);
     }
   } catch (error) {
     return { clientGone: res.destroyed, completed, error };
