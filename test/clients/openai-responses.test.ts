@@ -12,11 +12,11 @@
  * re-prefills its history. Unknown ids are 404s; bad input is a 400/413 in
  * OpenAI's error shape.
  */
-import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@openai/agents";
+import { Agent, OpenAIResponsesModel, run, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
-import type { FunctionTool, ResponseFunctionToolCall, ResponseInputItem } from "openai/resources/responses/responses";
+import type { FunctionTool, ResponseFunctionToolCall } from "openai/resources/responses/responses";
 import t from "tap";
-import { z } from "zod";
+import { agentTools, outputsFor, WEATHER_POLICY } from "./weather-agent.js";
 import { ResponseStore } from "../../engine-pod/src/server/response-store.js";
 import { postJson, startTestPod } from "../server/helpers.js";
 
@@ -26,17 +26,7 @@ const tools: FunctionTool[] = [
   { type: "function", name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }, strict: false },
   { type: "function", name: "get_time", description: "Time in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }, strict: false },
 ];
-const policy = {
-  type: "lpt-dag",
-  calls: [
-    { id: "call_w", tool: "get_weather", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 800 },
-    { id: "call_t", tool: "get_time", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 10 },
-  ],
-  finalText: " It is sunny at noon.",
-};
-const runTool = (name: string, args: { city: string }): string => (name === "get_weather" ? `sunny in ${args.city}` : `noon in ${args.city}`);
-const outputsFor = (calls: ResponseFunctionToolCall[]): ResponseInputItem[] =>
-  calls.map((c) => ({ type: "function_call_output", call_id: c.call_id, output: runTool(c.name, JSON.parse(c.arguments) as { city: string }) }));
+const policy = WEATHER_POLICY;
 type Interlace = { interlace: { continued: boolean; prefilled_tokens: number } };
 
 t.test("openai SDK: a tool loop through previous_response_id never re-prefills its history", async (t) => {
@@ -161,10 +151,7 @@ t.test("OpenAI Agents SDK with its default Responses model: stateless, then chai
     // The Agents SDK resolves `openai` as CommonJS, this file as ESM: one class, two type identities.
     model: new OpenAIResponsesModel(client as unknown as ConstructorParameters<typeof OpenAIResponsesModel>[0], "interlace"),
     modelSettings: { maxTokens: 200, providerData: { interlace_policy: policy } },
-    tools: [
-      tool({ name: "get_weather", description: "Weather of a city", parameters: z.object({ city: z.string() }), execute: ({ city }) => (ran.push("get_weather"), runTool("get_weather", { city })) }),
-      tool({ name: "get_time", description: "Time in a city", parameters: z.object({ city: z.string() }), execute: ({ city }) => (ran.push("get_time"), runTool("get_time", { city })) }),
-    ],
+    tools: agentTools(ran),
   });
   const first = await run(agent, "Weather and time in Paris?");
   t.match(first.finalOutput, /sunny at noon/);

@@ -7,11 +7,11 @@
  * through its Chat Completions model, streaming and not. Errors reach the SDK
  * as its own `APIError` with our status and message.
  */
-import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled, tool } from "@openai/agents";
+import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import t from "tap";
-import { z } from "zod";
+import { agentTools, runWeatherTool, WEATHER_POLICY } from "./weather-agent.js";
 import { startTestPod } from "../server/helpers.js";
 
 const { base } = await startTestPod(t);
@@ -22,15 +22,7 @@ const tools: ChatCompletionTool[] = [
   { type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } },
   { type: "function", function: { name: "get_time", description: "Time in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } },
 ];
-const policy = {
-  type: "lpt-dag",
-  calls: [
-    { id: "call_w", tool: "get_weather", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 800 },
-    { id: "call_t", tool: "get_time", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 10 },
-  ],
-  finalText: " It is sunny at noon.",
-};
-const run_tool = (name: string, args: { city: string }): string => (name === "get_weather" ? `sunny in ${args.city}` : `noon in ${args.city}`);
+const policy = WEATHER_POLICY;
 
 t.test("openai SDK, non-streaming: a tool loop to the final answer", async (t) => {
   const messages: ChatCompletionMessageParam[] = [{ role: "user", content: "Weather and time in Paris?" }];
@@ -47,7 +39,7 @@ t.test("openai SDK, non-streaming: a tool loop to the final answer", async (t) =
     for (const call of choice.message.tool_calls ?? []) {
       if (call.type !== "function") continue;
       ran.push(call.function.name);
-      messages.push({ role: "tool", tool_call_id: call.id, content: run_tool(call.function.name, JSON.parse(call.function.arguments) as { city: string }) });
+      messages.push({ role: "tool", tool_call_id: call.id, content: runWeatherTool(call.function.name, JSON.parse(call.function.arguments) as { city: string }) });
     }
     t.ok(res.usage !== undefined && res.usage.total_tokens > 0, "usage on every response");
   }
@@ -105,10 +97,7 @@ function weatherAgent(): Agent {
     // The Agents SDK resolves `openai` as CommonJS, this file as ESM: one class, two type identities.
     model: new OpenAIChatCompletionsModel(client as unknown as ConstructorParameters<typeof OpenAIChatCompletionsModel>[0], "interlace"),
     modelSettings: { maxTokens: 200, providerData: { interlace_policy: policy } },
-    tools: [
-      tool({ name: "get_weather", description: "Weather of a city", parameters: z.object({ city: z.string() }), execute: ({ city }) => (calls.push("get_weather"), run_tool("get_weather", { city })) }),
-      tool({ name: "get_time", description: "Time in a city", parameters: z.object({ city: z.string() }), execute: ({ city }) => (calls.push("get_time"), run_tool("get_time", { city })) }),
-    ],
+    tools: agentTools(calls),
   });
   return Object.assign(agent, { ran: calls });
 }

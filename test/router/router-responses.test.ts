@@ -16,11 +16,11 @@
  * another key's ids 403s, a missing or unknown key 401, all in OpenAI's
  * error shape.
  */
-import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@openai/agents";
+import { Agent, OpenAIResponsesModel, run, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
-import type { FunctionTool, ResponseFunctionToolCall, ResponseInputItem } from "openai/resources/responses/responses";
+import type { FunctionTool, ResponseFunctionToolCall } from "openai/resources/responses/responses";
 import t from "tap";
-import { z } from "zod";
+import { agentTools, CITY_SCHEMA as city, outputsFor, WEATHER_POLICY } from "../clients/weather-agent.js";
 import { parseApiKeys } from "../../common/src/security/http-auth.js";
 import { routedResponseId, routedSessionId } from "../../router/src/session-id.js";
 import { SessionOwners } from "../../router/src/session-owner.js";
@@ -31,7 +31,6 @@ setTracingDisabled(true);
 
 const ALICE = "alice-key-0123456789abcdef";
 const BOB = "bob-key-0123456789abcdef";
-const city = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
 const app = appConfig("weather", {
   tools: [
     { name: "get_weather", description: "Weather of a city", parameters: city, estimatedLatencyMs: 800 },
@@ -40,17 +39,7 @@ const app = appConfig("weather", {
 });
 // What the client lists: the app's tools by name (the router sends the app's definitions).
 const tools: FunctionTool[] = app.tools.map((x) => ({ type: "function", name: x.name, parameters: null, strict: false }));
-const policy = {
-  type: "lpt-dag",
-  calls: [
-    { id: "call_w", tool: "get_weather", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 800 },
-    { id: "call_t", tool: "get_time", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 10 },
-  ],
-  finalText: " It is sunny at noon.",
-};
-const runTool = (name: string, args: { city: string }): string => (name === "get_weather" ? `sunny in ${args.city}` : `noon in ${args.city}`);
-const outputsFor = (calls: ResponseFunctionToolCall[]): ResponseInputItem[] =>
-  calls.map((c) => ({ type: "function_call_output", call_id: c.call_id, output: runTool(c.name, JSON.parse(c.arguments) as { city: string }) }));
+const policy = WEATHER_POLICY;
 const callsOf = (r: OpenAI.Responses.Response): ResponseFunctionToolCall[] => r.output.filter((o): o is ResponseFunctionToolCall => o.type === "function_call");
 type Interlace = { interlace: { continued: boolean; prefilled_tokens: number } };
 type Params = OpenAI.Responses.ResponseCreateParamsNonStreaming;
@@ -190,10 +179,7 @@ t.test("OpenAI Agents SDK pointed at the app's base URL: stateless, then chained
     // The Agents SDK resolves `openai` as CommonJS, this file as ESM: one class, two type identities.
     model: new OpenAIResponsesModel(c0 as unknown as ConstructorParameters<typeof OpenAIResponsesModel>[0], "interlace"),
     modelSettings: { maxTokens: 200, providerData: { interlace_policy: policy } },
-    tools: [
-      tool({ name: "get_weather", description: "Weather of a city", parameters: z.object({ city: z.string() }), execute: ({ city }) => (ran.push("get_weather"), runTool("get_weather", { city })) }),
-      tool({ name: "get_time", description: "Time in a city", parameters: z.object({ city: z.string() }), execute: ({ city }) => (ran.push("get_time"), runTool("get_time", { city })) }),
-    ],
+    tools: agentTools(ran),
   });
   const first = await run(agent, "Weather and time in Paris?");
   t.match(first.finalOutput, /sunny at noon/);

@@ -8,6 +8,7 @@
 import t from "tap";
 import { toChatMessages } from "../../engine-pod/src/server/index.js";
 import { postJson, sseFrames, startTestPod } from "./helpers.js";
+import { WEATHER_POLICY } from "../clients/weather-agent.js";
 
 const { base } = await startTestPod(t);
 const url = `${base}/v1/chat/completions`;
@@ -28,14 +29,7 @@ const tools = [
   { type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }, interlace_estimated_latency_ms: 800 } },
   { type: "function", function: { name: "get_time", description: "Time in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } },
 ];
-const policy = {
-  type: "lpt-dag",
-  calls: [
-    { id: "call_w", tool: "get_weather", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 800 },
-    { id: "call_t", tool: "get_time", arguments: { city: "Paris" }, dependsOn: [], estimatedLatencyMs: 10 },
-  ],
-  finalText: " It is sunny at noon.",
-};
+const policy = WEATHER_POLICY;
 const user = { role: "user", content: "Weather and time in Paris?" };
 
 t.test("non-streaming: the turn's tool calls, then the answer after the results", async (t) => {
