@@ -58,9 +58,10 @@ function parseConfig(argv: string[]): Config {
     return n;
   };
   const rate = f.get("rate");
-  // Default rates sit around where two one-thread engines saturate on ~1k-token prompts
-  // (a cold prefill takes several seconds each), so the sweep crosses least-loaded's knee.
-  const base = rate === undefined ? 0.1 : Number(rate.split(",")[0]);
+  // Default rates sit around where two one-thread engines saturate on ~1k-token prompts: a cold
+  // session prefills ~1.6k tokens at ~130 tokens/s (~12 s), one with its app's prefix resident ~600
+  // (~5 s), so the pair serves ~0.16 cold or ~0.4 warm sessions/s and the sweep crosses both knees.
+  const base = rate === undefined ? 0.12 : Number(rate.split(",")[0]);
   const rates = rate?.includes(",") ? rate.split(",").filter((x) => x !== "").map(Number) : quick ? [base, 2 * base] : [base / 2, base, 2 * base, 3 * base];
   if (rates.some((r) => !Number.isFinite(r) || r <= 0)) throw new Error(`--rate must be positive numbers, got "${rate}"`);
   return {
@@ -71,8 +72,8 @@ function parseConfig(argv: string[]): Config {
     sequences: num("sequences", 4),
     durationS: num("duration", quick ? 60 : 120),
     seed: num("seed", 1),
-    // A cold 1k-token prefill on one thread takes ~7 s here: the SLO admits it, queueing breaks it.
-    sloMs: num("slo-ms", 10000),
+    // A cold session's first token takes ~12 s on one thread here: the SLO admits it unqueued.
+    sloMs: num("slo-ms", 20000),
     baseRate: base,
     quick,
     ...(f.get("json") !== undefined ? { json: f.get("json")! } : {}),
