@@ -18,7 +18,19 @@ VENV="$INTERLACE_CACHE/venv/llama-cpp-python"
 WRAPPER="$INTERLACE_BIN/llama-openai-server"
 
 cached_version() { "$VENV/bin/python" -c 'import llama_cpp; print(llama_cpp.__version__)' 2>/dev/null; }
-if [[ -x "$WRAPPER" && "$(cached_version)" == "$LLAMA_CPP_PYTHON_VERSION" ]]; then
+# The wrapper finds the venv next to its own bin/ folder, not at the path the
+# cache had when it was built: a cache reached through a symlink or moved
+# (another checkout, a worktree) keeps working.
+write_wrapper() {
+  cat >"$WRAPPER" <<EOF
+#!/usr/bin/env bash
+# llama.cpp's OpenAI-compatible server (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION), see hack/tools/70-llama-server.sh
+exec "\$(cd "\$(dirname "\${BASH_SOURCE[0]}")/.." && pwd)/venv/llama-cpp-python/bin/python" -m llama_cpp.server "\$@"
+EOF
+  chmod +x "$WRAPPER"
+}
+if [[ "$(cached_version)" == "$LLAMA_CPP_PYTHON_VERSION" ]]; then
+  write_wrapper
   log "llama-cpp-python $LLAMA_CPP_PYTHON_VERSION (llama.cpp server) cached"
   exit 0
 fi
@@ -40,10 +52,5 @@ CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BLAS=OFF -DGGML_OPENMP=OFF -DLLAMA_BUILD_TE
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
   "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
 
-cat >"$WRAPPER" <<EOF
-#!/usr/bin/env bash
-# llama.cpp's OpenAI-compatible server (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION), see hack/tools/70-llama-server.sh
-exec "$VENV/bin/python" -m llama_cpp.server "\$@"
-EOF
-chmod +x "$WRAPPER"
+write_wrapper
 log "llama-cpp-python $(cached_version) built in $(( $(date +%s) - started ))s"
