@@ -45,6 +45,8 @@ import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const MODES: readonly ModeName[] = ["sync", "syncNoReuse", "syncParallel", "asyncNaive", "async"];
+/** What --quick runs unless `--modes` says otherwise: the modes its targets compare. */
+const QUICK_MODES: readonly ModeName[] = ["sync", "syncParallel", "async"];
 const UPSTREAM_MODES: readonly UpstreamModeName[] = ["upstreamSync", "upstreamSyncParallel", "upstreamAsyncNaive"];
 const FINAL_TEXT = " All done.";
 const TOOL_OUTPUT = "ok";
@@ -57,7 +59,11 @@ const TOOL_OUTPUT = "ok";
  * token and 8 + 5 + 5 tasks took 55 min on an idle machine (2026-11-23), so
  * --quick puts only the tools a task calls into its prompt (`--tool-docs
  * called`) and leaves out the secondary no-reuse row; `--tool-docs all` is
- * the paper's setting.
+ * the paper's setting. That quick run still took 877 s on an idle machine
+ * (2026-11-23: ~640 s of task time, the rest starting a tool pool per phase),
+ * so --quick also runs only the modes its targets compare (sync,
+ * syncParallel, async; asyncNaive with `--modes`) and no latency sweep
+ * (`--sweep` to add one): about 9 minutes.
  */
 const QUICK_TASKS: Record<WorkloadName, number> = { parallel: 8, multistep: 5, interrupts: 5 };
 
@@ -89,9 +95,9 @@ function parseConfig(argv: string[]): Config {
   const n = flags.get("tasks");
   const perWorkload = (quickN: number, fullN: number): number => (n !== undefined ? Number(n) : quick ? quickN : fullN);
   const style = flags.get("call-style") ?? "python";
-  const modes = (flags.get("modes")?.split(",") ?? [...MODES]) as ModeName[];
+  const modes = (flags.get("modes")?.split(",") ?? (quick ? [...QUICK_MODES] : [...MODES])) as ModeName[];
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`--modes takes a comma-separated subset of ${MODES.join(",")}`);
-  const sweep = flags.get("sweep") ?? (quick ? "0.5,1,2,4" : "0.25,0.5,1,2,4,8");
+  const sweep = flags.get("sweep") ?? (quick ? "none" : "0.25,0.5,1,2,4,8");
   if (style !== "json" && style !== "python") throw new Error("--call-style must be json or python");
   const toolDocs = flags.get("tool-docs") ?? (quick ? "called" : "all");
   if (toolDocs !== "all" && toolDocs !== "called") throw new Error("--tool-docs must be all or called");
