@@ -27,7 +27,7 @@ import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
 import { EngineMetrics } from "../../engine-pod/src/metrics/index.js";
 import { defaultModelCacheDir } from "../../engine-pod/src/model/index.js";
 import { DEFAULT_SERVER_LIMITS, EngineServer } from "../../engine-pod/src/server/index.js";
-import { render } from "../bfcl/charts.js";
+import { renderSvg } from "../lib/output.js";
 import type { SingleTurnEntry } from "../bfcl/bfcl-reader.js";
 import { defaultBfclDir, readEntries } from "../bfcl/load-tasks.js";
 import { drawLatencyMs, mulberry32, shuffled } from "../bfcl/seeded-random.js";
@@ -217,6 +217,6 @@ export async function run(argv: string[]): Promise<void> {
     join(config.outDir, "accuracy.md"),
     `# BFCL accuracy (unscripted)\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n`,
   );
-  writeFileSync(join(config.outDir, "accuracy.svg"), await render(accuracyChartSpec(rows, `BFCL AST accuracy, ${modelName} (unscripted)`)));
+  writeFileSync(join(config.outDir, "accuracy.svg"), await renderSvg(accuracyChartSpec(rows, `BFCL AST accuracy, ${modelName} (unscripted)`)));
   console.log(`\nwrote ${join(config.outDir, "accuracy.{json,md,svg}")}${config.json !== undefined ? ` and ${config.json}` : ""} in ${wall} s`);
 }

@@ -3,8 +3,8 @@
  * headless by Vega: latency bars per mode with p10–p90 whiskers (AsyncLM
  * Figures 5 and 6), and the E/G sweep against the paper's 1 + E/G curve.
  */
-import * as vega from "vega";
-import { compile, type TopLevelSpec } from "vega-lite";
+import type { TopLevelSpec } from "vega-lite";
+import { renderSvg } from "../lib/output.js";
 
 export interface LatencyBar {
   workload: string;
@@ -24,11 +24,6 @@ export interface SweepPoint {
   speedup_analytic: number;
 }
 
-/** Renders a Vega-Lite spec to SVG, headless. */
-export async function render(spec: TopLevelSpec): Promise<string> {
-  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
-  return view.toSVG();
-}
 
 export function latencyChartSpec(bars: LatencyBar[], modeOrder: string[]): TopLevelSpec {
   const data = bars.map((b) => ({ ...b, label: `${b.speedup_vs_sync.toFixed(2)}x` }));
@@ -80,9 +75,9 @@ export function sweepChartSpec(points: SweepPoint[]): TopLevelSpec {
 }
 
 export function renderLatencyChart(bars: LatencyBar[], modeOrder: string[]): Promise<string> {
-  return render(latencyChartSpec(bars, modeOrder));
+  return renderSvg(latencyChartSpec(bars, modeOrder));
 }
 
 export function renderSweepChart(points: SweepPoint[]): Promise<string> {
-  return render(sweepChartSpec(points));
+  return renderSvg(sweepChartSpec(points));
 }

@@ -14,8 +14,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import * as vega from "vega";
-import { compile, type TopLevelSpec } from "vega-lite";
+import type { TopLevelSpec } from "vega-lite";
 import { createLogger, parseArgv, readEventStream, type SessionEvent } from "../../common/src/index.js";
 import { appKey, openAppsBucket } from "../../common/src/protocol/index.js";
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
@@ -25,6 +24,7 @@ import { routerOptions } from "../../router/src/config.js";
 import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
 import { connect } from "@nats-io/transport-node";
 import { mean, quantile, r3 } from "../lib/stats.js";
+import { renderSvg } from "../lib/output.js";
 import { appName, arrivals, benchApps, BENCH_NS, BENCH_POOL, TOOL_POOL, type Arrival, type WorkloadOptions } from "./workload.js";
 
 const POLICIES: PlacementPolicy[] = ["round-robin", "least-loaded", "prefix-affinity"];
@@ -254,10 +254,6 @@ function chartSpec(rows: Summary[], sloMs: number): TopLevelSpec {
   };
 }
 
-async function renderChart(spec: TopLevelSpec): Promise<string> {
-  return new vega.View(vega.parse(compile(spec).spec), { renderer: "none" }).toSVG();
-}
-
 export async function run(argv: string[]): Promise<void> {
   const config = parseConfig(argv);
   const started = performance.now();
@@ -381,7 +377,7 @@ export async function run(argv: string[]): Promise<void> {
     mkdirSync(dirname(config.json), { recursive: true });
     writeFileSync(config.json, JSON.stringify(out, null, 2) + "\n");
     const svg = config.json.replace(/\.json$/, "") + "-ttft.svg";
-    writeFileSync(svg, await renderChart(chartSpec(rows, config.sloMs)));
+    writeFileSync(svg, await renderSvg(chartSpec(rows, config.sloMs)));
     console.log(`wrote ${config.json} and ${svg}`);
   }
 }

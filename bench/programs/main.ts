@@ -25,12 +25,10 @@
  * `{"results": [{"workload", "mode", "p50_ms", "p90_ms", "speedup", ...}], "config"}`)
  * and a Vega-Lite chart (bench/results/programs.vl.json, .svg).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
-import * as vega from "vega";
-import { compile, type TopLevelSpec } from "vega-lite";
+import type { TopLevelSpec } from "vega-lite";
 import { createLogger, parseArgv, readEventStream, type SessionEvent } from "../../common/src/index.js";
 import { appKey, openAppsBucket, type AppConfig } from "../../common/src/protocol/index.js";
 import { templateOutputs } from "../../common/src/semantic-function.js";
@@ -41,6 +39,7 @@ import { startRouter, type Router } from "../../router/src/index.js";
 import { parseProgram } from "../../router/src/programs/program-request.js";
 import { renderUntil } from "../../router/src/programs/render.js";
 import { median, quantile, r3 } from "../lib/stats.js";
+import { writeChart, writeResultsJson } from "../lib/output.js";
 import { analyticBound, benchFunctions, buildProgram, WORKLOADS, type Workload, type WorkloadOptions } from "./workloads.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -348,13 +347,7 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
     engines: cfg.engines,
     model: `${cfg.modelPreset} (generated, random weights)`,
   };
-  const body = JSON.stringify({ results: rows, config }, null, 2);
-  if (cfg.json !== undefined) {
-    mkdirSync(dirname(resolve(cfg.json)), { recursive: true });
-    writeFileSync(cfg.json, body);
-  }
-  mkdirSync(cfg.outDir, { recursive: true });
-  writeFileSync(join(cfg.outDir, "programs.json"), body);
+  writeResultsJson({ results: rows, config }, cfg.outDir, "programs", cfg.json);
   const spec: TopLevelSpec = {
     $schema: "https://vega.github.io/schema/vega-lite/v5.json",
     title: "End-to-end latency p50 per workload: programs vs client one request at a time",
@@ -370,8 +363,6 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
     },
     resolve: { scale: { y: "independent" } },
   };
-  writeFileSync(join(cfg.outDir, "programs.vl.json"), JSON.stringify(spec, null, 2));
-  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
-  writeFileSync(join(cfg.outDir, "programs.svg"), await view.toSVG());
+  await writeChart(cfg.outDir, "programs", spec);
   console.log(`\nwrote ${join(cfg.outDir, "programs.json")}, programs.vl.json, programs.svg${cfg.json !== undefined ? ` and ${cfg.json}` : ""}`);
 }

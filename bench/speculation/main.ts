@@ -35,12 +35,10 @@
  * (a BFCL chain of ~3 turns: ~1,000 prompt tokens of prefill plus ~3 × (G + T),
  * G ≈ 1.1 s), so 6 modes × 5 tasks ≈ 6–7 minutes.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import * as vega from "vega";
-import { compile, type TopLevelSpec } from "vega-lite";
+import type { TopLevelSpec } from "vega-lite";
 import { canonicalJson } from "../../common/src/builtin-tools/index.js";
 import { parseArgv, SessionClient, type CallingMode, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
 import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
@@ -53,6 +51,7 @@ import { spawnToolRunner } from "../../hack/stack.js";
 import { buildTasks, readEntries } from "../bfcl/load-tasks.js";
 import type { BenchTask } from "../bfcl/workloads.js";
 import { mean, median, quantile, r3, seededRandom } from "../lib/stats.js";
+import { writeChart, writeResultsJson } from "../lib/output.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 type Speculation = "none" | "client" | "client+engine";
@@ -411,13 +410,7 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
     cpus: cpus().length,
     load_avg_1m: { start: cfg.loadAtStart, end: r3(loadavg()[0]!) },
   };
-  const body = JSON.stringify({ results: rows, config }, null, 2);
-  if (cfg.json !== undefined) {
-    mkdirSync(dirname(resolve(cfg.json)), { recursive: true });
-    writeFileSync(cfg.json, body);
-  }
-  mkdirSync(cfg.outDir, { recursive: true });
-  writeFileSync(join(cfg.outDir, "speculation.json"), body);
+  writeResultsJson({ results: rows, config }, cfg.outDir, "speculation", cfg.json);
   const spec: TopLevelSpec = {
     $schema: "https://vega.github.io/schema/vega-lite/v5.json",
     title: "Time saved per turn vs no speculation: measured (bars) and predicted (ticks: Eq. 2 / Eq. 6)",
@@ -459,9 +452,7 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
   };
   const written: string[] = [];
   for (const [name, chart] of [["speculation", spec], ["speculation-sweep", sweep]] as const) {
-    writeFileSync(join(cfg.outDir, `${name}.vl.json`), JSON.stringify(chart, null, 2));
-    const view = new vega.View(vega.parse(compile(chart).spec), { renderer: "none" });
-    writeFileSync(join(cfg.outDir, `${name}.svg`), await view.toSVG());
+    await writeChart(cfg.outDir, name, chart);
     written.push(`${name}.svg`);
   }
   console.log(`\nwrote ${join(cfg.outDir, "speculation.json")}, ${written.join(", ")}${cfg.json !== undefined ? ` and ${cfg.json}` : ""}`);
