@@ -12,11 +12,11 @@
  * re-prefills its history. Unknown ids are 404s; bad input is a 400/413 in
  * OpenAI's error shape.
  */
-import { Agent, OpenAIResponsesModel, run, setTracingDisabled } from "@openai/agents";
+import { run, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
 import type { FunctionTool, ResponseFunctionToolCall } from "openai/resources/responses/responses";
 import t from "tap";
-import { agentTools, outputsFor, WEATHER_POLICY } from "./weather-agent.js";
+import { outputsFor, responsesModel, WEATHER_POLICY, weatherAgent } from "./weather-agent.js";
 import { ResponseStore } from "../../engine-pod/src/server/response-store.js";
 import { postJson, startTestPod } from "../server/helpers.js";
 
@@ -145,14 +145,7 @@ t.test("OpenAI Agents SDK with its default Responses model: stateless, then chai
   const { base } = await startTestPod(t, ["--sequences", "2"]);
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
   const ran: string[] = [];
-  const agent = new Agent({
-    name: "weather",
-    instructions: "Answer with the tools.",
-    // The Agents SDK resolves `openai` as CommonJS, this file as ESM: one class, two type identities.
-    model: new OpenAIResponsesModel(client as unknown as ConstructorParameters<typeof OpenAIResponsesModel>[0], "interlace"),
-    modelSettings: { maxTokens: 200, providerData: { interlace_policy: policy } },
-    tools: agentTools(ran),
-  });
+  const agent = weatherAgent(responsesModel(client), ran, "Answer with the tools.");
   const first = await run(agent, "Weather and time in Paris?");
   t.match(first.finalOutput, /sunny at noon/);
   t.same(ran.sort(), ["get_time", "get_weather"]);

@@ -7,11 +7,11 @@
  * through its Chat Completions model, streaming and not. Errors reach the SDK
  * as its own `APIError` with our status and message.
  */
-import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled } from "@openai/agents";
+import { run, setTracingDisabled, type Agent } from "@openai/agents";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import t from "tap";
-import { agentTools, runWeatherTool, WEATHER_POLICY } from "./weather-agent.js";
+import { chatModel, runWeatherTool, WEATHER_POLICY, weatherAgent } from "./weather-agent.js";
 import { startTestPod } from "../server/helpers.js";
 
 const { base } = await startTestPod(t);
@@ -89,33 +89,25 @@ t.test("openai SDK: our errors arrive as the SDK's APIError with status and mess
   t.match((err as Error).message, /messages/);
 });
 
-function weatherAgent(): Agent {
-  const calls: string[] = [];
-  const agent = new Agent({
-    name: "weather",
-    instructions: "Answer with the tools.",
-    // The Agents SDK resolves `openai` as CommonJS, this file as ESM: one class, two type identities.
-    model: new OpenAIChatCompletionsModel(client as unknown as ConstructorParameters<typeof OpenAIChatCompletionsModel>[0], "interlace"),
-    modelSettings: { maxTokens: 200, providerData: { interlace_policy: policy } },
-    tools: agentTools(calls),
-  });
-  return Object.assign(agent, { ran: calls });
+function chatAgent(): Agent & { ran: string[] } {
+  const ran: string[] = [];
+  return Object.assign(weatherAgent(chatModel(client), ran, "Answer with the tools."), { ran });
 }
 
 t.test("OpenAI Agents SDK: an agent with function tools, non-streaming", async (t) => {
-  const agent = weatherAgent();
+  const agent = chatAgent();
   const result = await run(agent, "Weather and time in Paris?");
   t.match(result.finalOutput, /sunny at noon/);
-  t.same((agent as Agent & { ran: string[] }).ran.sort(), ["get_time", "get_weather"]);
+  t.same(agent.ran.sort(), ["get_time", "get_weather"]);
 });
 
 t.test("OpenAI Agents SDK: an agent with function tools, streaming", async (t) => {
-  const agent = weatherAgent();
+  const agent = chatAgent();
   const result = await run(agent, "Weather and time in Paris?", { stream: true });
   let text = "";
   for await (const event of result.toTextStream()) text += event;
   await result.completed;
   t.match(result.finalOutput, /sunny at noon/);
   t.match(text, /sunny at noon/);
-  t.same((agent as Agent & { ran: string[] }).ran.sort(), ["get_time", "get_weather"]);
+  t.same(agent.ran.sort(), ["get_time", "get_weather"]);
 });

@@ -16,11 +16,11 @@
  * another key's ids 403s, a missing or unknown key 401, all in OpenAI's
  * error shape.
  */
-import { Agent, OpenAIResponsesModel, run, setTracingDisabled } from "@openai/agents";
+import { run, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
 import type { FunctionTool, ResponseFunctionToolCall } from "openai/resources/responses/responses";
 import t from "tap";
-import { agentTools, CITY_SCHEMA as city, outputsFor, WEATHER_POLICY } from "../clients/weather-agent.js";
+import { CITY_SCHEMA as city, outputsFor, responsesModel, WEATHER_POLICY, weatherAgent } from "../clients/weather-agent.js";
 import { parseApiKeys } from "../../common/src/security/http-auth.js";
 import { routedResponseId, routedSessionId } from "../../router/src/session-id.js";
 import { SessionOwners } from "../../router/src/session-owner.js";
@@ -174,13 +174,7 @@ t.test("openai SDK: a tool loop through previous_response_id stays on its engine
 
 t.test("OpenAI Agents SDK pointed at the app's base URL: stateless, then chained", async (t) => {
   const ran: string[] = [];
-  const agent = new Agent({
-    name: "weather",
-    // The Agents SDK resolves `openai` as CommonJS, this file as ESM: one class, two type identities.
-    model: new OpenAIResponsesModel(c0 as unknown as ConstructorParameters<typeof OpenAIResponsesModel>[0], "interlace"),
-    modelSettings: { maxTokens: 200, providerData: { interlace_policy: policy } },
-    tools: agentTools(ran),
-  });
+  const agent = weatherAgent(responsesModel(c0), ran);
   const first = await run(agent, "Weather and time in Paris?");
   t.match(first.finalOutput, /sunny at noon/);
   t.same(ran.sort(), ["get_time", "get_weather"]);
