@@ -55,14 +55,18 @@ export function appOf(ctx: Pick<AppRoutesContext, "apps" | "metrics">, req: Requ
   return app;
 }
 
+/** 403 (counted) unless the caller's key is the one whose owner tag the routed id carries. */
+function refuseUnlessOwner(ctx: AppRoutesContext, parsed: { base: string; ownerTag?: string }, res: Response, message: string): void {
+  if (ctx.owners.owns(parsed.base, parsed.ownerTag, principalOf(res))) return;
+  ctx.metrics.rejected.inc({ code: RouterCode.Forbidden });
+  throw new HttpError(403, RouterCode.Forbidden, message);
+}
+
 function ownerOf(ctx: AppRoutesContext, app: ServedApp, req: Request, res: Response): { engine: EngineHeartbeat; engineSessionId: string; id: string } {
   const id = param(req, "id");
   const parsed = parseRoutedSessionId(id);
   if (parsed === null) throw notFound(`no session "${id}" (not a session id this router issued)`);
-  if (!ctx.owners.owns(parsed.base, parsed.ownerTag, principalOf(res))) {
-    ctx.metrics.rejected.inc({ code: RouterCode.Forbidden });
-    throw new HttpError(403, RouterCode.Forbidden, `session "${id}" belongs to another API key: only the key that opened it may read, interrupt or cancel it`);
-  }
+  refuseUnlessOwner(ctx, parsed, res, `session "${id}" belongs to another API key: only the key that opened it may read, interrupt or cancel it`);
   const engine = ctx.engines.find(app.config.namespace, parsed.pod);
   if (engine === undefined) {
     throw new HttpError(410, RouterCode.EngineLost, `session "${id}" ran on engine ${parsed.pod}, which is gone (no heartbeat within the TTL); its session ended`);
@@ -273,10 +277,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
 function responseOwner(ctx: AppRoutesContext, namespace: string, id: string, res: Response, what: string): { engine: EngineHeartbeat; engineResponseId: string } {
   const parsed = parseRoutedResponseId(id);
   if (parsed === null) throw notFound(`${what} ${id} is unknown (not a response id this router issued)`);
-  if (!ctx.owners.owns(parsed.base, parsed.ownerTag, principalOf(res))) {
-    ctx.metrics.rejected.inc({ code: RouterCode.Forbidden });
-    throw new HttpError(403, RouterCode.Forbidden, `response ${id} belongs to another API key: only the key that created it may read or continue it`);
-  }
+  refuseUnlessOwner(ctx, parsed, res, `response ${id} belongs to another API key: only the key that created it may read or continue it`);
   const engine = ctx.engines.find(namespace, parsed.pod);
   if (engine === undefined) {
     throw notFound(`${what} ${id} is unknown or expired: engine ${parsed.pod}, which held it, is gone (no heartbeat within the TTL); send the whole conversation as input instead`);
