@@ -1,14 +1,16 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--quick] [--json FILE]`: session placement policies side by
+ * [--slo-ms MS] [--distinct] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
  * into NATS, and a real tool runner. Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
- * swept rate whose TTFT p90 stays under the SLO. Every run (policy x rate)
+ * swept rate whose TTFT p90 stays under the SLO. `--apps 1` makes every
+ * session share one prompt, `--distinct` gives every session a prompt of its
+ * own: the two cases where affinity has nothing to gain and must not lose. Every run (policy x rate)
  * gets apps with system prompts of its own, so each starts with cold caches
  * without restarting the engines.
  */
@@ -45,6 +47,7 @@ interface Config {
   calls: number;
   toolMs: number;
   loadFactor: number;
+  distinct: boolean;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -80,6 +83,7 @@ function parseConfig(argv: string[]): Config {
     calls: num("calls", 2),
     toolMs: num("tool-ms", 150),
     loadFactor: num("load-factor", 1.25),
+    distinct: f.has("distinct"),
   };
 }
 
@@ -261,7 +265,7 @@ export async function run(argv: string[]): Promise<void> {
   console.log(
     `Model: generated \`bench\` preset (random weights), scripted tasks (every token a real forward pass; every call through NATS to a real tool runner).\n` +
       `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); every run has apps with prompts of its own, so caches start cold.\n` +
-      `Workload: ${config.apps} apps x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
+      `Workload: ${config.distinct ? "a prompt of its own for every session (--distinct)" : `${config.apps} apps`} x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
       `${config.sequences} sequences per engine (its prefix cache holds at most ${config.sequences} prompts: the ${config.apps} apps' prefixes exceed one engine, fit across ${config.engines}).\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines).\n`,
   );
@@ -286,13 +290,15 @@ export async function run(argv: string[]): Promise<void> {
     console.log(`  ${config.engines} engines ready in ${((performance.now() - t) / 1000).toFixed(0)} s`);
     let runNo = 0;
     for (const rate of config.rates) {
-      const wl: WorkloadOptions = { apps: config.apps, promptTokens: config.promptTokens, rate, durationS: config.durationS, seed: config.seed, calls: config.calls, toolMs: config.toolMs };
+      const wl: WorkloadOptions = { apps: config.apps, promptTokens: config.promptTokens, rate, durationS: config.durationS, seed: config.seed, calls: config.calls, toolMs: config.toolMs, distinct: config.distinct };
       const list = arrivals(wl);
+      // Distinct: one app per session, so no two sessions share a system prompt.
+      const runConfig = config.distinct ? { ...config, apps: list.length } : config;
       for (const policy of POLICIES) {
         const t = performance.now();
         const run = runNo++;
-        for (const app of benchApps(config, run)) await kv.put(appKey(app.namespace, app.name), JSON.stringify(app));
-        const r = await runOnce(config, nats.url, run, policy, rate, list);
+        for (const app of benchApps(runConfig, run)) await kv.put(appKey(app.namespace, app.name), JSON.stringify(app));
+        const r = await runOnce(runConfig, nats.url, run, policy, rate, list);
         runs.push(r);
         const ok = r.sessions.filter((s) => s.ok).length;
         console.log(`  rate ${rate}/s ${policy}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (${((performance.now() - t) / 1000).toFixed(0)} s)`);
@@ -356,6 +362,7 @@ export async function run(argv: string[]): Promise<void> {
       results,
       config: {
         apps: config.apps,
+        distinct: config.distinct,
         prompt_tokens: config.promptTokens,
         rates: config.rates,
         headline_rate: headline,

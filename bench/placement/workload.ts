@@ -32,6 +32,8 @@ export interface WorkloadOptions {
   calls: number;
   /** Tool run time per call, ms. */
   toolMs: number;
+  /** Every session its own app (a prompt no other session shares) instead of one of `apps`. */
+  distinct?: boolean;
 }
 
 export const BENCH_NS = "bench";
@@ -80,7 +82,8 @@ export function arrivals(o: WorkloadOptions): Arrival[] {
   for (let n = 0; ; n++) {
     t += (-Math.log(1 - rnd()) / o.rate) * 1000;
     if (t > o.durationS * 1000) break;
-    const app = Math.floor(rnd() * o.apps);
+    const drawn = Math.floor(rnd() * o.apps);
+    const app = o.distinct === true ? n : drawn;
     const calls = Array.from({ length: o.calls }, (_, k) => ({
       id: `c${k}`,
       tool: "sleep",
