@@ -70,6 +70,8 @@ export interface SpeculationPodOptions {
   draftModelPath?: string;
   /** Most draft tokens proposed per O2 validation pass. */
   maxDraftTokens: number;
+  /** The draft model's own CPU threads, beside the main model's `--threads`. */
+  draftThreads: number;
   /** Tool-cache entry lifetime, ms (`cache-tool-output` entries may ask for less). */
   cacheTtlMs: number;
   /** Tool-cache entries per session. */
@@ -115,7 +117,7 @@ function invalid(message: string): InterlaceError {
  * `--backend llama-cpp|openai` with `--upstream-url --upstream-model
  * --upstream-timeout-ms --upstream-retries --upstream-api-key` (see
  * `upstream/upstream-options.ts`), and speculation's `--draft-model PATH
- * --max-draft-tokens N --tool-cache-ttl-ms --tool-cache-entries
+ * --max-draft-tokens N --draft-threads N --tool-cache-ttl-ms --tool-cache-entries
  * --tool-cache-max-bytes --max-cached-output-bytes`. Throws an
  * {@link InterlaceError} naming the flag and its environment variable.
  */
@@ -172,6 +174,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   const speculation: SpeculationPodOptions = {
     ...(draftModelPath !== undefined ? { draftModelPath } : {}),
     maxDraftTokens: intOpt(src, "max-draft-tokens", 16, { min: 1, max: 256 }),
+    draftThreads: intOpt(src, "draft-threads", 1, { min: 1, max: 256 }),
     cacheTtlMs: intOpt(src, "tool-cache-ttl-ms", 60_000, { min: 1, max: 3_600_000 }),
     cacheEntriesPerSession: intOpt(src, "tool-cache-entries", 16, { min: 1, max: 1024 }),
     cacheMaxBytes: intOpt(src, "tool-cache-max-bytes", 16 * 1_048_576, { min: maxCachedOutputBytes, max: 1024 * 1_048_576 }),

@@ -142,7 +142,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     if (spec.draftModelPath !== undefined) {
       draft = await DraftModel.load(
         runtime.llama,
-        { modelPath: spec.draftModelPath, threads: options.engine.threads, contextSize: Math.min(2048, options.engine.contextSize) },
+        { modelPath: spec.draftModelPath, threads: spec.draftThreads, contextSize: Math.min(2048, options.engine.contextSize) },
         log.child({ subsystem: "draft" }),
       );
       const loaded = draft;

@@ -21,6 +21,9 @@ t.test("the parser reads the draft flags and rejects bad ones", async (t) => {
   const o = parse(["--draft-model", "/m/d.gguf", "--max-draft-tokens", "12"]);
   t.equal(o.speculation.draftModelPath, "/m/d.gguf");
   t.equal(o.speculation.maxDraftTokens, 12);
+  t.equal(o.speculation.draftThreads, 1, "the draft's own thread by default");
+  t.equal(parse(["--draft-threads", "2"]).speculation.draftThreads, 2);
+  t.throws(() => parse(["--draft-threads", "0"]), /--draft-threads/);
   t.equal(parse([]).speculation.draftModelPath, undefined);
   t.throws(() => parse(["--max-draft-tokens", "0"]), /--max-draft-tokens/);
   t.throws(() => parse(["--max-draft-tokens", "many"]), /--max-draft-tokens/);

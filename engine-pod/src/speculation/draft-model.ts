@@ -27,6 +27,7 @@ export interface DraftModelOptions {
   sequences?: number;
   /** Tokens per draft sequence; longer histories keep their tail. Default 2048. */
   contextSize?: number;
+  /** The draft's own CPU threads, added to the Llama's thread budget. Default 1. */
   threads?: number;
 }
 
@@ -65,6 +66,9 @@ export class DraftModel {
     readonly model: LlamaModel,
     private readonly context: LlamaContext,
     readonly modelPath: string,
+    private readonly llama: Llama,
+    /** Threads this draft added to the Llama's budget (given back on close). */
+    private readonly addedThreads: number,
   ) {
     this.free = [];
     for (let i = 0; i < context.totalSequences; i++) this.free.push(context.getSequence());
@@ -76,16 +80,27 @@ export class DraftModel {
 
   static async load(llama: Llama, options: DraftModelOptions, log: Logger): Promise<DraftModel> {
     const t0 = performance.now();
-    const model = await llama.loadModel({ modelPath: options.modelPath });
-    const context = await model.createContext({
-      sequences: options.sequences ?? 2,
-      contextSize: options.contextSize ?? 2048,
-      ...(options.threads !== undefined && options.threads > 0 ? { threads: options.threads } : {}),
-      batching: { itemPrioritizationStrategy: "firstInFirstOut" },
-      failedCreationRemedy: false,
-    });
-    log.info({ draftModel: options.modelPath, sequences: context.totalSequences, loadMs: Math.round(performance.now() - t0) }, "draft model loaded");
-    return new DraftModel(model, context, options.modelPath);
+    const threads = options.threads !== undefined && options.threads > 0 ? options.threads : 1;
+    // node-llama-cpp shares one thread budget (maxThreads) among every context of a Llama, and the
+    // engine sets it to the main model's threads: without threads of its own the draft could only
+    // evaluate between the main model's steps, so g would grow with G instead of running beside it.
+    const budget = llama.maxThreads > 0 ? threads : 0;
+    llama.maxThreads += budget;
+    try {
+      const model = await llama.loadModel({ modelPath: options.modelPath });
+      const context = await model.createContext({
+        sequences: options.sequences ?? 2,
+        contextSize: options.contextSize ?? 2048,
+        threads,
+        batching: { itemPrioritizationStrategy: "firstInFirstOut" },
+        failedCreationRemedy: false,
+      });
+      log.info({ draftModel: options.modelPath, sequences: context.totalSequences, threads, loadMs: Math.round(performance.now() - t0) }, "draft model loaded");
+      return new DraftModel(model, context, options.modelPath, llama, budget);
+    } catch (err) {
+      llama.maxThreads -= budget;
+      throw err;
+    }
   }
 
   get contextSize(): number {
@@ -209,6 +224,7 @@ export class DraftModel {
   async close(): Promise<void> {
     await this.context.dispose();
     await this.model.dispose();
+    this.llama.maxThreads -= this.addedThreads;
   }
 
   private acquire(): Promise<LlamaContextSequence> {
