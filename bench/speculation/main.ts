@@ -28,12 +28,13 @@
  * prediction for the same α, g/G and T (Eq. 2 client-side, Eq. 6
  * engine-side), then the issue's targets checked against the rows.
  *
- * `--quick` runs 30 task runs: 5 tasks at the issue's target point only
- * (T = 1000 ms ≈ G, α = 0.8), the six modes, no speculation once per calling
- * mode; the α and T sweeps are the full run's. Sized from the per-task time
- * measured on an idle 2-core machine: one mode over 3 tasks took 31–40 s
- * (a BFCL chain of ~3 turns: ~1,000 prompt tokens of prefill plus ~3 × (G + T),
- * G ≈ 1.1 s), so 6 modes × 5 tasks ≈ 6–7 minutes.
+ * `--quick` runs 24 task runs: 4 tasks at the issue's target point only
+ * (T = 5000 ms ≈ G, α = 0.8), the six modes, no speculation once per calling
+ * mode; the α and T sweeps are the full run's. G is measured, not set: on an
+ * idle 2-core machine a turn of the `bench` model without speculation (30
+ * reasoning tokens, a call block, the re-entry and the first prompt's
+ * prefill spread over the task's turns) takes ~5.4 s, so T = 5 s is T ≈ G;
+ * one mode over 3 tasks took ~70 s there, so 6 modes × 4 tasks ≈ 8–9 minutes.
  */
 import { cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -88,12 +89,12 @@ function parseConfig(argv: string[]): Config {
   const c: Config = {
     quick,
     agents: list(f.get("agents"), quick ? [1] : [1, 8]),
-    // Quick: the targets' point only, T ≈ G (G ≈ 1.1 s per turn idle) and α 0.8: 2 × (1 + 2) mode runs of 5 tasks.
-    toolMs: list(f.get("tool-ms"), quick ? [1000] : [250, 500, 1000, 2000]),
+    // Quick: the targets' point only, T ≈ G (G ≈ 5.4 s per turn, measured idle) and α 0.8: 2 × (1 + 2) mode runs of 4 tasks.
+    toolMs: list(f.get("tool-ms"), quick ? [5000] : [1000, 2500, 5000, 10000]),
     alpha: list(f.get("alpha"), quick ? [0.8] : [0.5, 0.8, 1]),
     lambda: Number(f.get("lambda") ?? 1),
     thinkTokens: Number(f.get("think-tokens") ?? 30),
-    tasks: Number(f.get("tasks") ?? (quick ? 5 : 8)),
+    tasks: Number(f.get("tasks") ?? (quick ? 4 : 8)),
     seed: Number(f.get("seed") ?? 1),
     ...(f.get("questions") !== undefined ? { questions: f.get("questions")! } : {}),
     ...(f.get("answers") !== undefined ? { answers: f.get("answers")! } : {}),
