@@ -10,6 +10,8 @@ import {
   clientSideTimeSaved,
   engineCachedTime,
   engineSideTimeSaved,
+  engineOverlapSpecTime,
+  engineOverlapTimeSaved,
   engineSpecTime,
 } from "../../engine-pod/src/speculation/index.js";
 
@@ -50,4 +52,18 @@ t.test("Eq. 5/6 by hand", async (t) => {
   // α = 0.5: 0.2 + 0.2 + 0.01·(1 + 100 + 20) + 1 = 2.61
   t.ok(Math.abs(engineSpecTime({ ...p, alpha: 0.5 }) - 2.61) < 1e-12);
   t.ok(Math.abs(engineSideTimeSaved({ ...p, alpha: 0.5 }) - (1 - 2.61 / 4)) < 1e-12);
+});
+
+t.test("Eq. 6 with Eq. 1's overlap: a hit waits for g + T when the draft started the tool", async (t) => {
+  const turn = { callTokens: 20, outputTokens: 30, reasoningTokens: 50, toolTime: 1 };
+  const p = { overhead: 0.1, prefillPerToken: 0.001, decodePerToken: 0.01, promptTokens: 100, turns: [turn, turn] };
+  // Tool and draft done before the call ends (g + T = 0 here): exactly Eq. 6.
+  const fast = { ...p, turns: [{ ...turn, toolTime: 0 }, { ...turn, toolTime: 0 }], draftTime: 0 };
+  for (const alpha of [0, 0.5, 1]) t.ok(Math.abs(engineOverlapSpecTime({ ...fast, alpha }) - engineSpecTime({ ...fast, alpha })) < 1e-12, `α = ${alpha}`);
+  // α = 1, g = 0.2, T = 1: per turn max(0.01·51 + 0.001·20, 1.2) + 0.001·30 = 1.23; 0.1 + 2·1.23 = 2.56.
+  t.ok(Math.abs(engineOverlapSpecTime({ ...p, alpha: 1, draftTime: 0.2 }) - 2.56) < 1e-12);
+  // α = 0: Eq. 5, whatever g is.
+  t.ok(Math.abs(engineOverlapSpecTime({ ...p, alpha: 0, draftTime: 0.2 }) - engineCachedTime(p)) < 1e-12);
+  // Never more saved than Eq. 6 claims, and less once the tool outlasts the generation.
+  t.ok(engineOverlapTimeSaved({ ...p, alpha: 0.8, draftTime: 0.2 }) < engineSideTimeSaved({ ...p, alpha: 0.8 }));
 });

@@ -105,6 +105,37 @@ export function engineSpecTime(p: EngineSideParams): number {
   );
 }
 
+/**
+ * Eq. 6 with Eq. 1's overlap, for engine-side speculation fed by the
+ * client-side draft rather than by outputs the client already holds. Eq. 6
+ * drops a hit's tool time entirely: it assumes the output is cached before
+ * the model asks for it. When the draft starts the tool at the turn start,
+ * the output is there only g + T_i later, so a hit's turn is the longer of
+ * its engine-side generation (δ(1 + R_i) + φt_i: reasoning, one validation
+ * pass, the call's prefill) and g + T_i, then the output's prefill φt_o,i.
+ * A miss costs what it costs in Eq. 5. With g + T_i below the generation
+ * time this is Eq. 6; it is this repository's composition of the two, not
+ * the paper's.
+ */
+export function engineOverlapSpecTime(p: EngineSideParams & { draftTime: number }): number {
+  check(p.alpha, p.draftTime);
+  const a = p.alpha;
+  let total = p.prefillPerToken * p.promptTokens;
+  for (const x of p.turns) {
+    const miss = 2 * p.overhead + p.prefillPerToken * (x.callTokens + x.outputTokens) + p.decodePerToken * (x.reasoningTokens + x.callTokens) + x.toolTime;
+    const generation = p.decodePerToken * (1 + x.reasoningTokens) + p.prefillPerToken * x.callTokens;
+    const hit = Math.max(generation, p.draftTime + x.toolTime) + p.prefillPerToken * x.outputTokens;
+    total += a * hit + (1 - a) * miss;
+  }
+  return total;
+}
+
+/** The fraction of Eq. 5's time {@link engineOverlapSpecTime} saves. */
+export function engineOverlapTimeSaved(p: EngineSideParams & { draftTime: number }): number {
+  const base = engineCachedTime(p);
+  return base <= 0 ? 0 : 1 - engineOverlapSpecTime(p) / base;
+}
+
 /** The fraction of Eq. 5's time Eq. 6 saves. */
 export function engineSideTimeSaved(p: EngineSideParams): number {
   const base = engineCachedTime(p);
