@@ -1,14 +1,17 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--quick] [--json FILE]`: session placement policies side by
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
  * into NATS, and a real tool runner. Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
- * swept rate whose TTFT p90 stays under the SLO. `--apps 1` makes every
+ * swept rate whose TTFT p90 stays under the SLO. The client retries a
+ * session refused with 429/503 after its Retry-After (an engine runs at most
+ * `--sequences` sessions and the router never queues), and TTFT counts from
+ * the arrival, so overload shows as TTFT rather than as lost sessions. `--apps 1` makes every
  * session share one prompt, `--distinct` gives every session a prompt of its
  * own: the two cases where affinity has nothing to gain and must not lose. Every run (policy x rate)
  * gets apps with system prompts of its own, so each starts with cold caches
@@ -48,6 +51,8 @@ interface Config {
   toolMs: number;
   loadFactor: number;
   distinct: boolean;
+  /** How long a client keeps retrying a refused session (429/503, after Retry-After). */
+  patienceMs: number;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -84,6 +89,7 @@ function parseConfig(argv: string[]): Config {
     toolMs: num("tool-ms", 150),
     loadFactor: num("load-factor", 1.25),
     distinct: f.has("distinct"),
+    patienceMs: num("patience-ms", 120_000),
   };
 }
 
@@ -94,6 +100,8 @@ interface SessionResult {
   /** Why it failed (HTTP body, error event or exception). */
   error?: string;
   engine?: string;
+  /** 429/503 answers retried before the session opened. */
+  retries: number;
   ttftMs?: number;
   taskMs?: number;
   promptTokens?: number;
@@ -108,11 +116,28 @@ interface Run {
   wallS: number;
 }
 
-async function runSession(base: string, run: number, a: Arrival): Promise<SessionResult> {
+/**
+ * Opens the session as a client that honours admission control: a 429 (every
+ * engine's sequences busy) or 503 is retried after its `Retry-After`, until
+ * `patienceMs` after the arrival. The wait counts in the session's TTFT, so
+ * an overloaded policy shows up as TTFT, the way its users would see it.
+ */
+async function openSession(url: string, body: unknown, patienceMs: number): Promise<{ res: Response; retries: number }> {
+  const deadline = performance.now() + patienceMs;
+  for (let retries = 0; ; retries++) {
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    if ((res.status !== 429 && res.status !== 503) || performance.now() >= deadline) return { res, retries };
+    const wait = Math.max(100, Number(res.headers.get("retry-after") ?? "1") * 1000);
+    await res.body?.cancel();
+    await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, deadline - performance.now()))));
+  }
+}
+
+async function runSession(base: string, run: number, a: Arrival, patienceMs: number): Promise<SessionResult> {
   const start = performance.now();
   const app = appName(run, a.app);
-  const res = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(a.body) });
-  if (res.status !== 201) return { app: a.app, ok: false, status: res.status, error: (await res.text()).slice(0, 300) };
+  const { res, retries } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
+  if (res.status !== 201) return { app: a.app, ok: false, status: res.status, retries, error: (await res.text()).slice(0, 300) };
   const { id, engine } = (await res.json()) as { id: string; engine: string };
   const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
   let ttft: number | undefined;
@@ -125,13 +150,14 @@ async function runSession(base: string, run: number, a: Arrival): Promise<Sessio
     if (ttft === undefined && (e.type === "text" || e.type === "call")) ttft = performance.now() - start;
     if (e.type === "done") done = e;
   }
-  if (done === undefined || done.reason === "error") return { app: a.app, ok: false, status: 500, engine, error: error ?? `stream ended with ${done?.reason ?? "no done event"}` };
+  if (done === undefined || done.reason === "error") return { app: a.app, ok: false, status: 500, engine, retries, error: error ?? `stream ended with ${done?.reason ?? "no done event"}` };
   const prefilled = done.usage.prefilledTokens;
   return {
     app: a.app,
     ok: true,
     status: 201,
     engine,
+    retries,
     ttftMs: ttft ?? performance.now() - start,
     taskMs: performance.now() - start,
     promptTokens,
@@ -177,7 +203,7 @@ async function runOnce(config: Config, natsUrl: string, run: number, policy: Pla
     for (const a of arrivalsList) {
       const wait = a.at - (performance.now() - t0);
       if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      pending.push(runSession(base, run, a).catch((err: unknown) => ({ app: a.app, ok: false, status: 0, error: String(err) })));
+      pending.push(runSession(base, run, a, config.patienceMs).catch((err: unknown) => ({ app: a.app, ok: false, status: 0, retries: 0, error: String(err) })));
     }
     const sessions = await Promise.all(pending);
     return { policy, rate, sessions, wallS: (performance.now() - t0) / 1000 };
@@ -191,6 +217,8 @@ interface Summary {
   rate: number;
   completed: number;
   rejected: number;
+  /** Sessions that opened only after one or more 429/503 retries. */
+  retried: number;
   ttft_p50_ms: number;
   ttft_p90_ms: number;
   task_p50_ms: number;
@@ -226,6 +254,7 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
     rate: run.rate,
     completed: ok.length,
     rejected: run.sessions.length - ok.length,
+    retried: ok.filter((s) => s.retries > 0).length,
     ttft_p50_ms: Math.round(quantile(ttft, 0.5)),
     ttft_p90_ms: Math.round(quantile(ttft, 0.9)),
     task_p50_ms: Math.round(quantile(task, 0.5)),
@@ -267,6 +296,7 @@ export async function run(argv: string[]): Promise<void> {
       `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); every run has apps with prompts of its own, so caches start cold.\n` +
       `Workload: ${config.distinct ? "a prompt of its own for every session (--distinct)" : `${config.apps} apps`} x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
       `${config.sequences} sequences per engine (its prefix cache holds at most ${config.sequences} prompts: the ${config.apps} apps' prefixes exceed one engine, fit across ${config.engines}).\n` +
+      `Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines).\n`,
   );
   const nats = await NatsServer.start();
@@ -327,10 +357,10 @@ export async function run(argv: string[]): Promise<void> {
     return best;
   };
 
-  console.log(`\n| policy | rate /s | done | rejected | TTFT p50 ms | TTFT p90 ms | task p50 ms | task p90 ms | prefilled tok/session | prefix hit ratio |`);
-  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
+  console.log(`\n| policy | rate /s | done | retried | rejected | TTFT p50 ms | TTFT p90 ms | task p50 ms | task p90 ms | prefilled tok/session | prefix hit ratio |`);
+  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
   for (const r of rows) {
-    console.log(`| ${r.policy} | ${r.rate} | ${r.completed} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
+    console.log(`| ${r.policy} | ${r.rate} | ${r.completed} | ${r.retried} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
   }
   const results = POLICIES.map((policy) => {
     const h = rows.find((r) => r.policy === policy && r.rate === headline)!;
@@ -372,6 +402,7 @@ export async function run(argv: string[]): Promise<void> {
         duration_s: config.durationS,
         seed: config.seed,
         slo_ttft_p90_ms: config.sloMs,
+        client_patience_ms: config.patienceMs,
         load_factor: config.loadFactor,
         calls_per_task: config.calls,
         tool_ms: config.toolMs,
