@@ -45,7 +45,8 @@ import { canonicalJson } from "../../common/src/builtin-tools/index.js";
 import { parseArgv, SessionClient, type CallingMode, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
 import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import { ensureModel, PRESETS, type ModelPreset } from "../../engine-pod/src/model/index.js";
-import { clientSideTimes, clientSideTimeSaved, engineOverlapTimeSaved, engineSideTimeSaved } from "../../engine-pod/src/speculation/analytic.js";
+import { clientSideTimeSaved, clientSideTurnsTimeSaved, engineOverlapTimeSaved, engineSideTimeSaved, type MeasuredTurn } from "../../engine-pod/src/speculation/analytic.js";
+import { turnSegments } from "./turn-segments.js";
 import { scriptedPredictions } from "../../engine-pod/src/speculation/draft-policy.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
@@ -191,6 +192,8 @@ function request(task: BenchTask, calling: CallingMode, spec: Speculation, alpha
 interface Run {
   task: BenchTask;
   done: Extract<SessionEvent, { type: "done" }>;
+  /** The session's turns as its events timed them. */
+  segments: { turns: MeasuredTurn[]; tailMs: number };
 }
 
 async function runMode(url: string, tasks: BenchTask[], agents: number, make: (t: BenchTask) => CreateSessionRequest): Promise<{ runs: Run[]; wallMs: number }> {
@@ -203,9 +206,13 @@ async function runMode(url: string, tasks: BenchTask[], agents: number, make: (t
       for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
         const { id } = await client.create(make(task));
         let done: Run["done"] | undefined;
-        for await (const e of client.events(id)) if (e.type === "done") done = e;
+        const events: SessionEvent[] = [];
+        for await (const e of client.events(id)) {
+          events.push(e);
+          if (e.type === "done") done = e;
+        }
         if (done === undefined || done.reason !== "eos") throw new Error(`task ${task.id}: session ended ${done?.reason ?? "without done"}`);
-        runs.push({ task, done });
+        runs.push({ task, done, segments: turnSegments(events, task.calls.map((c) => c.latencyMs)) });
       }
     }),
   );
@@ -227,8 +234,8 @@ export interface ResultRow {
   /** The paper's prediction at the set α and the mean T: Eq. 2 (client), Eq. 6 over Eq. 5 (client+engine). */
   predicted_time_saved: number;
   /**
-   * The same turn by turn, each turn with its own tool time, at the measured hit rate: Eq. 1 per turn
-   * (client); Eq. 6 with Eq. 1's overlap, a hit waiting for g + T_i (client+engine).
+   * The same turn by turn at the measured hit rate: Eq. 1 on each measured turn of the
+   * no-speculation runs (client); Eq. 6 with Eq. 1's overlap, a hit waiting for g + T_i (client+engine).
    */
   predicted_per_turn_time_saved: number;
   /** Median over tasks of (turn time in this mode / the same task's turn time without speculation). */
@@ -324,15 +331,12 @@ function summarize(
     };
   });
   const engineSaved = mean(engineParams.map((p) => engineSideTimeSaved(p)));
-  // The same equations turn by turn, at the accuracy the draft reached (the row's hit rate). T_i is
-  // drawn between 0.5T and 1.5T, and at T ≈ G the mean of max{G, g + T_i} is well above
-  // max{G, g + T}; client+engine: here the draft, not the client, fills the cache, so a hit still
-  // waits for g + T_i (Eq. 6 with Eq. 1's overlap).
-  const toolTimes = none.runs.flatMap((r) => r.task.calls.map((c) => c.latencyMs));
-  const clientPerTurn = (alpha: number): number => {
-    const t = toolTimes.map((Ti) => clientSideTimes({ alpha, G, g, T: Ti }));
-    return 1 - t.reduce((a, x) => a + x.spec, 0) / t.reduce((a, x) => a + x.standard, 0);
-  };
+  // The same equations turn by turn, at the accuracy the draft reached (the row's hit rate): client,
+  // Eq. 1 on each turn of the no-speculation runs as their events timed it (G_i, T_i drawn between
+  // 0.5T and 1.5T, the re-entry; at T ≈ G the mean of max{G_i, g + T_i} is well above
+  // max{G, g + T}); client+engine, Eq. 6 with Eq. 1's overlap: here the draft, not the client,
+  // fills the cache, so a hit still waits for g + T_i.
+  const clientPerTurn = (alpha: number): number => clientSideTurnsTimeSaved(none.runs.map((r) => r.segments), alpha, g);
   const overlapPerTurn = (alpha: number): number => mean(engineParams.map((p) => engineOverlapTimeSaved({ ...p, alpha, draftTime: g })));
   return SPECULATION.map((spec) => {
     const m = measured.get(spec)!;
@@ -374,7 +378,7 @@ function report(rows: ResultRow[], cfg: Config, ms: number): void {
       `| ${r.calling_mode} | ${r.speculation} | ${r.alpha} | ${r.tool_ms} | ${r.t_over_G} | ${r.g_over_G} | ${r.agents} | ${r.turn_p50_ms} | ${r.turn_p90_ms} | ${(r.time_saved * 100).toFixed(1)}% | ${(r.predicted_time_saved * 100).toFixed(1)}% | ${(r.predicted_per_turn_time_saved * 100).toFixed(1)}% | ${r.paired_ratio_p50} | ${r.hit_rate} | ${r.wasted_tool_ms} | ${r.draft_tokens_accepted} | ${r.tokens_per_s} |`,
     );
   console.log(`\nAnalytic bound (Lemma 1): client-side speedup < 2, i.e. time saved < 50%; predicted (paper): Eq. 2 (client), Eq. 6 vs Eq. 5 (client+engine, o = 0), at the set α and the mean T; ` +
-      `predicted per turn: the same per turn with each turn's own T_i, at the measured hit rate, and for client+engine Eq. 6 with Eq. 1's max{generation, g + T_i} for a hit ` +
+      `predicted per turn: at the measured hit rate, Eq. 1 on each turn of the no-speculation runs as their events timed it (G_i, T_i, re-entry), and for client+engine Eq. 6 with Eq. 1's max{generation, g + T_i} for a hit ` +
       `(the draft, not the client, fills the cache here, so a hit's output arrives g + T_i after the turn start).`);
   for (const line of targets(rows)) console.log(line);
   console.log(`${rows.length} rows, λ = ${cfg.lambda}, ${cfg.thinkTokens} reasoning tokens per turn, ${cfg.tasks} tasks per mode, ${Math.round(ms / 1000)} s.`);

@@ -8,6 +8,7 @@ import {
   clientSideSpeedup,
   clientSideTimes,
   clientSideTimeSaved,
+  clientSideTurnsTimeSaved,
   engineCachedTime,
   engineSideTimeSaved,
   engineOverlapSpecTime,
@@ -66,4 +67,16 @@ t.test("Eq. 6 with Eq. 1's overlap: a hit waits for g + T when the draft started
   t.ok(Math.abs(engineOverlapSpecTime({ ...p, alpha: 0, draftTime: 0.2 }) - engineCachedTime(p)) < 1e-12);
   // Never more saved than Eq. 6 claims, and less once the tool outlasts the generation.
   t.ok(engineOverlapTimeSaved({ ...p, alpha: 0.8, draftTime: 0.2 }) < engineSideTimeSaved({ ...p, alpha: 0.8 }));
+});
+
+t.test("Eq. 1 turn by turn on measured turns: the mean of a max is not the max of means", async (t) => {
+  // One turn with G = T = 2, g = 0: exactly Eq. 2 (α = 1: 4 → 2, half saved).
+  t.ok(Math.abs(clientSideTurnsTimeSaved([{ turns: [{ generationMs: 2, toolMs: 2, reentryMs: 0 }], tailMs: 0 }], 1, 0) - clientSideTimeSaved({ alpha: 1, G: 2, g: 0, T: 2 })) < 1e-12);
+  // Two turns, G 3 then 1, T 1 then 3 (means G = T = 2): hits cost 3 + 3 = 6 of 8, not 4 of 8.
+  const scattered = { turns: [{ generationMs: 3, toolMs: 1, reentryMs: 0 }, { generationMs: 1, toolMs: 3, reentryMs: 0 }], tailMs: 0 };
+  t.ok(Math.abs(clientSideTurnsTimeSaved([scattered], 1, 0) - 0.25) < 1e-12);
+  // The re-entry and the tail are paid either way; α = 0.5 halves the gain; g delays the tool.
+  t.ok(Math.abs(clientSideTurnsTimeSaved([{ turns: [{ generationMs: 2, toolMs: 2, reentryMs: 1 }], tailMs: 1 }], 1, 0) - (1 - 4 / 6)) < 1e-12);
+  t.ok(Math.abs(clientSideTurnsTimeSaved([{ turns: [{ generationMs: 2, toolMs: 2, reentryMs: 0 }], tailMs: 0 }], 0.5, 0) - 0.25) < 1e-12);
+  t.ok(Math.abs(clientSideTurnsTimeSaved([{ turns: [{ generationMs: 2, toolMs: 2, reentryMs: 0 }], tailMs: 0 }], 1, 1) - 0.25) < 1e-12);
 });

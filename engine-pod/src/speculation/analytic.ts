@@ -44,6 +44,36 @@ export function clientSideTimeSaved(p: ClientSideParams): number {
   return 1 - t.spec / t.standard;
 }
 
+/** One measured turn: the main model's generation G_i, the tool's run T_i, and what its result's entry cost after it. */
+export interface MeasuredTurn {
+  generationMs: number;
+  toolMs: number;
+  reentryMs: number;
+}
+
+/**
+ * Eq. 1 turn by turn on measured turns, plus the session's untouched tail:
+ * a hit's turn is max{G_i, g + T_i} then the re-entry, a miss's G_i + T_i +
+ * re-entry. Eq. 2 at the mean G and T overstates the gain when G_i and T_i
+ * scatter around each other (the mean of a max exceeds the max of means):
+ * the first turn's G carries the prompt's prefill, the later ones do not.
+ */
+export function clientSideTurnsTimeSaved(sessions: readonly { turns: readonly MeasuredTurn[]; tailMs: number }[], alpha: number, g: number): number {
+  check(alpha, g);
+  let standard = 0;
+  let spec = 0;
+  for (const s of sessions) {
+    standard += s.tailMs;
+    spec += s.tailMs;
+    for (const x of s.turns) {
+      const miss = x.generationMs + x.toolMs + x.reentryMs;
+      standard += miss;
+      spec += alpha * (Math.max(x.generationMs, g + x.toolMs) + x.reentryMs) + (1 - alpha) * miss;
+    }
+  }
+  return standard <= 0 ? 0 : 1 - spec / standard;
+}
+
 /** Lemma 1: the bound at α = 1, (G + T) / max{G, g + T} (< 2). */
 export function clientSideMaxSpeedup(p: Omit<ClientSideParams, "alpha">): number {
   return clientSideSpeedup({ ...p, alpha: 1 });
