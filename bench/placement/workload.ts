@@ -82,6 +82,7 @@ export function arrivals(o: WorkloadOptions): Arrival[] {
   for (let n = 0; ; n++) {
     t += (-Math.log(1 - rnd()) / o.rate) * 1000;
     if (t > o.durationS * 1000) break;
+    // Drawn even with --distinct, so the random stream and the arrival times stay the same.
     const drawn = Math.floor(rnd() * o.apps);
     const app = o.distinct === true ? n : drawn;
     const calls = Array.from({ length: o.calls }, (_, k) => ({

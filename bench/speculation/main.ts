@@ -46,7 +46,6 @@ import { parseArgv, SessionClient, type CallingMode, type CreateSessionRequest, 
 import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import { ensureModel, PRESETS, type ModelPreset } from "../../engine-pod/src/model/index.js";
 import { clientSideTimeSaved, clientSideTurnsTimeSaved, engineOverlapTimeSaved, engineSideTimeSaved, type MeasuredTurn } from "../../engine-pod/src/speculation/analytic.js";
-import { turnSegments } from "./turn-segments.js";
 import { scriptedPredictions } from "../../engine-pod/src/speculation/draft-policy.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
@@ -55,6 +54,7 @@ import { buildTasks, readEntries } from "../bfcl/load-tasks.js";
 import type { BenchTask } from "../bfcl/workloads.js";
 import { mean, median, quantile, r3, seededRandom } from "../lib/stats.js";
 import { writeChart, writeResultsJson } from "../lib/output.js";
+import { turnSegments } from "./turn-segments.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 type Speculation = "none" | "client" | "client+engine";

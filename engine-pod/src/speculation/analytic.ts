@@ -63,12 +63,13 @@ export function clientSideTurnsTimeSaved(sessions: readonly { turns: readonly Me
   let standard = 0;
   let spec = 0;
   for (const s of sessions) {
+    // The tail and each re-entry are paid alike with and without speculation.
     standard += s.tailMs;
     spec += s.tailMs;
     for (const x of s.turns) {
-      const miss = x.generationMs + x.toolMs + x.reentryMs;
-      standard += miss;
-      spec += alpha * (Math.max(x.generationMs, g + x.toolMs) + x.reentryMs) + (1 - alpha) * miss;
+      const t = clientSideTimes({ alpha, G: x.generationMs, g, T: x.toolMs });
+      standard += t.standard + x.reentryMs;
+      spec += t.spec + x.reentryMs;
     }
   }
   return standard <= 0 ? 0 : 1 - spec / standard;
@@ -149,15 +150,14 @@ export function engineSpecTime(p: EngineSideParams): number {
  */
 export function engineOverlapSpecTime(p: EngineSideParams & { draftTime: number }): number {
   check(p.alpha, p.draftTime);
-  const a = p.alpha;
-  let total = p.prefillPerToken * p.promptTokens;
+  // Every turn a hit: the first prompt's prefill, then each turn's overlap.
+  let allHits = p.prefillPerToken * p.promptTokens;
   for (const x of p.turns) {
-    const miss = 2 * p.overhead + p.prefillPerToken * (x.callTokens + x.outputTokens) + p.decodePerToken * (x.reasoningTokens + x.callTokens) + x.toolTime;
     const generation = p.decodePerToken * (1 + x.reasoningTokens) + p.prefillPerToken * x.callTokens;
-    const hit = Math.max(generation, p.draftTime + x.toolTime) + p.prefillPerToken * x.outputTokens;
-    total += a * hit + (1 - a) * miss;
+    allHits += Math.max(generation, p.draftTime + x.toolTime) + p.prefillPerToken * x.outputTokens;
   }
-  return total;
+  // Every turn a miss is Eq. 5; a turn is a hit with probability α.
+  return p.alpha * allHits + (1 - p.alpha) * engineCachedTime(p);
 }
 
 /** The fraction of Eq. 5's time {@link engineOverlapSpecTime} saves. */

@@ -66,8 +66,7 @@ export class DraftModel {
     readonly model: LlamaModel,
     private readonly context: LlamaContext,
     readonly modelPath: string,
-    private readonly llama: Llama,
-    /** Threads this draft added to the Llama's budget (given back on close). */
+    /** Threads this draft added to its Llama's budget (given back on close). */
     private readonly addedThreads: number,
   ) {
     this.free = [];
@@ -96,7 +95,7 @@ export class DraftModel {
         failedCreationRemedy: false,
       });
       log.info({ draftModel: options.modelPath, sequences: context.totalSequences, threads, loadMs: Math.round(performance.now() - t0) }, "draft model loaded");
-      return new DraftModel(model, context, options.modelPath, llama, budget);
+      return new DraftModel(model, context, options.modelPath, budget);
     } catch (err) {
       llama.maxThreads -= budget;
       throw err;
@@ -224,7 +223,7 @@ export class DraftModel {
   async close(): Promise<void> {
     await this.context.dispose();
     await this.model.dispose();
-    this.llama.maxThreads -= this.addedThreads;
+    this.model.llama.maxThreads -= this.addedThreads;
   }
 
   private acquire(): Promise<LlamaContextSequence> {
