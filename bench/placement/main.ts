@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--patience-ms MS] [--quick] [--json FILE]`: session placement policies side by
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
@@ -53,6 +53,8 @@ interface Config {
   distinct: boolean;
   /** How long a client keeps retrying a refused session (429/503, after Retry-After). */
   patienceMs: number;
+  /** The router's `--prefix-wait-ms` (prefix affinity only). */
+  prefixWaitMs: number;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -90,6 +92,8 @@ function parseConfig(argv: string[]): Config {
     loadFactor: num("load-factor", 1.25),
     distinct: f.has("distinct"),
     patienceMs: num("patience-ms", 120_000),
+    // The break-even the router's flag documents: about one cold prefill of an app's prompt, ~10 ms a token on one thread here.
+    prefixWaitMs: f.get("prefix-wait-ms") === "0" ? 0 : num("prefix-wait-ms", Math.round(num("prompt-tokens", 1024) * 10)),
   };
 }
 
@@ -188,7 +192,7 @@ async function runOnce(config: Config, natsUrl: string, run: number, policy: Pla
   let router: Router | undefined;
   try {
     router = await startRouter(
-      routerOptions({ natsUrl, routerId: `bench-${policy}`, placement: policy, loadFactor: config.loadFactor, upstreamTimeoutMs: 30_000, logLevel: "warn" }),
+      routerOptions({ natsUrl, routerId: `bench-${policy}`, placement: policy, loadFactor: config.loadFactor, prefixWaitMs: config.prefixWaitMs, upstreamTimeoutMs: 30_000, logLevel: "warn" }),
       createLogger("bench-router", "warn"),
     );
     const r = router;
@@ -297,7 +301,8 @@ export async function run(argv: string[]): Promise<void> {
       `Workload: ${config.distinct ? "a prompt of its own for every session (--distinct)" : `${config.apps} apps`} x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
       `${config.sequences} sequences per engine (its prefix cache holds at most ${config.sequences} prompts: the ${config.apps} apps' prefixes exceed one engine, fit across ${config.engines}).\n` +
       `Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
-      `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines).\n`,
+      `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines); ` +
+      `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms).\n`,
   );
   const nats = await NatsServer.start();
   const nc = await connect({ servers: nats.url });
@@ -404,6 +409,7 @@ export async function run(argv: string[]): Promise<void> {
         slo_ttft_p90_ms: config.sloMs,
         client_patience_ms: config.patienceMs,
         load_factor: config.loadFactor,
+        prefix_wait_ms: config.prefixWaitMs,
         calls_per_task: config.calls,
         tool_ms: config.toolMs,
         quick: config.quick,

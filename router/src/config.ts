@@ -36,6 +36,13 @@ export interface RouterOptions {
   maxBodyBytes: number;
   /** `Retry-After` seconds when no engine can take a session (429) or a pool has none ready (503). */
   retryAfterSeconds: number;
+  /**
+   * Prefix affinity: how long a session may wait for the engine holding its
+   * prefix when that engine is full but within the load bound, before it
+   * spills to another (0: never waits). About one cold prefill of the apps'
+   * shared prompt on the pool's hardware is the break-even.
+   */
+  prefixWaitMs: number;
   /** How long one engine may take to accept or refuse a session before the next is tried. */
   upstreamTimeoutMs: number;
   /** How often this router rewrites its presence (apps served, live sessions). */
@@ -85,7 +92,8 @@ function invalid(message: string): InterlaceError {
  * Reads `--port` (8080), `--host`, `--nats-url` (required), `--router-id`,
  * `--placement prefix-affinity|least-loaded|round-robin`, `--load-factor`
  * (percent, 125), `--engine-ttl-ms` (3000), `--max-body-bytes`,
- * `--retry-after-seconds`, `--upstream-timeout-ms`, `--presence-ms`,
+ * `--retry-after-seconds`, `--upstream-timeout-ms`, `--prefix-wait-ms` (1000),
+ * `--presence-ms`,
  * `--max-variable-bytes` (262144), `--max-program-calls` (256),
  * `--max-programs` (1000), `--program-keep-ms` (600000),
  * `--program-queue-timeout-ms` (120000), `--program-latency-batch` (4),
@@ -108,6 +116,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     maxBodyBytes: intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 }),
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     upstreamTimeoutMs: intOpt(src, "upstream-timeout-ms", 10_000, { min: 100, max: 600_000 }),
+    prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
     presenceMs: intOpt(src, "presence-ms", 2000, { min: 100, max: 60_000 }),
     maxVariableBytes: intOpt(src, "max-variable-bytes", DEFAULT_PROGRAM_OPTIONS.maxVariableBytes, { min: 1, max: 64 * 1_048_576 }),
     maxProgramCalls: intOpt(src, "max-program-calls", DEFAULT_PROGRAM_OPTIONS.maxProgramCalls, { min: 1, max: 10_000 }),

@@ -20,6 +20,8 @@ interface EngineRecord {
   prefixes: ReadonlySet<string>;
   /** Local arrival times of placements made here and not yet reflected in a heartbeat. */
   pending: number[];
+  /** Placements of this router being sent to the engine now. */
+  sending: number;
 }
 
 export interface EngineRegistryOptions {
@@ -36,6 +38,8 @@ export class EngineRegistry {
   /** pool key → pod → record. */
   private readonly pools = new Map<string, Map<string, EngineRecord>>();
   private readonly goneListeners = new Set<(pod: string, reason: string) => void>();
+  /** pool key → callers waiting for its next heartbeat (placements holding for a full engine). */
+  private readonly waiters = new Map<string, Set<() => void>>();
   private sweeper: NodeJS.Timeout | undefined;
   private readonly now: () => number;
 
@@ -83,7 +87,37 @@ export class EngineRegistry {
     const previous = pool.get(heartbeat.pod);
     // Placements confirmed well before this heartbeat was received are in its figures now.
     const pending = (previous?.pending ?? []).filter((at) => at > now - 50);
-    pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, prefixes: new Set(heartbeat.prefixes), pending });
+    pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, prefixes: new Set(heartbeat.prefixes), pending, sending: previous?.sending ?? 0 });
+    this.wake(pk);
+  }
+
+  /** Wakes a pool's waiters, oldest first (each re-places before the next runs). */
+  private wake(pk: string): void {
+    const waiting = this.waiters.get(pk);
+    if (waiting === undefined) return;
+    this.waiters.delete(pk);
+    for (const w of waiting) w();
+  }
+
+  /**
+   * Resolves at the pool's next heartbeat (or engine leaving), after
+   * `timeoutMs`, or when `signal` aborts — whichever is first. Never rejects.
+   */
+  changed(namespace: string, pool: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const pk = poolKey(namespace, pool);
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        this.waiters.get(pk)?.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, timeoutMs));
+      signal?.addEventListener("abort", done, { once: true });
+      let set = this.waiters.get(pk);
+      if (set === undefined) this.waiters.set(pk, (set = new Set()));
+      set.add(done);
+    });
   }
 
   private remove(pk: string, pod: string, reason: string): void {
@@ -91,6 +125,7 @@ export class EngineRegistry {
     if (pool?.delete(pod)) {
       this.options.log.info({ pod, pool: pk, reason }, "engine left placement");
       for (const l of this.goneListeners) l(pod, reason);
+      this.wake(pk);
     }
   }
 
@@ -123,9 +158,9 @@ export class EngineRegistry {
         const busy = h.totalSequences - h.freeSequences;
         return {
           pod: h.pod,
-          load: busy + h.queuedSessions + r.pending.length,
+          load: busy + h.queuedSessions + r.pending.length + r.sending,
           capacity: h.totalSequences,
-          free: h.freeSequences - r.pending.length,
+          free: h.freeSequences - r.pending.length - r.sending,
           prefixes: r.prefixes,
         };
       });
@@ -147,10 +182,29 @@ export class EngineRegistry {
     return undefined;
   }
 
-  /** Counts a placement on `pod` until the engine's heartbeat reflects it. */
-  notePlacement(namespace: string, pool: string, pod: string): void {
-    const r = this.pools.get(poolKey(namespace, pool))?.get(pod);
-    if (r !== undefined) r.pending.push(this.now());
+  /**
+   * Counts a placement on `pod` while it is sent, so requests placed
+   * meanwhile see the sequence taken. `confirm` (the engine took it) keeps
+   * counting it until a heartbeat reflects it; `release` (refused) drops it.
+   */
+  reserve(namespace: string, pool: string, pod: string): { confirm(): void; release(): void } {
+    // Looked up each time: a heartbeat replaces the record meanwhile.
+    const record = (): EngineRecord | undefined => this.pools.get(poolKey(namespace, pool))?.get(pod);
+    const r = record();
+    if (r === undefined) return { confirm: () => undefined, release: () => undefined };
+    r.sending++;
+    let open = true;
+    const end = (): EngineRecord | undefined => {
+      if (!open) return undefined;
+      open = false;
+      const now = record();
+      if (now !== undefined) now.sending = Math.max(0, now.sending - 1);
+      return now;
+    };
+    return {
+      confirm: () => end()?.pending.push(this.now()),
+      release: () => void end(),
+    };
   }
 
   /** Engines with a fresh heartbeat, by pool key (for the gauge). */

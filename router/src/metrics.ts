@@ -14,6 +14,7 @@ export class RouterMetrics {
   readonly placements: Counter<"policy" | "reason">;
   readonly prefixSegments: Counter<"outcome">;
   readonly engineRetries: Counter<"cause">;
+  readonly prefixHolds: Counter<"outcome">;
   readonly rejected: Counter<"code">;
   readonly activeSessions: Gauge<"app">;
   readonly engines: Gauge<"pool">;
@@ -55,6 +56,12 @@ export class RouterMetrics {
       labelNames: ["cause"],
       registers,
     });
+    this.prefixHolds = new Counter({
+      name: "interlace_router_prefix_holds_total",
+      help: "Placements that waited for the full engine holding their prefix, by outcome (placed there, or spilled when the wait ran out).",
+      labelNames: ["outcome"],
+      registers,
+    });
     this.rejected = new Counter({ name: "interlace_router_rejected_total", help: "Requests refused by the router, by error code.", labelNames: ["code"], registers });
     this.activeSessions = new Gauge({ name: "interlace_router_active_sessions", help: "Sessions opened through this router whose event stream or completion is open, by app.", labelNames: ["app"], registers });
     this.engines = new Gauge({ name: "interlace_router_engines", help: "Engines with a fresh heartbeat, by pool.", labelNames: ["pool"], registers });
@@ -62,7 +69,7 @@ export class RouterMetrics {
     this.placementSeconds = new Histogram({
       name: "interlace_router_placement_seconds",
       help: "Time from request to an engine accepting it (placement plus retries).",
-      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
       registers,
     });
     this.programs = new Counter({ name: "interlace_router_programs_total", help: "Programs finished, by outcome (succeeded, failed).", labelNames: ["outcome"], registers });

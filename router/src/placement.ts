@@ -6,10 +6,15 @@
  *
  * - `prefix-affinity` (Interlace): the engine holding the longest resident
  *   prefix of the request, unless its load is over the bound; then engines
- *   with shorter matches, then the least loaded. On a miss, affinity is
- *   seeded by consistent hashing of the app's shared prefix, walking the ring
- *   to the first engine under the bound (consistent hashing with bounded
- *   loads, as KubeAI's CHWBL).
+ *   with shorter matches, then the least loaded. When that engine is full
+ *   but within the bound, the placement names it in `holdFor`: a caller that
+ *   can wait briefly for a free sequence there saves re-prefilling the prefix
+ *   elsewhere (under saturation a spill costs a whole cold prefill and evicts
+ *   another app's prefix). On a miss, affinity is seeded by consistent
+ *   hashing of the app's shared prefix: the first engine on the ring among
+ *   the least loaded under the bound, so a cold prefill never doubles up on
+ *   a busy engine while another is idler, and equal engines still converge
+ *   per app (consistent hashing with bounded loads, as KubeAI's CHWBL).
  * - `least-loaded`: fewest busy + queued sessions.
  * - `round-robin`: in turn.
  *
@@ -37,7 +42,7 @@ export type PlacementReason =
   | "prefix"
   /** the longest-prefix engines were over the bound; placed on a shorter match or the least loaded */
   | "prefix-spill"
-  /** no resident prefix: first engine under the bound on the ring from the app's key */
+  /** no resident prefix: first of the least-loaded engines on the ring from the app's key */
   | "hash"
   /** no resident prefix and every engine over the bound */
   | "least-loaded"
@@ -79,6 +84,11 @@ export interface Placement {
   reason: PlacementReason;
   /** Chain entries resident on the chosen engine. */
   matched: number;
+  /**
+   * The engine holding the longest resident prefix when it is full but within
+   * the bound (so `order` spills past it): worth waiting for, briefly.
+   */
+  holdFor?: string;
 }
 
 /** The CHWBL bound: the most sessions any engine may hold after this placement. */
@@ -116,11 +126,14 @@ export function place(engines: readonly EngineLoad[], request: PlacementRequest,
     const ranked = byLoad(byName).sort((a, b) => matched.get(b.pod)! - matched.get(a.pod)!);
     const top = ranked.find((e) => matched.get(e.pod) === best && underBound(e));
     if (top !== undefined) return finish(top, "prefix");
-    const spill = ranked.find(underBound) ?? byLoad(byName)[0]!;
-    return finish(spill, "prefix-spill");
+    const spill = finish(ranked.find(underBound) ?? byLoad(byName)[0]!, "prefix-spill");
+    const full = ranked.find((e) => matched.get(e.pod) === best && e.free <= 0 && e.load + 1 <= bound);
+    return full === undefined ? spill : { ...spill, holdFor: full.pod };
   }
+  const open = byName.filter(underBound);
+  const least = Math.min(...open.map((e) => e.load));
   const ring = ringFor(byName.map((e) => e.pod)).walk(request.affinityKey);
-  const seeded = ring.map((pod) => byName.find((e) => e.pod === pod)!).find(underBound);
+  const seeded = ring.map((pod) => open.find((e) => e.pod === pod)).find((e) => e !== undefined && e.load === least);
   if (seeded !== undefined) return finish(seeded, "hash");
   return finish(byLoad(byName)[0]!, "least-loaded");
 }

@@ -79,6 +79,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     loadFactor: options.loadFactor,
     retryAfterSeconds: options.retryAfterSeconds,
     upstreamTimeoutMs: options.upstreamTimeoutMs,
+    prefixWaitMs: options.prefixWaitMs,
     nextTurn: () => turn++,
   };
   mountAppRoutes(app, json, {
@@ -139,7 +140,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log);
     presence.start(options.presenceMs);
     ready = true;
-    log.info({ port, apps: apps.size, placement: options.placement, loadFactor: options.loadFactor, engineTtlMs: options.engineTtlMs }, "router ready");
+    log.info({ port, apps: apps.size, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, engineTtlMs: options.engineTtlMs }, "router ready");
   } catch (err) {
     await close();
     throw err;

@@ -4,7 +4,11 @@
  * down) and a refused, reset or timed-out connection move on to the next
  * engine at once; any other answer is the request's own and goes back to
  * the client as it is. When every engine refused, the client gets 429 with
- * `Retry-After` — never a hang.
+ * `Retry-After` — never a hang. Under prefix affinity a request whose
+ * prefix's engine is full (but within the load bound) waits for it, up to
+ * `prefixWaitMs` from its arrival, woken by each heartbeat of the pool:
+ * re-prefilling a long prefix on another engine costs more than a short
+ * wait, and evicts another app's prefix there.
  */
 import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { ErrorCode, residentPrefixLength, type Logger } from "../../common/src/index.js";
@@ -25,6 +29,12 @@ export interface PlaceContext {
   engineHeaders: Record<string, string>;
   /** Advanced per placement (round-robin turn, tie rotation). */
   nextTurn(): number;
+  /**
+   * How long after its arrival a request may wait for the engine holding its
+   * prefix when that engine is full but within the load bound, before it
+   * spills (absent or 0: never waits).
+   */
+  prefixWaitMs?: number;
 }
 
 export interface PlacedResponse {
@@ -61,56 +71,84 @@ export async function placeAndPost(
   hints: PlaceHints = {},
 ): Promise<PlacedResponse> {
   const started = performance.now();
+  const holdUntil = started + (ctx.prefixWaitMs ?? 0);
   const known = hints.prefixes;
-  const loads = ctx.engines
-    .loads(pool.namespace, pool.name)
-    .map((e) => (known === undefined ? e : { ...e, prefixes: new Set([...e.prefixes, ...known(e.pod)]) }));
   const retryAfter = { "Retry-After": String(ctx.retryAfterSeconds) };
-  const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
-  if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
-    decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
-    decision.matched = residentPrefixLength(placement.chain, loads.find((e) => e.pod === hints.prefer)!.prefixes);
-  }
-  ctx.metrics.placements.inc({ policy: ctx.policy, reason: decision.reason });
-  if (decision.order.length === 0) {
-    const seen = ctx.engines.describe(pool.namespace, pool.name);
-    const why = seen.total === 0 ? "no engine of the pool has sent a heartbeat recently" : `${seen.total} engine(s) seen, none ready`;
-    throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${pool.namespace}/${pool.name} has no ready engine: ${why}`, retryAfter);
-  }
-  const refusals: string[] = [];
-  for (const [i, pod] of decision.order.entries()) {
-    const engine = ctx.engines.find(pool.namespace, pod);
-    if (engine === undefined) continue;
-    const timeout = AbortSignal.timeout(ctx.upstreamTimeoutMs);
-    let cause: RefusalCause;
-    try {
-      const response = await fetch(`${engine.endpoint}${path}`, {
-        method: "POST",
-        headers: { ...ctx.engineHeaders, "content-type": "application/json" },
-        body: JSON.stringify(body),
-        signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-      if (response.status !== 429 && response.status !== 503) {
-        if (response.ok) {
-          ctx.engines.notePlacement(pool.namespace, pool.name, pod);
-          const hits = i === 0 ? decision.matched : 0;
-          ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
-          ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
-          ctx.metrics.placementSeconds.observe((performance.now() - started) / 1000);
-          return { engine, response, reason: decision.reason, matched: hits, retries: i };
-        }
-        return { engine, response, reason: decision.reason, matched: 0, retries: i };
-      }
-      cause = response.status === 429 ? "capacity" : "unavailable";
-      await response.body?.cancel().catch(() => undefined);
-    } catch (err) {
-      if (signal?.aborted === true) throw err;
-      cause = timeout.aborted ? "timeout" : "unreachable";
-      ctx.log.debug({ err, pod }, "engine did not take the request");
+  let held = false;
+  // Each pass places on the pool as it stands now. A pass ends early only to wait for the engine holding
+  // the request's prefix (full, or refusing while full), within prefixWaitMs of the arrival.
+  for (;;) {
+    const loads = ctx.engines
+      .loads(pool.namespace, pool.name)
+      .map((e) => (known === undefined ? e : { ...e, prefixes: new Set([...e.prefixes, ...known(e.pod)]) }));
+    const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
+    if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
+      decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
+      decision.matched = residentPrefixLength(placement.chain, loads.find((e) => e.pod === hints.prefer)!.prefixes);
     }
-    ctx.metrics.engineRetries.inc({ cause });
-    refusals.push(`${pod}: ${cause}`);
+    const canHold = (): boolean => performance.now() < holdUntil && signal?.aborted !== true;
+    const hold = async (): Promise<void> => {
+      held = true;
+      await ctx.engines.changed(pool.namespace, pool.name, holdUntil - performance.now(), signal);
+    };
+    if (decision.holdFor !== undefined && canHold()) {
+      await hold();
+      continue;
+    }
+    if (held) ctx.metrics.prefixHolds.inc({ outcome: decision.reason === "prefix" ? "placed" : "spilled" });
+    ctx.metrics.placements.inc({ policy: ctx.policy, reason: decision.reason });
+    if (decision.order.length === 0) {
+      const seen = ctx.engines.describe(pool.namespace, pool.name);
+      const why = seen.total === 0 ? "no engine of the pool has sent a heartbeat recently" : `${seen.total} engine(s) seen, none ready`;
+      throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${pool.namespace}/${pool.name} has no ready engine: ${why}`, retryAfter);
+    }
+    const refusals: string[] = [];
+    let retried = false;
+    for (const [i, pod] of decision.order.entries()) {
+      const engine = ctx.engines.find(pool.namespace, pod);
+      if (engine === undefined) continue;
+      const reservation = ctx.engines.reserve(pool.namespace, pool.name, pod);
+      const timeout = AbortSignal.timeout(ctx.upstreamTimeoutMs);
+      let cause: RefusalCause;
+      try {
+        const response = await fetch(`${engine.endpoint}${path}`, {
+          method: "POST",
+          headers: { ...ctx.engineHeaders, "content-type": "application/json" },
+          body: JSON.stringify(body),
+          signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
+        });
+        if (response.status !== 429 && response.status !== 503) {
+          if (response.ok) {
+            reservation.confirm();
+            const hits = i === 0 ? decision.matched : 0;
+            ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
+            ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
+            ctx.metrics.placementSeconds.observe((performance.now() - started) / 1000);
+            return { engine, response, reason: decision.reason, matched: hits, retries: i };
+          }
+          reservation.release();
+          return { engine, response, reason: decision.reason, matched: 0, retries: i };
+        }
+        reservation.release();
+        cause = response.status === 429 ? "capacity" : "unavailable";
+        await response.body?.cancel().catch(() => undefined);
+      } catch (err) {
+        reservation.release();
+        if (signal?.aborted === true) throw err;
+        cause = timeout.aborted ? "timeout" : "unreachable";
+        ctx.log.debug({ err, pod }, "engine did not take the request");
+      }
+      ctx.metrics.engineRetries.inc({ cause });
+      refusals.push(`${pod}: ${cause}`);
+      // The prefix's engine filled up after its last heartbeat: hold for it rather than re-prefill elsewhere.
+      if (i === 0 && cause === "capacity" && decision.reason === "prefix" && canHold()) {
+        await hold();
+        retried = true;
+        break;
+      }
+    }
+    if (retried) continue;
+    ctx.metrics.rejected.inc({ code: ErrorCode.Capacity });
+    throw new HttpError(429, ErrorCode.Capacity, `no engine of EnginePool ${pool.namespace}/${pool.name} can take the request now (${refusals.join(", ") || "none reachable"}); retry later`, retryAfter);
   }
-  ctx.metrics.rejected.inc({ code: ErrorCode.Capacity });
-  throw new HttpError(429, ErrorCode.Capacity, `no engine of EnginePool ${pool.namespace}/${pool.name} can take the request now (${refusals.join(", ") || "none reachable"}); retry later`, retryAfter);
 }

@@ -51,6 +51,36 @@ t.test("a full engine is over the bound whatever the mean", async (t) => {
   const engines = [engine("e0", 4, [chain[0]!], 4), engine("e1", 4, [], 8)];
   const p = place(engines, { chain, affinityKey: "k" }, PA);
   t.equal(p.order[0], "e1", "e0 has no free sequence");
+  t.equal(p.holdFor, "e0", "full but within the bound ceil(1.25 * 9 / 2) = 6: worth waiting for");
+});
+
+t.test("holdFor names a full prefix engine only while it is within the bound", async (t) => {
+  const chain = sys("p", "u");
+  // Loads 4 (full) + 3: bound ceil(1.25 * 8 / 2) = 5, so e0 + 1 is within it.
+  const saturated = place([engine("e0", 4, [chain[0]!]), engine("e1", 3)], { chain, affinityKey: "k" }, PA);
+  t.equal(saturated.reason, "prefix-spill");
+  t.equal(saturated.order[0], "e1");
+  t.equal(saturated.holdFor, "e0");
+  // Loads 4 + 0: bound ceil(1.25 * 5 / 2) = 4, e0 is over it: spill, nothing to wait for (sglang 34513).
+  const hot = place([engine("e0", 4, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: "k" }, PA);
+  t.equal(hot.order[0], "e1");
+  t.equal(hot.holdFor, undefined);
+  // Room on the prefix's engine: placed there, nothing held.
+  t.equal(place([engine("e0", 1, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: "k" }, PA).holdFor, undefined);
+  t.equal(place([engine("e0", 4, [chain[0]!]), engine("e1", 3)], { chain, affinityKey: "k" }, { ...PA, policy: "least-loaded" }).holdFor, undefined, "baselines never hold");
+});
+
+t.test("a miss goes to the least loaded, ties broken by the ring", async (t) => {
+  const idle = [engine("a", 0), engine("b", 0), engine("c", 0)];
+  const first = place(idle, { chain: [], affinityKey: "app-y" }, PA).order[0]!;
+  // The ring's first choice busy with one session, the others idle: a cold prefill goes to an idle one.
+  const busy = idle.map((e) => (e.pod === first ? engine(e.pod, 1) : e));
+  const p = place(busy, { chain: [], affinityKey: "app-y" }, PA);
+  t.not(p.order[0], first);
+  t.equal(p.reason, "hash");
+  const ring = new HashRing(["a", "b", "c"]).walk("app-y").filter((pod) => pod !== first);
+  t.equal(p.order[0], ring[0], "the next idle engine on the app's ring");
+  t.equal(place(busy, { chain: [], affinityKey: "app-y" }, { ...PA, turn: 7 }).order[0], ring[0], "the same whatever the turn");
 });
 
 t.test("a miss seeds affinity by consistent hashing: same key, same engine", async (t) => {
