@@ -5,8 +5,9 @@
  * can re-check them on their own hardware:
  *
  * 1. threads — decode time per token at each thread count;
- * 2. batch gaps — ms per lockstep step for 8 sequences on contiguous ids vs
- *    every other id (why the slot allocator compacts);
+ * 2. batching — ms per lockstep step for 1, 2, 4 and 8 sequences on
+ *    contiguous ids (what batching buys on this hardware) and for 8 on every
+ *    other id (why the slot allocator compacts);
  * 3. injection — appending an interrupt's tokens in place vs re-prefilling the
  *    whole history (why interrupts are injected, not re-entered);
  * 4. fork — copying a resident prefix into another sequence vs evaluating it
@@ -25,6 +26,7 @@ import { ensureModel, isPresetName, type PresetName } from "../../engine-pod/src
 import { BenchFlags } from "../lib/flags.js";
 import { median, r3 } from "../lib/stats.js";
 import { fillerTokens } from "../engine/sequence-bench.js";
+import { lockstepStepMs } from "../lib/step-costs.js";
 
 interface Args {
   json?: string;
@@ -74,16 +76,16 @@ export async function run(argv: string[]): Promise<void> {
     }
     result["threads"] = threads;
 
-    // 2. batch gaps: 8 lockstep sequences on ids 0..7 vs 0,2,..,14
+    // 2. batching: 1, 2, 4 and 8 lockstep sequences on contiguous ids, and 8 on ids 0,2,..,14
     const gaps: Record<string, number> = {};
     {
       const ctx = await model.createContext({ contextSize: 16 * 128, sequences: 16, threads: 1 });
       try {
         const seqs = Array.from({ length: 16 }, () => ctx.getSequence());
-        for (const [label, ids] of [["contiguous", [0, 1, 2, 3, 4, 5, 6, 7]], ["gapped", [0, 2, 4, 6, 8, 10, 12, 14]]] as const) {
+        for (const [label, ids] of [["1", [0]], ["2", [0, 1]], ["4", [0, 1, 2, 3]], ["contiguous", [0, 1, 2, 3, 4, 5, 6, 7]], ["gapped", [0, 2, 4, 6, 8, 10, 12, 14]]] as const) {
           gaps[label] = r3(await lockstepStepMs(ids.map((i) => seqs[i]!), tokens.slice(0, 16), args.quick ? 10 : 30));
           for (const s of seqs) await s.clearHistory();
-          say(`8 sequences on ${label} ids: ${gaps[label]} ms/step`);
+          say(`${ids.length} sequence(s) on ${label} ids: ${gaps[label]} ms/step`);
         }
       } finally {
         await ctx.dispose();
@@ -179,25 +181,12 @@ async function decodeTpot(seq: LlamaContextSequence, prompt: Token[], n: number,
   return { medianMs: median(gaps), tokens: gaps.length };
 }
 
-/** Median ms per step when every sequence advances one token per step together. */
-async function lockstepStepMs(seqs: LlamaContextSequence[], prompt: Token[], steps: number): Promise<number> {
-  const gens = seqs.map((s) => s.evaluate(prompt, { temperature: 0 })[Symbol.asyncIterator]());
-  await Promise.all(gens.map((g) => g.next())); // prefill + first token
-  const times: number[] = [];
-  for (let i = 0; i < steps; i++) {
-    const t0 = performance.now();
-    await Promise.all(gens.map((g) => g.next()));
-    times.push(performance.now() - t0);
-  }
-  await Promise.all(gens.map((g) => g.return?.(undefined)));
-  return median(times);
-}
-
 function report(r: Record<string, unknown>): string {
   const lines = ["| fact | measurement |", "| --- | --- |"];
   for (const t of r["threads"] as { threads: number; tpotMs: number }[]) lines.push(`| decode, ${t.threads} thread(s) | ${t.tpotMs} ms/token |`);
   const g = r["batch_gap_ms_per_step"] as Record<string, number>;
-  lines.push(`| 8 sequences, contiguous ids | ${g["contiguous"]} ms/step |`, `| 8 sequences, every other id | ${g["gapped"]} ms/step |`);
+  for (const b of ["1", "2", "4"]) if (g[b] !== undefined) lines.push(`| ${b} sequence(s) in lockstep | ${g[b]} ms/step (batching gain ${r3((Number(b) * g["1"]!) / g[b]!)}x) |`);
+  lines.push(`| 8 sequences, contiguous ids | ${g["contiguous"]} ms/step (batching gain ${r3((8 * g["1"]!) / g["contiguous"]!)}x) |`, `| 8 sequences, every other id | ${g["gapped"]} ms/step |`);
   for (const i of r["injection"] as { historyTokens: number; injectMs: number; reprefillMs: number }[]) {
     lines.push(`| interrupt after ${i.historyTokens} tokens | ${i.injectMs} ms in place vs ${i.reprefillMs} ms re-prefill (${r3(i.reprefillMs / i.injectMs)}x) |`);
   }

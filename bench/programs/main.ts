@@ -40,7 +40,9 @@ import { parseProgram } from "../../router/src/programs/program-request.js";
 import { renderUntil } from "../../router/src/programs/render.js";
 import { median, quantile, r3 } from "../lib/stats.js";
 import { writeChart, writeResultsJson } from "../lib/output.js";
-import { analyticBound, benchFunctions, buildProgram, WORKLOADS, type Workload, type WorkloadOptions } from "./workloads.js";
+import { measureStepCosts, type StepCosts } from "../lib/step-costs.js";
+import { isPresetName } from "../../engine-pod/src/model/index.js";
+import { analyticBound, benchFunctions, buildProgram, dagLevels, fittedOverheadMs, hardwareBound, WORKLOADS, type Workload, type WorkloadOptions } from "./workloads.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const NS = "bench";
@@ -215,6 +217,8 @@ interface ResultRow {
   batch_mean: number;
   batch_max: number;
   analytic_bound: number;
+  /** The bound with this machine's measured prefill and batched-step costs (see `hardwareBound`). */
+  hardware_bound: number;
 }
 
 export async function run(argv: string[]): Promise<void> {
@@ -225,6 +229,16 @@ export async function run(argv: string[]): Promise<void> {
   console.log(
     `programs bench: ${cfg.engines} engine(s) of the generated \`${cfg.modelPreset}\` model, ${sequences} sequences each, one thread; N=${cfg.chunks} chunks of ${cfg.chunkWords} words, K=${cfg.agents} agents, ` +
       `${cfg.outputTokens} output tokens per call, rtt ${cfg.rttMs} ms, ${cfg.repeats} seeds from ${cfg.seed}.`,
+  );
+  if (!isPresetName(cfg.modelPreset)) throw new Error(`--model-preset: unknown preset ${cfg.modelPreset}`);
+  // Before any engine starts, on an otherwise idle machine: what prefill and a batched decode step cost here.
+  const widths = [...new Set(WORKLOADS.flatMap((w) => dagLevels(w, cfg)))];
+  const costs = await measureStepCosts(cfg.modelPreset, widths);
+  console.log(
+    `measured on a bare context, one thread: prefill ${costs.prefillMsPerToken} ms/token; decode step ` +
+      Object.entries(costs.stepMs)
+        .map(([b, ms]) => `${ms} ms with ${b} in lockstep (batching gain ${r3((Number(b) * costs.stepMs[1]!) / ms)}x)`)
+        .join(", "),
   );
   const nats = await NatsServer.start();
   const engines: EngineProcess[] = [];
@@ -277,16 +291,26 @@ export async function run(argv: string[]): Promise<void> {
     for (const e of engines) await e.stop();
     await nats.stop();
   }
-  const rows = summarize(samples, batches, cfg);
-  report(rows, cfg, performance.now() - t0);
-  await writeOutputs(rows, cfg);
+  const rows = summarize(samples, batches, cfg, costs);
+  report(rows, cfg, costs, performance.now() - t0);
+  await writeOutputs(rows, cfg, costs);
 }
 
-function summarize(samples: Sample[], batches: Map<string, number[]>, cfg: Config): ResultRow[] {
+function summarize(samples: Sample[], batches: Map<string, number[]>, cfg: Config, costs: StepCosts): ResultRow[] {
   const rows: ResultRow[] = [];
   for (const workload of WORKLOADS) {
-    const paired: number[] = [];
     const ok = (mode: Mode): Sample[] => samples.filter((s) => s.workload === workload && s.mode === mode && s.ok);
+    const levels = dagLevels(workload, cfg);
+    const requests = levels.reduce((a, b) => a + b, 0);
+    const perRequest = (mode: Mode): number => {
+      const runs = ok(mode);
+      return runs.length === 0 ? 0 : runs.reduce((n, s) => n + s.prefilledTokens, 0) / (runs.length * requests);
+    };
+    const stepMs = (b: number): number => costs.stepMs[b] ?? costs.stepMs[1]! * b;
+    const base = { prefillMsPerToken: costs.prefillMsPerToken, stepMs, outputTokens: cfg.outputTokens };
+    const clientMs = median(ok("client").map((s) => s.ms));
+    const bound = hardwareBound(levels, { client: perRequest("client"), programs: perRequest("programs") }, { ...base, overheadMs: fittedOverheadMs(clientMs, requests, perRequest("client"), base) });
+    const paired: number[] = [];
     for (const p of ok("programs")) {
       const c = ok("client").find((x) => x.seed === p.seed);
       if (c !== undefined && p.ms > 0) paired.push(c.ms / p.ms);
@@ -312,29 +336,37 @@ function summarize(samples: Sample[], batches: Map<string, number[]>, cfg: Confi
         batch_mean: seen.length === 0 ? 0 : r3(seen.reduce((a, b) => a + b, 0) / seen.length),
         batch_max: seen.length === 0 ? 0 : Math.max(...seen),
         analytic_bound: r3(analyticBound(workload, cfg)),
+        hardware_bound: Number.isFinite(bound) ? r3(bound) : 0,
       });
     }
   }
   return rows;
 }
 
-function report(rows: ResultRow[], cfg: Config, ms: number): void {
-  const head = "| workload | mode | p50 ms | p90 ms | speedup (paired median) | prompt tokens | prefilled | forked/kept | batch mean | batch max | bound | runs | failed |";
+function report(rows: ResultRow[], cfg: Config, costs: StepCosts, ms: number): void {
+  const head = "| workload | mode | p50 ms | p90 ms | speedup (paired median) | prompt tokens | prefilled | forked/kept | batch mean | batch max | bound | hardware bound | runs | failed |";
   console.log(`\n${head}`);
   console.log(`|${head.split("|").slice(1, -1).map(() => " --- ").join("|")}|`);
   for (const r of rows) {
     console.log(
-      `| ${r.workload} | ${r.mode} | ${r.p50_ms} | ${r.p90_ms} | ${r.mode === "programs" ? `${r.speedup}x` : "1x"} | ${r.prompt_tokens} | ${r.prefilled_tokens} | ${r.forked_tokens} | ${r.batch_mean} | ${r.batch_max} | ${r.analytic_bound}x | ${r.runs} | ${r.failed} |`,
+      `| ${r.workload} | ${r.mode} | ${r.p50_ms} | ${r.p90_ms} | ${r.mode === "programs" ? `${r.speedup}x` : "1x"} | ${r.prompt_tokens} | ${r.prefilled_tokens} | ${r.forked_tokens} | ${r.batch_mean} | ${r.batch_max} | ${r.analytic_bound}x | ${r.hardware_bound}x | ${r.runs} | ${r.failed} |`,
     );
   }
   console.log(
     `\nAnalytic bound: requests over the DAG's depth ((N+1)/2 map-reduce, (1+3K)/4 multi-agent, 1 chain), reached only if a batch of parallel requests cost one request and round trips were free; ` +
       `with --rtt-ms the client pays one round trip per request and a program one in all, so the chain's gain is the round trips (L·rtt) plus the router's shorter path.`,
   );
+  console.log(
+    `Hardware bound: the same DAG with this machine's measured costs (prefill ${costs.prefillMsPerToken} ms/token, decode step ${Object.entries(costs.stepMs)
+      .map(([b, v]) => `${v} ms at ${b}`)
+      .join(", ")}), each mode's prefilled tokens per request, and a fixed per-request overhead fitted to the client's p50: ` +
+      `the client pays overhead + prefill + n steps alone per request; a program pays one overhead per DAG level, every request's prefill (compute: it does not batch) and n steps at the level's width. ` +
+      `Tokens are sums over the runs.`,
+  );
   console.log(`N=${cfg.chunks}, K=${cfg.agents}, ${cfg.outputTokens} output tokens, rtt ${cfg.rttMs} ms, ${cfg.repeats} seeds, ${Math.round(ms / 1000)} s.`);
 }
 
-async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
+async function writeOutputs(rows: ResultRow[], cfg: Config, costs: StepCosts): Promise<void> {
   const config = {
     quick: cfg.quick,
     chunks: cfg.chunks,
@@ -346,6 +378,7 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
     repeats: cfg.repeats,
     engines: cfg.engines,
     model: `${cfg.modelPreset} (generated, random weights)`,
+    measured_costs: { prefill_ms_per_token: costs.prefillMsPerToken, step_ms_by_batch: costs.stepMs },
   };
   writeResultsJson({ results: rows, config }, cfg.outDir, "programs", cfg.json);
   const spec: TopLevelSpec = {

@@ -6,7 +6,8 @@
  * reading all the code → K revisions), and a chain of dependent summaries.
  * Also each workload's analytic bound: requests over the DAG's depth, the
  * speedup a server could reach if a batch of parallel requests cost what one
- * request costs and round trips were free.
+ * request costs and round trips were free; and its hardware bound, the same
+ * with the measured costs of prefill and of batched decode steps.
  */
 import type { SemanticFunction } from "../../common/src/semantic-function.js";
 import { seededRandom } from "../lib/stats.js";
@@ -81,14 +82,58 @@ export function buildProgram(workload: Workload, o: WorkloadOptions, seed: numbe
   }
 }
 
-/** Requests over the DAG's depth in requests: the speedup if parallel requests cost one and round trips were free. */
-export function analyticBound(workload: Workload, o: WorkloadOptions): number {
+/** Requests per level of the DAG (a level's requests need only values produced by earlier levels). */
+export function dagLevels(workload: Workload, o: WorkloadOptions): number[] {
   switch (workload) {
     case "map-reduce":
-      return (o.chunks + 1) / 2;
+      return [o.chunks, 1];
     case "multi-agent":
-      return (1 + 3 * o.agents) / 4;
+      return [1, o.agents, o.agents, o.agents];
     case "chain":
-      return 1;
+      return Array.from({ length: o.chunks }, () => 1);
   }
+}
+
+/** Requests over the DAG's depth: the speedup if parallel requests cost one and round trips were free. */
+export function analyticBound(workload: Workload, o: WorkloadOptions): number {
+  const levels = dagLevels(workload, o);
+  return levels.reduce((a, b) => a + b, 0) / levels.length;
+}
+
+/** What one request costs on the hardware the bench runs on. */
+export interface RequestCosts {
+  /** ms per prefilled token. */
+  prefillMsPerToken: number;
+  /** ms per decode step with `b` requests decoding in lockstep. */
+  stepMs(b: number): number;
+  /** Tokens each request decodes. */
+  outputTokens: number;
+  /** Fixed ms per request outside the forward passes (HTTP, session setup, scheduling). */
+  overheadMs: number;
+}
+
+/**
+ * The speedup a server could reach on this hardware: the client pays, per
+ * request, its overhead, its prefill and its decode steps alone
+ * (`o + p_c·c + n·step(1)`); a program pays, per DAG level of width w, one
+ * overhead (its requests are sent together), every request's prefill (a
+ * prefill is compute: it does not batch) and n lockstep steps of width w
+ * (`o + w·p_p·c + n·step(w)`). p_c and p_p are the tokens each mode actually
+ * prefilled per request (programs fork shared prefixes). With step(w) = step(1)
+ * and no prefill or overhead this is the analytic bound; on a CPU, where
+ * step(w) grows almost linearly in w and prefill is serial, it is much less.
+ */
+export function hardwareBound(levels: readonly number[], prefilledPerRequest: { client: number; programs: number }, c: RequestCosts): number {
+  let client = 0;
+  let programs = 0;
+  for (const w of levels) {
+    client += w * (c.overheadMs + prefilledPerRequest.client * c.prefillMsPerToken + c.outputTokens * c.stepMs(1));
+    programs += c.overheadMs + w * prefilledPerRequest.programs * c.prefillMsPerToken + c.outputTokens * c.stepMs(w);
+  }
+  return programs > 0 ? client / programs : 1;
+}
+
+/** The per-request overhead that makes the client's modelled time equal its measured time (never negative). */
+export function fittedOverheadMs(clientMs: number, requests: number, prefilledPerRequest: number, c: Omit<RequestCosts, "overheadMs">): number {
+  return Math.max(0, clientMs / requests - prefilledPerRequest * c.prefillMsPerToken - c.outputTokens * c.stepMs(1));
 }

@@ -2,10 +2,12 @@
  * The programs bench's workloads are valid programs of its app: each parses
  * against the bench functions, is the same for the same seed, and deduces
  * as the paper's shapes do (the maps one task group; coders and reviewers
- * one group each; the chain all latency).
+ * one group each; the chain all latency); and its bounds on hand-worked
+ * DAGs: requests over depth, and the hardware bound with prefill, batched
+ * steps and per-request overhead.
  */
 import t from "tap";
-import { analyticBound, benchFunctions, buildProgram, WORKLOADS } from "../../bench/programs/workloads.js";
+import { analyticBound, benchFunctions, buildProgram, dagLevels, fittedOverheadMs, hardwareBound, WORKLOADS } from "../../bench/programs/workloads.js";
 import { deduceObjectives } from "../../router/src/programs/dag.js";
 import { parseProgram } from "../../router/src/programs/program-request.js";
 import { appConfig } from "../router/fixtures.js";
@@ -34,4 +36,33 @@ t.test("every workload parses, is seeded, and deduces as expected", async (t) =>
   t.equal(analyticBound("map-reduce", o), 3);
   t.equal(analyticBound("multi-agent", o), 2.5);
   t.equal(analyticBound("chain", o), 1);
+});
+
+const small = { chunks: 4, agents: 2, outputTokens: 10, chunkWords: 10 };
+
+t.test("levels and the analytic bound", async (t) => {
+  t.same(dagLevels("map-reduce", small), [4, 1]);
+  t.same(dagLevels("multi-agent", small), [1, 2, 2, 2]);
+  t.same(dagLevels("chain", small), [1, 1, 1, 1]);
+  t.equal(analyticBound("map-reduce", small), 2.5);
+  t.equal(analyticBound("multi-agent", small), 1.75);
+  t.equal(analyticBound("chain", small), 1);
+});
+
+t.test("the hardware bound", async (t) => {
+  const levels = [4, 1];
+  const none = { client: 0, programs: 0 };
+  const flat = { prefillMsPerToken: 1, stepMs: () => 10, outputTokens: 10, overheadMs: 0 };
+  t.equal(hardwareBound(levels, none, flat), 2.5, "free batching, no prefill, no overhead: the analytic bound");
+  const linear = { ...flat, stepMs: (b: number) => 10 * b };
+  t.equal(hardwareBound(levels, none, linear), 1, "a step of w costs w steps: nothing to gain");
+  // Client 5 x (10 + 100) = 550; program (4 x 10 + 100) + (10 + 100) = 250.
+  t.equal(hardwareBound(levels, { client: 10, programs: 10 }, flat), 2.2, "prefill does not batch");
+  // Client 5 x (10 + 100) = 550; program (4 x 5 + 100) + (5 + 100) = 225: forked prefixes.
+  t.equal(hardwareBound(levels, { client: 10, programs: 5 }, flat), 550 / 225);
+  // Overhead 50, step(4) = 20: client 5 x 150 = 750; program (50 + 200) + (50 + 100) = 400.
+  const costs = { ...flat, stepMs: (b: number) => (b === 4 ? 20 : 10), overheadMs: 50 };
+  t.equal(hardwareBound(levels, none, costs), 750 / 400);
+  t.equal(fittedOverheadMs(750, 5, 0, costs), 50, "the overhead that explains the client's time");
+  t.equal(fittedOverheadMs(100, 5, 0, costs), 0, "never negative");
 });
