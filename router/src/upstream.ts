@@ -91,13 +91,18 @@ export async function placeAndPost(
       held = true;
       await ctx.engines.changed(pool.namespace, pool.name, holdUntil - performance.now(), signal);
     };
-    if (decision.holdFor !== undefined && canHold()) {
+    // A program's preferred engine (its task group's) outranks the prefix's.
+    if (decision.holdFor !== undefined && hints.prefer === undefined && canHold()) {
       await hold();
       continue;
     }
-    if (held) ctx.metrics.prefixHolds.inc({ outcome: decision.reason === "prefix" ? "placed" : "spilled" });
-    ctx.metrics.placements.inc({ policy: ctx.policy, reason: decision.reason });
+    /** Counted once per request, for the pass that ends it. */
+    const count = (onPrefixEngine: boolean): void => {
+      ctx.metrics.placements.inc({ policy: ctx.policy, reason: decision.reason });
+      if (held) ctx.metrics.prefixHolds.inc({ outcome: onPrefixEngine ? "placed" : "spilled" });
+    };
     if (decision.order.length === 0) {
+      count(false);
       const seen = ctx.engines.describe(pool.namespace, pool.name);
       const why = seen.total === 0 ? "no engine of the pool has sent a heartbeat recently" : `${seen.total} engine(s) seen, none ready`;
       throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${pool.namespace}/${pool.name} has no ready engine: ${why}`, retryAfter);
@@ -120,6 +125,7 @@ export async function placeAndPost(
         if (response.status !== 429 && response.status !== 503) {
           if (response.ok) {
             reservation.confirm();
+            count(i === 0 && decision.reason === "prefix");
             const hits = i === 0 ? decision.matched : 0;
             ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
             ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
@@ -127,6 +133,7 @@ export async function placeAndPost(
             return { engine, response, reason: decision.reason, matched: hits, retries: i };
           }
           reservation.release();
+          count(false);
           return { engine, response, reason: decision.reason, matched: 0, retries: i };
         }
         reservation.release();
@@ -148,6 +155,7 @@ export async function placeAndPost(
       }
     }
     if (retried) continue;
+    count(false);
     ctx.metrics.rejected.inc({ code: ErrorCode.Capacity });
     throw new HttpError(429, ErrorCode.Capacity, `no engine of EnginePool ${pool.namespace}/${pool.name} can take the request now (${refusals.join(", ") || "none reachable"}); retry later`, retryAfter);
   }
