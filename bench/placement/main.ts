@@ -104,6 +104,8 @@ interface SessionResult {
   /** Why it failed (HTTP body, error event or exception). */
   error?: string;
   engine?: string;
+  /** The router's placement reason for the attempt that opened it (prefix, prefix-spill, hash, ...). */
+  placement?: string;
   /** 429/503 answers retried before the session opened. */
   retries: number;
   ttftMs?: number;
@@ -142,7 +144,7 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
   const app = appName(run, a.app);
   const { res, retries } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
   if (res.status !== 201) return { app: a.app, ok: false, status: res.status, retries, error: (await res.text()).slice(0, 300) };
-  const { id, engine } = (await res.json()) as { id: string; engine: string };
+  const { id, engine, placement } = (await res.json()) as { id: string; engine: string; placement: { reason: string } };
   const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
   let ttft: number | undefined;
   let promptTokens = 0;
@@ -161,6 +163,7 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
     ok: true,
     status: 201,
     engine,
+    placement: placement.reason,
     retries,
     ttftMs: ttft ?? performance.now() - start,
     taskMs: performance.now() - start,
@@ -231,6 +234,8 @@ interface Summary {
   prefix_hit_ratio: number;
   reused_tokens: number;
   achievable_tokens: number;
+  /** Completed sessions by the router's placement reason: why the misses missed. */
+  placements: Record<string, number>;
 }
 
 /**
@@ -267,6 +272,7 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
     prefix_hit_ratio: achievable === 0 ? 0 : r3(reused / achievable),
     reused_tokens: reused,
     achievable_tokens: achievable,
+    placements: Object.fromEntries([...new Set(ok.map((s) => s.placement ?? "?"))].sort().map((k) => [k, ok.filter((s) => (s.placement ?? "?") === k).length])),
   };
 }
 
@@ -336,7 +342,12 @@ export async function run(argv: string[]): Promise<void> {
         const r = await runOnce(runConfig, nats.url, run, policy, rate, list);
         runs.push(r);
         const ok = r.sessions.filter((s) => s.ok).length;
-        console.log(`  rate ${rate}/s ${policy}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+        const by = summarize(r, new Map()).placements;
+        console.log(
+          `  rate ${rate}/s ${policy}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (${((performance.now() - t) / 1000).toFixed(0)} s); placed by ${Object.entries(by)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(", ")}`,
+        );
         const reasons = new Map<string, number>();
         for (const x of r.sessions) if (!x.ok) reasons.set(`${x.status} ${x.error ?? ""}`.slice(0, 160), (reasons.get(`${x.status} ${x.error ?? ""}`.slice(0, 160)) ?? 0) + 1);
         for (const [why, n] of reasons) console.log(`    not completed x${n}: ${why}`);
