@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--quick] [--json FILE]`: session placement policies side by
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
@@ -55,6 +55,8 @@ interface Config {
   patienceMs: number;
   /** The router's `--prefix-wait-ms` (prefix affinity only). */
   prefixWaitMs: number;
+  /** The engines' `--prefix-store` (every policy: the engines are the same, only placement differs). */
+  prefixStore: number;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -94,6 +96,8 @@ function parseConfig(argv: string[]): Config {
     patienceMs: num("patience-ms", 120_000),
     // The break-even the router's flag documents: about one cold prefill of an app's prompt, ~10 ms a token on one thread here.
     prefixWaitMs: f.get("prefix-wait-ms") === "0" ? 0 : num("prefix-wait-ms", Math.round(num("prompt-tokens", 1024) * 10)),
+    // Enough for the pool's stores together to hold every app's prefix while one engine's cannot (the issue's regime).
+    prefixStore: f.get("prefix-store") === "0" ? 0 : num("prefix-store", Math.ceil(num("apps", 6) / num("engines", 2))),
   };
 }
 
@@ -183,6 +187,7 @@ async function startEngines(config: Config, natsUrl: string): Promise<EngineProc
         [
           "--model-preset", "bench", "--executor", "nats", "--nats-url", natsUrl, "--pool", `${BENCH_NS}/${BENCH_POOL}`, "--pod-name", `bench-engine-${i}`,
           "--sequences", String(config.sequences), "--context-size", String(contextSize), "--threads", "1", "--heartbeat-ms", "250", "--kv-policy", "keep",
+          "--prefix-store", String(config.prefixStore),
         ],
         { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 300_000 },
       ),
@@ -305,7 +310,7 @@ export async function run(argv: string[]): Promise<void> {
     `Model: generated \`bench\` preset (random weights), scripted tasks (every token a real forward pass; every call through NATS to a real tool runner).\n` +
       `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); every run has apps with prompts of its own, so caches start cold.\n` +
       `Workload: ${config.distinct ? "a prompt of its own for every session (--distinct)" : `${config.apps} apps`} x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
-      `${config.sequences} sequences per engine (its prefix cache holds at most ${config.sequences} prompts: the ${config.apps} apps' prefixes exceed one engine, fit across ${config.engines}).\n` +
+      `${config.sequences} sequences per engine and a prefix store of ${config.prefixStore} (--prefix-store: app prefixes kept beyond the session slots; ${config.apps} apps' prefixes ${config.apps > config.prefixStore ? "exceed one engine's store" : "fit in one engine's store"}, ${config.apps > config.prefixStore * config.engines ? "exceed" : "fit across"} the pool's).\n` +
       `Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines); ` +
       `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms).\n`,
@@ -421,6 +426,7 @@ export async function run(argv: string[]): Promise<void> {
         client_patience_ms: config.patienceMs,
         load_factor: config.loadFactor,
         prefix_wait_ms: config.prefixWaitMs,
+        prefix_store_per_engine: config.prefixStore,
         calls_per_task: config.calls,
         tool_ms: config.toolMs,
         quick: config.quick,

@@ -60,6 +60,20 @@ export function prefixSegments(input: PrefixInput): string[] {
   return segments;
 }
 
+/**
+ * How many leading segments are the app's own (system prompt, tool block):
+ * the part of the chain every session of an app shares.
+ */
+export function appSegmentCount(input: PrefixInput): number {
+  return prefixSegments({ ...input, messages: leadingSystem(input.messages) }).length;
+}
+
+/** The system messages a conversation opens with. */
+export function leadingSystem<M extends Pick<ChatMessage, "role">>(messages: readonly M[]): M[] {
+  const first = messages.findIndex((m) => m.role !== "system");
+  return (first < 0 ? messages : messages.slice(0, first)).slice();
+}
+
 /** The chain of prefix hashes: entry k covers segments 0..k. */
 export function prefixHashChain(input: PrefixInput): string[] {
   return extendPrefixChain("", prefixSegments(input));

@@ -89,6 +89,11 @@ const invalid: Record<string, Case> = {
     obj: variant(engine, "llama-url", (o) => (o.spec.runtime.upstreamURL = "http://vllm:8000")),
     messages: ["upstreamURL is only valid with the openai backend"],
   },
+  "prefix store on an openai backend": {
+    kind: EnginePool,
+    obj: variant(engine, "openai-store", (o) => (o.spec.runtime = { backend: "openai", upstreamURL: "http://vllm:8000", prefixStore: 2 })),
+    messages: ["prefixStore is only valid with the llama-cpp backend"],
+  },
   "llama-cpp without a model": {
     kind: EnginePool,
     obj: variant(engine, "no-model", (o) => delete o.spec.model),
@@ -257,6 +262,7 @@ const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
     obj: variant(engine, "cuda", (o) => {
       o.spec.model = { pvc: { claimName: "models", path: "qwen/q4.gguf" } };
       o.spec.runtime.device = "cuda";
+      o.spec.runtime.prefixStore = 4;
       o.spec.resources.gpus = 1;
       o.spec.draftModel = { model: { path: "/models/draft.gguf" } };
       o.spec.nodeSelector = { "nvidia.com/gpu.present": "true" };

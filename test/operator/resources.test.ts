@@ -45,7 +45,7 @@ const search = { name: "search", description: "web search", parameters: { type: 
 const calc = { name: "calculator", description: "math", parameters: { type: "object" }, builtin: { name: "calculator" }, idempotent: true };
 
 t.test("engine Deployment: args parse with the engine's own option parser", async (t) => {
-  const pool = enginePool({ replicas: 3, runtime: { backend: "llama-cpp", device: "cuda", contextSize: 8192, parallelSequences: 16, threads: 6 }, kvPolicy: "swap", resources: { gpus: 2, memory: "24Gi", cpu: "4" } });
+  const pool = enginePool({ replicas: 3, runtime: { backend: "llama-cpp", device: "cuda", contextSize: 8192, parallelSequences: 16, threads: 6, prefixStore: 3 }, kvPolicy: "swap", resources: { gpus: 2, memory: "24Gi", cpu: "4" } });
   const dep = buildEngineDeployment(pool, build);
   t.equal(dep.metadata?.name, "qwen-engine");
   t.equal(dep.metadata?.namespace, "team");
@@ -71,7 +71,7 @@ t.test("engine Deployment: args parse with the engine's own option parser", asyn
   t.equal(parsed.executor.kind, "nats");
   t.equal(parsed.executor.natsUrl, "nats://nats:4222");
   t.equal(parsed.podName, "qwen-engine-abc12");
-  t.match(parsed.engine, { contextSize: 8192, sequences: 16, threads: 6, kvPolicy: "swap" });
+  t.match(parsed.engine, { contextSize: 8192, sequences: 16, threads: 6, kvPolicy: "swap", prefixStore: 3 });
   // Swapped KV state goes to /dev/shm: a memory-backed volume, not the container's 64 MiB default.
   const shm = c.volumeMounts?.find((m) => m.mountPath === "/dev/shm");
   t.ok(shm, "/dev/shm is mounted");

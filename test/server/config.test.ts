@@ -23,7 +23,7 @@ t.test("defaults", async (t) => {
 
 t.test("flags over environment", async (t) => {
   const o = parseEnginePodOptions(
-    src(["--model", "/m.gguf", "--port=9000", "--sequences", "4", "--gpu", "cuda", "--kv-policy", "swap", "--executor", "nats"], {
+    src(["--model", "/m.gguf", "--port=9000", "--sequences", "4", "--prefix-store", "2", "--gpu", "cuda", "--kv-policy", "swap", "--executor", "nats"], {
       PORT: "1",
       NATS_URL: "nats://n:4222",
       POD_NAME: "engine-0",
@@ -35,6 +35,7 @@ t.test("flags over environment", async (t) => {
   t.equal(o.modelPreset, undefined);
   t.equal(o.server.port, 9000);
   t.equal(o.engine.sequences, 4);
+  t.equal(o.engine.prefixStore, 2);
   t.equal(o.engine.contextSize, 4096);
   t.equal(o.engine.gpu, "cuda");
   t.equal(o.engine.kvPolicy, "swap");
@@ -57,6 +58,7 @@ t.test("clear errors", async (t) => {
     [["--model-preset", "test", "--port", "70000"], /--port \(PORT\): must be <= 65535/],
     [["--model-preset", "test", "--gpu", "yes"], /--gpu \(GPU\): expected one of false\|cuda\|auto/],
     [["--model-preset", "test", "--kv-policy", "maybe"], /--kv-policy/],
+    [["--model-preset", "test", "--prefix-store", "-1"], /--prefix-store \(PREFIX_STORE\): must be >= 0/],
     [["--model-preset", "test", "--pod-name", "a.b"], /--pod-name \(POD_NAME\)/],
     [["--model-preset", "test", "--default-pool", "tools"], /--default-pool \(DEFAULT_POOL\): expected namespace\/name/],
     [["--model-preset", "test", "--default-pool", "ns/tools"], /needs --executor nats/],

@@ -133,6 +133,12 @@ export interface EngineStats {
   /** Prompt prefixes copied from another resident sequence instead of being prefilled, and their tokens. */
   prefixForks: number;
   prefixForkedTokens: number;
+  /** The prefix store (apps' shared prefixes kept beyond the session slots): its sequences, entries held now, and prefixes stored, replaced and forked from so far. */
+  prefixStoreSize: number;
+  prefixStoreEntries: number;
+  prefixStoreInserts: number;
+  prefixStoreEvictions: number;
+  prefixStoreHits: number;
   /** Tokens decoded per second over the last few seconds (all sessions). */
   decodeTokensPerSec: number;
 }

@@ -15,7 +15,7 @@ import { CML, ErrorCode, type InterruptKind, type Logger } from "../../../common
 import { formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { KvManager } from "../kv/index.js";
-import type { Admission, Scheduler, SessionView, StepPlan } from "../scheduler/index.js";
+import type { Admission, PrefixStore, Scheduler, SessionView, StepPlan } from "../scheduler/index.js";
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
 import { acceptOnGrammar, validateDraft } from "../speculation/draft-validator.js";
 import type { SpeculationHook } from "./speculation-hook.js";
@@ -40,6 +40,8 @@ export interface EngineCoreDeps {
   log: Logger;
   /** Idle finished sequences stay resident as a prefix cache. */
   prefixCache: boolean;
+  /** Where apps' shared prefixes are kept beyond the session slots (size 0: off). */
+  prefixStore: PrefixStore;
   /** Engine-side speculation (O2 draft validation, O3 append on a cache hit); absent: none. */
   speculation?: SpeculationHook;
 }
@@ -85,7 +87,7 @@ export class EngineCore {
       inject: (s) => this.inject(s),
       finish: (s, reason) => this.finish(s, reason),
       countPrefill: (s, n) => this.countPrefill(s, n),
-    });
+    }, deps.prefixStore);
   }
 
   start(): void {
@@ -502,7 +504,7 @@ export class EngineCore {
     // Only a turn that ended normally is worth continuing (`previous_response_id`).
     const retainAs = reason === "eos" || reason === "max_tokens" ? s.config.retainAs : undefined;
     this.work
-      .release(s, keepResident, paused, retainAs)
+      .release(s, keepResident, paused, retainAs, this.deps.prefixCache && s.config.prefixReuse)
       .catch((err: unknown) => this.log.warn({ err, session: s.id }, "sequence cleanup failed; cleared it"))
       .finally(() => {
         this.live.delete(s);

@@ -32,6 +32,12 @@ export interface EngineOptions {
   maxTokens: number;
   /** Idle finished sequences kept resident as a prefix cache (LRU, bounded by free sequences). */
   prefixCache: boolean;
+  /**
+   * Extra sequences that keep apps' shared prefixes (system prompt and tool
+   * block) after their sessions end, so saturation does not evict them (0:
+   * off). Each costs `contextSize` KV cells. Needs `prefixCache`.
+   */
+  prefixStore?: number;
   /** Directory for swapped-out sequence state (tmpfs is best). */
   swapDir?: string;
   /** Move sessions down into freed lower sequence ids so batches stay contiguous (default true). */
@@ -60,6 +66,7 @@ export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, "modelPath"> = {
   kvPolicy: "auto",
   maxTokens: 512,
   prefixCache: true,
+  prefixStore: 0,
   compaction: true,
   prefillChunk: 128,
 };
@@ -69,7 +76,7 @@ export function defaultRetained(sequences: number): number {
   return Math.max(1, Math.floor(sequences / 2));
 }
 
-/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
+/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
@@ -84,6 +91,7 @@ export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions>
     kvPolicy: enumOpt(src, "kv-policy", ["keep", "swap", "recompute", "auto"] as const, d.kvPolicy),
     maxTokens: intOpt(src, "max-tokens", d.maxTokens, { min: 1 }),
     prefixCache: boolOpt(src, "prefix-cache", d.prefixCache),
+    prefixStore: intOpt(src, "prefix-store", d.prefixStore ?? 0, { min: 0, max: 64 }),
     compaction: boolOpt(src, "compaction", d.compaction ?? true),
     prefillChunk: intOpt(src, "prefill-chunk", d.prefillChunk ?? 128, { min: 0 }),
     responseRetentionMs: intOpt(src, "response-retention-ms", d.responseRetentionMs ?? 60_000, { min: 0 }),

@@ -5,12 +5,12 @@
  * shutdown. Everything per step lives in `engine-core.ts`.
  */
 import { randomUUID } from "node:crypto";
-import type { Token } from "node-llama-cpp";
-import { ErrorCode, InterlaceError, prefixHashChain, type CreateSessionRequest, type Logger } from "../../../common/src/index.js";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type ToolSpec } from "../../../common/src/index.js";
 import { createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
-import { commonPrefix, Scheduler } from "../scheduler/index.js";
+import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import type { CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
 import { EngineCore } from "./engine-core.js";
@@ -18,7 +18,7 @@ import { defaultRetained, type EngineOptions } from "./engine-options.js";
 import type { Executor } from "./executor.js";
 import type { InterruptInbox } from "./interrupt-inbox.js";
 import type { SpeculationHook } from "./speculation-hook.js";
-import { continuationTokens, promptTokens } from "./prompt-tokens.js";
+import { continuationTokens, promptTokens, sharedPrefixLength } from "./prompt-tokens.js";
 import { ResidentPrefixes } from "./resident-prefixes.js";
 import { loadRuntime, type Runtime } from "./runtime.js";
 import { Sampling } from "./sampling.js";
@@ -70,6 +70,8 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
     },
   });
   const sampling = new Sampling(runtime, log, extras.extraLogitBias);
+  // Store sequences follow the session slots; without the prefix cache nothing is reused, so nothing is stored.
+  const prefixStore = new PrefixStore(runtime.sequences.length, options.prefixCache ? runtime.prefixStore.length : 0);
   const core = new EngineCore({
     runtime,
     kv,
@@ -78,9 +80,10 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
     sampling,
     log,
     prefixCache: options.prefixCache,
+    prefixStore,
     ...(extras.speculation !== undefined ? { speculation: extras.speculation } : {}),
   });
-  const engine = new LlamaEngine(options, runtime, kv, scheduler, core, extras.inbox);
+  const engine = new LlamaEngine(options, runtime, kv, scheduler, prefixStore, core, extras.inbox);
   core.start();
   return engine;
 }
@@ -95,6 +98,7 @@ class LlamaEngine implements Engine {
     private readonly runtime: Runtime,
     private readonly kv: KvManager,
     private readonly scheduler: Scheduler,
+    private readonly store: PrefixStore,
     private readonly core: EngineCore,
     private readonly inbox: InterruptInbox | undefined,
   ) {
@@ -146,7 +150,7 @@ class LlamaEngine implements Engine {
     };
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     const s = this.admit(randomUUID(), config, turn, prompt, script, prefixReuse && this.options.prefixCache);
-    this.resident.record(s.id, prompt, prefixHashChain({ messages, tools: [...tools.values()] }));
+    this.recordPrompt(s, messages, [...tools.values()]);
     s.emit({ type: "started", sessionId: s.id, mode, promptTokens: prompt.length, scripted: s.scripted, t: s.now() });
     return s;
   }
@@ -207,7 +211,7 @@ class LlamaEngine implements Engine {
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     await this.settleSupersededCompletions(prompt);
     const s = this.admit(`cmpl-${randomUUID()}`, config, turn, prompt, script, this.options.prefixCache, continued?.key);
-    this.resident.record(s.id, prompt, prefixHashChain({ messages, tools: request.tools }));
+    this.recordPrompt(s, messages, request.tools);
     if (script !== undefined) {
       // A script resumes where the history stops: calls and results after the last user message.
       const lastUser = messages.map((m) => m.role).lastIndexOf("user");
@@ -250,8 +254,9 @@ class LlamaEngine implements Engine {
 
   stats(): EngineStats {
     let kvCellsUsed = 0;
-    for (const seq of this.runtime.sequences) kvCellsUsed += seq.nextTokenIndex;
+    for (const seq of this.allSequences()) kvCellsUsed += seq.nextTokenIndex;
     const kv = this.kv.stats();
+    const store = this.store.stats;
     const interrupts = this.core.interrupts.counters;
     return {
       activeSessions: this.core.live.size,
@@ -260,7 +265,7 @@ class LlamaEngine implements Engine {
       freeSequences: this.scheduler.available,
       queuedSessions: this.scheduler.queued(this.core.views()),
       kvCellsUsed,
-      kvCellsTotal: this.runtime.contextSize * this.runtime.sequences.length,
+      kvCellsTotal: this.runtime.contextSize * this.allSequences().length,
       lastBatchSize: this.core.counters.lastBatchSize,
       tokensDecoded: this.core.counters.tokensDecoded,
       tokensPrefilled: this.core.counters.tokensPrefilled,
@@ -271,6 +276,11 @@ class LlamaEngine implements Engine {
       compactions: kv.moves,
       prefixForks: kv.prefixForks,
       prefixForkedTokens: kv.prefixForkedTokens,
+      prefixStoreSize: this.store.size,
+      prefixStoreEntries: store.entries,
+      prefixStoreInserts: store.inserts,
+      prefixStoreEvictions: store.evictions,
+      prefixStoreHits: store.hits,
       decodeTokensPerSec: this.core.decodeRate.perSecond(),
     };
   }
@@ -280,10 +290,28 @@ class LlamaEngine implements Engine {
       const s = this.core.sessions.get(id);
       return s !== undefined && s.state !== "done";
     };
-    return this.resident.hashes(
-      this.runtime.sequences.map((seq) => seq.contextTokens),
+    const hashes = new Set(this.resident.hashes(
+      this.allSequences().map((seq) => seq.contextTokens),
       isLive,
-    );
+    ));
+    for (const held of this.store.held()) for (const h of held.hashes) hashes.add(h);
+    return [...hashes];
+  }
+
+  /** The session slots, then the prefix-store sequences (index = sequence id). */
+  private allSequences(): LlamaContextSequence[] {
+    return [...this.runtime.sequences, ...this.runtime.prefixStore];
+  }
+
+  /** Records an admitted prompt's prefix hashes (heartbeats) and the app's shared prefix the session will offer to the store. */
+  private recordPrompt(s: SessionState, messages: readonly ChatMessage[], tools: readonly ToolSpec[]): void {
+    const chain = prefixHashChain({ messages, tools });
+    this.resident.record(s.id, s.tokens.prompt, chain);
+    if (this.store.size === 0 || !s.config.prefixReuse) return;
+    const segments = appSegmentCount({ messages, tools });
+    const length = segments === 0 ? 0 : sharedPrefixLength(this.runtime, { messages, tools }, s.tokens.prompt);
+    const shared: OfferedPrefix | undefined = length > 0 ? { tokens: s.tokens.prompt.slice(0, length), hashes: chain.slice(0, segments) } : undefined;
+    s.sharedPrefix = shared;
   }
 
   queuedInterrupts(sessionId: string): number {
@@ -363,11 +391,12 @@ class LlamaEngine implements Engine {
   }
 
   private admit(id: string, config: SessionConfig, turn: TurnPolicy, prompt: Token[], script: TokenPolicy | undefined, reuse: boolean, continues?: string): SessionState {
-    const resident = reuse ? this.runtime.sequences.map((seq) => seq.contextTokens) : [];
+    const resident = reuse ? this.allSequences().map((seq) => seq.contextTokens) : [];
     const admission = this.scheduler.admit(prompt, config.priority, reuse, this.core.views(), resident, continues);
     if (admission === null) {
       throw new InterlaceError(ErrorCode.Capacity, `all ${this.scheduler.size} sequences are busy; retry later`);
     }
+    if (admission.fork !== null) this.store.used(admission.fork.from);
     const monitor = createTokenMonitor({ markerTokens: this.runtime.markerTokens });
     const detok = new StreamDetokenizer(this.runtime.model, this.runtime.markerTokens);
     const s = new SessionState(id, config, turn, monitor, detok, script, admission.slot, this.runtime.sequences[admission.slot]!);

@@ -4,11 +4,13 @@
  * admission (a prefix forked from another sequence, the session's own
  * resident prefix, or a cleared sequence), the trap with its slot lending and
  * early restore, the resume, the sync re-entry, the compaction move, and the
- * release of the cells when the session ends.
+ * release of the cells when the session ends (its shared prefix copied into
+ * the prefix store first).
  */
 import type { Logger } from "../../../common/src/index.js";
 import { expectedWaitMs, type KvManager, type PausedSequence } from "../kv/index.js";
-import type { Admission, Scheduler } from "../scheduler/index.js";
+import { commonPrefix, type Admission, type PrefixStore, type Scheduler } from "../scheduler/index.js";
+import type { LlamaContextSequence } from "node-llama-cpp";
 import type { InterruptManager } from "./interrupt-manager.js";
 import type { Runtime } from "./runtime.js";
 import type { SessionState } from "./session-state.js";
@@ -31,7 +33,15 @@ export class KvWork {
     private readonly interrupts: InterruptManager,
     private readonly log: Logger,
     private readonly host: KvWorkHost,
+    private readonly store: PrefixStore,
   ) {}
+
+  /** A sequence by id: a session slot, or a prefix-store sequence after them. */
+  private sequenceAt(id: number): LlamaContextSequence {
+    const seq = id < this.runtime.sequences.length ? this.runtime.sequences[id] : this.runtime.prefixStore[id - this.runtime.sequences.length];
+    if (seq === undefined) throw new Error(`no sequence ${id}`);
+    return seq;
+  }
 
   /** Prepares an admitted session's sequence: fork a prefix another sequence holds, reuse its own resident prefix, or clear it. */
   fill(s: SessionState, admission: Admission, reuse: boolean): void {
@@ -40,7 +50,7 @@ export class KvWork {
       let evaluated = 0;
       if (reuse && admission.fork !== null) {
         // A prefix another sequence holds: copy its cells rather than prefilling them again.
-        const r = await this.kv.fork(s.seq, this.runtime.sequences[admission.fork.from]!, admission.fork.tokens);
+        const r = await this.kv.fork(s.seq, this.sequenceAt(admission.fork.from), admission.fork.tokens);
         evaluated = r.evaluatedTokens;
         if (evaluated > 0) this.host.countPrefill(s, evaluated);
       }
@@ -192,15 +202,18 @@ export class KvWork {
   }
 
   /**
-   * A finished session's cells: kept resident as an idle prefix-cache entry
-   * (`keepResident`; retained under `retainAs` when given), or cleared; its paused state, if any, discarded. The
-   * slot is released either way.
+   * A finished session's cells: its shared prefix copied into the prefix
+   * store (`storePrefix`, when the store lacks it), then kept resident as an
+   * idle prefix-cache entry (`keepResident`; retained under `retainAs` when
+   * given), or cleared; its paused state, if any, discarded. The slot is
+   * released either way.
    */
-  async release(s: SessionState, keepResident: boolean, paused: PausedSequence | undefined, retainAs?: string): Promise<void> {
+  async release(s: SessionState, keepResident: boolean, paused: PausedSequence | undefined, retainAs?: string, storePrefix = false): Promise<void> {
     try {
       await this.closeGenerator(s);
       if (paused !== undefined) await this.kv.discard(paused);
       if (s.slot < 0) return; // a paused session that lent its slot holds no cells
+      if (storePrefix) await this.storePrefix(s);
       if (keepResident && s.seq.nextTokenIndex > 0) this.scheduler.release(s.slot, s.seq.contextTokens, retainAs);
       else {
         await this.kv.clear(s.seq);
@@ -212,6 +225,19 @@ export class KvWork {
         this.scheduler.release(s.slot);
       }
       throw err;
+    }
+  }
+
+  /** Copies the session's shared prefix into the prefix store, when its cells hold it and the store does not yet. */
+  private async storePrefix(s: SessionState): Promise<void> {
+    const prefix = s.sharedPrefix;
+    if (prefix === undefined || commonPrefix(s.seq.contextTokens, prefix.tokens) < prefix.tokens.length) return;
+    const target = this.store.offer(prefix);
+    if (target === null) return;
+    if (await this.kv.copyPrefix(this.sequenceAt(target), s.seq, prefix.tokens.length)) this.store.stored(target, prefix);
+    else {
+      this.store.emptied(target);
+      this.log.debug({ session: s.id, tokens: prefix.tokens.length }, "prefix store copy failed; the entry is empty");
     }
   }
 }

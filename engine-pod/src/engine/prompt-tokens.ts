@@ -7,7 +7,7 @@
  * retained sequence with new messages, without rendering its history again.
  */
 import type { Token } from "node-llama-cpp";
-import { CML, type ChatMessage, type ToolSpec } from "../../../common/src/index.js";
+import { CML, leadingSystem, type ChatMessage, type ToolSpec } from "../../../common/src/index.js";
 import { cmlPromptMessages, renderPrompt, type PromptMessage } from "../prompt/index.js";
 import { commonPrefix } from "../scheduler/index.js";
 import type { Runtime } from "./runtime.js";
@@ -23,6 +23,22 @@ export interface PromptInput {
 export function promptTokens(runtime: Runtime, input: PromptInput): Token[] {
   const messages = cmlPromptMessages({ messages: input.messages, tools: input.tools });
   return renderPrompt(runtime.model, messages, input.continueAssistant === true ? { continueAssistant: true } : {}).tokens;
+}
+
+/**
+ * How many of `prompt`'s first tokens are the app's shared prefix: what its
+ * leading system messages and tool block render to (the CML system prompt),
+ * the part every session of the app starts with. 0 when there is neither.
+ */
+export function sharedPrefixLength(runtime: Runtime, input: PromptInput, prompt: readonly Token[]): number {
+  const system = leadingSystem(input.messages);
+  if (system.length === 0 && input.tools.length === 0) return 0;
+  try {
+    return commonPrefix(promptTokens(runtime, { messages: system, tools: input.tools }), prompt);
+  } catch {
+    // A chat template that will not render a conversation without a user turn: no shared prefix known.
+    return 0;
+  }
 }
 
 export interface ContinuationInput {

@@ -13,8 +13,10 @@ export interface Runtime {
   readonly llama: Llama;
   readonly model: LlamaModel;
   readonly context: LlamaContext;
-  /** All sequences of the context, index = sequence id (slot). */
+  /** The session slots of the context, index = sequence id (slot). */
   readonly sequences: readonly LlamaContextSequence[];
+  /** The prefix-store sequences, after the session slots (ids `sequences.length`…): never a session's, only forked from. */
+  readonly prefixStore: readonly LlamaContextSequence[];
   /** Tokens per sequence. */
   readonly contextSize: number;
   /** Markers that are single control tokens in this vocabulary (id → marker). */
@@ -31,7 +33,7 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** Loads the GGUF and creates the context with `options.sequences` sequences. */
+/** Loads the GGUF and creates the context with `options.sequences` session sequences and `options.prefixStore` store sequences after them. */
 export async function loadRuntime(options: EngineOptions, log: Logger): Promise<Runtime> {
   const t0 = performance.now();
   const llama = await getLlama({
@@ -43,7 +45,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
   });
   const model = await llama.loadModel({ modelPath: options.modelPath });
   const context = await model.createContext({
-    sequences: options.sequences,
+    sequences: options.sequences + (options.prefixStore ?? 0),
     contextSize: options.contextSize,
     threads: options.threads,
     batching: { itemPrioritizationStrategy: "firstInFirstOut" },
@@ -52,6 +54,8 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
   const sequences: LlamaContextSequence[] = [];
   // getSequence hands out ids 0..N-1 in order; the slot allocator keeps active ones low.
   for (let i = 0; i < options.sequences; i++) sequences.push(context.getSequence());
+  const prefixStore: LlamaContextSequence[] = [];
+  for (let i = 0; i < (options.prefixStore ?? 0); i++) prefixStore.push(context.getSequence());
 
   const { markerTokens } = findMarkerTokens(model);
   const markerIds = markerTokenIds(model, markerTokens);
@@ -62,6 +66,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
     {
       modelPath: options.modelPath,
       sequences: options.sequences,
+      prefixStore: prefixStore.length,
       contextSize: context.contextSize,
       threads: options.threads,
       gpu: llama.gpu,
@@ -76,6 +81,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
     model,
     context,
     sequences,
+    prefixStore,
     contextSize: context.contextSize,
     markerTokens,
     markerIds,

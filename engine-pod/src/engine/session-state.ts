@@ -10,6 +10,7 @@ import type { CallingMode, KvPolicy, SessionEvent, SessionUsage, ToolSpec, TrapD
 import type { TokenMonitor } from "../cml/index.js";
 import type { PausedSequence } from "../kv/index.js";
 import type { TokenPolicy } from "../policy/index.js";
+import type { OfferedPrefix } from "../scheduler/index.js";
 import type { StreamDetokenizer } from "./detokenizer.js";
 import type { EngineSession, SessionSnapshot } from "./engine-api.js";
 import { checkedMove, type RunState } from "./run-state.js";
@@ -101,6 +102,8 @@ export class SessionState implements EngineSession {
   readonly view = { emittedCalls: new Set<string>(), injected: new Set<string>() };
   private readonly usedCallIds = new Set<string>();
   reusedPrefixTokens = 0;
+  /** The app's shared prefix of the prompt (system prompt, tool block) and its hashes: offered to the prefix store when the session ends. */
+  sharedPrefix: OfferedPrefix | undefined;
   cancelRequested = false;
   readonly abort = new AbortController();
   /** Text outside call blocks, and every generated token's text (completions read these). */

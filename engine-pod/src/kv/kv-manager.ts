@@ -192,6 +192,16 @@ export class KvManager {
     return result;
   }
 
+  /**
+   * Copies the first `upTo` tokens of `source` into `target` (the prefix
+   * store): a copy or nothing, never an evaluation, and not counted as a
+   * fork. False when the copy failed (the target is left empty).
+   */
+  async copyPrefix(target: LlamaContextSequence, source: LlamaContextSequence, upTo: number): Promise<boolean> {
+    const result = await forkPrefix(target, source, upTo, { fallback: false });
+    return result.method === "copy" && result.tokens === upTo;
+  }
+
   /** Drops every cell of the sequence. */
   async clear(sequence: LlamaContextSequence): Promise<void> {
     if (sequence.nextTokenIndex > 0) await sequence.clearHistory();

@@ -41,8 +41,8 @@ export async function reusePrefix(
 }
 
 export interface ForkResult {
-  /** `copy`: the KV cells were copied; `evaluate`: the prefix was re-evaluated (fallback). */
-  method: "copy" | "evaluate";
+  /** `copy`: the KV cells were copied; `evaluate`: the prefix was re-evaluated (fallback); `failed`: no copy and no fallback (the target is empty). */
+  method: "copy" | "evaluate" | "failed";
   /** Tokens the target now holds (the prefix). */
   tokens: number;
   /** Tokens evaluated to build it (0 for a copy). */
@@ -58,13 +58,15 @@ interface InternalCopy {
  * Makes `target` hold the first `upTo` tokens of `source` (default: all),
  * sharing a system-prompt prefix without evaluating it again. Uses the internal
  * sequence copy; when it is missing or fails, clears the target and evaluates
- * the prefix. Neither sequence may have an active `evaluate()` generator, and
- * the target must not use a token predictor.
+ * the prefix (unless `fallback` is false: then the target is left empty).
+ * Neither sequence may have an active `evaluate()` generator, and the target
+ * must not use a token predictor.
  */
 export async function forkPrefix(
   target: LlamaContextSequence,
   source: LlamaContextSequence,
   upTo: number = source.nextTokenIndex,
+  options: { fallback?: boolean } = {},
 ): Promise<ForkResult> {
   const start = performance.now();
   const count = Math.max(0, Math.min(upTo, source.nextTokenIndex));
@@ -80,6 +82,7 @@ export async function forkPrefix(
     // A failed copy may leave the target's token list out of step with its cells.
     await target.clearHistory();
   }
+  if (options.fallback === false) return { method: "failed", tokens: 0, evaluatedTokens: 0, ms: performance.now() - start };
   await target.evaluateWithoutGeneratingNewTokens(prefix);
   return { method: "evaluate", tokens: target.nextTokenIndex, evaluatedTokens: count, ms: performance.now() - start };
 }

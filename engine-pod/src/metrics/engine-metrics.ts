@@ -21,7 +21,7 @@ export interface EngineMetricsOptions {
 }
 
 /** Where counters fed from `stats()` totals stand at the last scrape. */
-type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "prefixForks" | "prefixForkedTokens" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred"> & {
+type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "prefixForks" | "prefixForkedTokens" | "prefixStoreInserts" | "prefixStoreEvictions" | "prefixStoreHits" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred"> & {
   traps: EngineStats["trapsByDecision"];
 };
 
@@ -33,6 +33,9 @@ export class EngineMetrics {
     tokensPrefilled: 0,
     prefixForks: 0,
     prefixForkedTokens: 0,
+    prefixStoreInserts: 0,
+    prefixStoreEvictions: 0,
+    prefixStoreHits: 0,
     interruptsQueued: 0,
     interruptsInjected: 0,
     interruptsDeferred: 0,
@@ -84,6 +87,8 @@ export class EngineMetrics {
     gauge("max_sessions", "Parallel sequences the engine holds.", (s) => s.maxSessions);
     gauge("kv_cells_used", "KV cells in use across all sequences.", (s) => s.kvCellsUsed);
     gauge("kv_cells_total", "KV cells allocated for all sequences.", (s) => s.kvCellsTotal);
+    gauge("prefix_store_entries", "Apps' shared prefixes held in the prefix store now.", (s) => s.prefixStoreEntries);
+    gauge("prefix_store_size", "Sequences of the prefix store.", (s) => s.prefixStoreSize);
     gauge("batch_size", "Sequences in the last decode step.", (s) => s.lastBatchSize);
 
     // Counters advanced by the growth of the engine's own totals since the last scrape.
@@ -106,6 +111,9 @@ export class EngineMetrics {
     counter("tokens_prefilled_total", "Tokens evaluated as prompt (fills, re-entries, recomputes).", "tokensPrefilled");
     counter("prefix_forks_total", "Prompt prefixes forked (copied) from another sequence at admission instead of prefilled.", "prefixForks");
     counter("prefix_forked_tokens_total", "Tokens of the prefixes forked from another sequence.", "prefixForkedTokens");
+    counter("prefix_store_inserts_total", "Shared prefixes copied into the prefix store when a session ended.", "prefixStoreInserts");
+    counter("prefix_store_evictions_total", "Prefix-store entries replaced (least recently used) or lost.", "prefixStoreEvictions");
+    counter("prefix_store_hits_total", "Sessions that forked their prefix from the prefix store.", "prefixStoreHits");
     counter("interrupts_queued_total", "Interrupts queued for injection.", "interruptsQueued");
     counter("interrupts_injected_total", "Interrupts appended to a live sequence.", "interruptsInjected");
     counter("interrupts_deferred_total", "Interrupts that waited for a critical section (call block) to end.", "interruptsDeferred");

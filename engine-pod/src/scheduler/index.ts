@@ -1,6 +1,7 @@
 /**
  * @module The scheduler's public surface: the per-step plan (plain data),
- * admission and slot lending over the slot allocator (prefix cache).
+ * admission and slot lending over the slot allocator (prefix cache), and
+ * the prefix store that keeps apps' shared prefixes beyond the session slots.
  */
 export {
   Scheduler,
@@ -10,4 +11,5 @@ export {
   type SessionView,
   type StepPlan,
 } from "./scheduler.js";
+export { PrefixStore, type OfferedPrefix, type StoredPrefix } from "./prefix-store.js";
 export { SlotAllocator, commonPrefix, type Retention, type SlotGrant, type SlotState } from "./slot-allocator.js";

@@ -53,6 +53,8 @@ export interface EngineRuntime {
   parallelSequences?: number;
   /** CPU threads for llama.cpp (absent: the runtime decides). */
   threads?: number;
+  /** llama-cpp only: sequences beyond `parallelSequences` that keep apps' shared prefixes after their sessions end. Default 0. */
+  prefixStore?: number;
 }
 
 export interface EngineResources {
@@ -139,6 +141,11 @@ const runtimeSchema = object(
     contextSize: int("Context size in tokens.", 256, 1_048_576, { default: 4096 }),
     parallelSequences: int("Sequences decoded together in one batch.", 1, 256, { default: 4 }),
     threads: int("CPU threads for llama.cpp.", 1, 512),
+    prefixStore: int(
+      "llama-cpp only: extra sequences that keep apps' shared prefixes (system prompt, tool block) after their sessions end, so a saturated engine does not evict them; each costs contextSize KV cells.",
+      0,
+      64,
+    ),
   },
   {
     required: ["backend"],
@@ -146,6 +153,7 @@ const runtimeSchema = object(
       { rule: "self.backend != 'openai' || has(self.upstreamURL)", message: "an openai backend needs an upstreamURL", fieldPath: ".upstreamURL", reason: "FieldValueRequired" },
       { rule: "self.backend == 'openai' || !has(self.upstreamURL)", message: "upstreamURL is only valid with the openai backend", fieldPath: ".upstreamURL", reason: "FieldValueForbidden" },
       { rule: "self.backend == 'llama-cpp' || !has(self.device)", message: "device is only valid with the llama-cpp backend", fieldPath: ".device", reason: "FieldValueForbidden" },
+      { rule: "self.backend == 'llama-cpp' || !has(self.prefixStore)", message: "prefixStore is only valid with the llama-cpp backend", fieldPath: ".prefixStore", reason: "FieldValueForbidden" },
     ],
   },
 );

@@ -127,6 +127,7 @@ export function engineArgs(pool: EnginePool, modelPath: string | undefined, draf
   args.push("--sequences", String(rt.parallelSequences ?? 4));
   if (rt.threads !== undefined) args.push("--threads", String(rt.threads));
   if (rt.backend === "llama-cpp") args.push("--gpu", rt.device === "cuda" ? "cuda" : "false");
+  if (rt.prefixStore !== undefined && rt.prefixStore > 0) args.push("--prefix-store", String(rt.prefixStore));
   args.push("--kv-policy", pool.spec.kvPolicy ?? "auto");
   if (draftPath !== undefined) {
     args.push("--draft-model", draftPath, "--max-draft-tokens", String(pool.spec.draftModel?.maxDraftTokens ?? 8));

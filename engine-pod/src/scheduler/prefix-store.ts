@@ -1,0 +1,114 @@
+/**
+ * @module The prefix store: a few sequences beyond the session slots that keep
+ * apps' shared prefixes (the system prompt and tool block) after their
+ * sessions end. The idle-slot prefix cache lives in the session slots, so
+ * under saturation every freed slot is taken at once and an app with no
+ * session running loses its prefix; an entry here is never admitted as a
+ * session, only forked from, and is replaced least-recently-used (a fork from
+ * it counts as a use). The store decides as plain data; the engine copies the
+ * cells (llama.cpp sequence copy, about a millisecond) and reports back.
+ */
+import type { Token } from "node-llama-cpp";
+import { commonPrefix } from "./slot-allocator.js";
+
+/** One stored prefix: the sequence that holds it, its tokens and the prefix hashes they cover (engine heartbeats). */
+export interface StoredPrefix {
+  readonly sequence: number;
+  readonly tokens: readonly Token[];
+  readonly hashes: readonly string[];
+}
+
+/** A prefix offered for storing: its tokens (held by a session's sequence now) and its hashes. */
+export interface OfferedPrefix {
+  tokens: readonly Token[];
+  hashes: readonly string[];
+}
+
+interface Entry {
+  tokens: readonly Token[];
+  hashes: readonly string[];
+  lastUsed: number;
+}
+
+export class PrefixStore {
+  private readonly entries: (Entry | undefined)[];
+  private clock = 0;
+  private readonly counters = { inserts: 0, evictions: 0, hits: 0 };
+
+  /**
+   * `first` is the sequence id of the first store sequence (they follow the
+   * session slots, so they never split a batch); `size` of them. Prefixes
+   * shorter than `minTokens` are not worth a sequence.
+   */
+  constructor(
+    private readonly first: number,
+    readonly size: number,
+    private readonly minTokens = 16,
+  ) {
+    this.entries = Array.from({ length: size }, () => undefined);
+  }
+
+  /**
+   * Where to copy an offered prefix, or null when it is already held (the
+   * holder counts as used), too short, or the store is off. The chosen
+   * sequence is emptied first: an empty one, else the least recently used.
+   */
+  offer(prefix: OfferedPrefix): number | null {
+    if (this.size === 0 || prefix.tokens.length < this.minTokens) return null;
+    const holder = this.entries.findIndex((e) => e !== undefined && commonPrefix(e.tokens, prefix.tokens) >= prefix.tokens.length);
+    if (holder >= 0) {
+      this.entries[holder]!.lastUsed = ++this.clock;
+      return null;
+    }
+    const empty = this.entries.findIndex((e) => e === undefined);
+    if (empty >= 0) return this.first + empty;
+    let lru = 0;
+    this.entries.forEach((e, i) => {
+      if (e!.lastUsed < this.entries[lru]!.lastUsed) lru = i;
+    });
+    return this.first + lru;
+  }
+
+  /** The copy into `sequence` is done: it holds `prefix` now (replacing what it held). */
+  stored(sequence: number, prefix: OfferedPrefix): void {
+    const i = this.index(sequence);
+    if (this.entries[i] !== undefined) this.counters.evictions++;
+    this.entries[i] = { tokens: prefix.tokens.slice(), hashes: prefix.hashes.slice(), lastUsed: ++this.clock };
+    this.counters.inserts++;
+  }
+
+  /** The copy into `sequence` failed: it holds nothing now. */
+  emptied(sequence: number): void {
+    const i = this.index(sequence);
+    if (this.entries[i] !== undefined) this.counters.evictions++;
+    this.entries[i] = undefined;
+  }
+
+  /** A session forked its prefix from `sequence` (no-op for a session slot). */
+  used(sequence: number): void {
+    const e = this.entries[sequence - this.first];
+    if (sequence < this.first || e === undefined) return;
+    e.lastUsed = ++this.clock;
+    this.counters.hits++;
+  }
+
+  /** What the store holds now, in sequence order. */
+  held(): StoredPrefix[] {
+    const out: StoredPrefix[] = [];
+    this.entries.forEach((e, i) => {
+      if (e !== undefined) out.push({ sequence: this.first + i, tokens: e.tokens, hashes: e.hashes });
+    });
+    return out;
+  }
+
+  /** Inserts, evictions (an entry replaced or lost) and hits (forks served) so far. */
+  get stats(): { entries: number; inserts: number; evictions: number; hits: number } {
+    return { entries: this.entries.filter((e) => e !== undefined).length, ...this.counters };
+  }
+
+  private index(sequence: number): number {
+    const i = sequence - this.first;
+    if (i < 0 || i >= this.size) throw new Error(`sequence ${sequence} is not a prefix-store sequence`);
+    return i;
+  }
+}
