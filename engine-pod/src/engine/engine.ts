@@ -290,10 +290,9 @@ class LlamaEngine implements Engine {
       const s = this.core.sessions.get(id);
       return s !== undefined && s.state !== "done";
     };
-    const hashes = new Set(this.resident.hashes(
-      this.allSequences().map((seq) => seq.contextTokens),
-      isLive,
-    ));
+    const sequences = this.allSequences().map((seq) => seq.contextTokens);
+    const hashes = new Set(this.resident.hashes(sequences, isLive));
+    // Store entries advertise their app's hashes even after every record of the app is gone.
     for (const held of this.store.held()) for (const h of held.hashes) hashes.add(h);
     return [...hashes];
   }
@@ -310,8 +309,8 @@ class LlamaEngine implements Engine {
     if (this.store.size === 0 || !s.config.prefixReuse) return;
     const segments = appSegmentCount({ messages, tools });
     const length = segments === 0 ? 0 : sharedPrefixLength(this.runtime, { messages, tools }, s.tokens.prompt);
-    const shared: OfferedPrefix | undefined = length > 0 ? { tokens: s.tokens.prompt.slice(0, length), hashes: chain.slice(0, segments) } : undefined;
-    s.sharedPrefix = shared;
+    const shared: OfferedPrefix = { tokens: s.tokens.prompt.slice(0, length), hashes: chain.slice(0, segments) };
+    s.sharedPrefix = length > 0 ? shared : undefined;
   }
 
   queuedInterrupts(sessionId: string): number {
