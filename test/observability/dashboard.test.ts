@@ -2,7 +2,7 @@
  * @module The chart's Grafana dashboard against what the components really
  * export. The real helm renders the dashboard ConfigMap; every PromQL query in
  * it (panel targets and query variables) must reference only metric names
- * that a real engine pod, tool runner and operator expose (their `/metrics`
+ * that a real engine pod, tool runner, router and operator expose (their `/metrics`
  * text and what a real Prometheus scraped from them), must be accepted by that
  * Prometheus, and — where the scenario produced samples for all its metrics —
  * must return series for the namespace the targets carry. The optional
@@ -13,17 +13,19 @@ import t from "tap";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { kubeRequest } from "../../hack/control-plane.js";
+import { SessionClient, type CreateSessionRequest, type SessionEvent } from "../../common/src/index.js";
 import { NAMESPACE, runSession, sessionRequest, startObservedStack } from "./observed-stack.js";
 import { allSelections, CHART, dashboardQueries, expandVariables, renderChart, renderedDashboards, type RenderedDashboard } from "./dashboard-queries.js";
 import { exposedMetricNames, promqlMetricNames } from "./promql-names.js";
 
-const { prom, engineBase, pool, kube } = await startObservedStack(t, { operator: true });
+const { prom, engineBase, pool, kube, routerBase, app } = await startObservedStack(t, { operator: true, router: true });
 
 /** Which component exports a metric, by name prefix. */
 function componentOf(metric: string): string | undefined {
   if (metric.startsWith("interlace_engine_") || metric.startsWith("interlace_executor_")) return "engine";
   if (metric.startsWith("interlace_toolrunner_")) return "toolrunner";
   if (metric.startsWith("interlace_operator_")) return "operator";
+  if (metric.startsWith("interlace_router_")) return "router";
   return undefined;
 }
 
@@ -59,6 +61,14 @@ t.test("every dashboard query references exported metrics, parses, and returns s
   // Traffic first, so the engine's and the runner's labelled series exist.
   const events = await runSession(engineBase, sessionRequest(pool));
   t.equal(events[events.length - 1]?.type, "done", "a session ran");
+  // And one through the router (the app brings the tools), so placement and prefix series exist.
+  const { tools: _tools, ...body } = sessionRequest(pool);
+  const client = SessionClient.forApp(routerBase!, app!.namespace, app!.name);
+  const { id } = await client.create(body as CreateSessionRequest);
+  const routed: SessionEvent[] = [];
+  for await (const e of client.events(id)) routed.push(e);
+  t.equal(routed[routed.length - 1]?.type, "done", "a session ran through the router");
+  await prom.waitForQuery("sum(interlace_router_placements_total)", (s) => (s[0]?.value ?? 0) >= 1);
   await prom.waitForQuery("sum(interlace_toolrunner_calls_total)", (s) => (s[0]?.value ?? 0) >= 3);
   await prom.waitForQuery("sum(interlace_engine_ttft_seconds_count)", (s) => (s[0]?.value ?? 0) >= 1);
   await prom.waitForQuery("sum(interlace_operator_reconcile_total)", (s) => (s[0]?.value ?? 0) >= 1);

@@ -3,8 +3,9 @@
  * tool runner process (the ToolPool pod entrypoint) serving the builtin
  * tools, an in-process engine pod on the generated `test` model whose tools
  * run on that runner over NATS, optionally a real operator (in-process, on a
- * real etcd + kube-apiserver, reconciling the sample ToolPool), and a real
- * Prometheus scraping all of them every
+ * real etcd + kube-apiserver, reconciling the sample ToolPool), optionally a
+ * real router (in-process, placing on the engine by its heartbeats and
+ * serving one AgentApp config), and a real Prometheus scraping all of them every
  * second with the `namespace`/`pod` target labels a ServiceMonitor adds in a
  * cluster. Everything stops at the test's teardown.
  */
@@ -20,6 +21,10 @@ import { NatsServer } from "../../hack/nats.js";
 import { parseOperatorOptions } from "../../operator/src/config.js";
 import { noopPoolCleanup } from "../../operator/src/controllers/index.js";
 import { createOperator, type Operator } from "../../operator/src/main.js";
+import { appKey, openAppsBucket, withAppDefaults } from "../../common/src/protocol/index.js";
+import { routerOptions } from "../../router/src/config.js";
+import { startRouter, type Router } from "../../router/src/index.js";
+import { connect } from "@nats-io/transport-node";
 import { startPrometheus, type Prometheus, type ScrapeTarget } from "../../hack/prometheus.js";
 import { sampleToolPool, spawnToolRunner, type ToolRunnerProcess } from "../../hack/stack.js";
 
@@ -38,6 +43,9 @@ export interface ObservedStack {
   /** With `operator: true`: the operator and the control plane's admin credentials. */
   operator?: Operator;
   kube?: KubeAccess;
+  /** With `router: true`: the router's base URL and the app it serves (`/v1/apps/{namespace}/{name}`). */
+  routerBase?: string;
+  app?: { namespace: string; name: string };
 }
 
 export interface ObservedStackOptions {
@@ -46,7 +54,17 @@ export interface ObservedStackOptions {
    * `samples/toolpool.yaml` before scraping starts (default false).
    */
   operator?: boolean;
+  /**
+   * Also run a router that places on the engine (the engine then publishes
+   * heartbeats for an EnginePool) and serves one AgentApp (default false).
+   */
+  router?: boolean;
 }
+
+export const ROUTER_POD = "obs-router";
+/** The EnginePool the engine heartbeats for, and the AgentApp the router serves, with `router: true`. */
+export const ENGINE_POOL = { namespace: NAMESPACE, name: "obs-pool" };
+export const APP = { namespace: NAMESPACE, name: "obs-app" };
 
 export const OPERATOR_POD = "obs-operator";
 
@@ -63,6 +81,7 @@ export async function startObservedStack(t: Test, options: ObservedStackOptions 
     flags: parseArgv([
       "--model-preset", "test", "--port", "0", "--host", "127.0.0.1", "--sequences", "2", "--context-size", "2048", "--threads", "1",
       "--executor", "nats", "--nats-url", nats.url, "--pod-name", ENGINE_POD,
+      ...(options.router === true ? ["--pool", `${ENGINE_POOL.namespace}/${ENGINE_POOL.name}`, "--heartbeat-ms", "250"] : []),
     ]),
     env: {},
   });
@@ -80,10 +99,49 @@ export async function startObservedStack(t: Test, options: ObservedStackOptions 
     operator = await startOperator(t);
     targets.push({ job: "operator", url: `http://127.0.0.1:${operator.operator.manager.probePort}/metrics`, labels: labels(OPERATOR_POD) });
   }
+  let routed: { routerBase: string; app: { namespace: string; name: string } } | undefined;
+  if (options.router === true) {
+    const router = await startObservedRouter(t, nats.url, pool);
+    routed = { routerBase: `http://127.0.0.1:${router.port}`, app: APP };
+    targets.push({ job: "router", url: `${routed.routerBase}/metrics`, labels: labels(ROUTER_POD) });
+  }
   const prom = await startPrometheus({ targets, scrapeIntervalMs: 1000 });
   t.teardown(() => prom.stop());
   await prom.waitForTargetsUp(30_000);
-  return { prom, engine, engineBase, runner, pool, ...(operator !== undefined ? operator : {}) };
+  return { prom, engine, engineBase, runner, pool, ...(operator !== undefined ? operator : {}), ...(routed !== undefined ? routed : {}) };
+}
+
+/**
+ * A router on the stack's NATS serving `APP` (written where the operator
+ * writes app configs), on the pool the engine heartbeats for; returns once
+ * it sees the app and the engine.
+ */
+async function startObservedRouter(t: Test, natsUrl: string, pool: { namespace: string; name: string }): Promise<Router> {
+  const nc = await connect({ servers: natsUrl });
+  t.teardown(() => nc.close());
+  const apps = await openAppsBucket(nc);
+  const tools = builtinToolSpecs()
+    .filter((s) => s.name !== "replay")
+    .map((s) => ({ ...s, pool }));
+  const config = withAppDefaults({
+    ...APP,
+    enginePool: { name: ENGINE_POOL.name, endpoint: `http://${ENGINE_POOL.name}.${ENGINE_POOL.namespace}.svc:8080` },
+    systemPrompt: "You plan trips with the tools you have.",
+    maxTokens: 400,
+    tools,
+  });
+  await apps.put(appKey(APP.namespace, APP.name), JSON.stringify(config));
+  const router = await startRouter(
+    routerOptions({ natsUrl, routerId: ROUTER_POD, logLevel: "silent" }),
+    createLogger(ROUTER_POD, process.env["LOG_LEVEL"] ?? "warn"),
+  );
+  t.teardown(() => router.close());
+  const until = Date.now() + 20_000;
+  while (router.apps.get(APP.namespace, APP.name) === undefined || router.engines.loads(ENGINE_POOL.namespace, ENGINE_POOL.name).length === 0) {
+    if (Date.now() > until) throw new Error("the router did not see its app and the engine within 20 s");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return router;
 }
 
 /**
