@@ -14,11 +14,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { kubeRequest } from "../../hack/control-plane.js";
 import { SessionClient, type CreateSessionRequest, type SessionEvent } from "../../common/src/index.js";
-import { NAMESPACE, runSession, sessionRequest, startObservedStack } from "./observed-stack.js";
+import { APP, NAMESPACE, runSession, sessionRequest, startObservedStack } from "./observed-stack.js";
 import { allSelections, CHART, dashboardQueries, expandVariables, renderChart, renderedDashboards, type RenderedDashboard } from "./dashboard-queries.js";
 import { exposedMetricNames, promqlMetricNames } from "./promql-names.js";
 
-const { prom, engineBase, pool, kube, routerBase, app } = await startObservedStack(t, { operator: true, router: true });
+const { prom, engineBase, pool, kube, routerBase } = await startObservedStack(t, { operator: true, router: true });
 
 /** Which component exports a metric, by name prefix. */
 function componentOf(metric: string): string | undefined {
@@ -63,7 +63,7 @@ t.test("every dashboard query references exported metrics, parses, and returns s
   t.equal(events[events.length - 1]?.type, "done", "a session ran");
   // And one through the router (the app brings the tools), so placement and prefix series exist.
   const { tools: _tools, ...body } = sessionRequest(pool);
-  const client = SessionClient.forApp(routerBase!, app!.namespace, app!.name);
+  const client = SessionClient.forApp(routerBase!, APP.namespace, APP.name);
   const { id } = await client.create(body as CreateSessionRequest);
   const routed: SessionEvent[] = [];
   for await (const e of client.events(id)) routed.push(e);

@@ -12,7 +12,7 @@
 import type { Test } from "tap";
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import { createLogger, parseArgv, type CreateSessionRequest, type SessionEvent } from "../../common/src/index.js";
+import { createLogger, parseArgv, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
 import { builtinToolSpecs } from "../../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions } from "../../engine-pod/src/config.js";
 import { startEnginePod, type EnginePod } from "../../engine-pod/src/main.js";
@@ -27,6 +27,7 @@ import { startRouter, type Router } from "../../router/src/index.js";
 import { connect } from "@nats-io/transport-node";
 import { startPrometheus, type Prometheus, type ScrapeTarget } from "../../hack/prometheus.js";
 import { sampleToolPool, spawnToolRunner, type ToolRunnerProcess } from "../../hack/stack.js";
+import { waitFor } from "../server/helpers.js";
 
 /** The `namespace` label every target gets (a ServiceMonitor adds the pod's namespace). */
 export const NAMESPACE = "observability-test";
@@ -43,9 +44,8 @@ export interface ObservedStack {
   /** With `operator: true`: the operator and the control plane's admin credentials. */
   operator?: Operator;
   kube?: KubeAccess;
-  /** With `router: true`: the router's base URL and the app it serves (`/v1/apps/{namespace}/{name}`). */
+  /** With `router: true`: the router's base URL (it serves `APP`). */
   routerBase?: string;
-  app?: { namespace: string; name: string };
 }
 
 export interface ObservedStackOptions {
@@ -99,16 +99,15 @@ export async function startObservedStack(t: Test, options: ObservedStackOptions 
     operator = await startOperator(t);
     targets.push({ job: "operator", url: `http://127.0.0.1:${operator.operator.manager.probePort}/metrics`, labels: labels(OPERATOR_POD) });
   }
-  let routed: { routerBase: string; app: { namespace: string; name: string } } | undefined;
+  let routerBase: string | undefined;
   if (options.router === true) {
-    const router = await startObservedRouter(t, nats.url, pool);
-    routed = { routerBase: `http://127.0.0.1:${router.port}`, app: APP };
-    targets.push({ job: "router", url: `${routed.routerBase}/metrics`, labels: labels(ROUTER_POD) });
+    routerBase = `http://127.0.0.1:${(await startObservedRouter(t, nats.url, pool)).port}`;
+    targets.push({ job: "router", url: `${routerBase}/metrics`, labels: labels(ROUTER_POD) });
   }
   const prom = await startPrometheus({ targets, scrapeIntervalMs: 1000 });
   t.teardown(() => prom.stop());
   await prom.waitForTargetsUp(30_000);
-  return { prom, engine, engineBase, runner, pool, ...(operator !== undefined ? operator : {}), ...(routed !== undefined ? routed : {}) };
+  return { prom, engine, engineBase, runner, pool, ...(operator !== undefined ? operator : {}), ...(routerBase !== undefined ? { routerBase } : {}) };
 }
 
 /**
@@ -120,15 +119,12 @@ async function startObservedRouter(t: Test, natsUrl: string, pool: { namespace: 
   const nc = await connect({ servers: natsUrl });
   t.teardown(() => nc.close());
   const apps = await openAppsBucket(nc);
-  const tools = builtinToolSpecs()
-    .filter((s) => s.name !== "replay")
-    .map((s) => ({ ...s, pool }));
   const config = withAppDefaults({
     ...APP,
     enginePool: { name: ENGINE_POOL.name, endpoint: `http://${ENGINE_POOL.name}.${ENGINE_POOL.namespace}.svc:8080` },
     systemPrompt: "You plan trips with the tools you have.",
     maxTokens: 400,
-    tools,
+    tools: runnerTools(pool),
   });
   await apps.put(appKey(APP.namespace, APP.name), JSON.stringify(config));
   const router = await startRouter(
@@ -136,11 +132,11 @@ async function startObservedRouter(t: Test, natsUrl: string, pool: { namespace: 
     createLogger(ROUTER_POD, process.env["LOG_LEVEL"] ?? "warn"),
   );
   t.teardown(() => router.close());
-  const until = Date.now() + 20_000;
-  while (router.apps.get(APP.namespace, APP.name) === undefined || router.engines.loads(ENGINE_POOL.namespace, ENGINE_POOL.name).length === 0) {
-    if (Date.now() > until) throw new Error("the router did not see its app and the engine within 20 s");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(
+    () => router.apps.get(APP.namespace, APP.name) !== undefined && router.engines.loads(ENGINE_POOL.namespace, ENGINE_POOL.name).length > 0,
+    "the router to see its app and the engine",
+    20_000,
+  );
   return router;
 }
 
@@ -168,6 +164,13 @@ async function startOperator(t: Test): Promise<{ operator: Operator; kube: KubeA
   return { operator, kube: cp.kubeConfig };
 }
 
+/** The builtin tools the stack's runner serves (all but `replay`), routed to its ToolPool. */
+function runnerTools(pool: { namespace: string; name: string }): ToolSpec[] {
+  return builtinToolSpecs()
+    .filter((s) => s.name !== "replay")
+    .map((s) => ({ ...s, pool }));
+}
+
 /**
  * A scripted async session whose three calls run on the tool runner: a slow
  * sleep (so the model traps waiting for it), an echo and a calculator call
@@ -176,9 +179,7 @@ async function startOperator(t: Test): Promise<{ operator: Operator; kube: KubeA
 export function sessionRequest(pool: { namespace: string; name: string }): CreateSessionRequest {
   return {
     prompt: "Plan a trip: weather and a sum.",
-    tools: builtinToolSpecs()
-      .filter((s) => s.name !== "replay")
-      .map((s) => ({ ...s, pool })),
+    tools: runnerTools(pool),
     maxTokens: 400,
     policy: {
       type: "lpt-dag",
