@@ -22,7 +22,7 @@ function scheduler(sequences: number, prefillChunk = 8, compaction = true): Sche
 
 t.test("the batch: active sessions in sequence-id order; long fills advance one chunk", async (t) => {
   const s = scheduler(4);
-  for (let i = 0; i < 3; i++) s.admit(tk(), 0, false, [], []);
+  for (let i = 0; i < 3; i++) s.admit(tk(), 0, []);
   const plan = s.plan([view("c", { slot: 2 }), view("a", { slot: 0, feed: 30 }), view("b", { slot: 1, state: "busy" })]);
   t.same(plan.batch, [
     { id: "a", slot: 0, kind: "prefill", tokens: 8 },
@@ -34,7 +34,7 @@ t.test("the batch: active sessions in sequence-id order; long fills advance one 
 
 t.test("cancels, re-entries and resumes come out of the batch; resumes by priority get the free slots", async (t) => {
   const s = scheduler(3);
-  for (let i = 0; i < 3; i++) s.admit(tk(), 0, false, [], []);
+  for (let i = 0; i < 3; i++) s.admit(tk(), 0, []);
   s.release(1); // lent out by a paused session
   s.release(2); // lent out by another
   const plan = s.plan([
@@ -56,8 +56,8 @@ t.test("cancels, re-entries and resumes come out of the batch; resumes by priori
 
 t.test("a paused session that kept its slot resumes in place; with no slot free it waits", async (t) => {
   const s = scheduler(2);
-  s.admit(tk(), 0, false, [], []);
-  s.admit(tk(), 0, false, [], []);
+  s.admit(tk(), 0, []);
+  s.admit(tk(), 0, []);
   const views = [view("kept", { state: "trapped", slot: 0, queued: 1 }), view("lent", { state: "trapped", slot: -1, queued: 1 })];
   const plan = s.plan(views);
   t.same(plan.resume, [{ id: "kept", slot: 0, granted: false }]);
@@ -66,50 +66,71 @@ t.test("a paused session that kept its slot resumes in place; with no slot free 
 
 t.test("compaction: the highest busy session moves into a gap below it", async (t) => {
   const s = scheduler(3);
-  for (let i = 0; i < 3; i++) s.admit(tk(), 0, false, [], []);
+  for (let i = 0; i < 3; i++) s.admit(tk(), 0, []);
   s.release(1);
   const plan = s.plan([view("a", { slot: 0 }), view("c", { slot: 2 })]);
   t.same(plan.move, { id: "c", from: 2, to: 1 });
   t.same(plan.batch.map((b) => b.id), ["a"], "the moving session sits this step out");
   t.equal(s.available, 0, "the target slot is claimed");
   const off = scheduler(3, 8, false);
-  for (let i = 0; i < 3; i++) off.admit(tk(), 0, false, [], []);
+  for (let i = 0; i < 3; i++) off.admit(tk(), 0, []);
   off.release(1);
   t.equal(off.plan([view("a", { slot: 0 }), view("c", { slot: 2 })]).move, null, "off when disabled");
   const near = scheduler(3);
-  for (let i = 0; i < 3; i++) near.admit(tk(), 0, false, [], []);
+  for (let i = 0; i < 3; i++) near.admit(tk(), 0, []);
   near.release(1);
   t.equal(near.plan([view("a", { slot: 0 }), view("c", { slot: 2, decodedTokens: 995 })]).move, null, "not worth moving a session about to end");
 });
 
 t.test("admission: prefix-cache slot, or a longer prefix forked from another sequence", async (t) => {
   const s = scheduler(3);
-  s.admit(tk(), 0, false, [], []); // slot 0, live
-  s.admit(tk(), 0, false, [], []); // slot 1
+  s.admit(tk(), 0, []); // slot 0, live
+  s.admit(tk(), 0, []); // slot 1
   s.release(1, tk(1, 2)); // idle cache holding [1, 2]
   const resident = [tk(1, 2, 3, 4, 5, 6), tk(1, 2), tk()];
-  const a = s.admit(tk(1, 2, 3, 4, 5, 9), 0, true, [], resident);
-  t.same(a, { slot: 1, reusePrefix: 2, fork: { from: 0, tokens: 5 } }, "the idle slot, and the rest of the prefix copied from sequence 0");
-  const b = s.admit(tk(1, 2, 3, 4, 5, 6), 0, true, [], resident);
-  t.same(b, { slot: 2, reusePrefix: 0, fork: { from: 0, tokens: 5 } }, "one prompt token is always left to evaluate");
-  t.equal(s.admit(tk(7), 0, true, [], resident), null, "full");
+  const a = s.admit(tk(1, 2, 3, 4, 5, 9), 0, [], { resident });
+  t.same(a, { slot: 1, reusePrefix: 2, fork: { from: 0, tokens: 5, filling: false } }, "the idle slot, and the rest of the prefix copied from sequence 0");
+  const b = s.admit(tk(1, 2, 3, 4, 5, 6), 0, [], { resident });
+  t.same(b, { slot: 2, reusePrefix: 0, fork: { from: 0, tokens: 5, filling: false } }, "one prompt token is always left to evaluate");
+  t.equal(s.admit(tk(7), 0, [], { resident }), null, "full");
   const c = scheduler(2);
-  t.same(c.admit(tk(1, 2, 3), 0, false, [], [tk(1, 2, 3, 4), tk()]), { slot: 0, reusePrefix: 0, fork: null }, "no reuse wanted: no fork");
+  t.same(c.admit(tk(1, 2, 3), 0, []), { slot: 0, reusePrefix: 0, fork: null }, "no reuse wanted: no fork");
+});
+
+t.test("admission: a prefix a live session is still prefilling is followed when it saves enough over what is resident", async (t) => {
+  const s = scheduler(4);
+  s.admit(tk(), 0, []); // slot 0: filling the prompt [1..6, 7]
+  s.admit(tk(), 0, []); // slot 1: holds [1, 2, 3]
+  const filling = [tk(1, 2, 3, 4, 5, 6, 7)];
+  const resident = [tk(1), tk(1, 2, 3), tk(), tk()];
+  t.same(
+    s.admit(tk(1, 2, 3, 4, 5, 6, 9), 0, [], { resident, filling }),
+    { slot: 2, reusePrefix: 0, fork: { from: 0, tokens: 6, filling: true } },
+    "the fill that will hold 6 shared tokens, over the 3 resident in sequence 1",
+  );
+  t.same(
+    s.admit(tk(1, 2, 3, 4, 8), 0, [], { resident, filling }),
+    { slot: 3, reusePrefix: 0, fork: { from: 1, tokens: 3, filling: false } },
+    "a fill that saves one token more than what is resident is not waited for",
+  );
+  const none = scheduler(2);
+  none.admit(tk(), 0, []);
+  t.same(none.admit(tk(5, 6, 7), 0, [], { resident: [tk(), tk()], filling }), { slot: 1, reusePrefix: 0, fork: null }, "an unrelated fill is not followed");
 });
 
 t.test("admission order: a paused session waiting for a slot comes first unless the newcomer has higher priority", async (t) => {
   const s = scheduler(2);
   const waiting = [view("p", { state: "trapped", slot: -1, queued: 1, priority: 1 })];
-  t.equal(s.admit(tk(), 0, false, waiting, []), null, "lower priority waits");
-  t.equal(s.admit(tk(), 1, false, waiting, []), null, "equal priority waits");
-  t.same(s.admit(tk(), 2, false, waiting, []), { slot: 0, reusePrefix: 0, fork: null }, "higher priority is admitted");
+  t.equal(s.admit(tk(), 0, waiting), null, "lower priority waits");
+  t.equal(s.admit(tk(), 1, waiting), null, "equal priority waits");
+  t.same(s.admit(tk(), 2, waiting), { slot: 0, reusePrefix: 0, fork: null }, "higher priority is admitted");
   const kept = [view("k", { state: "trapped", slot: 1, queued: 1, priority: 9 })];
-  t.not(s.admit(tk(), 0, false, kept, []), null, "a paused session that kept its slot needs none");
+  t.not(s.admit(tk(), 0, kept), null, "a paused session that kept its slot needs none");
 });
 
 t.test("a latency-critical session's batch cap: it always runs, others fill the places by priority, the rest wait a step", async (t) => {
   const s = scheduler(6);
-  for (let i = 0; i < 6; i++) s.admit(tk(), 0, false, [], []);
+  for (let i = 0; i < 6; i++) s.admit(tk(), 0, []);
   const ids = (views: SessionView[]): string[] => s.plan(views).batch.map((b) => b.id);
   const throughput = ["a", "b", "c", "d"].map((id, i) => view(id, { slot: i, priority: i === 2 ? 1 : 0 }));
   t.same(ids(throughput), ["a", "b", "c", "d"], "no cap: every active session");

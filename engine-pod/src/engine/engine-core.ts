@@ -21,6 +21,7 @@ import { acceptOnGrammar, validateDraft } from "../speculation/draft-validator.j
 import type { SpeculationHook } from "./speculation-hook.js";
 import { InterruptManager } from "./interrupt-manager.js";
 import { KvWork } from "./kv-work.js";
+import { isPrefilling, PrefixFollowers } from "./prefix-followers.js";
 import { RateWindow } from "./rate-window.js";
 import type { Runtime } from "./runtime.js";
 import type { Sampling } from "./sampling.js";
@@ -52,6 +53,8 @@ export class EngineCore {
   /** Sessions not yet done (or finishing their cleanup). */
   readonly live = new Set<SessionState>();
   readonly interrupts: InterruptManager;
+  /** Admissions waiting for another session's prefill of the prefix they fork. */
+  readonly followers = new PrefixFollowers();
   private readonly work: KvWork;
   readonly counters = { lastBatchSize: 0, tokensDecoded: 0, tokensPrefilled: 0 };
   readonly decodeRate = new RateWindow();
@@ -124,11 +127,20 @@ export class EngineCore {
     }));
   }
 
-  /** Takes in an admitted session; its sequence is prepared in the background. */
+  /** The prompt of each session slot's live session that is still prefilling it (index = slot). */
+  fillingPrompts(): (readonly Token[] | undefined)[] {
+    const prompts = new Array<readonly Token[] | undefined>(this.runtime.sequences.length);
+    for (const s of this.live) if (isPrefilling(s)) prompts[s.slot] = s.tokens.prompt;
+    return prompts;
+  }
+
+  /** Takes in an admitted session; its sequence is prepared in the background (after the fill it follows, if any). */
   add(s: SessionState, admission: Admission, reuse: boolean): void {
+    const fork = admission.fork;
+    const source = fork?.filling === true ? [...this.live].find((x) => x.slot === fork.from && isPrefilling(x)) : undefined;
     this.sessions.set(s.id, s);
     this.live.add(s);
-    this.work.fill(s, admission, reuse);
+    this.work.fill(s, admission, reuse, source !== undefined && fork !== null ? this.followers.follow(s, source, fork.tokens) : undefined);
   }
   enqueue(s: SessionState, id: string, kind: InterruptKind, value: string): void {
     this.interrupts.enqueue(s, id, kind, value);
@@ -140,6 +152,8 @@ export class EngineCore {
     while (!this.stopped) {
       let plan: StepPlan | undefined;
       try {
+        // The last step may have filled a prefix that an admission waits to fork.
+        this.followers.settle();
         plan = this.scheduler.plan(this.views());
         this.apply(plan);
       } catch (err) {
@@ -481,6 +495,7 @@ export class EngineCore {
   finish(s: SessionState, reason: DoneReason): void {
     if (s.state === "done") return;
     s.transition("done");
+    this.followers.settle();
     s.tokens.feed = [];
     this.interrupts.drop(s);
     if (reason === "eos" || reason === "max_tokens") {

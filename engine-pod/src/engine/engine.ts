@@ -276,6 +276,7 @@ class LlamaEngine implements Engine {
       compactions: kv.moves,
       prefixForks: kv.prefixForks,
       prefixForkedTokens: kv.prefixForkedTokens,
+      prefixFillWaits: this.core.followers.waits,
       prefixStoreSize: this.store.size,
       prefixStoreEntries: store.entries,
       prefixStoreInserts: store.inserts,
@@ -390,8 +391,10 @@ class LlamaEngine implements Engine {
   }
 
   private admit(id: string, config: SessionConfig, turn: TurnPolicy, prompt: Token[], script: TokenPolicy | undefined, reuse: boolean, continues?: string): SessionState {
-    const resident = reuse ? this.allSequences().map((seq) => seq.contextTokens) : [];
-    const admission = this.scheduler.admit(prompt, config.priority, reuse, this.core.views(), resident, continues);
+    const inputs = reuse
+      ? { resident: this.allSequences().map((seq) => seq.contextTokens), filling: this.core.fillingPrompts(), ...(continues !== undefined ? { continues } : {}) }
+      : undefined;
+    const admission = this.scheduler.admit(prompt, config.priority, this.core.views(), inputs);
     if (admission === null) {
       throw new InterlaceError(ErrorCode.Capacity, `all ${this.scheduler.size} sequences are busy; retry later`);
     }

@@ -43,14 +43,19 @@ export class KvWork {
     return seq;
   }
 
-  /** Prepares an admitted session's sequence: fork a prefix another sequence holds, reuse its own resident prefix, or clear it. */
-  fill(s: SessionState, admission: Admission, reuse: boolean): void {
+  /**
+   * Prepares an admitted session's sequence: fork a prefix another sequence
+   * holds (once `following` resolves with the session still prefilling it),
+   * reuse its own resident prefix, or clear it.
+   */
+  fill(s: SessionState, admission: Admission, reuse: boolean, following?: Promise<SessionState>): void {
     const prompt = s.tokens.prompt;
     this.host.background(s, async () => {
       let evaluated = 0;
       if (reuse && admission.fork !== null) {
-        // A prefix another sequence holds: copy its cells rather than prefilling them again.
-        const r = await this.kv.fork(s.seq, this.sequenceAt(admission.fork.from), admission.fork.tokens);
+        // Copy the prefix's cells rather than prefilling them again; a session followed may have moved slots meanwhile.
+        const from = following !== undefined ? (await following).seq : this.sequenceAt(admission.fork.from);
+        const r = await this.kv.fork(s.seq, from, admission.fork.tokens);
         evaluated = r.evaluatedTokens;
         if (evaluated > 0) this.host.countPrefill(s, evaluated);
       }

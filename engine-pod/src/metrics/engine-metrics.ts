@@ -21,7 +21,7 @@ export interface EngineMetricsOptions {
 }
 
 /** Where counters fed from `stats()` totals stand at the last scrape. */
-type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "prefixForks" | "prefixForkedTokens" | "prefixStoreInserts" | "prefixStoreEvictions" | "prefixStoreHits" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred"> & {
+type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "prefixForks" | "prefixForkedTokens" | "prefixFillWaits" | "prefixStoreInserts" | "prefixStoreEvictions" | "prefixStoreHits" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred"> & {
   traps: EngineStats["trapsByDecision"];
 };
 
@@ -33,6 +33,7 @@ export class EngineMetrics {
     tokensPrefilled: 0,
     prefixForks: 0,
     prefixForkedTokens: 0,
+    prefixFillWaits: 0,
     prefixStoreInserts: 0,
     prefixStoreEvictions: 0,
     prefixStoreHits: 0,
@@ -111,6 +112,7 @@ export class EngineMetrics {
     counter("tokens_prefilled_total", "Tokens evaluated as prompt (fills, re-entries, recomputes).", "tokensPrefilled");
     counter("prefix_forks_total", "Prompt prefixes forked (copied) from another sequence at admission instead of prefilled.", "prefixForks");
     counter("prefix_forked_tokens_total", "Tokens of the prefixes forked from another sequence.", "prefixForkedTokens");
+    counter("prefix_fill_waits_total", "Admissions that waited for another session's prefill of their prefix, then forked it.", "prefixFillWaits");
     counter("prefix_store_inserts_total", "Shared prefixes copied into the prefix store when a session ended.", "prefixStoreInserts");
     counter("prefix_store_evictions_total", "Prefix-store entries replaced (least recently used) or lost.", "prefixStoreEvictions");
     counter("prefix_store_hits_total", "Sessions that forked their prefix from the prefix store.", "prefixStoreHits");

@@ -7,6 +7,7 @@ export {
   Scheduler,
   type Admission,
   type BatchItem,
+  type ReuseInputs,
   type SchedulerOptions,
   type SessionView,
   type StepPlan,

@@ -62,8 +62,22 @@ export interface Admission {
   readonly slot: number;
   /** Tokens of the slot's own resident state that match the prompt (kept in place). */
   readonly reusePrefix: number;
-  /** A longer prefix resident in another sequence, to copy instead of prefilling. */
-  readonly fork: { readonly from: number; readonly tokens: number } | null;
+  /**
+   * A longer prefix in another sequence, to copy instead of prefilling. With
+   * `filling`, that sequence's session is still prefilling its prompt: the
+   * copy waits until the shared tokens are in its cells.
+   */
+  readonly fork: { readonly from: number; readonly tokens: number; readonly filling: boolean } | null;
+}
+
+/** What prefix reuse may draw on at admission. */
+export interface ReuseInputs {
+  /** The tokens each sequence holds (index = sequence id). */
+  readonly resident: readonly (readonly Token[])[];
+  /** The prompt of the live session still prefilling each sequence, if any (index = sequence id). */
+  readonly filling?: readonly (readonly Token[] | undefined)[];
+  /** The retained slot this request continues. */
+  readonly continues?: string;
 }
 
 export interface SchedulerOptions {
@@ -104,33 +118,32 @@ export class Scheduler {
   /**
    * A slot for a new request, or null when none may be given: every slot is
    * busy, or a paused session of at least the same priority waits for one
- * (its interrupt arrived while its slot was lent out).
+   * (its interrupt arrived while its slot was lent out).
    * With `reuse`, the idle slot sharing the longest prefix wins, and a longer
-   * prefix in another sequence (`resident[i]`: the tokens sequence i holds) is
-   * forked from. `continues` names the retained slot this request continues.
+   * prefix in another sequence is forked from: one resident now, or one a
+   * live session is still prefilling. Waiting for that fill costs less than
+   * prefilling the same tokens beside it in the same batches: one engine
+   * thread evaluates both either way.
    */
-  admit(
-    prompt: readonly Token[],
-    priority: number,
-    reuse: boolean,
-    waiting: readonly SessionView[],
-    resident: readonly (readonly Token[])[],
-    continues?: string,
-  ): Admission | null {
+  admit(prompt: readonly Token[], priority: number, waiting: readonly SessionView[], reuse?: ReuseInputs): Admission | null {
     // Paused sessions whose results are in come first: they resume into the next free slot.
     if (waiting.some((v) => resumable(v) && v.slot < 0 && v.priority >= priority)) return null;
-    const grant = this.slots.acquire(reuse ? prompt : [], 1, continues);
+    const grant = this.slots.acquire(reuse !== undefined ? prompt : [], 1, reuse?.continues);
     if (grant === null) return null;
     let fork: Admission["fork"] = null;
-    if (reuse) {
+    if (reuse !== undefined) {
       // Keep at least one prompt token to evaluate: its logits are sampled from.
       const limit = prompt.length - 1;
       const min = this.options.minForkTokens ?? 16;
-      resident.forEach((tokens, i) => {
-        if (i === grant.slot) return;
+      const consider = (from: number, tokens: readonly Token[] | undefined, filling: boolean): void => {
+        if (from === grant.slot || tokens === undefined) return;
         const n = Math.min(commonPrefix(tokens, prompt), limit);
-        if (n >= grant.reusePrefix + min && n > (fork?.tokens ?? 0)) fork = { from: i, tokens: n };
-      });
+        // Waiting for a fill is worth it only when it saves `min` tokens over the best prefix resident now.
+        const floor = filling ? Math.max(grant.reusePrefix, fork?.tokens ?? 0) : grant.reusePrefix;
+        if (n >= floor + min && n > (fork?.tokens ?? 0)) fork = { from, tokens: n, filling };
+      };
+      reuse.resident.forEach((tokens, i) => consider(i, tokens, false));
+      reuse.filling?.forEach((tokens, i) => consider(i, tokens, true));
     }
     return { slot: grant.slot, reusePrefix: grant.reusePrefix, fork };
   }

@@ -233,6 +233,7 @@ export class UpstreamEngine implements Engine {
       compactions: 0,
       prefixForks: 0,
       prefixForkedTokens: 0,
+      prefixFillWaits: 0,
       prefixStoreSize: 0,
       prefixStoreEntries: 0,
       prefixStoreInserts: 0,
