@@ -10,16 +10,9 @@ import path from "node:path";
 import t from "tap";
 import { API_VERSION } from "../../operator/src/api/index.js";
 import { controlPlaneFor, installCrds, kubeRequest } from "../helpers/control-plane.js";
+import { waitFor } from "../helpers/wait.js";
 
 const BIN = process.env["INTERLACE_BIN"] ?? path.resolve(import.meta.dirname, "../../.cache/bin");
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 t.test("control plane with RBAC and a garbage collector", async (t) => {
   const gc = existsSync(path.join(BIN, "kube-controller-manager"));

@@ -7,7 +7,8 @@
  */
 import t from "tap";
 import { startNatsServer } from "../helpers/nats-server.js";
-import { BUILTIN_TOOLS, counterValue, makeCall, poolConfig, spawnRunner, startExecutor, startRunner, waitFor } from "./fixtures.js";
+import { BUILTIN_TOOLS, counterValue, makeCall, poolConfig, spawnRunner, startExecutor, startRunner } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 /** The builtin tools with `sleep` declared idempotent (so a redelivered call may run it again). */
 const IDEMPOTENT_SLEEP = BUILTIN_TOOLS.map((tool) => (tool.name === "sleep" ? { ...tool, idempotent: true } : tool));
@@ -19,7 +20,7 @@ t.test("a runner SIGKILLed mid-call: an idempotent call is redelivered and compl
   const a = await spawnRunner(t, server.url, config, "runner-a");
 
   const pending = executor.execute(makeCall("s1", "sleep", { ms: 1_000, result: "done" }, 30_000));
-  t.ok(await waitFor(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
+  t.ok(await eventually(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
   await a.kill("SIGKILL");
 
   const b = await startRunner(t, server.url, config, { runnerId: "runner-b" });
@@ -42,7 +43,7 @@ t.test("a call whose runner dies on its last delivery: the session gets a max_de
   const config = poolConfig({ ackWaitMs: 1_000, maxDeliver: 1, concurrency: 2 });
   const a = await spawnRunner(t, server.url, config, "runner-a");
   const pending = executor.execute(makeCall("s1", "sleep", { ms: 5_000 }, 30_000));
-  t.ok(await waitFor(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
+  t.ok(await eventually(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
   await a.kill("SIGKILL");
   // A live runner keeps pulling, which is when the server notices the exhausted message.
   const b = await startRunner(t, server.url, config, { runnerId: "runner-b" });
@@ -64,7 +65,7 @@ t.test("nats-server restarted with calls in flight: nothing lost or duplicated",
 
   const calls = Array.from({ length: 40 }, (_, i) => makeCall(`s${i % 8}`, "sleep", { ms: 300 + (i % 5) * 100, result: `r${i}` }, 60_000));
   const results = calls.map((c) => executor.execute(c));
-  t.ok(await waitFor(() => r1.metrics.inFlight.get().then((v) => v.values[0]!.value > 0)), "calls are running");
+  t.ok(await eventually(() => r1.metrics.inFlight.get().then((v) => v.values[0]!.value > 0)), "calls are running");
   await server.restart();
   // Calls sent right after the restart go through too.
   const after = Array.from({ length: 10 }, (_, i) => makeCall(`s${i}`, "echo", { text: `after ${i}` }, 60_000));
@@ -90,7 +91,7 @@ t.test("a runner stopped with SIGTERM finishes its in-flight call, then exits", 
   t.equal(await probe("/healthz"), 200);
   t.equal(await probe("/readyz"), 200);
   const pending = executor.execute(makeCall("s1", "sleep", { ms: 1_500, result: "finished by a" }, 30_000));
-  t.ok(await waitFor(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
+  t.ok(await eventually(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
   const exited = a.kill("SIGTERM");
   const r = await pending;
   t.equal(r.ok, true);

@@ -11,7 +11,8 @@ import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { interruptSubject, toolSubject } from "../../common/src/protocol/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
-import { counterValue, makeCall, POOL, startExecutor, startRunner, waitFor } from "./fixtures.js";
+import { counterValue, makeCall, POOL, startExecutor, startRunner } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 const RUNS = Number(process.env["FUZZ_RUNS"] ?? 300);
 const body = fc.oneof(
@@ -32,13 +33,13 @@ t.test("arbitrary messages on interrupt and call subjects: counted drops, nothin
   const intr = fc.sample(body, RUNS);
   for (const b of intr) await js.publish(interruptSubject("engine-0", "s1"), b);
   const handled = async (): Promise<number> => (await counterValue(executor.metrics.droppedCompletions)) + (await counterValue(executor.metrics.duplicateCompletions));
-  t.ok(await waitFor(async () => (await handled()) >= RUNS, 20_000), `every interrupt-subject message was handled (${await handled()} of ${RUNS})`);
+  t.ok(await eventually(async () => (await handled()) >= RUNS, 20_000), `every interrupt-subject message was handled (${await handled()} of ${RUNS})`);
   t.equal(await handled(), RUNS, "each one counted exactly once as a drop (with a reason label)");
   t.comment(`fuzzed interrupt-subject messages: ${RUNS}, 0 crashes, ${delivered} valid interrupts for an unknown session`);
 
   const calls = fc.sample(body, RUNS);
   for (const b of calls) await js.publish(toolSubject(POOL, "echo"), b);
-  t.ok(await waitFor(async () => (await counterValue(runner.metrics.malformed)) >= RUNS, 30_000), "the runner read every call-subject message as malformed");
+  t.ok(await eventually(async () => (await counterValue(runner.metrics.malformed)) >= RUNS, 30_000), "the runner read every call-subject message as malformed");
   t.comment(`fuzzed call-subject messages: ${RUNS}, 0 crashes`);
   const r = await executor.execute(makeCall("s2", "echo", { text: "still serving" }));
   t.equal(r.output, "still serving", "engine and runner still serve real calls");

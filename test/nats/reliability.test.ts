@@ -16,7 +16,8 @@ import t from "tap";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { NatsCluster } from "../../hack/nats.js";
-import { BUILTIN_TOOLS, counterValue, makeCall, poolConfig, spawnRunner, startExecutor, startRunner, waitFor } from "./fixtures.js";
+import { BUILTIN_TOOLS, counterValue, makeCall, poolConfig, spawnRunner, startExecutor, startRunner } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 const IDEMPOTENT_SLEEP = BUILTIN_TOOLS.map((tool) => (tool.name === "sleep" ? { ...tool, idempotent: true } : tool));
 
@@ -26,7 +27,7 @@ t.test("a non-idempotent call whose runner died after starting it is answered ou
   const config = poolConfig({ ackWaitMs: 1_500, maxDeliver: 3, concurrency: 2 });
   const a = await spawnRunner(t, server.url, config, "runner-a");
   const pending = executor.execute(makeCall("s1", "sleep", { ms: 3_000, result: "done" }, 30_000));
-  t.ok(await waitFor(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
+  t.ok(await eventually(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
   await a.kill("SIGKILL");
   const b = await startRunner(t, server.url, config, { runnerId: "runner-b" });
   const r = await pending;
@@ -47,7 +48,7 @@ t.test("a runner killed between publishing its result and acking: the redelivere
   t.equal(r.output, "once", "the session got the result runner A published");
   await a.exited;
   const b = await startRunner(t, server.url, config, { runnerId: "runner-b" });
-  t.ok(await waitFor(async () => (await counterValue(b.metrics.effects, { outcome: "replayed" })) === 1, 15_000), "runner B answered the redelivery from the record");
+  t.ok(await eventually(async () => (await counterValue(b.metrics.effects, { outcome: "replayed" })) === 1, 15_000), "runner B answered the redelivery from the record");
   const { values } = await b.metrics.duration.get();
   t.equal(values.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0, 0, "and never ran the tool");
   await new Promise((r) => setTimeout(r, 300));
@@ -74,7 +75,7 @@ t.test("a SIGKILLed runner stops counting as live within 4 s; new calls fail ove
   await c.kill("SIGKILL");
   const down = Date.now();
   t.ok(
-    await waitFor(async () => (await soloExecutor.execute(makeCall("s1", "echo", { text: "x" }, 500))).error?.code === "no_runners", 8_000),
+    await eventually(async () => (await soloExecutor.execute(makeCall("s1", "echo", { text: "x" }, 500))).error?.code === "no_runners", 8_000),
     "calls fail fast with no_runners",
   );
   t.ok(Date.now() - down <= 6_000, `dead runner dropped after ${Date.now() - down} ms`);
@@ -88,7 +89,7 @@ t.test("nats-server SIGKILLed with 40 calls in flight and restarted: 0 lost, 0 d
   const r2 = await startRunner(t, server.url, config, { runnerId: "r2" });
   const calls = Array.from({ length: 40 }, (_, i) => makeCall(`s${i % 8}`, "sleep", { ms: 300 + (i % 5) * 100, result: `r${i}` }, 90_000));
   const results = calls.map((c) => executor.execute(c));
-  t.ok(await waitFor(() => r1.metrics.inFlight.get().then((v) => v.values[0]!.value > 0)), "calls are running");
+  t.ok(await eventually(() => r1.metrics.inFlight.get().then((v) => v.values[0]!.value > 0)), "calls are running");
   await server.restart(500, "SIGKILL");
   const done = await Promise.all(results);
   const lost = done.filter((r, i) => r.output !== `r${i}`);

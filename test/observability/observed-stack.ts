@@ -27,7 +27,7 @@ import { startRouter, type Router } from "../../router/src/index.js";
 import { connect } from "@nats-io/transport-node";
 import { startPrometheus, type Prometheus, type ScrapeTarget } from "../../hack/prometheus.js";
 import { sampleToolPool, spawnToolRunner, type ToolRunnerProcess } from "../../hack/stack.js";
-import { waitFor } from "../server/helpers.js";
+import { waitFor } from "../helpers/wait.js";
 
 /** The `namespace` label every target gets (a ServiceMonitor adds the pod's namespace). */
 export const NAMESPACE = "observability-test";
@@ -133,8 +133,8 @@ async function startObservedRouter(t: Test, natsUrl: string, pool: { namespace: 
   );
   t.teardown(() => router.close());
   await waitFor(
-    () => router.apps.get(APP.namespace, APP.name) !== undefined && router.engines.loads(ENGINE_POOL.namespace, ENGINE_POOL.name).length > 0,
     "the router to see its app and the engine",
+    () => router.apps.get(APP.namespace, APP.name) !== undefined && router.engines.loads(ENGINE_POOL.namespace, ENGINE_POOL.name).length > 0,
     20_000,
   );
   return router;

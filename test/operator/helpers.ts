@@ -19,26 +19,11 @@ import {
   loadKubeConfig,
   type ResourceType,
 } from "../../operator/src/runtime/index.js";
+import { waitFor } from "../helpers/wait.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
-/** Polls `check` until it returns a value other than undefined/null/false, or fails with the last observation. */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 60_000): Promise<Exclude<T, undefined | null | false>> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 20;
-  let lastErr: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== null && v !== false) return v as Exclude<T, undefined | null | false>;
-    } catch (err) {
-      lastErr = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ""}`);
-    await new Promise((r) => setTimeout(r, delay));
-    delay = Math.min(250, delay * 2);
-  }
-}
+export { waitFor };
 
 export const ClusterRoleType: ResourceType = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false };
 export const ClusterRoleBindingType: ResourceType = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false };

@@ -12,6 +12,7 @@ import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { startRouter, type Router } from "../../router/src/index.js";
 import { routerOptions, type RouterOptions } from "../../router/src/config.js";
 import { startNatsServer, type NatsServer } from "../helpers/nats-server.js";
+import { eventually } from "../helpers/wait.js";
 
 interface Teardownable {
   teardown(fn: () => unknown): void;
@@ -88,24 +89,15 @@ export async function startStack(t: Teardownable, options: { engines: number; ro
     url: (i) => `http://127.0.0.1:${routers[i]!.port}`,
     async putApp(config) {
       await apps.put(appKey(config.namespace, config.name), JSON.stringify(config));
-      await waitFor(() => routers.every((r) => r.apps.get(config.namespace, config.name)?.config.systemPrompt === config.systemPrompt && r.apps.get(config.namespace, config.name)?.config.interrupts.userInterrupts === config.interrupts.userInterrupts), 5_000);
+      await eventually(() => routers.every((r) => r.apps.get(config.namespace, config.name)?.config.systemPrompt === config.systemPrompt && r.apps.get(config.namespace, config.name)?.config.interrupts.userInterrupts === config.interrupts.userInterrupts), 5_000);
     },
     async waitEngines(n, ms = 10_000) {
-      const ok = await waitFor(() => routers.every((r) => r.engines.loads("default", POOL).length === n), ms);
+      const ok = await eventually(() => routers.every((r) => r.engines.loads("default", POOL).length === n), ms);
       if (!ok) throw new Error(`routers do not see ${n} engines: ${routers.map((r) => r.engines.loads("default", POOL).map((e) => e.pod).join(",")).join(" | ")}`);
     },
   };
   await stack.waitEngines(options.engines, 20_000);
   return stack;
-}
-
-export async function waitFor(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return check();
 }
 
 export async function postJson(url: string, body: unknown): Promise<Response> {

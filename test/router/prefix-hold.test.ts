@@ -9,7 +9,8 @@ import t from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
 import { startRouter } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
-import { appConfig, log, longSession, openSession, POOL, QUICK, startStack, streamEvents, waitFor, type Opened } from "./fixtures.js";
+import { appConfig, log, longSession, openSession, POOL, QUICK, startStack, streamEvents, type Opened } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(240_000);
 
@@ -23,7 +24,7 @@ await stack.putApp(beta);
 async function extraRouter(prefixWaitMs: number): Promise<string> {
   const router = await startRouter(routerOptions({ natsUrl: stack.nats.url, routerId: `router-wait-${prefixWaitMs}`, prefixWaitMs, logLevel: "silent" }), log.child({ prefixWaitMs }));
   t.teardown(() => router.close());
-  await waitFor(() => router.engines.loads("default", POOL).length === 2 && router.apps.get("default", "beta") !== undefined, 10_000);
+  await eventually(() => router.engines.loads("default", POOL).length === 2 && router.apps.get("default", "beta") !== undefined, 10_000);
   return `http://127.0.0.1:${router.port}`;
 }
 const impatient = await extraRouter(400);
@@ -37,15 +38,15 @@ t.test("a full prefix engine within the bound: held for, not spilled", async (t)
   const warm = await openSession(holding, "alpha", QUICK);
   await streamEvents(holding, "alpha", warm.id);
   const E = warm.engine;
-  t.ok(await waitFor(() => stack.routers[0]!.engines.loads("default", POOL).find((e) => e.pod === E)?.prefixes.has(alphaPrefix) === true, 5_000));
-  t.ok(await waitFor(() => loadOf(E) === 0, 5_000), "the warm-up session has left E");
+  t.ok(await eventually(() => stack.routers[0]!.engines.loads("default", POOL).find((e) => e.pod === E)?.prefixes.has(alphaPrefix) === true, 5_000));
+  t.ok(await eventually(() => loadOf(E) === 0, 5_000), "the warm-up session has left E");
   const a1 = await openSession(holding, "alpha", longSession());
   const a2 = await openSession(holding, "alpha", longSession());
   t.same([a1.engine, a2.engine], [E, E], "both on the prefix's engine (within the bound)");
   const b = await openSession(holding, "beta", longSession());
   const F = b.engine;
   t.not(F, E, "beta, a miss, goes to the idler engine");
-  t.ok(await waitFor(() => loadOf(E) === 2 && loadOf(F) === 1, 5_000), "heartbeats show E full, F with one free sequence");
+  t.ok(await eventually(() => loadOf(E) === 2 && loadOf(F) === 1, 5_000), "heartbeats show E full, F with one free sequence");
   // E at 2 of 2, F at 1: the bound is ceil(1.25 * 4 / 2) = 3, so E + 1 is within it.
 
   let settled = false;
@@ -62,7 +63,7 @@ t.test("a full prefix engine within the bound: held for, not spilled", async (t)
   // E full again (a2 and a3), F at 1.
   const a3 = await openSession(holding, "alpha", longSession());
   t.equal(a3.engine, E);
-  t.ok(await waitFor(() => loadOf(E) === 2 && loadOf(F) === 1, 5_000));
+  t.ok(await eventually(() => loadOf(E) === 2 && loadOf(F) === 1, 5_000));
 
   const started = performance.now();
   const gaveUp = await openSession(impatient, "alpha", QUICK);
@@ -71,7 +72,7 @@ t.test("a full prefix engine within the bound: held for, not spilled", async (t)
   t.equal(gaveUp.placement.reason, "prefix-spill");
   await streamEvents(impatient, "alpha", gaveUp.id);
   t.match(await (await fetch(`${impatient}/metrics`)).text(), /interlace_router_prefix_holds_total\{outcome="spilled"\} 1/);
-  t.ok(await waitFor(() => loadOf(F) === 1, 5_000));
+  t.ok(await eventually(() => loadOf(F) === 1, 5_000));
 
   await close(a2);
   await close(a3);

@@ -23,7 +23,8 @@ import { routerOptions } from "../../router/src/config.js";
 import { startRouter } from "../../router/src/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { poolConfig, startRunner } from "../nats/fixtures.js";
-import { appConfig, log, POOL, waitFor } from "./fixtures.js";
+import { appConfig, log, POOL } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(180_000);
 
@@ -78,7 +79,7 @@ const router = await startRouter(
   log.child({ router: 0 }),
 );
 t.teardown(() => router.close());
-t.ok(await waitFor(() => router.engines.loads("default", POOL).length === 1 && router.apps.get("default", "alpha") !== undefined, 20_000), "the router sees the engine and the app over authenticated NATS");
+t.ok(await eventually(() => router.engines.loads("default", POOL).length === 1 && router.apps.get("default", "alpha") !== undefined, 20_000), "the router sees the engine and the app over authenticated NATS");
 const base = `http://127.0.0.1:${router.port}/v1/apps/default/alpha`;
 
 const call = (path: string, key: string | null, init: RequestInit = {}): Promise<Response> =>

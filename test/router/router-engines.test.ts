@@ -9,7 +9,8 @@
  */
 import t from "tap";
 import { prefixHashChain, type SessionEvent } from "../../common/src/index.js";
-import { appConfig, longSession, openSession, postJson, QUICK, startStack, streamEvents, waitFor } from "./fixtures.js";
+import { appConfig, longSession, openSession, postJson, QUICK, startStack, streamEvents } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(240_000);
 
@@ -40,8 +41,8 @@ t.test("placement follows the resident prefix, through either replica", async (t
   const first = await openSession(r0, "alpha", QUICK);
   const events = await streamEvents(r0, "alpha", first.id);
   t.equal(events.at(-1)?.type, "done");
-  t.ok(await waitFor(async () => (await heldBy(appPrefix(alpha))).includes(first.engine), 5_000), "the engine advertises alpha's prefix");
-  t.ok(await waitFor(idle, 5_000));
+  t.ok(await eventually(async () => (await heldBy(appPrefix(alpha))).includes(first.engine), 5_000), "the engine advertises alpha's prefix");
+  t.ok(await eventually(idle, 5_000));
   for (const base of [r1, r0, r1]) {
     const next = await openSession(base, "alpha", { ...QUICK, prompt: `Another question via ${base}` });
     t.equal(next.engine, first.engine, "placed where the prefix is resident");
@@ -49,7 +50,7 @@ t.test("placement follows the resident prefix, through either replica", async (t
     t.ok(next.placement.matchedSegments >= 2, "system prompt and tool block matched");
     const ev = await streamEvents(base === r0 ? r1 : r0, "alpha", next.id);
     t.equal(ev.at(-1)?.type, "done", "events streamed through the other replica");
-    await waitFor(idle, 5_000);
+    await eventually(idle, 5_000);
   }
   const metrics = await (await fetch(`${r1}/metrics`)).text();
   t.match(metrics, /interlace_router_placements_total\{policy="prefix-affinity",reason="prefix"\} [1-9]/);
@@ -64,7 +65,7 @@ t.test("the load bound spills sessions of a hot prefix onto the other engine", a
   // With 1 session on the holder and 0 elsewhere, the bound ceil(1.25 * 2 / 2) = 2 still admits it.
   const b = await openSession(r1, "alpha", longSession());
   t.equal(b.engine, holder, "still under the bound");
-  t.ok(await waitFor(() => stack.routers[0]!.engines.loads("default", "pool").find((e) => e.pod === holder)?.load === 2, 5_000), "the heartbeat shows both");
+  t.ok(await eventually(() => stack.routers[0]!.engines.loads("default", "pool").find((e) => e.pod === holder)?.load === 2, 5_000), "the heartbeat shows both");
   const c = await openSession(r0, "alpha", longSession());
   t.not(c.engine, holder, "over the bound: spilled");
   t.equal(c.placement.reason, "prefix-spill");
@@ -73,7 +74,7 @@ t.test("the load bound spills sessions of a hot prefix onto the other engine", a
     const res = await fetch(`${r1}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" });
     t.equal(res.status, 200, "DELETE through the other replica reaches the owning engine");
   }
-  t.ok(await waitFor(idle, 5_000), "every sequence free again");
+  t.ok(await eventually(idle, 5_000), "every sequence free again");
 });
 
 t.test("interrupts reach the owning engine from any replica; settings enforced", async (t) => {
@@ -108,7 +109,7 @@ t.test("interrupts reach the owning engine from any replica; settings enforced",
   const agent = await postJson(`${r1}/v1/apps/default/beta/sessions/${s.id}/interrupts`, { value: "from another agent", kind: "agent" });
   t.equal(agent.status, 202, "agent messages still go through");
   await fetch(`${r0}/v1/apps/default/beta/sessions/${s.id}`, { method: "DELETE" });
-  t.ok(await waitFor(idle, 5_000));
+  t.ok(await eventually(idle, 5_000));
 });
 
 t.test("a client disconnect frees the engine's sequence", async (t) => {
@@ -116,11 +117,11 @@ t.test("a client disconnect frees the engine's sequence", async (t) => {
   const ac = new AbortController();
   const seen: SessionEvent[] = [];
   const stream = streamEvents(r1, "alpha", s.id, ac.signal, (e) => seen.push(e)).catch(() => undefined);
-  t.ok(await waitFor(() => seen.some((e) => e.type === "call"), 10_000), "the session is running");
+  t.ok(await eventually(() => seen.some((e) => e.type === "call"), 10_000), "the session is running");
   t.notOk(await idle(), "its sequence is busy");
   ac.abort();
   await stream;
-  t.ok(await waitFor(idle, 5_000), "the engine cancelled the session and freed the sequence");
+  t.ok(await eventually(idle, 5_000), "the engine cancelled the session and freed the sequence");
   const gone = await fetch(`${r0}/v1/apps/default/alpha/sessions/${s.id}/events`);
   t.equal(gone.status, 200, "the finished session still replays");
   const replay = await gone.text();
@@ -166,7 +167,7 @@ t.test("every engine busy: 429 with Retry-After, never a hang", async (t) => {
   t.equal(refused.headers.get("retry-after"), "1");
   t.ok(Date.now() - started < 5_000, "answered at once");
   for (const s of held) await fetch(`${r0}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" });
-  t.ok(await waitFor(idle, 5_000));
+  t.ok(await eventually(idle, 5_000));
 });
 
 t.test("chat completions through the router, streaming and not, with the app merged in", async (t) => {
@@ -190,7 +191,7 @@ t.test("an engine killed with SIGKILL drops out within the TTL; its sessions end
   const victim = stack.engines.get(s.engine)!;
   const seen: SessionEvent[] = [];
   const stream = streamEvents(r1, "alpha", s.id, undefined, (e) => seen.push(e));
-  t.ok(await waitFor(() => seen.some((e) => e.type === "call"), 10_000));
+  t.ok(await eventually(() => seen.some((e) => e.type === "call"), 10_000));
   const killedAt = Date.now();
   victim.child.kill("SIGKILL");
   // Placed before the routers notice: a refused connection moves on to the next engine.
@@ -202,7 +203,7 @@ t.test("an engine killed with SIGKILL drops out within the TTL; its sessions end
   t.equal(last.type, "error", "the stream ends with an error event");
   t.equal(last.code, "engine_lost");
   t.match(last.message, new RegExp(s.engine));
-  t.ok(await waitFor(() => stack.routers.every((r) => r.engines.loads("default", "pool").every((e) => e.pod !== s.engine)), 10_000), "gone from placement");
+  t.ok(await eventually(() => stack.routers.every((r) => r.engines.loads("default", "pool").every((e) => e.pod !== s.engine)), 10_000), "gone from placement");
   // TTL 3 s, swept every TTL/4; the slack is for a loaded machine.
   t.ok(Date.now() - killedAt <= 3000 + 3000, `within the TTL (${Date.now() - killedAt} ms after the kill)`);
   const after = await openSession(r0, "alpha", QUICK);

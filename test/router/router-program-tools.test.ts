@@ -11,7 +11,8 @@
 import t from "tap";
 import type { SemanticFunction } from "../../common/src/semantic-function.js";
 import { BUILTIN_TOOLS, spawnRunner } from "../nats/fixtures.js";
-import { appConfig, postJson, startStack, waitFor } from "./fixtures.js";
+import { appConfig, postJson, startStack } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(240_000);
 
@@ -65,7 +66,7 @@ t.test("a function's tool call goes through the ToolPool's runner and its result
 
   // Without the app's tools on the function's session the engine rejects the scripted call
   // (unknown tool); with them, the call went to NATS and exactly one runner run answered it.
-  t.ok(await waitFor(async () => (await runner.metric("interlace_toolrunner_calls_total")) === 1, 5_000), "the runner ran the call once");
+  t.ok(await eventually(async () => (await runner.metric("interlace_toolrunner_calls_total")) === 1, 5_000), "the runner ran the call once");
   t.equal(await engineMetric("interlace_engine_tool_calls_total", 'tool="echo",outcome="ok"'), 1, "the engine saw one ok result of echo");
   t.equal(await engineMetric("interlace_engine_injection_delay_seconds_count", 'kind="tool_result"'), 1, "the result was injected into the function's session");
   const status = (await (await fetch(`${stack.url(0)}${program.url}`)).json()) as { state: string };

@@ -24,7 +24,8 @@ import { CITY_SCHEMA as city, outputsFor, responsesModel, WEATHER_POLICY, weathe
 import { parseApiKeys } from "../../common/src/security/http-auth.js";
 import { routedResponseId, routedSessionId } from "../../router/src/session-id.js";
 import { SessionOwners } from "../../router/src/session-owner.js";
-import { appConfig, startStack, waitFor } from "./fixtures.js";
+import { appConfig, startStack } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(300_000);
 setTracingDisabled(true);
@@ -216,7 +217,7 @@ t.test("the engine dies mid-stream: the stream ends with an engine_lost error; i
   // The Responses API's `error` event, which the SDK yields as an event.
   t.match(last, { type: "error", code: "engine_lost", message: new RegExp(`engine ${first.engine} stopped mid-response`) }, "the stream ends with an error event");
 
-  t.ok(await waitFor(() => stack.routers.every((r) => r.engines.find("default", first.engine) === undefined), 15_000), "the routers dropped the engine");
+  t.ok(await eventually(() => stack.routers.every((r) => r.engines.find("default", first.engine) === undefined), 15_000), "the routers dropped the engine");
   const cont = await c1.responses.create({ previous_response_id: first.r.id, input: outputsFor(callsOf(first.r)), tools }).catch((e: unknown) => e);
   t.ok(cont instanceof OpenAI.NotFoundError, "404");
   t.match((cont as Error).message, new RegExp(`engine ${first.engine}, which held it, is gone.*send the whole conversation as input`));

@@ -10,7 +10,8 @@
 import t, { type Test } from "tap";
 import type { CreateSessionRequest, ToolSpec } from "../../common/src/index.js";
 import { builtinToolSpecs } from "../../common/src/builtin-tools/index.js";
-import { ofType, postJson, readSession, startTestPod, waitFor } from "./helpers.js";
+import { ofType, postJson, readSession, startTestPod } from "./helpers.js";
+import { waitFor } from "../helpers/wait.js";
 
 const { base, pod } = await startTestPod(t, ["--max-body-bytes", "65536", "--max-prompt-bytes", "16384", "--prefix-cache", "false"]);
 const tools: ToolSpec[] = builtinToolSpecs().filter((s) => s.name === "sleep" || s.name === "echo");
@@ -118,7 +119,7 @@ t.test("more sessions than the engine holds → 429 with Retry-After", async (t)
   await expectError(t, completion, 429, "capacity");
   // Nothing was lost: freeing a sequence admits the next session.
   await fetch(`${base}/v1/sessions/${ids.shift()}`, { method: "DELETE" });
-  await waitFor(() => pod.engine.stats().activeSessions < 2, "a sequence to be freed");
+  await waitFor("a sequence to be freed", () => pod.engine.stats().activeSessions < 2);
   const retry = await create({ ...parked(), policy: { type: "text", pieces: ["ok"] } });
   t.equal(retry.status, 201, "admitted once a sequence is free");
   await readSession(base, ((await retry.json()) as { id: string }).id);
@@ -133,7 +134,7 @@ t.test("oversized bodies and prompts → 413 with the reason", async (t) => {
 });
 
 t.test("a client that disconnects mid-stream cancels its session and frees its KV cells", async (t) => {
-  await waitFor(() => pod.engine.stats().activeSessions === 0, "earlier sessions to end");
+  await waitFor("earlier sessions to end", () => pod.engine.stats().activeSessions === 0);
   const before = pod.engine.stats().kvCellsUsed;
   const { id } = (await (await create(parked())).json()) as { id: string };
   const abort = new AbortController();
@@ -150,6 +151,6 @@ t.test("a client that disconnects mid-stream cancels its session and frees its K
   const session = pod.engine.getSession(id)!;
   const done = await session.finished;
   t.equal(done.reason, "cancelled", "the session ends as cancelled");
-  await waitFor(() => pod.engine.stats().activeSessions === 0, "the sequence to be released");
+  await waitFor("the sequence to be released", () => pod.engine.stats().activeSessions === 0);
   t.equal(pod.engine.stats().kvCellsUsed, before, "its KV cells are freed");
 });

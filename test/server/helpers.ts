@@ -71,15 +71,6 @@ export async function readSession(
   return events;
 }
 
-/** Polls `check` until it holds (no fixed sleeps in tests). */
-export async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 export function ofType<T extends SessionEvent["type"]>(events: SessionEvent[], type: T): Extract<SessionEvent, { type: T }>[] {
   return events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type);
 }

@@ -7,7 +7,8 @@
 import t from "tap";
 import type { CreateSessionRequest } from "../../common/src/index.js";
 import { builtinToolSpecs } from "../../common/src/builtin-tools/index.js";
-import { ofType, postJson, readSession, sseFrames, startTestPod, waitFor } from "./helpers.js";
+import { ofType, postJson, readSession, sseFrames, startTestPod } from "./helpers.js";
+import { waitFor } from "../helpers/wait.js";
 
 const { base, pod } = await startTestPod(t);
 
@@ -128,7 +129,7 @@ t.test("unknown sessions are 404 everywhere", async (t) => {
 });
 
 t.test("metrics reflect the sessions served", async (t) => {
-  await waitFor(() => pod.engine.stats().activeSessions === 0, "sessions to finish");
+  await waitFor("sessions to finish", () => pod.engine.stats().activeSessions === 0);
   const text = await (await fetch(`${base}/metrics`)).text();
   for (const name of [
     "interlace_engine_ttft_seconds_count",

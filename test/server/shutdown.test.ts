@@ -5,7 +5,8 @@
  */
 import t from "tap";
 import { builtinToolSpecs } from "../../common/src/builtin-tools/index.js";
-import { postJson, readSession, sseFrames, startTestPod, waitFor } from "./helpers.js";
+import { postJson, readSession, sseFrames, startTestPod } from "./helpers.js";
+import { waitFor } from "../helpers/wait.js";
 
 const { base, pod } = await startTestPod(t);
 
@@ -22,7 +23,7 @@ t.test("a streaming completion stops decoding when its client disconnects", asyn
   } finally {
     abort.abort();
   }
-  await waitFor(() => pod.engine.stats().activeSessions === 0, "the completion to end");
+  await waitFor("the completion to end", () => pod.engine.stats().activeSessions === 0);
   const decoded = pod.engine.stats().tokensDecoded - before;
   t.ok(decoded < 1500, `decoding stopped early (${decoded} of 1500 tokens)`);
 });
