@@ -103,6 +103,8 @@ function parseConfig(argv: string[]): Config {
 
 interface SessionResult {
   app: number;
+  /** Arrival, ms after the run's start. */
+  at: number;
   ok: boolean;
   status: number;
   /** Why it failed (HTTP body, error event or exception). */
@@ -147,7 +149,7 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
   const start = performance.now();
   const app = appName(run, a.app);
   const { res, retries } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
-  if (res.status !== 201) return { app: a.app, ok: false, status: res.status, retries, error: (await res.text()).slice(0, 300) };
+  if (res.status !== 201) return { app: a.app, at: a.at, ok: false, status: res.status, retries, error: (await res.text()).slice(0, 300) };
   const { id, engine, placement } = (await res.json()) as { id: string; engine: string; placement: { reason: string } };
   const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
   let ttft: number | undefined;
@@ -160,10 +162,11 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
     if (ttft === undefined && (e.type === "text" || e.type === "call")) ttft = performance.now() - start;
     if (e.type === "done") done = e;
   }
-  if (done === undefined || done.reason === "error") return { app: a.app, ok: false, status: 500, engine, retries, error: error ?? `stream ended with ${done?.reason ?? "no done event"}` };
+  if (done === undefined || done.reason === "error") return { app: a.app, at: a.at, ok: false, status: 500, engine, retries, error: error ?? `stream ended with ${done?.reason ?? "no done event"}` };
   const prefilled = done.usage.prefilledTokens;
   return {
     app: a.app,
+    at: a.at,
     ok: true,
     status: 201,
     engine,
@@ -215,7 +218,7 @@ async function runOnce(config: Config, natsUrl: string, run: number, policy: Pla
     for (const a of arrivalsList) {
       const wait = a.at - (performance.now() - t0);
       if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      pending.push(runSession(base, run, a, config.patienceMs).catch((err: unknown) => ({ app: a.app, ok: false, status: 0, retries: 0, error: String(err) })));
+      pending.push(runSession(base, run, a, config.patienceMs).catch((err: unknown) => ({ app: a.app, at: a.at, ok: false, status: 0, retries: 0, error: String(err) })));
     }
     const sessions = await Promise.all(pending);
     return { policy, rate, sessions, wallS: (performance.now() - t0) / 1000 };
@@ -434,6 +437,22 @@ export async function run(argv: string[]): Promise<void> {
         machine: "2 shared CPU cores, no GPU",
       },
       runs: rows,
+      // Every session of every run, in arrival order: where it went, why, and what it waited (to read a percentile from its causes).
+      sessions: runs.map((r) => ({
+        policy: r.policy,
+        rate: r.rate,
+        sessions: r.sessions.map((x) => ({
+          at_ms: Math.round(x.at),
+          app: x.app,
+          engine: x.engine ?? null,
+          placement: x.placement ?? null,
+          retries: x.retries,
+          ttft_ms: x.ttftMs === undefined ? null : Math.round(x.ttftMs),
+          task_ms: x.taskMs === undefined ? null : Math.round(x.taskMs),
+          prefilled_tokens: x.prefilledTokens ?? null,
+          ...(x.error !== undefined ? { error: x.error } : {}),
+        })),
+      })),
     };
     mkdirSync(dirname(config.json), { recursive: true });
     writeFileSync(config.json, JSON.stringify(out, null, 2) + "\n");

@@ -98,7 +98,7 @@ export function extendPrefixChain(previous: string, segments: readonly string[])
  * hashes it reports resident (chained hashes make any resident entry imply
  * all before it, so the longest is found from the end).
  */
-export function residentPrefixLength(chain: readonly string[], resident: ReadonlySet<string>): number {
+export function residentPrefixLength(chain: readonly string[], resident: { has(hash: string): boolean }): number {
   for (let k = chain.length; k > 0; k--) if (resident.has(chain[k - 1]!)) return k;
   return 0;
 }

@@ -18,6 +18,7 @@ interface EngineRecord {
   /** Local arrival time of the last heartbeat (ms, monotonic enough: Date.now()). */
   seenAt: number;
   prefixes: ReadonlySet<string>;
+  filling: ReadonlySet<string>;
   /** Local arrival times of placements made here and not yet reflected in a heartbeat. */
   pending: number[];
   /** Placements of this router being sent to the engine now. */
@@ -87,7 +88,7 @@ export class EngineRegistry {
     const previous = pool.get(heartbeat.pod);
     // Placements confirmed well before this heartbeat was received are in its figures now.
     const pending = (previous?.pending ?? []).filter((at) => at > now - 50);
-    pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, prefixes: new Set(heartbeat.prefixes), pending, sending: previous?.sending ?? 0 });
+    pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, prefixes: new Set(heartbeat.prefixes), filling: new Set(heartbeat.fillingPrefixes ?? []), pending, sending: previous?.sending ?? 0 });
     this.wake(pk);
   }
 
@@ -162,6 +163,7 @@ export class EngineRegistry {
           capacity: h.totalSequences,
           free: h.freeSequences - r.pending.length - r.sending,
           prefixes: r.prefixes,
+          filling: r.filling,
         };
       });
   }

@@ -5,7 +5,9 @@
  * them on the same arrivals:
  *
  * - `prefix-affinity` (Interlace): the engine holding the longest resident
- *   prefix of the request, unless its load is over the bound; then engines
+ *   prefix of the request, unless its load is over the bound (among equal
+ *   matches, one whose cells hold it before one still prefilling it: a
+ *   session there would wait for that fill); then engines
  *   with shorter matches, then the least loaded. When that engine is full
  *   but within the bound, the placement names it in `holdFor`: a caller that
  *   can wait briefly for a free sequence there saves re-prefilling the prefix
@@ -61,6 +63,8 @@ export interface EngineLoad {
   /** Free sequences, less this router's unconfirmed placements. */
   free: number;
   prefixes: ReadonlySet<string>;
+  /** Those of `prefixes` a session there is still prefilling (absent: none). */
+  filling?: ReadonlySet<string>;
 }
 
 export interface PlacementRequest {
@@ -107,6 +111,8 @@ export function place(engines: readonly EngineLoad[], request: PlacementRequest,
   if (engines.length === 0) return { order: [], reason: "no-engine", matched: 0 };
   const byName = [...engines].sort((a, b) => (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0));
   const matched = new Map(byName.map((e) => [e.pod, residentPrefixLength(request.chain, e.prefixes)]));
+  // Of the match, what is in cells already (not still being prefilled there).
+  const filled = new Map(byName.map((e) => [e.pod, residentPrefixLength(request.chain, { has: (h) => e.prefixes.has(h) && e.filling?.has(h) !== true })]));
   // Rest of the order: engines with room first, then by load; ties rotate so equal engines share work.
   const byLoad = (list: readonly EngineLoad[]): EngineLoad[] =>
     rotate(list, options.turn).sort((a, b) => Number(a.free <= 0) - Number(b.free <= 0) || a.load - b.load);
@@ -123,7 +129,8 @@ export function place(engines: readonly EngineLoad[], request: PlacementRequest,
   const underBound = (e: EngineLoad): boolean => e.free > 0 && e.load + 1 <= bound;
   const best = Math.max(...matched.values());
   if (best > 0) {
-    const ranked = byLoad(byName).sort((a, b) => matched.get(b.pod)! - matched.get(a.pod)!);
+    // Longest match first; among equal matches, one already in cells before one still being filled; then by load.
+    const ranked = byLoad(byName).sort((a, b) => matched.get(b.pod)! - matched.get(a.pod)! || filled.get(b.pod)! - filled.get(a.pod)!);
     const top = ranked.find((e) => matched.get(e.pod) === best && underBound(e));
     if (top !== undefined) return finish(top, "prefix");
     const spill = finish(ranked.find(underBound) ?? byLoad(byName)[0]!, "prefix-spill");

@@ -6,6 +6,7 @@
  * prefilled everything itself.
  */
 import t from "tap";
+import { prefixHashChain } from "../../common/src/index.js";
 import { startEngine, TOOLS } from "./engine-fixture.js";
 
 const { engine } = await startEngine(t, { sequences: 3 });
@@ -50,9 +51,14 @@ t.test("a session admitted while another still prefills the shared prefix waits 
   const before = engine.stats();
   // Back to back, as a router sends an app's sessions to the engine that advertises its prefix.
   const a = engine.createSession({ prompt: "keep talking about bicycles", system, tools: TOOLS, maxTokens: 8 });
+  const chain = prefixHashChain({ messages: [{ role: "system", content: system }, { role: "user", content: "keep talking about bicycles" }], tools: TOOLS });
+  const filling = engine.advertisedPrefixes();
+  t.ok(chain.every((h) => filling.hashes.includes(h) && filling.filling.includes(h)), "advertised at once, as being filled");
   const b = engine.createSession({ prompt: "where is my order?", system, tools: TOOLS, temperature: 0, maxTokens: 30 });
   const [doneA, doneB] = await Promise.all([a.finished, b.finished]);
   const after = engine.stats();
+  const held = engine.advertisedPrefixes();
+  t.ok(chain.every((h) => held.hashes.includes(h) && !held.filling.includes(h)), "once filled, advertised as held");
   t.equal(after.prefixFillWaits - before.prefixFillWaits, 1, "the second admission waited for the first one's fill");
   t.ok(
     doneA.usage.prefilledTokens > 0.9 * doneA.usage.promptTokens,

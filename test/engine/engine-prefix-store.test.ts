@@ -46,7 +46,7 @@ t.test("an app's shared prefix outlives its session slot in the store", async (t
   t.equal(engine.stats().prefixStoreEntries, 2, "app b's too");
 
   const a = hashes(SYSTEMS.a, "my bell is broken", TOOLS);
-  const resident = engine.residentPrefixHashes();
+  const resident = engine.advertisedPrefixes().hashes;
   t.ok(a.app.every((h) => resident.includes(h)), "app a's system and tool hashes are still advertised");
   t.notOk(resident.includes(a.full), "its whole prompt is not (app b's session took the only slot)");
 
@@ -61,7 +61,7 @@ t.test("an app's shared prefix outlives its session slot in the store", async (t
 
   // a was used last, so c replaces b.
   await run(engine, SYSTEMS.c, "parcel delayed");
-  const now = engine.residentPrefixHashes();
+  const now = engine.advertisedPrefixes().hashes;
   t.ok(a.app.every((h) => now.includes(h)), "a stays");
   t.ok(hashes(SYSTEMS.c, "parcel delayed", TOOLS).app.every((h) => now.includes(h)), "c is stored");
   t.notOk(hashes(SYSTEMS.b, "snow tomorrow?", TOOLS).app.some((h) => now.includes(h)), "b, least recently used, is gone");

@@ -28,6 +28,24 @@ t.test("the engine holding the longest resident prefix wins", async (t) => {
   t.equal(place(longer, { chain, affinityKey: chain[0]! }, PA).order[0], "e1");
 });
 
+t.test("among equal matches, an engine whose cells hold the prefix beats one still prefilling it", async (t) => {
+  const chain = sys("shared prompt", "u");
+  const app = chain[0]!;
+  // e0 took the spill and is prefilling the app's prefix; e1 has held it for a while and runs one session more.
+  const filling: EngineLoad = { ...engine("e0", 1, [app]), filling: new Set([app]) };
+  const engines = [filling, engine("e1", 2, [app])];
+  const p = place(engines, { chain, affinityKey: app }, PA);
+  t.equal(p.order[0], "e1", "the engine that holds it, although more loaded (within the bound)");
+  t.equal(p.reason, "prefix");
+  // The only engine advertising it is still filling: follow the fill rather than prefill it cold elsewhere.
+  const only = place([filling, engine("e1", 0)], { chain, affinityKey: app }, PA);
+  t.equal(only.order[0], "e0");
+  t.equal(only.reason, "prefix");
+  // A longer match that is still being filled still beats a shorter one in cells.
+  const longer = place([{ ...engine("e0", 0, [chain[0]!, chain[1]!]), filling: new Set([chain[1]!]) }, engine("e1", 0, [app])], { chain, affinityKey: app }, PA);
+  t.equal(longer.order[0], "e0");
+});
+
 t.test("the load bound spills a hot prefix onto another engine (sglang 34513)", async (t) => {
   const chain = sys("shared prompt", "u");
   // Bound with loads 2+0 over 2 engines: ceil(1.25 * 3 / 2) = 2; e0 would reach 3.

@@ -38,8 +38,14 @@ export interface EngineHeartbeat {
   kvCellsTotal: number;
   /** Tokens decoded plus prefilled per second, over the last heartbeat interval. */
   tokensPerSecond: number;
-  /** Prefix hashes (common/prefix-hash chains) the engine holds resident. */
+  /** Prefix hashes (common/prefix-hash chains) the engine holds resident, or is prefilling. */
   prefixes: string[];
+  /**
+   * Those of `prefixes` only a live session's prefill is putting into cells
+   * now (absent: none). A session sent there waits for that fill and then
+   * forks it; an engine already holding the prefix serves it sooner.
+   */
+  fillingPrefixes?: string[];
   /** Writer's clock, epoch ms (informational: readers time staleness by arrival). */
   at: number;
 }
@@ -76,6 +82,8 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
     if (!isCount(h[k])) return { ok: false, reason: `${k} must be a non-negative number` };
   }
   if (!Array.isArray(h["prefixes"]) || !h["prefixes"].every((p) => typeof p === "string")) return { ok: false, reason: "prefixes must be a string array" };
+  const filling = h["fillingPrefixes"];
+  if (filling !== undefined && (!Array.isArray(filling) || !filling.every((p) => typeof p === "string"))) return { ok: false, reason: "fillingPrefixes must be a string array" };
   return { ok: true, value: data as EngineHeartbeat };
 }
 

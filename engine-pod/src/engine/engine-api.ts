@@ -145,6 +145,19 @@ export interface EngineStats {
   decodeTokensPerSec: number;
 }
 
+/**
+ * Prefix hashes (common/prefix-hash chains of admitted prompts) an engine
+ * holds: in KV cells now, or being prefilled by a live session. A router may
+ * still send a session there (the engine forks the prefix once the fill is
+ * done), but an engine whose cells already hold it serves it sooner.
+ */
+export interface AdvertisedPrefixes {
+  /** Every hash held or being filled. */
+  hashes: string[];
+  /** The subset only a live session's prefill is putting into cells. */
+  filling: string[];
+}
+
 export interface Engine {
   /**
    * Validates and admits a session; throws `InterlaceError` with code
@@ -159,11 +172,8 @@ export interface Engine {
   cancel(sessionId: string): boolean;
   complete(request: CompletionRequest): Promise<CompletionResult>;
   stats(): EngineStats;
-  /**
-   * Prefix hashes (common/prefix-hash chains of admitted prompts) whose KV
-   * cells are resident now: what engine heartbeats advertise to the routers.
-   */
-  residentPrefixHashes(): string[];
+  /** What engine heartbeats advertise to the routers: see {@link AdvertisedPrefixes}. */
+  advertisedPrefixes(): AdvertisedPrefixes;
   /** Interrupts queued for a live session and not yet injected (0 when unknown). */
   queuedInterrupts(sessionId: string): number;
   /** Tokens in a text under the model's tokenizer (for 400s on oversized prompts). */

@@ -12,7 +12,8 @@ import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
 import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
-import type { CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
+import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
+import { isPrefilling } from "./prefix-followers.js";
 import { EngineCore } from "./engine-core.js";
 import { defaultRetained, type EngineOptions } from "./engine-options.js";
 import type { Executor } from "./executor.js";
@@ -286,16 +287,17 @@ class LlamaEngine implements Engine {
     };
   }
 
-  residentPrefixHashes(): string[] {
-    const isLive = (id: string): boolean => {
+  advertisedPrefixes(): AdvertisedPrefixes {
+    const live = (id: string): "running" | "prefilling" | undefined => {
       const s = this.core.sessions.get(id);
-      return s !== undefined && s.state !== "done";
+      if (s === undefined || s.state === "done") return undefined;
+      return isPrefilling(s) ? "prefilling" : "running";
     };
     const sequences = this.allSequences().map((seq) => seq.contextTokens);
-    const hashes = new Set(this.resident.hashes(sequences, isLive));
+    const { held, filling } = this.resident.hashes(sequences, live);
     // Store entries advertise their app's hashes even after every record of the app is gone.
-    for (const held of this.store.held()) for (const h of held.hashes) hashes.add(h);
-    return [...hashes];
+    for (const entry of this.store.held()) for (const h of entry.hashes) (held.add(h), filling.delete(h));
+    return { hashes: [...held, ...filling], filling: [...filling] };
   }
 
   /** The session slots, then the prefix-store sequences (index = sequence id). */

@@ -29,18 +29,23 @@ export class ResidentPrefixes {
 
   /**
    * The hashes resident in `sequences` (each sequence's context tokens) or
-   * owned by a live session (`isLive`: its prompt is being filled, or is
-   * swapped out for a trap); records neither holds any more are forgotten. A
-   * prompt missing only its last token counts (reuse keeps one back for logits).
+   * owned by a live session (`live`: `running`, e.g. swapped out for a trap,
+   * counts as held; `prefilling` as filling), and apart the ones only a
+   * prefill is putting into cells; records none of these hold any more are
+   * forgotten. A prompt missing only its last token counts (reuse keeps one
+   * back for logits).
    */
-  hashes(sequences: readonly (readonly Token[])[], isLive: (id: string) => boolean): string[] {
-    const out = new Set<string>();
+  hashes(sequences: readonly (readonly Token[])[], live: (id: string) => "running" | "prefilling" | undefined): { held: Set<string>; filling: Set<string> } {
+    const held = new Set<string>();
+    const filling = new Set<string>();
     for (let i = this.records.length - 1; i >= 0; i--) {
       const r = this.records[i]!;
-      const held = isLive(r.id) || sequences.some((tokens) => commonPrefix(tokens, r.prompt) >= r.prompt.length - 1);
-      if (held) for (const h of r.chain) out.add(h);
+      const state = live(r.id);
+      if (state === "running" || sequences.some((tokens) => commonPrefix(tokens, r.prompt) >= r.prompt.length - 1)) for (const h of r.chain) held.add(h);
+      else if (state === "prefilling") for (const h of r.chain) filling.add(h);
       else this.records.splice(i, 1);
     }
-    return [...out];
+    for (const h of held) filling.delete(h);
+    return { held, filling };
   }
 }

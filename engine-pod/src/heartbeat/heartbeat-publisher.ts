@@ -9,7 +9,7 @@ import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../../common/src/index.js";
 import { engineKey, openEnginesBucket, type EngineHeartbeat } from "../../../common/src/protocol/index.js";
-import type { Engine, EngineStats } from "../engine/index.js";
+import type { AdvertisedPrefixes, Engine, EngineStats } from "../engine/index.js";
 import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 
 export interface HeartbeatOptions {
@@ -29,7 +29,7 @@ type LoadStats = EngineStats & Partial<{ freeSequences: number; totalSequences: 
 
 /** The heartbeat value for an engine's current stats (pure, for tests). */
 export function heartbeatOf(
-  engine: Pick<Engine, "stats" | "residentPrefixHashes" | "ready">,
+  engine: Pick<Engine, "stats" | "advertisedPrefixes" | "ready">,
   identity: Pick<EngineHeartbeat, "pod" | "endpoint" | "pool" | "model">,
   tokensPerSecond: number,
   accepting: boolean,
@@ -46,9 +46,14 @@ export function heartbeatOf(
     kvCellsUsed: stats.kvCellsUsed,
     kvCellsTotal: stats.kvCellsTotal,
     tokensPerSecond: stats.tokensPerSecond ?? tokensPerSecond,
-    prefixes: engine.residentPrefixHashes(),
+    ...advertised(engine.advertisedPrefixes()),
     at: Date.now(),
   };
+}
+
+/** The heartbeat's prefix fields: `fillingPrefixes` only when some are being filled. */
+function advertised(p: AdvertisedPrefixes): Pick<EngineHeartbeat, "prefixes" | "fillingPrefixes"> {
+  return { prefixes: p.hashes, ...(p.filling.length > 0 ? { fillingPrefixes: p.filling } : {}) };
 }
 
 export class HeartbeatPublisher {

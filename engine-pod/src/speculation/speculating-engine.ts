@@ -71,7 +71,7 @@ export function withSpeculation(engine: Engine, deps: SpeculationDeps): Engine &
     cancel: (id) => engine.cancel(id),
     complete: (request) => engine.complete(request),
     stats: () => engine.stats(),
-    residentPrefixHashes: () => engine.residentPrefixHashes(),
+    advertisedPrefixes: () => engine.advertisedPrefixes(),
     queuedInterrupts: (id) => engine.queuedInterrupts(id),
     countTokens: (text) => engine.countTokens(text),
     get contextSize() {

@@ -15,7 +15,7 @@ import {
   type Logger,
 } from "../../../common/src/index.js";
 import { checkSampling, toMessages, validateTools } from "../engine/validate-request.js";
-import type { CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "../engine/index.js";
+import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "../engine/index.js";
 import type { Executor } from "../executor/index.js";
 import { ScriptedTurns } from "./scripted-turns.js";
 import { UpstreamClient, type UpstreamMessage, type UpstreamTurn } from "./upstream-client.js";
@@ -154,8 +154,8 @@ export class UpstreamEngine implements Engine {
   }
 
   /** The upstream holds the KV cache; this pod knows nothing resident, so routers place its sessions by load only. */
-  residentPrefixHashes(): string[] {
-    return [];
+  advertisedPrefixes(): AdvertisedPrefixes {
+    return { hashes: [], filling: [] };
   }
 
   queuedInterrupts(sessionId: string): number {
