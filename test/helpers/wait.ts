@@ -9,7 +9,7 @@
  * false, and returns that value; past `timeoutMs` it throws, naming `what`
  * and the last error `check` threw. Polls every 20 ms, backing off to 250.
  */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 20_000): Promise<Exclude<T, undefined | null | false>> {
+export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 60_000): Promise<Exclude<T, undefined | null | false>> {
   const deadline = Date.now() + timeoutMs;
   let delay = 20;
   let lastErr: unknown;
