@@ -52,8 +52,4 @@ export class PrefixFollowers {
     }
     this.follows = open;
   }
-
-  get waiting(): number {
-    return this.follows.length;
-  }
 }
