@@ -83,17 +83,43 @@ function toToolSpec(fn: Record<string, unknown>): ToolSpec {
 
 /**
  * The first acceptable value of each parameter; `""` first means "may be
- * omitted", so the parameter is left out.
+ * omitted", so the parameter is left out, unless the tool's schema requires
+ * it (BFCL has answers that mark a required parameter optional): then the
+ * first value given. A dict value lists acceptable values per key in turn
+ * (BFCL's possible-answer format nests, also for the dicts of a list
+ * argument), so it is resolved the same way; any other array value is a
+ * list argument and is kept.
  */
-function groundTruthArguments(params: Record<string, unknown>): Record<string, unknown> {
+export function groundTruthArguments(params: Record<string, unknown>, schema?: JsonSchemaLike): Record<string, unknown> {
   const args: Record<string, unknown> = {};
+  const required = new Set(schema?.required ?? []);
   for (const [name, acceptable] of Object.entries(params)) {
-    const values = Array.isArray(acceptable) ? acceptable : [acceptable];
-    const first = values[0];
-    if (first === "" || first === undefined) continue;
-    args[name] = first;
+    const values = (Array.isArray(acceptable) ? acceptable : [acceptable]).filter((v) => v !== undefined);
+    const given = values.filter((v) => v !== "");
+    const first = values[0] === "" && !required.has(name) ? undefined : given[0];
+    if (first === undefined) continue;
+    args[name] = resolveNested(first, schema?.properties?.[name]);
   }
   return args;
+}
+
+/** The parts of a JSON schema the ground truth reads. */
+interface JsonSchemaLike {
+  type?: unknown;
+  required?: string[];
+  properties?: Record<string, JsonSchemaLike>;
+  items?: JsonSchemaLike;
+}
+
+/** A dict (also one inside a list argument) holds per-key acceptable values; anything else is the value itself. */
+function resolveNested(value: unknown, schema: JsonSchemaLike | undefined): unknown {
+  if (isDict(value)) return groundTruthArguments(value, schema);
+  if (Array.isArray(value) && value.some(isDict)) return value.map((v) => resolveNested(v, schema?.items));
+  return value;
+}
+
+function isDict(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 export interface ReadOptions {
@@ -137,7 +163,7 @@ export function readBfcl(options: ReadOptions): BfclEntry[] {
       if (tool === undefined) throw new Error(`${id}: empty ground-truth call`);
       return { tool, params: Object.fromEntries(Object.entries(params ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v : [v]])) };
     });
-    const calls = possible.map((p) => ({ tool: p.tool, arguments: groundTruthArguments(p.params) }));
+    const calls = possible.map((p) => ({ tool: p.tool, arguments: groundTruthArguments(p.params, tools.find((t) => t.name === p.tool)?.parameters as JsonSchemaLike | undefined) }));
     return { kind: "single", id, messages: turns.flat(), tools, calls, possible };
   });
 }

@@ -1,6 +1,8 @@
 import t from "tap";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { validateArguments } from "../../common/src/wire/validator.js";
+import { groundTruthArguments } from "../../bench/bfcl/bfcl-reader.js";
 import { buildTasks, defaultBfclDir, parseGroundTruthCall, readEntries } from "../../bench/bfcl/load-tasks.js";
 
 const dir = defaultBfclDir();
@@ -34,4 +36,41 @@ t.test("a single category file given with --questions is read as-is", { skip: pr
   const entries = readEntries({ questions: join(dir, "BFCL_v4_simple_python.json") });
   t.equal(entries.length, 400);
   t.ok(entries.every((e) => e.kind === "single" && e.calls.length === 1));
+});
+
+t.test("ground-truth arguments: first acceptable value, nested dicts resolved, optional blanks left out unless required", async (t) => {
+  const schema = { type: "object", required: ["id", "info"], properties: { id: { type: "integer" }, info: { type: "object", required: ["name"], properties: { name: { type: "string" } } } } };
+  t.same(
+    groundTruthArguments({ id: [7, 8], info: [{ name: ["John", "Jon"], email: ["", "a@b"] }], note: ["", "x"] }, schema),
+    { id: 7, info: { name: "John" } },
+    "a dict's values are acceptable-value lists too; blank-first optional keys are left out",
+  );
+  t.same(groundTruthArguments({ id: [7], info: [{ name: ["", "Ann"] }] }, schema), { id: 7, info: { name: "Ann" } }, "a required key marked optional gets its value");
+  t.same(
+    groundTruthArguments({ conditions: [[{ field: ["age"], value: ["25"] }, { field: ["job"], value: ["x"] }]] }),
+    { conditions: [{ field: "age", value: "25" }, { field: "job", value: "x" }] },
+    "the dicts of a list argument are resolved",
+  );
+  t.same(groundTruthArguments({ xs: [[1, 2, 3]] }), { xs: [1, 2, 3] }, "a plain list argument is kept");
+});
+
+t.test("every ground-truth call the benchmark runs, in every BFCL category, validates against its tool's schema", { skip: present ? false : "no BFCL data" }, async (t) => {
+  const files = readdirSync(dir).filter((f) => f.endsWith(".json") && existsSync(join(dir, "possible_answer", f)));
+  t.ok(files.length >= 5, `${files.length} category files`);
+  let calls = 0;
+  const invalid: string[] = [];
+  for (const file of files) {
+    const entries = readEntries({ questions: join(dir, file) });
+    for (const e of entries) {
+      // Multi-turn tasks take their entries' first turns (multi_turn_base_173's fourth turn passes a string id to an integer parameter).
+      const list = e.kind === "single" ? e.calls : (e.callsByTurn[0] ?? []);
+      for (const c of list) {
+        calls++;
+        const tool = e.tools.find((x) => x.name === c.tool);
+        const v = tool === undefined ? { ok: false as const, error: "tool not offered" } : validateArguments(tool.parameters, c.arguments, c.tool);
+        if (!v.ok) invalid.push(`${e.id} ${c.tool}: ${v.error}`);
+      }
+    }
+  }
+  t.same(invalid, [], `${calls} calls; a call the schema rejects would reach the model as an error interrupt and the task would dispatch nothing`);
 });
