@@ -342,12 +342,18 @@ export async function run(argv: string[]): Promise<void> {
     console.log(sweepTable);
     mkdirSync(config.outDir, { recursive: true });
     const json = { results: rows, breakdown: breakdowns, sweep, config: resultConfig, runs: taskRuns, failures };
-    writeFileSync(join(config.outDir, "bfcl.json"), JSON.stringify(json, null, 2));
-    if (config.json !== undefined) writeFileSync(config.json, JSON.stringify(json, null, 2));
-    writeFileSync(join(config.outDir, "bfcl.md"), `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
-    writeFileSync(join(config.outDir, "bfcl-latency.svg"), await renderLatencyChart(rows.filter((r) => r.tasks > 0), allModes));
-    if (sweep.length > 0) writeFileSync(join(config.outDir, "bfcl-sweep.svg"), await renderSweepChart(sweep));
-    console.log(`\nwrote ${join(config.outDir, "bfcl.{json,md}")}, bfcl-latency.svg, bfcl-sweep.svg${config.json !== undefined ? ` and ${config.json}` : ""} in ${resultConfig.wall_s} s`);
+    // `--json FILE` names the run: its markdown and charts go beside it, and the default bfcl.* results stay as they are.
+    const base = config.json !== undefined ? config.json.replace(/\.json$/, "") : join(config.outDir, "bfcl");
+    mkdirSync(dirname(base), { recursive: true });
+    writeFileSync(`${base}.json`, JSON.stringify(json, null, 2));
+    writeFileSync(`${base}.md`, `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
+    const written = [`${base}.json`, `${base}.md`, `${base}-latency.svg`];
+    writeFileSync(`${base}-latency.svg`, await renderLatencyChart(rows.filter((r) => r.tasks > 0), allModes));
+    if (sweep.length > 0) {
+      writeFileSync(`${base}-sweep.svg`, await renderSweepChart(sweep));
+      written.push(`${base}-sweep.svg`);
+    }
+    console.log(`\nwrote ${written.join(", ")} in ${resultConfig.wall_s} s`);
   } finally {
     await Promise.all(runners.map((r) => r.stop()));
     await naive.close();
