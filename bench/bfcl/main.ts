@@ -340,7 +340,6 @@ export async function run(argv: string[]): Promise<void> {
     if (failures.length > 0) console.log(`\nFailed runs (left out of their mode's figures; ratios pair only tasks that succeeded in both modes):\n${failedLines}`);
     console.log("\nSweep (parallel workload, tool durations scaled):\n");
     console.log(sweepTable);
-    mkdirSync(config.outDir, { recursive: true });
     const json = { results: rows, breakdown: breakdowns, sweep, config: resultConfig, runs: taskRuns, failures };
     // `--json FILE` names the run: its markdown and charts go beside it, and the default bfcl.* results stay as they are.
     const base = config.json !== undefined ? config.json.replace(/\.json$/, "") : join(config.outDir, "bfcl");
