@@ -14,3 +14,4 @@ export * from "./session-client.js";
 export * from "./run-under-deadline.js";
 export * from "./prefix-hash.js";
 export * from "./tool-call-key.js";
+export * from "./model-check.js";

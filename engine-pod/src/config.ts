@@ -17,6 +17,7 @@ import {
   type Source,
 } from "../../common/src/index.js";
 import { parseEngineOptions as parseEngineCoreOptions, type EngineOptions } from "./engine/index.js";
+import { parseAdapterList, type AdapterOption } from "./engine/engine-options.js";
 import { parseUpstreamOptions, type UpstreamOptions } from "./upstream/upstream-options.js";
 
 /** `llama-cpp`: the model runs in this pod; `openai`: an upstream OpenAI-compatible server runs it. */
@@ -68,6 +69,8 @@ export interface HeartbeatSettings {
 export interface SpeculationPodOptions {
   /** A second GGUF loaded beside the main model: the draft model S. */
   draftModelPath?: string;
+  /** LoRA adapters over the draft model (`--draft-adapters PATH[@SCALE],...`). */
+  draftAdapters?: AdapterOption[];
   /** Most draft tokens proposed per O2 validation pass. */
   maxDraftTokens: number;
   /** The draft model's own CPU threads, beside the main model's `--threads`. */
@@ -170,9 +173,13 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   };
   const draftModelPath = optionalStringOpt(src, "draft-model");
   if (draftModelPath === "") throw invalid("--draft-model (DRAFT_MODEL) must be a GGUF path when given");
+  const draftAdaptersRaw = optionalStringOpt(src, "draft-adapters");
+  if (draftAdaptersRaw !== undefined && draftModelPath === undefined) throw invalid("--draft-adapters (DRAFT_ADAPTERS) needs --draft-model (DRAFT_MODEL)");
+  const draftAdapters = draftAdaptersRaw !== undefined ? parseAdapterList(draftAdaptersRaw, "draft-adapters") : undefined;
   const maxCachedOutputBytes = intOpt(src, "max-cached-output-bytes", Math.min(maxBodyBytes, 262_144), { min: 1, max: maxBodyBytes });
   const speculation: SpeculationPodOptions = {
     ...(draftModelPath !== undefined ? { draftModelPath } : {}),
+    ...(draftAdapters !== undefined && draftAdapters.length > 0 ? { draftAdapters } : {}),
     maxDraftTokens: intOpt(src, "max-draft-tokens", 16, { min: 1, max: 256 }),
     draftThreads: intOpt(src, "draft-threads", 1, { min: 1, max: 256 }),
     cacheTtlMs: intOpt(src, "tool-cache-ttl-ms", 60_000, { min: 1, max: 3_600_000 }),

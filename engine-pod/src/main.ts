@@ -142,7 +142,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     if (spec.draftModelPath !== undefined) {
       draft = await DraftModel.load(
         runtime.llama,
-        { modelPath: spec.draftModelPath, threads: spec.draftThreads, contextSize: Math.min(2048, options.engine.contextSize) },
+        { modelPath: spec.draftModelPath, ...(spec.draftAdapters !== undefined ? { adapters: spec.draftAdapters } : {}), threads: spec.draftThreads, contextSize: Math.min(2048, options.engine.contextSize) },
         log.child({ subsystem: "draft" }),
       );
       const loaded = draft;
@@ -174,6 +174,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         contextSize: engine.contextSize,
         sequences: options.engine.sequences,
         threads: options.engine.threads,
+        adapters: runtime.adapters.map((a) => a.path),
+        promptExamples: runtime.promptExamples,
         draftModel: spec.draftModelPath ?? null,
         maxDraftTokens: spec.maxDraftTokens,
         loadMs: Math.round(performance.now() - t0),

@@ -15,11 +15,31 @@ import {
 
 export type GpuOption = false | "cuda" | "auto";
 
+/** A LoRA adapter (GGUF) applied to the model at context creation. */
+export interface AdapterOption {
+  path: string;
+  /** Multiplies the adapter's effect. Default 1. */
+  scale: number;
+}
+
+/** Few-shot examples in a CML prompt: `builtin` (what a model never fine-tuned on CML needs) or `none`. */
+export const PROMPT_EXAMPLES = ["builtin", "none"] as const;
+export type PromptExamples = (typeof PROMPT_EXAMPLES)[number];
+
 export interface EngineOptions {
   /** Path of the GGUF file to serve. */
   modelPath: string;
   /** `false` (CPU), `"cuda"` or `"auto"`. */
   gpu: GpuOption;
+  /** LoRA adapters over the model (e.g. a CML fine-tune, `npm run finetune`). */
+  adapters?: readonly AdapterOption[];
+  /**
+   * Few-shot examples in CML prompts. Absent: what the adapters' metadata
+   * says (`interlace.prompt.examples`, written by `npm run finetune`: a model
+   * fine-tuned on CML is prompted as it was trained, without examples), else
+   * `builtin`.
+   */
+  promptExamples?: PromptExamples;
   /** Parallel sequences in the one context: the most sessions the engine holds at once. */
   sequences: number;
   /** Tokens per sequence (each sequence has its own KV stream of this size). */
@@ -76,14 +96,35 @@ export function defaultRetained(sequences: number): number {
   return Math.max(1, Math.floor(sequences / 2));
 }
 
-/** Reads `--model`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
+/** `PATH[@SCALE][,PATH[@SCALE]...]` → adapters (a path may not contain a comma). */
+export function parseAdapterList(value: string, flag: string): AdapterOption[] {
+  return value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+    .map((item) => {
+      const at = item.lastIndexOf("@");
+      const path = at > 0 ? item.slice(0, at) : item;
+      const scale = at > 0 ? Number(item.slice(at + 1)) : 1;
+      if (!Number.isFinite(scale) || scale <= 0 || scale > 4) throw new Error(`--${flag}: the scale of ${path} must be a number in (0, 4], got "${item.slice(at + 1)}"`);
+      if (path === "") throw new Error(`--${flag}: an empty adapter path`);
+      return { path, scale };
+    });
+}
+
+/** Reads `--model`, `--adapters`, `--prompt-examples`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
   const swapDir = optionalStringOpt(src, "swap-dir") ?? d.swapDir;
   const sequences = intOpt(src, "sequences", d.sequences, { min: 1, max: 256 });
+  const adaptersRaw = optionalStringOpt(src, "adapters");
+  const adapters = adaptersRaw !== undefined ? parseAdapterList(adaptersRaw, "adapters") : d.adapters;
+  const promptExamples = optionalStringOpt(src, "prompt-examples") !== undefined ? enumOpt(src, "prompt-examples", PROMPT_EXAMPLES, "builtin") : d.promptExamples;
   return {
     modelPath: stringOpt(src, "model", defaults.modelPath ?? ""),
+    ...(adapters !== undefined && adapters.length > 0 ? { adapters } : {}),
+    ...(promptExamples !== undefined ? { promptExamples } : {}),
     gpu: gpuRaw === "false" ? false : gpuRaw,
     sequences,
     contextSize: intOpt(src, "context-size", d.contextSize, { min: 64 }),

@@ -7,7 +7,8 @@
  * and in decode steps, deferred or not, in each `interrupt` event).
  */
 import type { Token } from "node-llama-cpp";
-import { CML, type CmlMarker, type InterruptKind } from "../../../common/src/index.js";
+import type { CmlMarker, InterruptKind } from "../../../common/src/index.js";
+import { interruptBlockTokens } from "./runtime.js";
 import type { SessionState } from "./session-state.js";
 
 /** A queued interrupt. */
@@ -98,13 +99,7 @@ export class InterruptManager {
     const now = performance.now();
     const ids = this.tokenizer.markerIds;
     for (const item of q) {
-      const tokens = [
-        ...ids[CML.INTR],
-        ...this.tokenizer.tokenizeText(item.id),
-        ...ids[CML.HEAD],
-        ...this.tokenizer.tokenizeText(item.value),
-        ...ids[CML.END],
-      ];
+      const tokens = interruptBlockTokens(ids, (t) => this.tokenizer.tokenizeText(t), item.id, item.value);
       out.push(...tokens);
       s.view.injected.add(item.id);
       s.usage.interrupts++;

@@ -7,10 +7,10 @@
  * retained sequence with new messages, without rendering its history again.
  */
 import type { Token } from "node-llama-cpp";
-import { CML, leadingSystem, type ChatMessage, type ToolSpec } from "../../../common/src/index.js";
+import { leadingSystem, type ChatMessage, type ToolSpec } from "../../../common/src/index.js";
 import { cmlPromptMessages, renderPrompt, type PromptMessage } from "../prompt/index.js";
 import { commonPrefix } from "../scheduler/index.js";
-import type { Runtime } from "./runtime.js";
+import { interruptBlockTokens, type Runtime } from "./runtime.js";
 
 export interface PromptInput {
   messages: readonly (ChatMessage | PromptMessage)[];
@@ -21,7 +21,7 @@ export interface PromptInput {
 
 /** The tokens to prefill for `input`. */
 export function promptTokens(runtime: Runtime, input: PromptInput): Token[] {
-  const messages = cmlPromptMessages({ messages: input.messages, tools: input.tools });
+  const messages = cmlPromptMessages({ messages: input.messages, tools: input.tools, ...(runtime.promptExamples === "none" ? { examples: [] } : {}) });
   return renderPrompt(runtime.model, messages, input.continueAssistant === true ? { continueAssistant: true } : {}).tokens;
 }
 
@@ -69,13 +69,7 @@ export function continuationTokens(runtime: Runtime, input: ContinuationInput): 
   // A tool result after a user message belongs in a closed turn: no exact continuation.
   if (rest.some((m) => m.role === "tool")) return undefined;
   const ids = runtime.markerIds;
-  const out: Token[] = lead.flatMap((m) => [
-    ...ids[CML.INTR],
-    ...runtime.tokenizeText(m.toolCallId ?? "result"),
-    ...ids[CML.HEAD],
-    ...runtime.tokenizeText(m.content),
-    ...ids[CML.END],
-  ]);
+  const out: Token[] = lead.flatMap((m) => interruptBlockTokens(ids, runtime.tokenizeText, m.toolCallId ?? "result", m.content));
   if (rest.length === 0) return out;
   if (input.prior.at(-1)?.role !== "assistant") return undefined;
   const open = promptTokens(runtime, { messages: input.prior, tools: input.tools, continueAssistant: true });

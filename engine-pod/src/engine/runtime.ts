@@ -5,9 +5,10 @@
  * tokenization that can never produce a marker, the `[INTR]` ban).
  */
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token, type TokenBias } from "node-llama-cpp";
-import { CML_MARKERS, type CmlMarker, type Logger } from "../../../common/src/index.js";
+import { CML, CML_MARKERS, type CmlMarker, type Logger } from "../../../common/src/index.js";
 import { createIntrTokenBias, findMarkerTokens } from "../cml/index.js";
-import type { EngineOptions } from "./engine-options.js";
+import type { EngineOptions, PromptExamples } from "./engine-options.js";
+import { checkModel, resolvePromptExamples, type AdapterInfo } from "./model-check.js";
 
 export interface Runtime {
   readonly llama: Llama;
@@ -19,6 +20,10 @@ export interface Runtime {
   readonly prefixStore: readonly LlamaContextSequence[];
   /** Tokens per sequence. */
   readonly contextSize: number;
+  /** The LoRA adapters applied to the context, as their files describe them. */
+  readonly adapters: readonly AdapterInfo[];
+  /** Few-shot examples in CML prompts (an adapter trained without them is prompted without them). */
+  readonly promptExamples: PromptExamples;
   /** Markers that are single control tokens in this vocabulary (id → marker). */
   readonly markerTokens: ReadonlyMap<number, CmlMarker>;
   /** The marker's token(s): one control token in generated models, several text tokens otherwise. */
@@ -33,9 +38,15 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** Loads the GGUF and creates the context with `options.sequences` session sequences and `options.prefixStore` store sequences after them. */
+/**
+ * Loads the GGUF and creates the context with `options.sequences` session
+ * sequences and `options.prefixStore` store sequences after them, with the
+ * LoRA adapters applied (checked from their headers first: a wrong adapter
+ * is a {@link ModelCheckError} naming it, not a failure inside llama.cpp).
+ */
 export async function loadRuntime(options: EngineOptions, log: Logger): Promise<Runtime> {
   const t0 = performance.now();
+  const check = await checkModel(options.modelPath, options.adapters ?? []);
   const llama = await getLlama({
     gpu: options.gpu,
     build: "never",
@@ -50,7 +61,9 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
     threads: options.threads,
     batching: { itemPrioritizationStrategy: "firstInFirstOut" },
     failedCreationRemedy: false,
+    ...(check.adapters.length > 0 ? { lora: { adapters: check.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } } : {}),
   });
+  const promptExamples = resolvePromptExamples(options.promptExamples, check.adapters);
   const sequences: LlamaContextSequence[] = [];
   // getSequence hands out ids 0..N-1 in order; the slot allocator keeps active ones low.
   for (let i = 0; i < options.sequences; i++) sequences.push(context.getSequence());
@@ -71,6 +84,8 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
       threads: options.threads,
       gpu: llama.gpu,
       controlMarkers: markerTokens.size,
+      adapters: check.adapters.map((a) => ({ path: a.path, scale: a.scale, rank: a.rank })),
+      promptExamples,
       loadMs: Math.round(performance.now() - t0),
     },
     "model loaded",
@@ -83,6 +98,8 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
     sequences,
     prefixStore,
     contextSize: context.contextSize,
+    adapters: check.adapters,
+    promptExamples,
     markerTokens,
     markerIds,
     intrBias,
@@ -123,4 +140,18 @@ export function tokenizeCml(model: LlamaModel, markerIds: Readonly<Record<CmlMar
   }
   if (last < text.length) out.push(...model.tokenize(text.slice(last), false, "trimLeadingSpace"));
   return out;
+}
+
+/**
+ * An interrupt block as the engine injects it: the marker tokens around the
+ * id and the value, both tokenized as plain text (a value can never forge a
+ * marker). Re-entry, continuation and fine-tuning data build it the same way.
+ */
+export function interruptBlockTokens(
+  markerIds: Readonly<Record<CmlMarker, readonly Token[]>>,
+  tokenizeText: (text: string) => Token[],
+  id: string,
+  value: string,
+): Token[] {
+  return [...markerIds[CML.INTR], ...tokenizeText(id), ...markerIds[CML.HEAD], ...tokenizeText(value), ...markerIds[CML.END]];
 }

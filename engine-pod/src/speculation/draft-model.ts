@@ -18,11 +18,15 @@ import { LlamaGrammarEvaluationState, TokenBias, type Llama, type LlamaContext, 
 import { CML, type CmlMarker, type Logger, type ToolSpec } from "../../../common/src/index.js";
 import { createCallGrammar, createTokenMonitor, findMarkerTokens, INTR_LOGIT, parseCallBody } from "../cml/index.js";
 import { StreamDetokenizer } from "../engine/detokenizer.js";
+import type { AdapterOption } from "../engine/engine-options.js";
+import { checkModel } from "../engine/model-check.js";
 import { markerTokenIds, tokenizeCml } from "../engine/runtime.js";
 import type { PredictedCall } from "./planner.js";
 
 export interface DraftModelOptions {
   modelPath: string;
+  /** LoRA adapters over the draft (e.g. a CML fine-tune of a small model). */
+  adapters?: readonly AdapterOption[];
   /** Concurrent drafts (sequences of the draft context). Default 2. */
   sequences?: number;
   /** Tokens per draft sequence; longer histories keep their tail. Default 2048. */
@@ -86,6 +90,7 @@ export class DraftModel {
     const budget = llama.maxThreads > 0 ? threads : 0;
     llama.maxThreads += budget;
     try {
+      const check = await checkModel(options.modelPath, options.adapters ?? []);
       const model = await llama.loadModel({ modelPath: options.modelPath });
       const context = await model.createContext({
         sequences: options.sequences ?? 2,
@@ -93,8 +98,9 @@ export class DraftModel {
         threads,
         batching: { itemPrioritizationStrategy: "firstInFirstOut" },
         failedCreationRemedy: false,
+        ...(check.adapters.length > 0 ? { lora: { adapters: check.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } } : {}),
       });
-      log.info({ draftModel: options.modelPath, sequences: context.totalSequences, threads, loadMs: Math.round(performance.now() - t0) }, "draft model loaded");
+      log.info({ draftModel: options.modelPath, adapters: check.adapters.map((a) => a.path), sequences: context.totalSequences, threads, loadMs: Math.round(performance.now() - t0) }, "draft model loaded");
       return new DraftModel(model, context, options.modelPath, budget);
     } catch (err) {
       llama.maxThreads -= budget;
