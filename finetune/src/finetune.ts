@@ -1,0 +1,106 @@
+/**
+ * @module `npm run finetune -- [--base GGUF] [--out DIR] [--device cpu|cuda]
+ * [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N]
+ * [--threads N] [--time-budget-s S] [--seed N] [dataset flags of gen-finetune]`:
+ * LoRA fine-tuning of a model on CML (AsyncLM §3.3), from the base GGUF the
+ * engine serves to a GGUF LoRA adapter an EnginePool loads.
+ * 1. installs the toolchain if needed (hack/tools/80-finetune.sh: PyTorch,
+ *    transformers, peft, llama.cpp's converter, in the git-ignored cache);
+ * 2. generates the samples from the tuning split, tokenized with the base
+ *    model's vocabulary by the engine's own prompt code (`data.jsonl`);
+ * 3. trains (finetune/interlace_finetune/train.py) with the loss on the
+ *    model-written tokens only, and converts the adapter to GGUF with the
+ *    metadata the engine reads (`interlace.prompt.examples: none`: the model
+ *    is prompted as it was trained, without few-shot examples);
+ * 4. writes `provenance.json` (base model and data hashes, seed,
+ *    hyper-parameters, loss curve, versions) and `loss.svg`, and checks the
+ *    adapter against the base model the way the engine will.
+ * The same command trains a bigger model on a GPU: `--base PATH --device cuda`.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { TopLevelSpec } from "vega-lite";
+import { parseArgv } from "../../common/src/index.js";
+import { checkModel } from "../../engine-pod/src/engine/model-check.js";
+import { renderSvg } from "../../bench/lib/output.js";
+import { buildDataset, serializeDataset } from "./dataset.js";
+import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags } from "./dataset-flags.js";
+import { SampleTokenizer } from "./sample-tokens.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const CACHE = process.env["INTERLACE_CACHE"] ?? join(ROOT, ".cache");
+/** Where hack/tools/80-finetune.sh puts the toolchain. */
+export const FINETUNE_PYTHON = join(CACHE, "venv/finetune/bin/python");
+export const LLAMA_CONVERTER = join(CACHE, "llama-convert/0.3.16");
+/** Training flags passed through to train.py as they are. */
+const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dropout", "targets", "accum", "holdout", "threads", "dtype", "time-budget-s"];
+
+function run(cmd: string, args: string[], cwd: string): Promise<void> {
+  return new Promise((done, fail) => {
+    const child = spawn(cmd, args, { cwd, stdio: "inherit", env: { ...process.env, PYTHONUNBUFFERED: "1" } });
+    child.on("error", fail);
+    child.on("exit", (code) => (code === 0 ? done() : fail(new Error(`${basename(cmd)} ${args.slice(0, 3).join(" ")} … exited with ${code}`))));
+  });
+}
+
+function lossChart(loss: { train: { step: number; loss: number }[]; held_out: { step: number; held_out_loss: number }[] }, title: string): TopLevelSpec {
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v5.json",
+    title,
+    width: 480,
+    height: 240,
+    data: { values: [...loss.train.map((x) => ({ step: x.step, loss: x.loss, series: "training (per step)" })), ...loss.held_out.map((x) => ({ step: x.step, loss: x.held_out_loss, series: "held out" }))] },
+    mark: { type: "line", point: true },
+    encoding: {
+      x: { field: "step", type: "quantitative", title: "optimizer step" },
+      y: { field: "loss", type: "quantitative", title: "cross-entropy (model-written tokens)" },
+      color: { field: "series", type: "nominal", title: null },
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const flags = parseArgv(process.argv.slice(2));
+  const base = resolve(flags.get("base") ?? DEFAULT_BASE_MODEL());
+  if (!existsSync(base)) throw new Error(`base model not found: ${base} (run \`bash hack/tools/50-gemma.sh\` for Gemma 3 270M, or pass --base PATH)`);
+  const out = resolve(flags.get("out") ?? join(CACHE, "adapters", `${basename(base, ".gguf")}-cml`));
+  const seed = flags.get("seed") ?? "1";
+  mkdirSync(out, { recursive: true });
+  const started = performance.now();
+
+  if (!existsSync(FINETUNE_PYTHON) || !existsSync(join(LLAMA_CONVERTER, "convert_lora_to_gguf.py"))) await run("bash", [join(ROOT, "hack/tools/80-finetune.sh")], ROOT);
+
+  const options = parseDatasetFlags(flags);
+  const tokenizer = await SampleTokenizer.load(base);
+  const data = join(out, "data.jsonl");
+  let stats;
+  try {
+    const built = buildDataset(options, tokenizer);
+    stats = built.stats;
+    const { text, sha256 } = serializeDataset(built.samples);
+    writeFileSync(data, text);
+    console.log(`data: ${data} (sha256 ${sha256}): ${describeStats(stats)}`);
+  } finally {
+    await tokenizer.close();
+  }
+
+  const metadata = join(out, "metadata.json");
+  writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} CML LoRA (Interlace)`, "interlace.prompt.examples": "none", "interlace.prompt.call_style": options.callStyle }, null, 2));
+  const trainArgs = ["-m", "interlace_finetune.train", "--base", base, "--data", data, "--out", out, "--seed", seed, "--converter", LLAMA_CONVERTER, "--metadata", metadata];
+  for (const f of TRAIN_FLAGS) if (flags.has(f)) trainArgs.push(`--${f}`, flags.get(f)!);
+  await run(FINETUNE_PYTHON, trainArgs, join(ROOT, "finetune"));
+
+  const adapter = join(out, "adapter.gguf");
+  const check = await checkModel(base, [{ path: adapter, scale: 1 }]);
+  const provenance = JSON.parse(readFileSync(join(out, "provenance.json"), "utf8")) as Record<string, unknown>;
+  const dataset = { ...options, sources: options.sources.map((s) => basename(s.questions)), stats: { ...stats, sources: stats.sources.length } };
+  writeFileSync(join(out, "provenance.json"), JSON.stringify({ ...provenance, dataset, command: `npm run finetune -- ${process.argv.slice(2).join(" ")}`.trim() }, null, 2));
+  const loss = JSON.parse(readFileSync(join(out, "loss.json"), "utf8")) as Parameters<typeof lossChart>[0];
+  writeFileSync(join(out, "loss.svg"), await renderSvg(lossChart(loss, `LoRA fine-tuning on CML: ${basename(base)}`)));
+  const size = readFileSync(adapter).length;
+  console.log(`adapter ${adapter} (${(size / 1_048_576).toFixed(1)} MiB, rank ${check.adapters[0]?.rank}, checked against ${basename(base)}); provenance.json and loss.svg beside it; ${Math.round((performance.now() - started) / 1000)} s in all`);
+}
+
+await main();
