@@ -216,12 +216,12 @@ t.test("the ClusterRole grants exactly what the reconcilers need", async (t) => 
     "interlace.dev/enginepools/status:patch", "interlace.dev/toolpools/finalizers:update",
     "apps/deployments:patch", "apps/deployments:create", "/services:watch", "/configmaps:patch",
     "policy/poddisruptionbudgets:patch", "/events:create", "coordination.k8s.io/leases:update",
-    "/secrets:get", "/secrets:create", "/secrets:patch",
+    "/secrets:get", "/secrets:create", "/secrets:patch", "/pods:watch",
   ];
   for (const g of must) t.ok(grants.has(g), `grants ${g}`);
   for (const g of [...grants]) {
     t.notOk(g.includes("*"), `no wildcard (${g})`);
-    t.notMatch(g, /pods|nodes|clusterroles|customresourcedefinitions|secrets:(list|watch|delete)/, `nothing beyond its children and the Secrets it makes (${g})`);
+    t.notMatch(g, /pods:(create|update|patch|delete)|nodes|clusterroles|customresourcedefinitions|secrets:(list|watch|delete)/, `nothing beyond its children, the Secrets it makes and reading pods (${g})`);
   }
 });
 
@@ -327,6 +327,8 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   t.notOk(await can("list", "", "secrets"), "cannot list Secrets");
   t.notOk(await can("delete", "", "secrets", "team-a"), "cannot delete Secrets");
   t.notOk(await can("create", "", "pods"), "no Pods");
+  t.ok(await can("list", "", "pods", "team-a"), "reads engine pods' model checks");
+  t.notOk(await can("delete", "", "pods", "team-a"), "never deletes Pods");
   t.notOk(await can("delete", "interlace.dev", "enginepools"), "never deletes user resources");
   t.notOk(await can("create", "apiextensions.k8s.io", "customresourcedefinitions"), "no CRD writes");
   const list = await kubeRequest(sa, "GET", "/apis/interlace.dev/v1alpha1/enginepools");

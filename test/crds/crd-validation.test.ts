@@ -79,6 +79,26 @@ const invalid: Record<string, Case> = {
     obj: variant(engine, "draft-two", (o) => (o.spec.draftModel = { model: { path: "/d.gguf", pvc: { claimName: "m", path: "d.gguf" } } })),
     messages: ["spec.draftModel.model", "a model source is exactly one of path, pvc, hostPath or url"],
   },
+  "adapter with two sources": {
+    kind: EnginePool,
+    obj: variant(engine, "adapter-two", (o) => (o.spec.model.adapters = [{ name: "cml", path: "/a.gguf", hostPath: "/b.gguf" }])),
+    messages: ["spec.model.adapters[0]", "an adapter source is exactly one of path, pvc, hostPath or url"],
+  },
+  "adapter without a name": {
+    kind: EnginePool,
+    obj: variant(engine, "adapter-nameless", (o) => (o.spec.model.adapters = [{ path: "/a.gguf" }])),
+    messages: ["spec.model.adapters[0].name", "Required value"],
+  },
+  "two adapters with one name": {
+    kind: EnginePool,
+    obj: variant(engine, "adapter-twice", (o) => (o.spec.model.adapters = [{ name: "cml", path: "/a.gguf" }, { name: "cml", path: "/b.gguf" }])),
+    messages: ["spec.model.adapters[1]", "Duplicate value"],
+  },
+  "adapter scale of zero": {
+    kind: EnginePool,
+    obj: variant(engine, "adapter-zero", (o) => (o.spec.model.adapters = [{ name: "cml", path: "/a.gguf", scale: 0 }])),
+    messages: ["spec.model.adapters[0].scale", "greater than 0"],
+  },
   "openai backend without upstream URL": {
     kind: EnginePool,
     obj: variant(engine, "openai-no-url", (o) => (o.spec.runtime = { backend: "openai" })),
@@ -386,8 +406,13 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
       return { columns: body.columnDefinitions.map((c) => c.name), rows: body.rows.map((r) => r.cells) };
     };
     const ep = await table(EnginePool);
-    t.same(ep.columns, ["Name", "Ready", "Desired", "Available", "Backend", "KV", "Endpoint", "Reason", "Age"]);
-    t.same(ep.rows[0]?.slice(0, 7), ["qwen-small", "True", 2, 1, "llama-cpp", "auto", "http://qwen-small.crd-test.svc:8080"]);
+    t.same(ep.columns, ["Name", "Ready", "Desired", "Available", "Backend", "Adapters", "KV", "Endpoint", "Reason", "Age"]);
+    const qwen = ep.rows.find((r) => r[0] === "qwen-small");
+    t.same(qwen?.slice(0, 8), ["qwen-small", "True", 2, 1, "llama-cpp", null, "auto", "http://qwen-small.crd-test.svc:8080"]);
+    const tuned = variant(engine, "tuned", (o) => (o.spec.model.adapters = [{ name: "cml", path: "/a.gguf" }, { name: "style", path: "/b.gguf", scale: 0.5 }]));
+    t.equal((await kubeRequest(kc, "POST", collection(EnginePool), { body: tuned })).status, 201, "an EnginePool with adapters is accepted");
+    const withAdapters = (await table(EnginePool)).rows.find((r) => r[0] === "tuned");
+    t.match(String(withAdapters?.[5]), /cml/, "kubectl get shows the adapters");
     const tp = await table(ToolPool);
     t.same(tp.columns, ["Name", "Ready", "Desired", "Available", "Tools", "Subject", "Reason", "Age"]);
     t.same(tp.rows[0]?.slice(0, 3), ["basic-tools", null, 2], "no status yet: Ready is empty");

@@ -13,6 +13,7 @@ import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EngineP
 import { TOOLPOOL_FINALIZER, type PoolCleanup } from "../../operator/src/controllers/index.js";
 import { APP_CONFIG_KEY, RUNNER_SPEC_KEY, type AppConfig } from "../../operator/src/resources/index.js";
 import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
+import { CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import { adminAccess, condition, installGeneratedCrds, markDeploymentAvailable, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
@@ -119,6 +120,60 @@ t.test("EnginePool: children, status after availability, observedGeneration, eve
     events.items.some((e) => e.reason === "Ready" && e.involvedObject?.kind === "EnginePool" && e.involvedObject.name === "qwen"),
     "a Ready event was recorded",
   );
+});
+
+t.test("EnginePool with adapters: a pod whose model check failed makes the pool Degraded with the check's reason; a fixed adapter clears it", async (t) => {
+  const pool: EnginePool = {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "EnginePool",
+    metadata: { name: "tuned", namespace: NS },
+    spec: {
+      model: { path: "/models/gemma.gguf", adapters: [{ name: "cml", hostPath: "/srv/adapters/cml.gguf", scale: 0.5 }] },
+      runtime: { backend: "llama-cpp" },
+    },
+  };
+  await admin.create(EnginePoolKind, pool);
+  const dep = await waitFor("engine deployment", () => get<V1Deployment>(CoreTypes.Deployment, "tuned-engine").then((d) => d ?? undefined));
+  const spec = dep.spec!.template.spec!;
+  const args = spec.containers[0]!.args!;
+  t.equal(args[args.indexOf("--adapters") + 1], "/models-adapters/cml/cml.gguf@0.5", "the adapter is rendered with its scale");
+  const check = spec.initContainers?.find((c) => c.name === "check-model");
+  t.same(check?.args, ["--model", "/models/gemma.gguf", "--adapters", "/models-adapters/cml/cml.gguf@0.5"], "the model check runs first with the engine's own flags");
+  // Play the kubelet: an engine pod of the pool whose check-model container exited with its reason.
+  const podBody = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "tuned-engine-abc", namespace: NS, labels: dep.spec!.template.metadata!.labels! },
+    spec: { containers: [{ name: "engine", image: "test/interlace:dev" }] },
+  };
+  await admin.create(CoreTypes.Pod, podBody);
+  const failed = {
+    phase: "Pending",
+    initContainerStatuses: [
+      {
+        name: "check-model",
+        image: "test/interlace:dev",
+        imageID: "",
+        ready: false,
+        restartCount: 2,
+        state: { waiting: { reason: "CrashLoopBackOff" } },
+        lastState: { terminated: { exitCode: 1, reason: "Error", message: "AdapterIncompatible: adapter /models-adapters/cml/cml.gguf is for llama, the model /models/gemma.gguf is gemma3" } },
+      },
+    ],
+  };
+  await admin.kubeConfig.makeApiClient(CoreV1Api).patchNamespacedPodStatus({ namespace: NS, name: "tuned-engine-abc", body: { status: failed } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+  const degraded = await waitFor("Degraded with the check's reason", async () => {
+    const p = await get<EnginePool>(EnginePoolKind, "tuned");
+    return condition(p, "Degraded")?.status === "True" ? p : undefined;
+  });
+  t.match(condition(degraded, "Degraded"), { reason: "AdapterIncompatible" });
+  t.match(condition(degraded, "Ready"), { status: "False", reason: "AdapterIncompatible" });
+  t.match(degraded.status?.conditions?.find((c) => c.type === "Degraded")?.message, /pod tuned-engine-abc: adapter .* is for llama, the model .* is gemma3/);
+  // The adapter fixed and the pod replaced: rolling out again, then Ready.
+  await admin.delete(CoreTypes.Pod, NS, "tuned-engine-abc");
+  await waitFor("not Degraded once the pod is gone", async () => condition(await get<EnginePool>(EnginePoolKind, "tuned"), "Degraded")?.status === "False");
+  await markDeploymentAvailable(admin, NS, "tuned-engine");
+  await waitFor("Ready", async () => condition(await get<EnginePool>(EnginePoolKind, "tuned"), "Ready")?.status === "True");
 });
 
 t.test("drift: a hand-edited child is put back, a deleted child is recreated", async (t) => {

@@ -4,7 +4,9 @@ import { compileSchema, toolRunnerConfigSchema, type ToolRunnerConfig } from "..
 import { parseEnginePodOptions } from "../../engine-pod/src/config.js";
 import { parseArgv } from "../../common/src/index.js";
 import { parseToolRunnerOptions } from "../../toolrunner/src/options.js";
+import type { V1Pod } from "@kubernetes/client-node";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
+import { modelCheckFailure } from "../../operator/src/controllers/engine-pods.js";
 import {
   appEndpoint,
   buildAppConfigMap,
@@ -85,12 +87,13 @@ t.test("engine model sources: PVC mounted read-only, hostPath file mounted read-
   const c = podSpec.containers[0]!;
   t.same(c.volumeMounts?.find((m) => m.name === "model"), { name: "model", mountPath: "/models", readOnly: true });
   t.equal(c.args?.[c.args.indexOf("--model") + 1], "/models/q/q.gguf");
-  t.notOk(podSpec.initContainers);
+  t.same(podSpec.initContainers?.map((i) => i.name), ["check-model"], "only the model check runs before the engine");
 
   const url = buildEngineDeployment(enginePool({ model: { url: "https://example.com/q.gguf", sha256: "a".repeat(64) } }), build);
   const spec = url.spec?.template.spec!;
   t.ok(spec.volumes?.find((v) => v.name === "model")?.emptyDir);
   const init = spec.initContainers?.[0]!;
+  t.same(spec.initContainers?.map((i) => i.name), ["fetch-model", "check-model"], "the download, then the check");
   t.equal(init.image, "example/interlace:1");
   t.ok(init.command?.includes("https://example.com/q.gguf"));
   t.ok(init.command?.includes("a".repeat(64)));
@@ -102,10 +105,63 @@ t.test("engine model sources: PVC mounted read-only, hostPath file mounted read-
   t.same(hostSpec.volumes?.find((v) => v.name === "model")?.hostPath, { path: "/var/models/q.gguf", type: "File" });
   t.same(hostSpec.containers[0]!.volumeMounts?.find((m) => m.name === "model"), { name: "model", mountPath: "/models/q.gguf", readOnly: true });
   t.equal(hostSpec.containers[0]!.args?.[hostSpec.containers[0]!.args.indexOf("--model") + 1], "/models/q.gguf");
-  t.notOk(hostSpec.initContainers);
+  t.same(hostSpec.initContainers?.map((i) => i.name), ["check-model"]);
 
   const image = buildEngineDeployment(enginePool({ image: "custom/engine:2" }), build);
   t.equal(image.spec?.template.spec?.containers[0]!.image, "custom/engine:2", "spec.image overrides the operator default");
+});
+
+t.test("LoRA adapters: each from its own source, rendered with its scale; the model check covers them; the draft's too", async (t) => {
+  const pool = enginePool({
+    model: {
+      pvc: { claimName: "models", path: "gemma/gemma.gguf" },
+      adapters: [
+        { name: "cml", hostPath: "/srv/lora/cml.gguf" },
+        { name: "style", url: "https://example.com/style.gguf", sha256: "b".repeat(64), scale: 0.5 },
+        { name: "shared", pvc: { claimName: "loras", path: "x/shared.gguf" } },
+      ],
+    },
+    draftModel: { model: { path: "/drafts/d.gguf", adapters: [{ name: "cml", path: "/drafts/cml.gguf" }] } },
+  });
+  const dep = buildEngineDeployment(pool, build);
+  const spec = dep.spec!.template.spec!;
+  const c = spec.containers[0]!;
+  const arg = (flag: string): string | undefined => c.args?.[c.args.indexOf(flag) + 1];
+  t.equal(arg("--adapters"), "/models-adapters/cml/cml.gguf,/models-adapters/style/adapter.gguf@0.5,/models-adapters/shared/x/shared.gguf");
+  t.equal(arg("--draft-adapters"), "/drafts/cml.gguf");
+  t.same(spec.volumes?.find((v) => v.name === "model-adapter-cml")?.hostPath, { path: "/srv/lora/cml.gguf", type: "File" });
+  t.same(spec.volumes?.find((v) => v.name === "model-adapter-shared")?.persistentVolumeClaim, { claimName: "loras", readOnly: true });
+  t.ok(c.volumeMounts?.every((m) => m.readOnly === true || m.name === "tmp" || m.name === "kv-swap" || !m.name.includes("adapter")), "adapters are mounted read-only");
+  t.same(spec.initContainers?.map((i) => i.name), ["fetch-model-adapter-style", "check-model", "check-model-draft"]);
+  const check = spec.initContainers!.find((i) => i.name === "check-model")!;
+  t.same(check.command, ["node", "dist/engine-pod/src/check-model.js"]);
+  t.same(check.args, ["--model", "/models/gemma/gemma.gguf", "--adapters", arg("--adapters")]);
+  t.equal(check.terminationMessagePolicy, "FallbackToLogsOnError", "the check's reason reaches the pod status");
+  const mounted = new Set(check.volumeMounts?.map((m) => m.name));
+  for (const v of ["model", "model-adapter-cml", "model-adapter-style", "model-adapter-shared"]) t.ok(mounted.has(v), `the check sees ${v}`);
+  // The engine reads the same flags back.
+  const parsed = parseEnginePodOptions({ flags: parseArgv((c.args ?? []).map((a) => (a === "$(POD_NAME)" ? "p" : a))), env: {} });
+  t.same(parsed.engine.adapters, [
+    { path: "/models-adapters/cml/cml.gguf", scale: 1 },
+    { path: "/models-adapters/style/adapter.gguf", scale: 0.5 },
+    { path: "/models-adapters/shared/x/shared.gguf", scale: 1 },
+  ]);
+  t.same(parsed.speculation.draftAdapters, [{ path: "/drafts/cml.gguf", scale: 1 }]);
+  // An openai backend runs no model in the pod: nothing to check.
+  const upstream = buildEngineDeployment(enginePool({ model: undefined as never, runtime: { backend: "openai", upstreamURL: "http://vllm:8000" } }), build);
+  t.notOk(upstream.spec?.template.spec?.initContainers, "no model check without a model");
+});
+
+t.test("a failed model check is read from the pods' init container status", async (t) => {
+  const pod = (message: string | undefined, exitCode = 1): V1Pod => ({
+    metadata: { name: "qwen-engine-1" },
+    status: { initContainerStatuses: [{ name: "check-model", image: "i", imageID: "", ready: false, restartCount: 1, ...(message !== undefined ? { lastState: { terminated: { exitCode, message } } } : {}) }] },
+  });
+  t.equal(modelCheckFailure([pod(undefined)]), undefined, "still running: nothing to report");
+  t.equal(modelCheckFailure([pod("", 0)]), undefined, "passed");
+  t.same(modelCheckFailure([pod("AdapterNotFound: adapter /a.gguf: no such file")]), { reason: "AdapterNotFound", message: "adapter /a.gguf: no such file", pod: "qwen-engine-1" });
+  t.same(modelCheckFailure([pod("segfault")]), { reason: "ModelInvalid", message: "segfault", pod: "qwen-engine-1" }, "an unexpected message is still reported");
+  t.equal(Reason.AdapterIncompatible, "AdapterIncompatible", "the check's reasons are condition reasons");
 });
 
 t.test("headless Service and PDB select the engine pods", async (t) => {

@@ -3,6 +3,7 @@
  * `status.conditions` (metav1.Condition shape). One file so reconcilers,
  * tests and printer columns agree on the spelling.
  */
+import { ModelCheckReason } from "../../../common/src/index.js";
 
 /** The three condition types each kind carries. */
 export const ConditionType = {
@@ -20,6 +21,8 @@ export type ConditionStatus = "True" | "False" | "Unknown";
 
 /** Reasons (CamelCase, as metav1.Condition requires). */
 export const Reason = {
+  // Degraded: an engine pod's model check failed (ModelNotFound, ModelInvalid, AdapterNotFound, AdapterInvalid, AdapterIncompatible).
+  ...ModelCheckReason,
   // Ready
   /** All desired replicas are available. */
   Available: "Available",

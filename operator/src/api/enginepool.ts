@@ -8,6 +8,7 @@ import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import {
   conditionsSchema,
+  DNS_LABEL_PATTERN,
   httpUrl,
   int,
   object,
@@ -18,8 +19,8 @@ import {
   type OpenApiSchema,
 } from "./schema.js";
 
-/** Where the engine reads its GGUF file: exactly one of `path`, `pvc`, `url`. */
-export interface ModelSource {
+/** Where a GGUF file comes from: exactly one of `path`, `pvc`, `hostPath`, `url`. */
+export interface FileSource {
   /** An absolute path on a volume already in the pod (e.g. baked into the image or a hostPath). */
   path?: string;
   /** A file on a PersistentVolumeClaim mounted read-only. */
@@ -30,6 +31,19 @@ export interface ModelSource {
   url?: string;
   /** Expected SHA-256 of the file (hex), checked after a download. */
   sha256?: string;
+}
+
+/** A LoRA adapter over the model (GGUF, e.g. from `npm run finetune`), applied when the engine creates its context. */
+export interface AdapterSource extends FileSource {
+  /** Unique among the model's adapters; shown by `kubectl get enginepool`. */
+  name: string;
+  /** Multiplies the adapter's effect. Default 1. */
+  scale?: number;
+}
+
+/** The engine's model: a GGUF file and the LoRA adapters applied over it. */
+export interface ModelSource extends FileSource {
+  adapters?: AdapterSource[];
 }
 
 export const BACKENDS = ["llama-cpp", "openai"] as const;
@@ -102,28 +116,56 @@ export interface EnginePoolStatus {
 
 export type EnginePool = InterlaceObject<"EnginePool", EnginePoolSpec, EnginePoolStatus>;
 
+const EXACTLY_ONE_SOURCE = "[has(self.path), has(self.pvc), has(self.hostPath), has(self.url)].filter(x, x).size() == 1";
+
+/** The file-source fields, shared by models and adapters. */
+function fileSourceProperties(what: string): Record<string, OpenApiSchema> {
+  return {
+    path: str(`Absolute path of the ${what} on a volume present in the pod.`, { minLength: 2, maxLength: 4096, pattern: "^/" }),
+    pvc: object(
+      `The ${what} on a PersistentVolumeClaim, mounted read-only.`,
+      {
+        claimName: str("The PersistentVolumeClaim (same namespace).", { minLength: 1, maxLength: 253, pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" }),
+        path: str("Path of the file inside the volume.", { minLength: 1, maxLength: 4096, pattern: "^[^/].*$" }),
+      },
+      { required: ["claimName", "path"] },
+    ),
+    hostPath: str(`Absolute path of the ${what} on the node, mounted read-only (every node the pool may run on needs it).`, { minLength: 2, maxLength: 4096, pattern: "^/" }),
+    url: httpUrl("http(s) URL downloaded by an init step before the engine starts."),
+    sha256: str("Expected SHA-256 (hex) of the file.", { pattern: "^[a-f0-9]{64}$" }),
+  };
+}
+
+const adaptersSchema: OpenApiSchema = {
+  type: "array",
+  description:
+    "LoRA adapters (GGUF) applied over the model when the engine creates its context, e.g. a CML fine-tune from `npm run finetune`. An init step checks each against the model before the engine starts; a missing or incompatible adapter is reported in status (AdapterNotFound, AdapterInvalid, AdapterIncompatible).",
+  maxItems: 8,
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["name"],
+  items: object(
+    "A LoRA adapter: a name and exactly one of path, pvc, hostPath or url.",
+    {
+      name: str("Unique among the model's adapters.", { minLength: 1, maxLength: 63, pattern: DNS_LABEL_PATTERN }),
+      scale: { type: "number", description: "Multiplies the adapter's effect (default 1).", minimum: 0, exclusiveMinimum: true, maximum: 4 },
+      ...fileSourceProperties("adapter GGUF file"),
+    },
+    {
+      required: ["name"],
+      "x-kubernetes-validations": [{ rule: EXACTLY_ONE_SOURCE, message: "an adapter source is exactly one of path, pvc, hostPath or url" }],
+    },
+  ),
+};
+
 /** The model-source node, shared by `model` and `draftModel.model`. */
 function modelSourceSchema(description: string): OpenApiSchema {
   return object(
     description,
-    {
-      path: str("Absolute path of the GGUF file on a volume present in the pod.", { minLength: 2, maxLength: 4096, pattern: "^/" }),
-      pvc: object(
-        "A GGUF file on a PersistentVolumeClaim, mounted read-only.",
-        {
-          claimName: str("The PersistentVolumeClaim (same namespace).", { minLength: 1, maxLength: 253, pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" }),
-          path: str("Path of the file inside the volume.", { minLength: 1, maxLength: 4096, pattern: "^[^/].*$" }),
-        },
-        { required: ["claimName", "path"] },
-      ),
-      hostPath: str("Absolute path of a GGUF file on the node, mounted read-only (every node the pool may run on needs it).", { minLength: 2, maxLength: 4096, pattern: "^/" }),
-      url: httpUrl("http(s) URL downloaded by an init step before the engine starts."),
-      sha256: str("Expected SHA-256 (hex) of the file.", { pattern: "^[a-f0-9]{64}$" }),
-    },
+    { ...fileSourceProperties("GGUF file"), adapters: adaptersSchema },
     {
       "x-kubernetes-validations": [
         {
-          rule: "[has(self.path), has(self.pvc), has(self.hostPath), has(self.url)].filter(x, x).size() == 1",
+          rule: EXACTLY_ONE_SOURCE,
           message: "a model source is exactly one of path, pvc, hostPath or url",
         },
       ],
@@ -229,6 +271,7 @@ export const EnginePoolKind: KindDefinition = {
     { name: "Desired", type: "integer", jsonPath: ".spec.replicas", description: "Desired engine pods." },
     { name: "Available", type: "integer", jsonPath: ".status.readyReplicas", description: "Engine pods available." },
     { name: "Backend", type: "string", jsonPath: ".spec.runtime.backend" },
+    { name: "Adapters", type: "string", jsonPath: ".spec.model.adapters[*].name", description: "LoRA adapters over the model." },
     { name: "KV", type: "string", jsonPath: ".spec.kvPolicy", description: "KV policy on traps.", priority: 1 },
     { name: "Endpoint", type: "string", jsonPath: ".status.endpoint" },
     REASON_COLUMN,

@@ -5,7 +5,7 @@
  * carry a controller owner reference, so deleting the pool garbage-collects
  * them; no finalizer is needed (nothing outside the cluster to clean).
  */
-import type { V1Deployment } from "@kubernetes/client-node";
+import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
 import { EnginePoolKind, Reason, type EnginePool, type EnginePoolStatus } from "../api/index.js";
 import {
   buildEngineDeployment,
@@ -17,6 +17,7 @@ import {
 } from "../resources/index.js";
 import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
 import { applyChild, type ReconcilerContext } from "./context.js";
+import { ENGINE_POOL_LABEL, modelCheckFailure } from "./engine-pods.js";
 import { degradedConditions, deploymentAvailability, mergeConditions, rolloutConditions, writeStatusIfChanged, type ConditionInput } from "./status.js";
 import { recordTransitions } from "./transitions.js";
 
@@ -27,6 +28,8 @@ export class EnginePoolReconciler implements Reconciler {
   constructor(
     private readonly ctx: ReconcilerContext,
     private readonly pools: Informer<EnginePool>,
+    /** Engine pods (labelled with their pool): read for failed model checks. */
+    private readonly pods?: Informer<V1Pod>,
   ) {}
 
   async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
@@ -43,7 +46,11 @@ export class EnginePoolReconciler implements Reconciler {
       deployment = await applyChild(client, CoreTypes.Deployment, buildEngineDeployment(pool, build, creds));
       await applyChild(client, CoreTypes.Service, buildEngineService(pool));
       await applyChild(client, CoreTypes.PodDisruptionBudget, buildEnginePdb(pool));
-      conditions = rolloutConditions(deploymentAvailability(deployment), "engine pods");
+      const availability = deploymentAvailability(deployment);
+      conditions = rolloutConditions(availability, "engine pods");
+      // Pods that cannot start because their model or an adapter is wrong: say so, with the check's reason.
+      const failed = availability.complete ? undefined : modelCheckFailure(this.poolPods(pool));
+      if (failed !== undefined) conditions = degradedConditions(failed.reason, `pod ${failed.pod}: ${failed.message}`);
     } catch (err) {
       failure = err;
       conditions = degradedConditions(Reason.ApplyFailed, `applying children failed: ${(err as Error).message}`);
@@ -68,5 +75,9 @@ export class EnginePoolReconciler implements Reconciler {
     // status changes re-trigger this pass through the owned-children informer.
     if (failure) throw failure;
     return {};
+  }
+
+  private poolPods(pool: EnginePool): V1Pod[] {
+    return (this.pods?.list(pool.metadata.namespace) ?? []).filter((p) => p.metadata?.labels?.[ENGINE_POOL_LABEL] === pool.metadata.name);
   }
 }

@@ -4,19 +4,26 @@
  * one controller per kind, with children mapped to their owners and pools
  * mapped to the AgentApps that reference them.
  */
-import type { KubernetesObject } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
 import { MANAGED_SELECTOR } from "../resources/index.js";
 import { Controller, CoreTypes, type Manager, type RateLimiter } from "../runtime/index.js";
 import { AgentAppReconciler, appsUsingEnginePool, appsUsingToolPool } from "./agent-app.js";
 import type { ReconcilerContext } from "./context.js";
 import { EnginePoolReconciler } from "./engine-pool.js";
+import { ENGINE_POOL_LABEL } from "./engine-pods.js";
 import type { PoolCleanup } from "./pool-cleanup.js";
 import { ToolPoolReconciler } from "./tool-pool.js";
 
 export interface SetupOptions {
   workers?: number;
   rateLimiter?: () => RateLimiter;
+}
+
+/** The EnginePool an engine pod belongs to, from its label. */
+function enginePoolOfPod(pod: KubernetesObject): string[] {
+  const name = pod.metadata?.labels?.[ENGINE_POOL_LABEL];
+  return name !== undefined && pod.metadata?.namespace !== undefined ? [`${pod.metadata.namespace}/${name}`] : [];
 }
 
 /** Registers the EnginePool, ToolPool and AgentApp controllers on `manager`. */
@@ -29,6 +36,8 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
   const services = manager.informer<KubernetesObject>(CoreTypes.Service, MANAGED_SELECTOR);
   const pdbs = manager.informer<KubernetesObject>(CoreTypes.PodDisruptionBudget, MANAGED_SELECTOR);
   const configMaps = manager.informer<KubernetesObject>(CoreTypes.ConfigMap, MANAGED_SELECTOR);
+  // Engine pods, for the model check's verdict (pods belong to ReplicaSets, not to the pool: mapped by label).
+  const enginePods = manager.informer<V1Pod>(CoreTypes.Pod, ENGINE_POOL_LABEL);
   const common = {
     log,
     metrics,
@@ -42,7 +51,8 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
       primary: enginePools,
       primaryKind: EnginePoolKind.kind,
       owns: [deployments, services, pdbs],
-      reconciler: new EnginePoolReconciler({ ...ctx, log: log.child({ controller: "enginepool" }) }, enginePools),
+      watches: [{ informer: enginePods, map: (pod) => enginePoolOfPod(pod) }],
+      reconciler: new EnginePoolReconciler({ ...ctx, log: log.child({ controller: "enginepool" }) }, enginePools, enginePods),
     }),
     new Controller({
       ...common,

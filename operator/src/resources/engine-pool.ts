@@ -13,7 +13,7 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from "@kubernetes/client-node";
-import type { EnginePool, ModelSource } from "../api/index.js";
+import type { AdapterSource, EnginePool, FileSource, ModelSource } from "../api/index.js";
 import {
   CONTAINER_SECURITY,
   HOME_ENV,
@@ -33,6 +33,9 @@ import { credentialsWiring, type PodCredentials } from "./credentials.js";
 export const ENGINE_COMPONENT = "engine";
 /** The engine image's entrypoint. */
 export const ENGINE_COMMAND = ["node", "dist/engine-pod/src/main.js"];
+/** The init container that checks the model and its adapters from their GGUF headers before the engine starts. */
+export const CHECK_MODEL_CONTAINER = "check-model";
+export const CHECK_MODEL_COMMAND = ["node", "dist/engine-pod/src/check-model.js"];
 
 /** Names of an EnginePool's children (Deployment, Service and PDB share one). */
 export function engineChildName(pool: EnginePool): string {
@@ -44,8 +47,8 @@ export function engineEndpoint(pool: EnginePool): string {
   return `http://${engineChildName(pool)}.${pool.metadata.namespace ?? "default"}.svc:${POD_PORT}`;
 }
 
-/** Where a model source ends up inside the pod, and what it needs mounted / fetched. */
-interface ResolvedModel {
+/** Where a file source ends up inside the pod, and what it needs mounted / fetched. */
+interface ResolvedFile {
   path: string;
   volume?: V1Volume;
   mount?: V1VolumeMount;
@@ -65,7 +68,7 @@ const FETCH_SCRIPT = [
   "})().catch((e) => { console.error(String(e)); process.exit(1); });",
 ].join("\n");
 
-function resolveModel(source: ModelSource, volumeName: string, mountPath: string, image: string, opts: BuildOptions): ResolvedModel {
+function resolveFile(source: FileSource, volumeName: string, mountPath: string, image: string, opts: BuildOptions, fileName = "model.gguf"): ResolvedFile {
   if (source.path !== undefined) return { path: source.path };
   if (source.pvc !== undefined) {
     return {
@@ -75,14 +78,14 @@ function resolveModel(source: ModelSource, volumeName: string, mountPath: string
     };
   }
   if (source.hostPath !== undefined) {
-    const file = `${mountPath}/${source.hostPath.split("/").pop() ?? "model.gguf"}`;
+    const file = `${mountPath}/${source.hostPath.split("/").pop() ?? fileName}`;
     return {
       path: file,
       volume: { name: volumeName, hostPath: { path: source.hostPath, type: "File" } },
       mount: { name: volumeName, mountPath: file, readOnly: true },
     };
   }
-  const dest = `${mountPath}/model.gguf`;
+  const dest = `${mountPath}/${fileName}`;
   return {
     path: dest,
     volume: { name: volumeName, emptyDir: {} },
@@ -96,6 +99,27 @@ function resolveModel(source: ModelSource, volumeName: string, mountPath: string
       securityContext: CONTAINER_SECURITY,
     },
   };
+}
+
+/** A model and its adapters: each file resolved on its own volume, and the engine flag listing the adapters. */
+interface ResolvedModel {
+  model: ResolvedFile;
+  adapters: (ResolvedFile & { scale: number })[];
+}
+
+function resolveModel(source: ModelSource, volumeName: string, mountPath: string, image: string, opts: BuildOptions): ResolvedModel {
+  return {
+    model: resolveFile(source, volumeName, mountPath, image, opts),
+    adapters: (source.adapters ?? []).map((a: AdapterSource) => ({
+      ...resolveFile(a, `${volumeName}-adapter-${a.name}`, `${mountPath}-adapters/${a.name}`, image, opts, "adapter.gguf"),
+      scale: a.scale ?? 1,
+    })),
+  };
+}
+
+/** `PATH@SCALE,...`, the engine's `--adapters` value. */
+export function adapterFlag(adapters: readonly { path: string; scale: number }[]): string {
+  return adapters.map((a) => (a.scale === 1 ? a.path : `${a.path}@${a.scale}`)).join(",");
 }
 
 function engineResources(pool: EnginePool): V1ResourceRequirements | undefined {
@@ -115,10 +139,11 @@ function engineResources(pool: EnginePool): V1ResourceRequirements | undefined {
 }
 
 /** The engine container's flags (see engine-pod/src/config.ts). */
-export function engineArgs(pool: EnginePool, modelPath: string | undefined, draftPath: string | undefined, opts: BuildOptions): string[] {
+export function engineArgs(pool: EnginePool, model: ResolvedModel | undefined, draft: ResolvedModel | undefined, opts: BuildOptions): string[] {
   const rt = pool.spec.runtime;
   const args = ["--port", String(POD_PORT)];
-  if (modelPath !== undefined) args.push("--model", modelPath);
+  if (model !== undefined) args.push("--model", model.model.path);
+  if (model !== undefined && model.adapters.length > 0) args.push("--adapters", adapterFlag(model.adapters));
   if (rt.backend === "openai") {
     args.push("--backend", "openai", "--upstream-url", rt.upstreamURL ?? "");
     if (rt.upstreamModel !== undefined) args.push("--upstream-model", rt.upstreamModel);
@@ -129,8 +154,9 @@ export function engineArgs(pool: EnginePool, modelPath: string | undefined, draf
   if (rt.backend === "llama-cpp") args.push("--gpu", rt.device === "cuda" ? "cuda" : "false");
   if (rt.prefixStore !== undefined && rt.prefixStore > 0) args.push("--prefix-store", String(rt.prefixStore));
   args.push("--kv-policy", pool.spec.kvPolicy ?? "auto");
-  if (draftPath !== undefined) {
-    args.push("--draft-model", draftPath, "--max-draft-tokens", String(pool.spec.draftModel?.maxDraftTokens ?? 8));
+  if (draft !== undefined) {
+    args.push("--draft-model", draft.model.path, "--max-draft-tokens", String(pool.spec.draftModel?.maxDraftTokens ?? 8));
+    if (draft.adapters.length > 0) args.push("--draft-adapters", adapterFlag(draft.adapters));
   }
   args.push("--executor", "nats", "--nats-url", opts.natsUrl, "--pod-name", "$(POD_NAME)");
   // Heartbeats for the routers: load and resident prefixes, reached at the pod IP (POD_IP).
@@ -161,11 +187,28 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions, cred
     ...(ownKv ? [{ name: "kv-swap", mountPath: "/dev/shm" }] : []),
   ];
   const inits: V1Container[] = [];
-  for (const m of [model, draft]) {
-    if (!m) continue;
-    if (m.volume) volumes.push(m.volume);
-    if (m.mount) mounts.push(m.mount);
-    if (m.init) inits.push(m.init);
+  const files = [model, draft].flatMap((m) => (m ? [m.model, ...m.adapters] : []));
+  for (const f of files) {
+    if (f.volume) volumes.push(f.volume);
+    if (f.mount) mounts.push(f.mount);
+    if (f.init) inits.push(f.init);
+  }
+  // After any download: the model and every adapter are checked from their
+  // headers, and a failure is this container's termination message, which
+  // the EnginePool's status reports (the engine never starts on a bad adapter).
+  const checked: [string, ResolvedModel | undefined][] = [[CHECK_MODEL_CONTAINER, model], [`${CHECK_MODEL_CONTAINER}-draft`, draft]];
+  for (const [name, m] of checked) {
+    if (m === undefined) continue;
+    inits.push({
+      name,
+      image,
+      ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
+      command: CHECK_MODEL_COMMAND,
+      args: ["--model", m.model.path, ...(m.adapters.length > 0 ? ["--adapters", adapterFlag(m.adapters)] : [])],
+      volumeMounts: mounts.filter((vm) => vm.name === "tmp" || files.some((f) => f.mount?.name === vm.name)),
+      terminationMessagePolicy: "FallbackToLogsOnError",
+      securityContext: CONTAINER_SECURITY,
+    });
   }
   const wiring = credentialsWiring(creds);
   volumes.push(...wiring.volumes);
@@ -176,7 +219,7 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions, cred
     image,
     ...(opts.imagePullPolicy ? { imagePullPolicy: opts.imagePullPolicy } : {}),
     command: ENGINE_COMMAND,
-    args: engineArgs(pool, model?.path, draft?.path, opts),
+    args: engineArgs(pool, model, draft, opts),
     env: [POD_NAME_ENV, POD_IP_ENV, HOME_ENV, ...natsEnv(opts), ...wiring.env],
     ports: [{ name: "http", containerPort: POD_PORT, protocol: "TCP" }],
     ...httpProbes(),

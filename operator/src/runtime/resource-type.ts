@@ -39,4 +39,5 @@ export const CoreTypes = {
   Lease: { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true },
   Event: { group: "", version: "v1", kind: "Event", plural: "events", namespaced: true },
   Namespace: { group: "", version: "v1", kind: "Namespace", plural: "namespaces", namespaced: false },
+  Pod: { group: "", version: "v1", kind: "Pod", plural: "pods", namespaced: true },
 } as const satisfies Record<string, ResourceType>;
