@@ -175,7 +175,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         sequences: options.engine.sequences,
         threads: options.engine.threads,
         adapters: runtime.adapters.map((a) => a.path),
-        promptExamples: runtime.promptExamples,
+        promptStyle: runtime.promptStyle,
         draftModel: spec.draftModelPath ?? null,
         maxDraftTokens: spec.maxDraftTokens,
         loadMs: Math.round(performance.now() - t0),

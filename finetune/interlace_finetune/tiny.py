@@ -83,6 +83,9 @@ def build(out: Path, converter: Path, vocab_size: int, seed: int) -> Path:
         head_dim=32,
         max_position_embeddings=4096,
         sliding_window=512,
+        # Wider than the 0.02 default: the tied embeddings then give logits with a real spread, so
+        # greedy decoding has winners a few LoRA steps can change.
+        initializer_range=0.3,
         pad_token_id=0,
         eos_token_id=[1, 106 if vocab_size > 106 else 1],
         bos_token_id=2,

@@ -41,7 +41,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--data", type=Path, required=True, help="JSON Lines from `npm run gen-finetune -- --model BASE`")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--device", default="cpu", help="cpu or cuda (or cuda:N)")
-    p.add_argument("--epochs", type=float, default=2.0)
+    p.add_argument("--epochs", type=float, help="passes over the training samples (default 2, or as many as --max-steps takes)")
     p.add_argument("--max-steps", type=int, default=0, help="optimizer steps at most (0: as many as the epochs take)")
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--rank", type=int, default=16)
@@ -126,9 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     held = [samples[i] for i in order[:n_hold]]
     train = [samples[i] for i in order[n_hold:]]
     steps_per_epoch = math.ceil(len(train) / args.accum)
-    total_steps = math.ceil(steps_per_epoch * args.epochs)
-    if args.max_steps > 0:
-        total_steps = min(total_steps, args.max_steps)
+    if args.epochs is None and args.max_steps > 0:
+        total_steps = args.max_steps
+    else:
+        total_steps = math.ceil(steps_per_epoch * (args.epochs if args.epochs is not None else 2.0))
+        if args.max_steps > 0:
+            total_steps = min(total_steps, args.max_steps)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.0)
     lm = LossModel(model, device)
 

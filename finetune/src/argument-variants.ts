@@ -7,6 +7,12 @@
  * with several values each, the model learns to copy arguments from the
  * request rather than to remember them. Values the text does not spell out
  * (defaults, enums, derived values) are left as they are.
+ *
+ * A fan-out variant turns a one-call request into the same request about two
+ * or three values ("the weather in Boston and Denver"): one call per value,
+ * all independent. BFCL's parallel category asks exactly this of a model, and
+ * a small model tends to answer it with one call; the tuning split holds few
+ * such tasks of its own.
  */
 import type { ChatMessage, ToolSpec } from "../../common/src/index.js";
 import type { TrainingTask } from "./build-samples.js";
@@ -55,6 +61,16 @@ function enumOf(tools: readonly ToolSpec[], tool: string, param: string): unknow
   return props?.[param]?.enum;
 }
 
+/** A replacement value of the same kind as `value` for `param`, absent from `text`; undefined when none fits. */
+function otherValue(param: string, value: string | number, text: string, rng: Rng): string | number | undefined {
+  if (typeof value === "number") {
+    const v = otherNumber(value, rng);
+    return v !== value && !standalone(String(v)).test(text) ? v : undefined;
+  }
+  const pool = poolFor(param, value)?.filter((x) => x !== value && !text.includes(x));
+  return pool !== undefined && pool.length > 0 ? pick(rng, pool) : undefined;
+}
+
 /** Top-level primitive arguments of every call: [tool, parameter, value]. */
 function argumentValues(task: TrainingTask): [string, string, string | number][] {
   return task.calls.flatMap((c) =>
@@ -75,13 +91,8 @@ export function argumentVariant(task: TrainingTask, rng: Rng, n: number): Traini
     if (enumOf(task.tools, tool, param)?.includes(value) === true) continue;
     const spelled = String(value);
     if (spelled.length === 0 || !standalone(spelled).test(userText)) continue;
-    let to: string | number | undefined;
-    if (typeof value === "number") to = otherNumber(value, rng);
-    else {
-      const pool = poolFor(param, value)?.filter((x) => x !== value && !userText.includes(x));
-      if (pool !== undefined && pool.length > 0) to = pick(rng, pool);
-    }
-    if (to !== undefined && to !== value) replace.set(key, { from: value, to });
+    const to = otherValue(param, value, userText, rng);
+    if (to !== undefined) replace.set(key, { from: value, to });
   }
   if (replace.size === 0) return undefined;
   const substituteText = (text: string): string => {
@@ -100,5 +111,41 @@ export function argumentVariant(task: TrainingTask, rng: Rng, n: number): Traini
     origin: "variant",
     messages,
     calls: task.calls.map((c) => ({ ...c, arguments: Object.fromEntries(Object.entries(c.arguments).map(([k, v]) => [k, substituteValue(v)])) })),
+  };
+}
+
+/**
+ * A fan-out variant of a one-call task: one argument the request spells out
+ * once becomes two or three values ("A and B", "A, B and C"), and the call
+ * becomes one call per value. Undefined when the task has several calls or
+ * no such argument.
+ */
+export function fanOutVariant(task: TrainingTask, rng: Rng, n: number): TrainingTask | undefined {
+  if (task.calls.length !== 1) return undefined;
+  const call = task.calls[0]!;
+  const users = task.messages.filter((m) => m.role === "user");
+  if (users.length !== 1) return undefined;
+  const text = users[0]!.content;
+  const candidates = Object.entries(call.arguments).filter(
+    ([k, v]) => (typeof v === "number" || typeof v === "string") && enumOf(task.tools, call.tool, k)?.includes(v) !== true && String(v) !== "" && (text.match(standalone(String(v)))?.length ?? 0) === 1,
+  ) as [string, string | number][];
+  const usable = candidates.filter(([k, v]) => otherValue(k, v, text, rng) !== undefined);
+  if (usable.length === 0) return undefined;
+  const [param, value] = pick(rng, usable);
+  const values: (string | number)[] = [value];
+  const count = rng() < 0.7 ? 2 : 3;
+  for (let i = 1; i < count; i++) {
+    const v = otherValue(param, value, text + " " + values.join(" "), rng);
+    if (v === undefined || values.includes(v)) break;
+    values.push(v);
+  }
+  if (values.length < 2) return undefined;
+  const listed = values.length === 2 ? `${values[0]} and ${values[1]}` : `${values.slice(0, -1).join(", ")} and ${values.at(-1)}`;
+  return {
+    ...task,
+    id: `${task.id}~f${n}`,
+    origin: "fan-out",
+    messages: task.messages.map((m) => (m.role === "user" ? { ...m, content: text.replace(standalone(String(value)), listed) } : m)),
+    calls: values.map((v, i) => ({ ...call, id: `c${i}`, arguments: { ...call.arguments, [param]: v }, dependsOn: [] })),
   };
 }

@@ -2,13 +2,14 @@
  * @module Fine-tuning samples from tasks with a call DAG (AsyncLM §4.2): each
  * task is simulated (fresh latencies, TPOT, results and failures) and becomes
  * one chat conversation, rendered exactly as the engine renders a session
- * for a fine-tuned model: the CML system prompt listing the tools with the
- * run's latency estimates and no few-shot examples, the client's messages,
+ * for a fine-tuned model: the CML system prompt (the syntax in one line, by
+ * default) listing the tools with the run's latency estimates and no
+ * few-shot examples, the client's messages,
  * and the assistant turn with its calls, traps, text and the engine's
  * interrupts where the simulation put them.
  */
 import type { ChatMessage, ScriptedCall, ToolSpec } from "../../common/src/index.js";
-import { cmlPromptMessages, type CallStyle } from "../../engine-pod/src/prompt/index.js";
+import { cmlPromptMessages, type CallStyle, type PromptInstructions } from "../../engine-pod/src/prompt/index.js";
 import { simulate, type Rng, type SampleSegment, type SampleShape, type SimulatedCall } from "./simulate.js";
 
 /** What a sample is built from: a client's conversation, its tools and the calls that answer it. */
@@ -39,6 +40,8 @@ export interface BuildSampleOptions {
   countTokens: (text: string) => number;
   callStyle?: CallStyle;
   shape?: SampleShape;
+  /** How much of CML the system prompt explains (default `brief`: the model learns CML from the samples). */
+  instructions?: PromptInstructions;
 }
 
 /** One simulated conversation for `task`. */
@@ -50,7 +53,7 @@ export function buildSample(task: TrainingTask, o: BuildSampleOptions): Finetune
     const { pool: _pool, ...spec } = t;
     return first === undefined ? spec : { ...spec, estimatedLatencyMs: first.estimatedLatencyMs };
   });
-  const prompt = cmlPromptMessages({ messages: task.messages, tools, examples: [], ...(o.callStyle !== undefined ? { callStyle: o.callStyle } : {}) });
+  const prompt = cmlPromptMessages({ messages: task.messages, tools, examples: [], instructions: o.instructions ?? "brief", ...(o.callStyle !== undefined ? { callStyle: o.callStyle } : {}) });
   return {
     messages: [
       ...prompt.map((m) => ({ role: m.role === "system" ? ("system" as const) : ("user" as const), content: m.content })),

@@ -21,6 +21,8 @@ export function parseDatasetFlags(flags: Map<string, string>): DatasetOptions {
   if (!["tuning", "eval", "all"].includes(split)) throw new Error("--split must be tuning, eval or all");
   const callStyle = flags.get("call-style") ?? "json";
   if (callStyle !== "json" && callStyle !== "python") throw new Error("--call-style must be json or python");
+  const instructions = flags.get("instructions") ?? "brief";
+  if (instructions !== "brief" && instructions !== "full") throw new Error("--instructions must be brief or full");
   const num = (name: string, def: number, min: number, max: number): number => {
     const v = Number(flags.get(name) ?? def);
     if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${name} must be a number in [${min}, ${max}]`);
@@ -31,10 +33,13 @@ export function parseDatasetFlags(flags: Map<string, string>): DatasetOptions {
     split,
     seed: num("seed", 1, 0, 2 ** 31),
     variants: num("variants", 4, 0, 100),
+    multiCallVariants: num("multi-call-variants", 10, 0, 100),
+    fanOuts: num("fan-outs", 2, 0, 100),
     runs: num("runs", 1, 1, 100),
     syncShare: num("sync-share", 0.25, 0, 1),
     multistep: num("multistep", 20, 0, 10_000),
     callStyle,
+    instructions,
     maxTokens: num("max-tokens", 1536, 64, 1_000_000),
   };
 }

@@ -5,7 +5,9 @@
  * task the accuracy bench evaluates, nor a variant of one, is ever trained on.
  * - every single-turn entry (any category file with its possible answer):
  *   its own messages and tools, and its ground-truth calls, independent;
- * - its argument variants (the same request with other values);
+ * - its argument variants (the same request with other values; more of them
+ *   for tasks of several calls), and for one-call tasks fan-out variants (the
+ *   same request about two or three values, one call each);
  * - multi-step tasks: three first turns of multi-turn entries, each a chain,
  *   with the tools their calls use;
  * - each task simulated in async shape, or, for a share, in sync shape.
@@ -14,12 +16,12 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ChatMessage } from "../../common/src/index.js";
-import type { CallStyle } from "../../engine-pod/src/prompt/index.js";
+import type { CallStyle, PromptInstructions } from "../../engine-pod/src/prompt/index.js";
 import { inSplit, type Split } from "../../bench/accuracy/split.js";
 import type { BfclEntry, SingleTurnEntry } from "../../bench/bfcl/bfcl-reader.js";
 import { buildTasks, readEntries } from "../../bench/bfcl/load-tasks.js";
 import { mulberry32 } from "../../bench/bfcl/seeded-random.js";
-import { argumentVariant } from "./argument-variants.js";
+import { argumentVariant, fanOutVariant } from "./argument-variants.js";
 import { buildSample, type FinetuneSample, type TrainingTask } from "./build-samples.js";
 import type { SampleTokenizer, TokenizedSample } from "./sample-tokens.js";
 import { validateSample } from "./validate.js";
@@ -31,6 +33,10 @@ export interface DatasetOptions {
   seed: number;
   /** Argument variants per single-turn task (besides the task itself). */
   variants: number;
+  /** Argument variants per task of several calls (BFCL's parallel pattern is the hardest for a small model). */
+  multiCallVariants: number;
+  /** Fan-out variants per one-call task (the same request about two or three values: one call each). */
+  fanOuts: number;
   /** Simulated runs per task. */
   runs: number;
   /** Share of samples in sync shape (each result right after its call). */
@@ -38,6 +44,8 @@ export interface DatasetOptions {
   /** Multi-step tasks (three chains each) at most. */
   multistep: number;
   callStyle: CallStyle;
+  /** How much of CML the samples' system prompt explains (the adapter tells the engine to prompt the same way). */
+  instructions: PromptInstructions;
   /** Samples longer than this many tokens are left out (training time grows with length). */
   maxTokens: number;
 }
@@ -79,17 +87,23 @@ function singleTurnTask(entry: SingleTurnEntry): TrainingTask {
 }
 
 /** The training tasks of `entries` (already in the split): single-turn tasks with their variants, then multi-step tasks. */
-export function trainingTasks(entries: readonly BfclEntry[], o: Pick<DatasetOptions, "seed" | "variants" | "multistep">): TrainingTask[] {
+export function trainingTasks(entries: readonly BfclEntry[], o: Pick<DatasetOptions, "seed" | "variants" | "multiCallVariants" | "fanOuts" | "multistep">): TrainingTask[] {
   const rng = mulberry32(o.seed * 31 + 7);
   const tasks: TrainingTask[] = [];
   for (const entry of entries) {
     if (entry.kind !== "single" || entry.calls.length === 0) continue;
     const task = singleTurnTask(entry);
     tasks.push(task);
-    for (let v = 1; v <= o.variants; v++) {
+    const variants = task.calls.length > 1 ? o.multiCallVariants : o.variants;
+    for (let v = 1; v <= variants; v++) {
       const variant = argumentVariant(task, rng, v);
       if (variant === undefined) break; // nothing in this task can vary
       tasks.push(variant);
+    }
+    for (let f = 1; f <= o.fanOuts; f++) {
+      const fan = fanOutVariant(task, rng, f);
+      if (fan === undefined) break;
+      tasks.push(fan);
     }
   }
   const multi = buildTasks([...entries], "multistep", { seed: o.seed, toolDocs: "called", maxTasks: o.multistep });
@@ -109,7 +123,7 @@ export function buildDataset(o: DatasetOptions, tokenizer?: SampleTokenizer): { 
   for (const task of tasks) {
     for (let r = 0; r < o.runs; r++) {
       const shape = rng() < o.syncShare ? "sync" : "async";
-      const sample: DatasetSample = buildSample(task, { rng, countTokens, callStyle: o.callStyle, shape });
+      const sample: DatasetSample = buildSample(task, { rng, countTokens, callStyle: o.callStyle, shape, instructions: o.instructions });
       const problems = validateSample(sample);
       if (problems.length > 0) throw new Error(`sample ${task.id}#${r} failed validation: ${problems.join("; ")}`);
       if (tokenizer !== undefined) {

@@ -10,8 +10,9 @@
  *    model's vocabulary by the engine's own prompt code (`data.jsonl`);
  * 3. trains (finetune/interlace_finetune/train.py) with the loss on the
  *    model-written tokens only, and converts the adapter to GGUF with the
- *    metadata the engine reads (`interlace.prompt.examples: none`: the model
- *    is prompted as it was trained, without few-shot examples);
+ *    metadata the engine reads (`interlace.prompt.examples: none`,
+ *    `interlace.prompt.instructions: brief`: the model is prompted as it was
+ *    trained, without few-shot examples and with the CML syntax in one line);
  * 4. writes `provenance.json` (base model and data hashes, seed,
  *    hyper-parameters, loss curve, versions) and `loss.svg`, and checks the
  *    adapter against the base model the way the engine will.
@@ -19,8 +20,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { basename, join, resolve } from "node:path";
 import type { TopLevelSpec } from "vega-lite";
 import { parseArgv } from "../../common/src/index.js";
 import { checkModel } from "../../engine-pod/src/engine/model-check.js";
@@ -28,12 +28,8 @@ import { renderSvg } from "../../bench/lib/output.js";
 import { buildDataset, serializeDataset } from "./dataset.js";
 import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags } from "./dataset-flags.js";
 import { SampleTokenizer } from "./sample-tokens.js";
+import { CACHE, FINETUNE_PACKAGE_DIR, FINETUNE_PYTHON, INSTALL_SCRIPT, LLAMA_CONVERTER } from "./toolchain.js";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const CACHE = process.env["INTERLACE_CACHE"] ?? join(ROOT, ".cache");
-/** Where hack/tools/80-finetune.sh puts the toolchain. */
-export const FINETUNE_PYTHON = join(CACHE, "venv/finetune/bin/python");
-export const LLAMA_CONVERTER = join(CACHE, "llama-convert/0.3.16");
 /** Training flags passed through to train.py as they are. */
 const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dropout", "targets", "accum", "holdout", "threads", "dtype", "time-budget-s"];
 
@@ -70,7 +66,7 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   const started = performance.now();
 
-  if (!existsSync(FINETUNE_PYTHON) || !existsSync(join(LLAMA_CONVERTER, "convert_lora_to_gguf.py"))) await run("bash", [join(ROOT, "hack/tools/80-finetune.sh")], ROOT);
+  if (!existsSync(FINETUNE_PYTHON) || !existsSync(join(LLAMA_CONVERTER, "convert_lora_to_gguf.py"))) await run("bash", [INSTALL_SCRIPT], FINETUNE_PACKAGE_DIR);
 
   const options = parseDatasetFlags(flags);
   const tokenizer = await SampleTokenizer.load(base);
@@ -87,10 +83,10 @@ async function main(): Promise<void> {
   }
 
   const metadata = join(out, "metadata.json");
-  writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} CML LoRA (Interlace)`, "interlace.prompt.examples": "none", "interlace.prompt.call_style": options.callStyle }, null, 2));
+  writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} CML LoRA (Interlace)`, "interlace.prompt.examples": "none", "interlace.prompt.instructions": options.instructions, "interlace.prompt.call_style": options.callStyle }, null, 2));
   const trainArgs = ["-m", "interlace_finetune.train", "--base", base, "--data", data, "--out", out, "--seed", seed, "--converter", LLAMA_CONVERTER, "--metadata", metadata];
   for (const f of TRAIN_FLAGS) if (flags.has(f)) trainArgs.push(`--${f}`, flags.get(f)!);
-  await run(FINETUNE_PYTHON, trainArgs, join(ROOT, "finetune"));
+  await run(FINETUNE_PYTHON, trainArgs, FINETUNE_PACKAGE_DIR);
 
   const adapter = join(out, "adapter.gguf");
   const check = await checkModel(base, [{ path: adapter, scale: 1 }]);

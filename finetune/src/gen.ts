@@ -1,8 +1,8 @@
 /**
  * @module `npm run gen-finetune -- --out FILE [--model GGUF]
  * [--questions FILE[,FILE..] [--answers FILE[,FILE..]]] [--split tuning|eval|all]
- * [--variants N] [--runs N] [--sync-share F] [--multistep N] [--seed N]
- * [--call-style json|python] [--max-tokens N]`: CML fine-tuning data
+ * [--variants N] [--multi-call-variants N] [--fan-outs N] [--runs N] [--sync-share F] [--multistep N] [--seed N]
+ * [--call-style json|python] [--instructions brief|full] [--max-tokens N]`: CML fine-tuning data
  * (AsyncLM §4.2) from BFCL tasks, as JSON Lines. Each line holds `messages`
  * (the role/content chat format LlamaFactory, TRL and most fine-tuning tools
  * read), `segments` (which spans the model wrote and which the engine
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   const flags = parseArgv(process.argv.slice(2));
   const out = flags.get("out");
   if (out === undefined || out === "true") {
-    console.error("usage: npm run gen-finetune -- --out FILE [--model GGUF] [--questions FILE[,FILE..]] [--split tuning|eval|all] [--variants N] [--runs N] [--sync-share F] [--multistep N] [--seed N] [--call-style json|python] [--max-tokens N]");
+    console.error("usage: npm run gen-finetune -- --out FILE [--model GGUF] [--questions FILE[,FILE..]] [--split tuning|eval|all] [--variants N] [--multi-call-variants N] [--fan-outs N] [--runs N] [--sync-share F] [--multistep N] [--seed N] [--call-style json|python] [--instructions brief|full] [--max-tokens N]");
     process.exit(2);
   }
   const options = parseDatasetFlags(flags);

@@ -13,7 +13,7 @@ import { isTuningId } from "../../bench/accuracy/split.js";
 import { mulberry32 } from "../../bench/bfcl/seeded-random.js";
 import { parseCallBody } from "../../engine-pod/src/cml/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
-import { argumentVariant } from "../../finetune/src/argument-variants.js";
+import { argumentVariant, fanOutVariant } from "../../finetune/src/argument-variants.js";
 import { buildSample, type TrainingTask } from "../../finetune/src/build-samples.js";
 import { bfclSources, buildDataset } from "../../finetune/src/dataset.js";
 import { SampleTokenizer } from "../../finetune/src/sample-tokens.js";
@@ -60,6 +60,7 @@ t.test("samples parse, respect the DAG and place each interrupt after its call",
     t.same(sample.messages.map((m) => m.role), ["system", "user", "assistant"]);
     t.match(sample.messages[0]!.content, /estimated latency ~\d/, "the drawn latencies are shown to the model");
     t.notMatch(sample.messages[0]!.content, /Example/, "no few-shot examples: a fine-tuned model is prompted without them");
+    t.notMatch(sample.messages[0]!.content, /How to call a tool/, "the CML syntax in one line, not the rules");
     const byId = new Map(sample.dag.map((c) => [c.id, c]));
     const made = new Map<string, number>();
     const answered = new Map<string, number>();
@@ -182,6 +183,18 @@ t.test("argument variants change the request and the call alike", async (t) => {
   t.equal(args["unit"], "celsius", "an enum value stays");
   t.ok(v.messages[0]!.content.includes(String(args["location"])) && v.messages[0]!.content.includes(` ${String(args["days"])} days`), `the request says the new values: ${v.messages[0]!.content}`);
   t.equal(argumentVariant({ ...weather, calls: [{ ...weather.calls[0]!, arguments: { unit: "celsius" } }] }, mulberry32(2), 1), undefined, "nothing to vary: no variant");
+  // Fan-out: the same request about several values, one call each.
+  const fan = fanOutVariant(weather, mulberry32(4), 1)!;
+  t.ok(fan.calls.length >= 2, `${fan.calls.length} calls`);
+  const param = Object.keys(weather.calls[0]!.arguments).find((k) => fan.calls[0]!.arguments[k] !== fan.calls[1]!.arguments[k])!;
+  t.ok(param === "location" || param === "days", `one argument fans out (${param})`);
+  for (const c of fan.calls) {
+    t.ok(fan.messages[0]!.content.includes(String(c.arguments[param])), `the request names ${String(c.arguments[param])}: ${fan.messages[0]!.content}`);
+    t.same(c.dependsOn, [], "independent");
+  }
+  const sample = buildSample(fan, { rng: mulberry32(1), countTokens });
+  t.same(validateSample(sample), [], "a fan-out sample validates");
+  t.equal(fanOutVariant({ ...weather, calls: [...weather.calls, weather.calls[0]!] }, mulberry32(4), 1), undefined, "only one-call tasks fan out");
 });
 
 const bfclDir = defaultBfclDir();
@@ -189,9 +202,9 @@ t.test("the dataset is the tuning split only, tokenized with the target model's 
   const tokenizer = await SampleTokenizer.load(await ensureModel({ preset: "test" }));
   t.teardown(() => tokenizer.close());
   const sources = bfclSources(bfclDir).filter((s) => /simple_python|multi_turn/.test(s.questions));
-  const { samples, stats } = buildDataset({ sources, split: "tuning", seed: 1, variants: 1, runs: 1, syncShare: 0.25, multistep: 2, callStyle: "json", maxTokens: 100_000 }, tokenizer);
+  const { samples, stats } = buildDataset({ sources, split: "tuning", seed: 1, variants: 1, multiCallVariants: 1, fanOuts: 1, runs: 1, syncShare: 0.25, multistep: 2, callStyle: "json", instructions: "brief", maxTokens: 100_000 }, tokenizer);
   t.ok(stats.sources.every(isTuningId), `every source entry is in the tuning split (${stats.sources.length})`);
-  t.ok(stats.byOrigin["variant"]! > 0 && stats.byOrigin["multistep"]! > 0, `variants and multi-step tasks are in (${JSON.stringify(stats.byOrigin)})`);
+  t.ok(stats.byOrigin["variant"]! > 0 && stats.byOrigin["fan-out"]! > 0 && stats.byOrigin["multistep"]! > 0, `variants, fan-outs and multi-step tasks are in (${JSON.stringify(stats.byOrigin)})`);
   for (const sample of samples.slice(0, 40)) {
     // The clock counts the model's pieces in this model's tokens.
     const calls = sample.segments.filter((s) => s.by === "model");

@@ -12,6 +12,7 @@ import {
   type KvPolicy,
   type Source,
 } from "../../../common/src/index.js";
+import { PROMPT_EXAMPLES, PROMPT_INSTRUCTIONS, type PromptExamples, type PromptInstructions } from "../prompt/index.js";
 
 export type GpuOption = false | "cuda" | "auto";
 
@@ -21,10 +22,6 @@ export interface AdapterOption {
   /** Multiplies the adapter's effect. Default 1. */
   scale: number;
 }
-
-/** Few-shot examples in a CML prompt: `builtin` (what a model never fine-tuned on CML needs) or `none`. */
-export const PROMPT_EXAMPLES = ["builtin", "none"] as const;
-export type PromptExamples = (typeof PROMPT_EXAMPLES)[number];
 
 export interface EngineOptions {
   /** Path of the GGUF file to serve. */
@@ -40,6 +37,8 @@ export interface EngineOptions {
    * `builtin`.
    */
   promptExamples?: PromptExamples;
+  /** How much of CML the system prompt explains; absent: what the adapters say (`interlace.prompt.instructions`), else `full`. */
+  promptInstructions?: PromptInstructions;
   /** Parallel sequences in the one context: the most sessions the engine holds at once. */
   sequences: number;
   /** Tokens per sequence (each sequence has its own KV stream of this size). */
@@ -112,7 +111,7 @@ export function parseAdapterList(value: string, flag: string): AdapterOption[] {
     });
 }
 
-/** Reads `--model`, `--adapters`, `--prompt-examples`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
+/** Reads `--model`, `--adapters`, `--prompt-examples`, `--prompt-instructions`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
@@ -121,10 +120,12 @@ export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions>
   const adaptersRaw = optionalStringOpt(src, "adapters");
   const adapters = adaptersRaw !== undefined ? parseAdapterList(adaptersRaw, "adapters") : d.adapters;
   const promptExamples = optionalStringOpt(src, "prompt-examples") !== undefined ? enumOpt(src, "prompt-examples", PROMPT_EXAMPLES, "builtin") : d.promptExamples;
+  const promptInstructions = optionalStringOpt(src, "prompt-instructions") !== undefined ? enumOpt(src, "prompt-instructions", PROMPT_INSTRUCTIONS, "full") : d.promptInstructions;
   return {
     modelPath: stringOpt(src, "model", defaults.modelPath ?? ""),
     ...(adapters !== undefined && adapters.length > 0 ? { adapters } : {}),
     ...(promptExamples !== undefined ? { promptExamples } : {}),
+    ...(promptInstructions !== undefined ? { promptInstructions } : {}),
     gpu: gpuRaw === "false" ? false : gpuRaw,
     sequences,
     contextSize: intOpt(src, "context-size", d.contextSize, { min: 64 }),

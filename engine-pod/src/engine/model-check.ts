@@ -7,12 +7,13 @@
  * operator turns into an EnginePool status reason) and the file at fault, so
  * a wrong adapter is a clear message, not a crash inside llama.cpp. The check
  * also reads what an adapter declares about its prompt (written by
- * `npm run finetune`): `interlace.prompt.examples`.
+ * `npm run finetune`): `interlace.prompt.examples` and `interlace.prompt.instructions`.
  */
 import { existsSync, statSync } from "node:fs";
 import { readGgufFileInfo, type GgufFileInfo } from "node-llama-cpp";
 import { ModelCheckReason } from "../../../common/src/index.js";
-import type { AdapterOption, PromptExamples } from "./engine-options.js";
+import { DEFAULT_PROMPT_STYLE, type PromptExamples, type PromptInstructions, type PromptStyle } from "../prompt/index.js";
+import type { AdapterOption } from "./engine-options.js";
 
 export class ModelCheckError extends Error {
   override readonly name = "ModelCheckError";
@@ -33,8 +34,9 @@ export interface AdapterInfo {
   alpha?: number;
   rank?: number;
   tensors: number;
-  /** `interlace.prompt.examples`, when the adapter was trained by `npm run finetune`. */
+  /** `interlace.prompt.examples` and `interlace.prompt.instructions`, when the adapter was trained by `npm run finetune`. */
   promptExamples?: PromptExamples;
+  promptInstructions?: PromptInstructions;
   /** `general.name`, when set. */
   name?: string;
 }
@@ -94,6 +96,7 @@ export async function checkModel(modelPath: string, adapters: readonly AdapterOp
     }
     if (rank === undefined) throw new ModelCheckError(ModelCheckReason.AdapterInvalid, `adapter ${adapter.path} holds no LoRA tensors`);
     const examples = at(meta, "interlace.prompt.examples");
+    const instructions = at(meta, "interlace.prompt.instructions");
     const alpha = at(meta, "adapter.lora.alpha");
     const name = at(meta, "general.name");
     infos.push({
@@ -104,13 +107,17 @@ export async function checkModel(modelPath: string, adapters: readonly AdapterOp
       tensors: tensors.length,
       ...(typeof alpha === "number" ? { alpha } : {}),
       ...(examples === "none" || examples === "builtin" ? { promptExamples: examples } : {}),
+      ...(instructions === "full" || instructions === "brief" ? { promptInstructions: instructions } : {}),
       ...(typeof name === "string" ? { name } : {}),
     });
   }
   return { architecture, adapters: infos };
 }
 
-/** The prompt's examples: an explicit choice wins, then what the adapters declare, else the built-in ones. */
-export function resolvePromptExamples(explicit: PromptExamples | undefined, adapters: readonly AdapterInfo[]): PromptExamples {
-  return explicit ?? adapters.find((a) => a.promptExamples !== undefined)?.promptExamples ?? "builtin";
+/** How to prompt the model: an explicit choice wins, then what the adapters declare, else the defaults (full instructions, built-in examples). */
+export function resolvePromptStyle(explicit: { examples?: PromptExamples | undefined; instructions?: PromptInstructions | undefined }, adapters: readonly AdapterInfo[]): PromptStyle {
+  return {
+    examples: explicit.examples ?? adapters.find((a) => a.promptExamples !== undefined)?.promptExamples ?? DEFAULT_PROMPT_STYLE.examples,
+    instructions: explicit.instructions ?? adapters.find((a) => a.promptInstructions !== undefined)?.promptInstructions ?? DEFAULT_PROMPT_STYLE.instructions,
+  };
 }

@@ -21,7 +21,8 @@ export interface PromptInput {
 
 /** The tokens to prefill for `input`. */
 export function promptTokens(runtime: Runtime, input: PromptInput): Token[] {
-  const messages = cmlPromptMessages({ messages: input.messages, tools: input.tools, ...(runtime.promptExamples === "none" ? { examples: [] } : {}) });
+  const { examples, instructions } = runtime.promptStyle;
+  const messages = cmlPromptMessages({ messages: input.messages, tools: input.tools, instructions, ...(examples === "none" ? { examples: [] } : {}) });
   return renderPrompt(runtime.model, messages, input.continueAssistant === true ? { continueAssistant: true } : {}).tokens;
 }
 

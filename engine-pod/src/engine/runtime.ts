@@ -7,8 +7,9 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token, type TokenBias } from "node-llama-cpp";
 import { CML, CML_MARKERS, type CmlMarker, type Logger } from "../../../common/src/index.js";
 import { createIntrTokenBias, findMarkerTokens } from "../cml/index.js";
-import type { EngineOptions, PromptExamples } from "./engine-options.js";
-import { checkModel, resolvePromptExamples, type AdapterInfo } from "./model-check.js";
+import type { PromptStyle } from "../prompt/index.js";
+import type { EngineOptions } from "./engine-options.js";
+import { checkModel, resolvePromptStyle, type AdapterInfo } from "./model-check.js";
 
 export interface Runtime {
   readonly llama: Llama;
@@ -22,8 +23,8 @@ export interface Runtime {
   readonly contextSize: number;
   /** The LoRA adapters applied to the context, as their files describe them. */
   readonly adapters: readonly AdapterInfo[];
-  /** Few-shot examples in CML prompts (an adapter trained without them is prompted without them). */
-  readonly promptExamples: PromptExamples;
+  /** How CML prompts are written for this model (an adapter is prompted as it was trained). */
+  readonly promptStyle: PromptStyle;
   /** Markers that are single control tokens in this vocabulary (id → marker). */
   readonly markerTokens: ReadonlyMap<number, CmlMarker>;
   /** The marker's token(s): one control token in generated models, several text tokens otherwise. */
@@ -63,7 +64,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
     failedCreationRemedy: false,
     ...(check.adapters.length > 0 ? { lora: { adapters: check.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } } : {}),
   });
-  const promptExamples = resolvePromptExamples(options.promptExamples, check.adapters);
+  const promptStyle = resolvePromptStyle({ examples: options.promptExamples, instructions: options.promptInstructions }, check.adapters);
   const sequences: LlamaContextSequence[] = [];
   // getSequence hands out ids 0..N-1 in order; the slot allocator keeps active ones low.
   for (let i = 0; i < options.sequences; i++) sequences.push(context.getSequence());
@@ -85,7 +86,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
       gpu: llama.gpu,
       controlMarkers: markerTokens.size,
       adapters: check.adapters.map((a) => ({ path: a.path, scale: a.scale, rank: a.rank })),
-      promptExamples,
+      promptStyle,
       loadMs: Math.round(performance.now() - t0),
     },
     "model loaded",
@@ -99,7 +100,7 @@ export async function loadRuntime(options: EngineOptions, log: Logger): Promise<
     prefixStore,
     contextSize: context.contextSize,
     adapters: check.adapters,
-    promptExamples,
+    promptStyle,
     markerTokens,
     markerIds,
     intrBias,

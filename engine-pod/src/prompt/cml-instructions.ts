@@ -10,6 +10,26 @@ import { CML, formatCallBlock, formatInterruptBlock, formatTrapBlock, type ToolS
 /** How call bodies are written: JSON (what the call grammar enforces) or Python style. */
 export type CallStyle = "json" | "python";
 
+/**
+ * How much of CML the system prompt explains: `full` (the rules, for a model
+ * that learns CML from the prompt alone) or `brief` (the syntax in one line,
+ * for a model fine-tuned on CML: a few hundred prompt tokens fewer to prefill).
+ */
+export const PROMPT_INSTRUCTIONS = ["full", "brief"] as const;
+export type PromptInstructions = (typeof PROMPT_INSTRUCTIONS)[number];
+
+/** Few-shot examples in a CML prompt: `builtin` (what a model never fine-tuned on CML needs) or `none`. */
+export const PROMPT_EXAMPLES = ["builtin", "none"] as const;
+export type PromptExamples = (typeof PROMPT_EXAMPLES)[number];
+
+/** How a model is prompted with CML; a fine-tuned model is prompted as it was trained (its adapter says how). */
+export interface PromptStyle {
+  examples: PromptExamples;
+  instructions: PromptInstructions;
+}
+
+export const DEFAULT_PROMPT_STYLE: PromptStyle = { examples: "builtin", instructions: "full" };
+
 export interface CmlSystemPromptOptions {
   /** The app's own system prompt, placed first. */
   system?: string;
@@ -18,6 +38,8 @@ export interface CmlSystemPromptOptions {
   fewShot?: boolean | readonly string[];
   /** Default `json`. */
   callStyle?: CallStyle;
+  /** Default `full`. */
+  instructions?: PromptInstructions;
 }
 
 /** A call body in the chosen style. */
@@ -80,21 +102,21 @@ export function buildCmlSystemPrompt(opts: CmlSystemPromptOptions): string {
   const parts: string[] = [];
   if (opts.system !== undefined && opts.system.trim() !== "") parts.push(opts.system.trim());
   if (opts.tools.length > 0) {
-    parts.push(
-      [
-        "You can call tools while you keep writing. Tools run in the background; their results are delivered to you later.",
-        "",
-        "How to call a tool:",
-        `- Write one call per block: ${CML.CALL}id${CML.HEAD}${example}${CML.END}`,
-        `- id is a short name you choose (letters, digits, _), unique in the conversation, e.g. job1. Use ${style === "json" ? "JSON with the exact parameter names" : "Python keyword arguments with the exact parameter names"}.`,
-        "- A call starts the moment you write its block. Do not wait: write other independent calls or text right away, each call in its own block.",
-        `- Results arrive by themselves as interrupt blocks: ${CML.INTR}id${CML.HEAD}result${CML.END}. Only the system writes ${CML.INTR}; never write it yourself. An error result starts with "error:" — fix the call and try again.`,
-        "- Start the longest-running calls first (see each tool's estimated latency): while they run, make the shorter calls.",
-        "- A call that needs another call's result must wait until that result has arrived.",
-        `- When nothing is left to do until a result arrives, write ${formatTrapBlock()} and stop; you resume when the next result arrives.`,
-        "- When all results you need are in, answer in one short sentence that uses them, and end your turn.",
-      ].join("\n"),
-    );
+    const brief = [`Call tools with ${CML.CALL}id${CML.HEAD}${example}${CML.END}; results arrive as ${CML.INTR}id${CML.HEAD}result${CML.END}; ${formatTrapBlock()} waits for the next result.`];
+    const full = [
+      "You can call tools while you keep writing. Tools run in the background; their results are delivered to you later.",
+      "",
+      "How to call a tool:",
+      `- Write one call per block: ${CML.CALL}id${CML.HEAD}${example}${CML.END}`,
+      `- id is a short name you choose (letters, digits, _), unique in the conversation, e.g. job1. Use ${style === "json" ? "JSON with the exact parameter names" : "Python keyword arguments with the exact parameter names"}.`,
+      "- A call starts the moment you write its block. Do not wait: write other independent calls or text right away, each call in its own block.",
+      `- Results arrive by themselves as interrupt blocks: ${CML.INTR}id${CML.HEAD}result${CML.END}. Only the system writes ${CML.INTR}; never write it yourself. An error result starts with "error:" — fix the call and try again.`,
+      "- Start the longest-running calls first (see each tool's estimated latency): while they run, make the shorter calls.",
+      "- A call that needs another call's result must wait until that result has arrived.",
+      `- When nothing is left to do until a result arrives, write ${formatTrapBlock()} and stop; you resume when the next result arrives.`,
+      "- When all results you need are in, answer in one short sentence that uses them, and end your turn.",
+    ];
+    parts.push(((opts.instructions ?? "full") === "brief" ? brief : full).join("\n"));
     parts.push(["Available tools:", ...opts.tools.map(describeTool)].join("\n"));
     const fewShot = opts.fewShot ?? true;
     const examples = fewShot === true ? [builtInExample(style)] : fewShot === false ? [] : [...fewShot];

@@ -3,7 +3,20 @@
  * CML, and rendering chat messages through the model's chat template into
  * tokens (untrusted text never becomes a marker).
  */
-export { buildCmlSystemPrompt, describeTool, formatCallBody, formatLatency, type CallStyle, type CmlSystemPromptOptions } from "./cml-instructions.js";
+export {
+  buildCmlSystemPrompt,
+  describeTool,
+  formatCallBody,
+  formatLatency,
+  DEFAULT_PROMPT_STYLE,
+  PROMPT_EXAMPLES,
+  PROMPT_INSTRUCTIONS,
+  type CallStyle,
+  type CmlSystemPromptOptions,
+  type PromptExamples,
+  type PromptInstructions,
+  type PromptStyle,
+} from "./cml-instructions.js";
 export { cmlPromptMessages, type CmlPromptInput } from "./cml-prompt.js";
 export { builtInExamples, fewShotMessages, type FewShotExample } from "./few-shot.js";
 export {
