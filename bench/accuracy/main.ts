@@ -1,23 +1,28 @@
 /**
- * @module `npm run bench -- accuracy [--quick] [--model PATH]
+ * @module `npm run bench -- accuracy [--quick] [--model GGUF] [--adapter GGUF]
  * [--questions FILE[,FILE..] --answers FILE[,FILE..]] [--tasks N] [--seed N]
  * [--split eval|tuning|all] [--formats cmlAsync,cmlSync,openaiTools]
- * [--max-tokens N] [--json FILE] [--out DIR]`
+ * [--grammar-off cmlAsync,...|none] [--models base,finetuned]
+ * [--max-tokens N] [--threads N] [--json FILE] [--out DIR]`
  *
  * AsyncLM §6.5's question on a real model: does asynchronous calling cost
- * correctness? BFCL single-turn tasks (any category file with its possible
- * answer) run UNSCRIPTED on one engine: the model decides every call. The
- * same tasks, seed and model run as a CML async session, a CML sync session
- * and an OpenAI-tools chat completion; each task's calls are scored with
- * BFCL's AST rules. Tools answer a neutral `{"status": "ok"}` after a seeded
- * latency (BFCL's AST categories never execute the calls either, and a
- * neutral answer tells the model nothing about whether it was right).
+ * correctness, and what does fine-tuning on CML (§3.3) buy? BFCL single-turn
+ * tasks (any category file with its possible answer) run UNSCRIPTED on one
+ * engine: the model decides every call. The same tasks, seed and model run
+ * as a CML async session and a CML sync session (and, when asked, an
+ * OpenAI-tools chat completion), first on the base model and then, with
+ * `--adapter`, on the base model wearing the LoRA adapter; each task's calls
+ * are scored with BFCL's AST rules. Formats listed in `--grammar-off` run a
+ * second time with the call grammar off, for the invalid-call rate without
+ * it. Tools answer a neutral `{"status": "ok"}` after a seeded latency
+ * (BFCL's AST categories never execute the calls either, and a neutral
+ * answer tells the model nothing about whether it was right). A task that
+ * fails in the harness is recorded as such and the run goes on.
  *
- * Default model: Gemma 3 270M (hack/tools/50-gemma.sh). Upper bound: 100%
- * (every answer matched); BFCL's leaderboard puts small untuned models far
- * below it, so the harness, not the 270M figure, is the point.
+ * Default model: Gemma 3 270M (hack/tools/50-gemma.sh). Upper bound: 100%.
  */
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger, parseArgv, type ChatMessage, type Logger, type ToolSpec } from "../../common/src/index.js";
@@ -32,16 +37,22 @@ import type { SingleTurnEntry } from "../bfcl/bfcl-reader.js";
 import { defaultBfclDir, readEntries } from "../bfcl/load-tasks.js";
 import { drawLatencyMs, mulberry32, shuffled } from "../bfcl/seeded-random.js";
 import { scoreCalls } from "./ast-scorer.js";
-import { accuracyChartSpec, accuracyTable, aggregateRuns, type ScoredRun } from "./report.js";
+import { accuracyChartSpec, accuracyTable, aggregateRuns, failureCause, failureTable, type AccuracyRow, type ModelName, type ScoredRun } from "./report.js";
 import { FORMATS, runFormat, type AccuracyTask, type FormatName } from "./run-task.js";
 import { inSplit, type Split } from "./split.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The neutral tool answer: the same for right and wrong calls. */
 const TOOL_OUTPUT = '{"status": "ok"}';
+const r2 = (x: number): number => Math.round(x * 100) / 100;
 
 interface Config {
   model: string;
+  /** The fine-tuned model: the base model with this LoRA adapter. */
+  adapter?: string;
+  models: ModelName[];
+  /** Formats run a second time with the call grammar off. */
+  grammarOff: FormatName[];
   sources: { questions: string; answers?: string; category: string }[];
   tasksPerCategory: number;
   seed: number;
@@ -80,6 +91,13 @@ function parseConfig(argv: string[]): Config {
   }
   const formats = list(flags.get("formats"));
   for (const f of formats) if (!(FORMATS as readonly string[]).includes(f)) throw new Error(`--formats: unknown format ${f} (${FORMATS.join(", ")})`);
+  const grammarOff = flags.get("grammar-off") === "none" ? [] : list(flags.get("grammar-off") ?? "cmlAsync");
+  for (const f of grammarOff) if (f !== "cmlAsync" && f !== "cmlSync") throw new Error(`--grammar-off: ${f} is not a CML format (cmlAsync, cmlSync) or none`);
+  const adapter = flags.get("adapter");
+  if (adapter !== undefined && !existsSync(adapter)) throw new Error(`--adapter ${adapter}: no such file (npm run finetune writes one)`);
+  const models = list(flags.get("models") ?? (adapter !== undefined ? "base,finetuned" : "base"));
+  for (const m of models) if (m !== "base" && m !== "finetuned") throw new Error(`--models: unknown model ${m} (base, finetuned)`);
+  if (models.includes("finetuned") && adapter === undefined) throw new Error("--models finetuned needs --adapter PATH");
   const split = flags.get("split") ?? "eval";
   if (split !== "eval" && split !== "tuning" && split !== "all") throw new Error("--split must be eval, tuning or all");
   const int = (name: string, def: number): number => {
@@ -89,14 +107,17 @@ function parseConfig(argv: string[]): Config {
   };
   return {
     model: flags.get("model") ?? join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf"),
+    ...(adapter !== undefined ? { adapter } : {}),
+    models: models as ModelName[],
+    grammarOff: grammarOff as FormatName[],
     sources,
     tasksPerCategory: int("tasks", quick ? 2 : 25),
     seed: int("seed", 1),
     split,
-    formats: formats.length > 0 ? (formats as FormatName[]) : [...FORMATS],
+    formats: formats.length > 0 ? (formats as FormatName[]) : ["cmlAsync", "cmlSync"],
     maxTokens: int("max-tokens", quick ? 96 : 192),
     contextSize: int("context-size", 4096),
-    threads: int("threads", 1),
+    threads: int("threads", 2),
     quick,
     ...(flags.get("json") !== undefined ? { json: flags.get("json")! } : {}),
     outDir: flags.get("out") ?? join(ROOT, "bench/results"),
@@ -119,10 +140,20 @@ export function pickTasks(entries: readonly SingleTurnEntry[], category: string,
 }
 
 /** An engine pod in this process: the real engine and HTTP server, tools run by the in-process executor as replay builtins. */
-async function startPod(config: Config, tools: Map<string, BuiltinTool>, log: Logger): Promise<{ url: string; engine: Engine; close(): Promise<void> }> {
+async function startPod(config: Config, adapter: string | undefined, tools: Map<string, BuiltinTool>, log: Logger): Promise<{ url: string; engine: Engine; close(): Promise<void> }> {
   const executor = new InProcessExecutor({ tools, log });
   const engine = await createEngine(
-    { modelPath: config.model, gpu: false, sequences: 3, contextSize: config.contextSize, threads: config.threads, kvPolicy: "auto", maxTokens: config.maxTokens, prefixCache: true },
+    {
+      modelPath: config.model,
+      ...(adapter !== undefined ? { adapters: [{ path: adapter, scale: 1 }] } : {}),
+      gpu: false,
+      sequences: 3,
+      contextSize: config.contextSize,
+      threads: config.threads,
+      kvPolicy: "auto",
+      maxTokens: config.maxTokens,
+      prefixCache: true,
+    },
     executor,
     log,
     { calibrate: false },
@@ -146,6 +177,51 @@ function registerTools(tools: Map<string, BuiltinTool>, specs: readonly ToolSpec
   for (const spec of specs) tools.set(spec.name, createReplayTool({ spec, table: new Map(), fallback: { output: TOOL_OUTPUT, latencyMs: spec.estimatedLatencyMs ?? 100 } }));
 }
 
+/** One task in one format on one model: scored, or recorded as a harness error; never throws. */
+async function attempt(task: AccuracyTask & { entry: SingleTurnEntry }, model: ModelName, format: FormatName, grammar: boolean, url: string, config: Config): Promise<ScoredRun> {
+  const base = { taskId: task.id, category: task.category, model, format, grammar, expectedCalls: task.entry.possible.length };
+  try {
+    const out = await runFormat(task, format, { engineUrl: url, maxTokens: config.maxTokens, seed: config.seed, grammar });
+    const score = scoreCalls(task.tools, out.calls, task.entry.possible);
+    const run: ScoredRun = {
+      ...base,
+      valid: score.valid,
+      ...(score.valid ? {} : { error: score.kind, errorMessage: score.message }),
+      calls: out.calls.length,
+      invalidCalls: out.invalidCalls,
+      latencyMs: Math.round(out.latencyMs),
+      tokensGenerated: out.tokensGenerated,
+      eos: out.eos,
+      endReason: out.endReason,
+    };
+    return score.valid ? run : { ...run, cause: failureCause(run) };
+  } catch (err) {
+    return { ...base, valid: false, error: "harness_error", errorMessage: (err as Error).message, cause: "harness_error", calls: 0, invalidCalls: null, latencyMs: 0, tokensGenerated: 0, eos: false, endReason: "error" };
+  }
+}
+
+/** The issue's targets for a fine-tuned model, checked against the rows. */
+function targetLines(rows: readonly AccuracyRow[]): string[] {
+  const get = (category: string, format: FormatName): AccuracyRow | undefined => rows.find((x) => x.model === "finetuned" && x.category === category && x.format === format);
+  const lines: string[] = [];
+  for (const [category, floor] of [["simple_python", 0.5], ["multiple", 0.5], ["parallel", 0.3]] as const) {
+    for (const format of ["cmlAsync", "cmlSync"] as const) {
+      const row = get(category, format);
+      if (row !== undefined) lines.push(`${row.accuracy >= floor ? "met   " : "missed"} ${category} ${format}: ${(row.accuracy * 100).toFixed(1)}% (target ≥ ${floor * 100}%)`);
+    }
+  }
+  for (const row of rows.filter((x) => x.model === "finetuned" && x.format === "cmlAsync")) {
+    const sync = get(row.category, "cmlSync");
+    if (sync !== undefined) {
+      const gap = (sync.accuracy - row.accuracy) * 100;
+      lines.push(`${gap <= 3 ? "met   " : "missed"} ${row.category}: async ${(row.accuracy * 100).toFixed(1)}% vs sync ${(sync.accuracy * 100).toFixed(1)}% (async at most 3 points below)`);
+    }
+  }
+  const all = get("all", "cmlAsync");
+  if (all !== undefined) lines.push(`${all.eos_rate >= 0.9 ? "met   " : "missed"} async sessions ending by EOS: ${(all.eos_rate * 100).toFixed(1)}% (target ≥ 90%)`);
+  return lines;
+}
+
 export async function run(argv: string[]): Promise<void> {
   const config = parseConfig(argv);
   if (!existsSync(config.model)) {
@@ -159,42 +235,39 @@ export async function run(argv: string[]): Promise<void> {
   });
   if (tasks.length === 0) throw new Error("no single-turn tasks in the given files (split: " + config.split + ")");
   const modelName = basename(config.model);
-  console.log(`BFCL accuracy — model: ${modelName}, UNSCRIPTED (the model decides every call; no policy), ${tasks.length} tasks (${config.split} split), seed ${config.seed}`);
-  console.log(`formats: ${config.formats.join(", ")}; scored with BFCL's AST rules; tools answer ${TOOL_OUTPUT} after a seeded 30–500 ms.\n`);
+  console.log(`BFCL accuracy — model: ${modelName}${config.adapter !== undefined ? `, adapter: ${basename(config.adapter)}` : ""}; models ${config.models.join(", ")}; UNSCRIPTED (the model decides every call; no policy), ${tasks.length} tasks (${config.split} split), seed ${config.seed}`);
+  console.log(`formats: ${config.formats.join(", ")}${config.grammarOff.length > 0 ? `; again with the call grammar off: ${config.grammarOff.join(", ")}` : ""}; scored with BFCL's AST rules; tools answer ${TOOL_OUTPUT} after a seeded 30–500 ms.\n`);
 
   const toolSet = new Map<string, BuiltinTool>();
-  const pod = await startPod(config, toolSet, log);
   const runs: ScoredRun[] = [];
-  try {
-    for (const task of tasks) {
-      registerTools(toolSet, task.tools);
-      for (const format of config.formats) {
-        const out = await runFormat(task, format, { engineUrl: pod.url, maxTokens: config.maxTokens, seed: config.seed });
-        const score = scoreCalls(task.tools, out.calls, task.entry.possible);
-        runs.push({
-          taskId: task.id,
-          category: task.category,
-          format,
-          valid: score.valid,
-          ...(score.valid ? {} : { error: score.kind, errorMessage: score.message }),
-          calls: out.calls.length,
-          invalidCalls: out.invalidCalls,
-          latencyMs: Math.round(out.latencyMs),
-          tokensGenerated: out.tokensGenerated,
-          endReason: out.endReason,
-        });
-        process.stderr.write(`  ${task.id} ${format}: ${score.valid ? "right" : `wrong (${score.message})`} ${Math.round(out.latencyMs)} ms\n`);
+  for (const model of config.models) {
+    const pod = await startPod(config, model === "finetuned" ? config.adapter : undefined, toolSet, log);
+    try {
+      for (const task of tasks) {
+        registerTools(toolSet, task.tools);
+        const passes: [FormatName, boolean][] = [...config.formats.map((f): [FormatName, boolean] => [f, true]), ...config.grammarOff.filter((f) => config.formats.includes(f)).map((f): [FormatName, boolean] => [f, false])];
+        for (const [format, grammar] of passes) {
+          const run = await attempt(task, model, format, grammar, pod.url, config);
+          runs.push(run);
+          process.stderr.write(`  ${model} ${task.id} ${format}${grammar ? "" : " (no grammar)"}: ${run.valid ? "right" : `wrong (${run.cause}: ${run.errorMessage})`} ${run.latencyMs} ms${run.eos ? "" : " [token budget]"}\n`);
+        }
       }
+    } finally {
+      await pod.close();
     }
-  } finally {
-    await pod.close();
   }
 
   const rows = aggregateRuns(runs, config.formats);
   const table = accuracyTable(rows);
+  const failures = failureTable(rows);
+  const targets = targetLines(rows);
   const wall = Math.round((performance.now() - started) / 1000);
   const resultConfig = {
     model: modelName,
+    ...(config.adapter !== undefined ? { adapter: basename(config.adapter) } : {}),
+    models: config.models,
+    formats: config.formats,
+    grammar_off: config.grammarOff,
     unscripted: true,
     quick: config.quick,
     seed: config.seed,
@@ -202,20 +275,29 @@ export async function run(argv: string[]): Promise<void> {
     tasks_per_category: config.tasksPerCategory,
     categories: [...new Set(tasks.map((t) => t.category))],
     max_tokens: config.maxTokens,
+    threads: config.threads,
     sampling: "temperature 0",
     tools: `neutral ${TOOL_OUTPUT} after a seeded 30–500 ms (in-process replay builtins)`,
     latency: "client wall time, request to last byte (CML: whole session incl. tool waits; OpenAI: one request)",
     invalid_calls: "call blocks the engine rejected (parse/schema); the OpenAI response carries only accepted tool_calls (n/a)",
+    accuracy_ci95: "Wilson score interval",
+    eos_rate: "share of turns that ended by themselves, not at the token budget",
+    load_average: loadavg().map((x) => r2(x)),
     wall_s: wall,
   };
   console.log(table);
+  console.log(`\nFailures by cause:\n${failures}`);
+  if (targets.length > 0) console.log(`\nTargets (fine-tuned):\n${targets.join("\n")}`);
   mkdirSync(config.outDir, { recursive: true });
   const json = { config: resultConfig, results: rows, runs };
   writeFileSync(join(config.outDir, "accuracy.json"), JSON.stringify(json, null, 2));
-  if (config.json !== undefined) writeFileSync(config.json, JSON.stringify(json, null, 2));
+  if (config.json !== undefined) {
+    mkdirSync(dirname(resolve(config.json)), { recursive: true });
+    writeFileSync(config.json, JSON.stringify(json, null, 2));
+  }
   writeFileSync(
     join(config.outDir, "accuracy.md"),
-    `# BFCL accuracy (unscripted)\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n`,
+    `# BFCL accuracy (unscripted)\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Failures by cause\n\n${failures}\n${targets.length > 0 ? `\n## Targets (fine-tuned)\n\n${targets.map((l) => `- ${l}`).join("\n")}\n` : ""}`,
   );
   writeFileSync(join(config.outDir, "accuracy.svg"), await renderSvg(accuracyChartSpec(rows, `BFCL AST accuracy, ${modelName} (unscripted)`)));
   console.log(`\nwrote ${join(config.outDir, "accuracy.{json,md,svg}")}${config.json !== undefined ? ` and ${config.json}` : ""} in ${wall} s`);

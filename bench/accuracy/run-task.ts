@@ -5,7 +5,7 @@
  *   while the model decodes);
  * - `cmlSync`: the same session in sync mode (stop at each call, re-enter);
  * - `openaiTools`: one `/v1/chat/completions` request in the OpenAI tools
- *   format, scored on its `tool_calls` (BFCL's own single-request protocol).
+ *   format (CML underneath), scored on its `tool_calls`.
  * Latency is client-side wall time, request to last byte, for every row.
  */
 import { SessionClient, type ChatMessage, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
@@ -27,6 +27,8 @@ export interface FormatOutcome {
   invalidCalls: number | null;
   latencyMs: number;
   tokensGenerated: number;
+  /** The turn ended by itself (end of sequence), not at the token budget. */
+  eos: boolean;
   endReason: string;
 }
 
@@ -34,6 +36,8 @@ export interface RunOptions {
   engineUrl: string;
   maxTokens: number;
   seed: number;
+  /** Constrain call blocks with the call grammar (default true; CML formats only). */
+  grammar?: boolean;
 }
 
 export async function runFormat(task: AccuracyTask, format: FormatName, o: RunOptions): Promise<FormatOutcome> {
@@ -43,7 +47,7 @@ export async function runFormat(task: AccuracyTask, format: FormatName, o: RunOp
 async function runSession(task: AccuracyTask, mode: "async" | "sync", o: RunOptions): Promise<FormatOutcome> {
   const client = new SessionClient(o.engineUrl);
   const t0 = performance.now();
-  const events: SessionEvent[] = await client.run({ prompt: task.messages, tools: task.tools, mode, temperature: 0, seed: o.seed, maxTokens: o.maxTokens });
+  const events: SessionEvent[] = await client.run({ prompt: task.messages, tools: task.tools, mode, temperature: 0, seed: o.seed, maxTokens: o.maxTokens, ...(o.grammar === false ? { grammar: false } : {}) });
   const latencyMs = performance.now() - t0;
   const done = events.find((e): e is Extract<SessionEvent, { type: "done" }> => e.type === "done");
   if (done === undefined) throw new Error(`${task.id}/${mode}: no done event`);
@@ -57,6 +61,7 @@ async function runSession(task: AccuracyTask, mode: "async" | "sync", o: RunOpti
     invalidCalls: events.filter((e) => e.type === "call_error").length,
     latencyMs,
     tokensGenerated: done.usage.decodedTokens,
+    eos: done.reason === "eos",
     endReason: done.reason,
   };
 }
@@ -94,5 +99,6 @@ async function runOpenAi(task: AccuracyTask, o: RunOptions): Promise<FormatOutco
     tool: String(c.function?.name),
     arguments: JSON.parse(c.function?.arguments ?? "{}") as Record<string, unknown>,
   }));
-  return { calls, invalidCalls: null, latencyMs, tokensGenerated: body.usage?.completion_tokens ?? 0, endReason: choice?.finish_reason ?? "?" };
+  const finish = choice?.finish_reason ?? "?";
+  return { calls, invalidCalls: null, latencyMs, tokensGenerated: body.usage?.completion_tokens ?? 0, eos: finish !== "length", endReason: finish };
 }

@@ -24,6 +24,20 @@ export function mean(values: readonly number[]): number {
   return values.length === 0 ? NaN : values.reduce((s, v) => s + v, 0) / values.length;
 }
 
+/**
+ * The Wilson score interval of a binomial proportion (`successes` of `n`) at
+ * 95%: unlike the normal approximation it stays inside [0, 1] and is sound at
+ * 0% and 100% and for small `n`.
+ */
+export function wilsonInterval(successes: number, n: number, z = 1.96): [number, number] {
+  if (n === 0) return [0, 1];
+  const p = successes / n;
+  const z2 = z * z;
+  const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const half = (z * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / (1 + z2 / n);
+  return [Math.max(0, centre - half), Math.min(1, centre + half)];
+}
+
 /** Rounds for reports (3 decimals). */
 export function r3(x: number): number {
   return Math.round(x * 1000) / 1000;
