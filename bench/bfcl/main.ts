@@ -2,7 +2,8 @@
  * @module `npm run bench -- bfcl [--quick] [--workload parallel|multistep|interrupts]
  * [--questions FILE --answers FILE] [--json FILE] [--seed N] [--tasks N]
  * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--task-timeout-s N] [--tool-docs all|called]
- * [--backend openai [--upstream-url URL --upstream-model NAME]]`
+ * [--backend openai [--upstream-url URL --upstream-model NAME]]
+ * [--policy script|model [--model GGUF] [--adapter GGUF] [--split eval|tuning|all] [--max-tokens N]]`
  *
  * AsyncLM's evaluation (§6, Appendix A) on the real system: a nats-server,
  * two tool runners replaying each call's seeded duration, and an engine pod
@@ -18,9 +19,19 @@
  * of the async speedup survives on an unmodified upstream). Without
  * `--upstream-url`, llama.cpp's server (llama-cpp-python) is started on the
  * same generated `bench` model.
+ *
+ * `--policy model` takes the script away (AsyncLM §6.2–6.3 with the model
+ * deciding): the engine serves a real model (default Gemma 3 270M, with
+ * `--adapter` its CML fine-tune), sessions carry no policy, and the calls
+ * are whatever the model writes; the tool runners replay a call's recorded
+ * duration, or the tool's typical one for arguments nobody recorded. Each
+ * run's calls are scored with BFCL's AST rules, so a mode is never faster by
+ * calling less, and each task's bound is computed from the calls the model
+ * actually made in async mode, at that run's measured time per token. Tasks
+ * come from the evaluation split (the fine-tune never saw them).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 import { createLogger, parseArgv } from "../../common/src/index.js";
@@ -40,6 +51,11 @@ import { attemptRun, partitionOutcomes, type FailedRun, type RunOutcome } from "
 import { runSessionMode, userInterruptId, type ModeName, type RunContext, type TaskRun, type UpstreamModeName } from "./session-modes.js";
 import { UpstreamServer } from "../../hack/upstream-server.js";
 import { median, quantile } from "../lib/stats.js";
+import { scoreCalls } from "../accuracy/ast-scorer.js";
+import { inSplit, type Split } from "../accuracy/split.js";
+import type { BfclEntry, SingleTurnEntry } from "./bfcl-reader.js";
+import { defaultModelCacheDir } from "../../engine-pod/src/model/index.js";
+import { existsSync } from "node:fs";
 import { taskBound, tokenCounter, type TaskBound } from "./task-bound.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
 
@@ -85,6 +101,18 @@ interface Config {
   toolDocs: "all" | "called";
   /** `--backend openai`: also the upstream rows; the URL/model of a running server, or none to start llama.cpp's. */
   upstream?: { url?: string; model?: string };
+  /** Who writes the calls: the scripted LPT oracle, or the model. */
+  policy: "script" | "model";
+  /** `--policy model`: the GGUF the engine serves, its LoRA adapter, the BFCL split the tasks come from, the token limit. */
+  model?: string;
+  adapter?: string;
+  split: Split;
+  maxTokens: number;
+}
+
+/** Modes a model-decided run cannot take: async-naive restarts from client-side history, and the no-reuse row is secondary. */
+function unscriptedModesRefused(modes: string | undefined): string[] {
+  return (modes?.split(",") ?? []).filter((m) => m === "asyncNaive" || m === "syncNoReuse");
 }
 
 function parseConfig(argv: string[]): Config {
@@ -95,18 +123,28 @@ function parseConfig(argv: string[]): Config {
   const n = flags.get("tasks");
   const perWorkload = (quickN: number, fullN: number): number => (n !== undefined ? Number(n) : quick ? quickN : fullN);
   const style = flags.get("call-style") ?? "python";
-  const modes = (flags.get("modes")?.split(",") ?? (quick ? [...QUICK_MODES] : [...MODES])) as ModeName[];
+  const modes = (flags.get("modes")?.split(",") ?? (quick || flags.get("policy") === "model" ? [...QUICK_MODES] : [...MODES])) as ModeName[];
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`--modes takes a comma-separated subset of ${MODES.join(",")}`);
   const sweep = flags.get("sweep") ?? (quick ? "none" : "0.25,0.5,1,2,4,8");
   if (style !== "json" && style !== "python") throw new Error("--call-style must be json or python");
   const toolDocs = flags.get("tool-docs") ?? (quick ? "called" : "all");
   if (toolDocs !== "all" && toolDocs !== "called") throw new Error("--tool-docs must be all or called");
+  const policy = flags.get("policy") ?? "script";
+  if (policy !== "script" && policy !== "model") throw new Error("--policy must be script or model");
+  const split = flags.get("split") ?? (policy === "model" ? "eval" : "all");
+  if (split !== "eval" && split !== "tuning" && split !== "all") throw new Error("--split must be eval, tuning or all");
+  const model = policy === "model" ? (flags.get("model") ?? join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf")) : undefined;
+  if (model !== undefined && !existsSync(model)) throw new Error(`--model ${model}: no such file (bash hack/tools/50-gemma.sh fetches Gemma 3 270M)`);
+  const adapter = flags.get("adapter");
+  if (adapter !== undefined && (policy !== "model" || !existsSync(adapter))) throw new Error(`--adapter ${adapter}: needs --policy model and an existing file`);
+  if (policy === "model" && unscriptedModesRefused(flags.get("modes")).length > 0) throw new Error(`--policy model runs the server-side modes (sync, syncParallel, async), not ${unscriptedModesRefused(flags.get("modes")).join(", ")}`);
   return {
     quick,
-    workloads: workload === undefined ? [...WORKLOADS] : [workload as WorkloadName],
+    // With the model deciding, the parallel workload: its tasks have BFCL answers to score the calls against.
+    workloads: workload === undefined ? (policy === "model" ? ["parallel"] : [...WORKLOADS]) : [workload as WorkloadName],
     tasks: { parallel: perWorkload(QUICK_TASKS.parallel, 30), multistep: perWorkload(QUICK_TASKS.multistep, 10), interrupts: perWorkload(QUICK_TASKS.interrupts, 10) },
     seed: Number(flags.get("seed") ?? 1),
-    sweepScales: sweep === "none" ? [] : sweep.split(",").map(Number),
+    sweepScales: sweep === "none" || policy === "model" ? [] : sweep.split(",").map(Number),
     sweepTasks: Number(flags.get("sweep-tasks") ?? (quick ? 2 : 8)),
     ...(flags.get("questions") !== undefined ? { questions: flags.get("questions")! } : {}),
     ...(flags.get("answers") !== undefined ? { answers: flags.get("answers")! } : {}),
@@ -116,6 +154,11 @@ function parseConfig(argv: string[]): Config {
     modes: MODES.filter((m) => modes.includes(m)),
     taskTimeoutMs: Number(flags.get("task-timeout-s") ?? 600) * 1000,
     toolDocs,
+    policy,
+    ...(model !== undefined ? { model } : {}),
+    ...(adapter !== undefined ? { adapter } : {}),
+    split,
+    maxTokens: Number(flags.get("max-tokens") ?? 192),
     ...(flags.get("backend") === "openai"
       ? { upstream: { ...(flags.get("upstream-url") !== undefined ? { url: flags.get("upstream-url")! } : {}), ...(flags.get("upstream-model") !== undefined ? { model: flags.get("upstream-model")! } : {}) } }
       : {}),
@@ -127,7 +170,7 @@ function parseConfig(argv: string[]): Config {
  * the same duration, as a deterministic tool would. Rewrites the tasks' call
  * durations to the recorded ones, so the bound sees what the runners do.
  */
-function replayPool(pool: string, tasks: BenchTask[]): ToolRunnerConfig {
+function replayPool(pool: string, tasks: BenchTask[], fallback = false): ToolRunnerConfig {
   const recordings = new Map<string, Map<string, { arguments: Record<string, unknown>; output: string; latencyMs: number }>>();
   for (const task of tasks)
     for (const call of task.calls) {
@@ -143,7 +186,13 @@ function replayPool(pool: string, tasks: BenchTask[]): ToolRunnerConfig {
     description: `replays recorded ${name} outputs`,
     // The engine validates against the task's schema; the runner only replays.
     parameters: { type: "object" },
-    implementation: { type: "builtin", builtin: "replay", recordings: [...byArgs.values()] },
+    implementation: {
+      type: "builtin",
+      builtin: "replay",
+      recordings: [...byArgs.values()],
+      // A model may call with arguments nobody recorded: the tool's typical duration then.
+      ...(fallback ? { fallback: { output: TOOL_OUTPUT, latencyMs: Math.round(median([...byArgs.values()].map((r) => r.latencyMs))) } } : {}),
+    },
   }));
   return { namespace: "bench", pool, tools, concurrency: 256, maxResultBytes: 4096 };
 }
@@ -162,25 +211,60 @@ async function runTask(task: BenchTask, modes: readonly ModeName[], ctx: RunCont
   return outcomes;
 }
 
+/** The task as the model did it: the calls its async run made, independent, each with the duration the runners replay for it. */
+function realizedTask(task: BenchTask, run: TaskRun): BenchTask {
+  const recorded = new Map(task.calls.map((c) => [`${c.tool} ${canonicalJson(c.arguments)}`, c.latencyMs]));
+  const typical = (tool: string): number => median(task.calls.filter((c) => c.tool === tool).map((c) => c.latencyMs));
+  return {
+    ...task,
+    calls: (run.modelCalls ?? []).map((c) => ({
+      id: c.id,
+      tool: c.tool,
+      arguments: c.arguments,
+      dependsOn: [],
+      latencyMs: recorded.get(`${c.tool} ${canonicalJson(c.arguments)}`) ?? (Number.isFinite(typical(c.tool)) ? typical(c.tool) : 0),
+    })),
+  };
+}
+
+/** Whether a model-decided run's calls are right by BFCL's AST rules (undefined without a possible answer). */
+function callsRight(task: BenchTask, run: TaskRun, entries: ReadonlyMap<string, BfclEntry>): boolean | undefined {
+  const entry = entries.get(task.sources[0] ?? "");
+  if (entry?.kind !== "single" || entry.possible.length === 0) return undefined;
+  return scoreCalls((entry as SingleTurnEntry).tools, (run.modelCalls ?? []).map((c) => ({ tool: c.tool, arguments: c.arguments })), entry.possible).valid;
+}
+
 export async function run(argv: string[]): Promise<void> {
   const config = parseConfig(argv);
   const log = createLogger("bench-bfcl", process.env["LOG_LEVEL"] ?? "warn");
   const started = performance.now();
-  const entries = readEntries({ ...(config.questions !== undefined ? { questions: config.questions } : {}), ...(config.answers !== undefined ? { answers: config.answers } : {}) });
+  const entries = readEntries({ ...(config.questions !== undefined ? { questions: config.questions } : {}), ...(config.answers !== undefined ? { answers: config.answers } : {}) }).filter((e) => inSplit(e.id, config.split));
+  const entryById = new Map(entries.map((e) => [e.id, e]));
+  const byModel = config.policy === "model";
   const phases = config.workloads
     .map((w) => ({ workload: w, tasks: buildTasks(entries, w, { seed: config.seed, maxTasks: config.tasks[w], toolDocs: config.toolDocs }) }))
     .filter((p) => p.tasks.length > 0);
   if (phases.length === 0) throw new Error("no tasks: the given files feed none of the requested workloads");
 
-  console.log("BFCL benchmark — model: generated `bench` preset (random weights), driven by a scripted LPT policy over each task's ground-truth call DAG");
-  console.log("(the paper's cheat sheet): every token is a real forward pass; every call goes through NATS to real tool runners replaying seeded durations.");
+  if (byModel) {
+    console.log(`BFCL benchmark — model: ${basename(config.model!)}${config.adapter !== undefined ? ` with the LoRA adapter ${basename(config.adapter)}` : ""}, UNSCRIPTED: the model decides every call (no policy);`);
+    console.log(`every call goes through NATS to real tool runners replaying seeded durations; ${config.split} split; calls scored with BFCL's AST rules.`);
+  } else {
+    console.log("BFCL benchmark — model: generated `bench` preset (random weights), driven by a scripted LPT policy over each task's ground-truth call DAG");
+    console.log("(the paper's cheat sheet): every token is a real forward pass; every call goes through NATS to real tool runners replaying seeded durations.");
+  }
   console.log(
     `Tasks: ${phases.map((p) => `${p.tasks.length} ${p.workload}`).join(", ")}; tool definitions in each prompt: ${config.toolDocs === "all" ? "every tool of the task's BFCL entries" : "only the tools the task calls (--tool-docs all for the paper's setting)"}.\n`,
   );
 
-  const modelPath = await ensureModel({ preset: "bench" });
+  const modelPath = config.model ?? (await ensureModel({ preset: "bench" }));
   const nats = await NatsServer.start();
-  const engine = await spawnEngine(["--model", modelPath, "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4", "--context-size", "16384", "--threads", "1"]);
+  const engine = await spawnEngine([
+    "--model", modelPath,
+    ...(config.adapter !== undefined ? ["--adapters", config.adapter] : []),
+    "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4",
+    ...(byModel ? ["--context-size", "4096", "--threads", "2", "--max-tokens", String(config.maxTokens)] : ["--context-size", "16384", "--threads", "1"]),
+  ]);
   // The upstream rows: an openai-backend engine pod in front of a third-party server (started here unless given).
   const upstreamServer = config.upstream !== undefined && config.upstream.url === undefined ? await UpstreamServer.start({ preset: "bench", contextSize: 16384 }) : undefined;
   const upstreamEngine =
@@ -201,7 +285,7 @@ export async function run(argv: string[]): Promise<void> {
   const withPool = async <T>(pool: ToolRunnerConfig, body: (ctx: RunContext) => Promise<T>): Promise<T> => {
     runners = [await spawnToolRunner(nats.url, pool, `${pool.pool}-0`), await spawnToolRunner(nats.url, pool, `${pool.pool}-1`)];
     try {
-      return await body({ engineUrl: engine.url, pool: { namespace: pool.namespace, name: pool.pool }, callStyle: config.callStyle, finalText: FINAL_TEXT });
+      return await body({ engineUrl: engine.url, pool: { namespace: pool.namespace, name: pool.pool }, callStyle: config.callStyle, finalText: FINAL_TEXT, policy: config.policy, maxTokens: config.maxTokens });
     } finally {
       await Promise.all(runners.map((r) => r.stop()));
       runners = [];
@@ -217,7 +301,7 @@ export async function run(argv: string[]): Promise<void> {
       // The secondary no-reuse row re-prefills the whole history at every call (~4x the
       // time of every other mode), so --quick leaves it out.
       const modes = config.quick ? allModes.filter((m) => m !== "syncNoReuse") : allModes;
-      const outcomes = await withPool(replayPool(`bfcl-${workload}`, tasks), async (ctx) => {
+      const outcomes = await withPool(replayPool(`bfcl-${workload}`, tasks, byModel), async (ctx) => {
         const all: RunOutcome[] = [];
         for (const task of tasks) {
           all.push(...(await runTask(task, modes, ctx, naive, config.taskTimeoutMs, upstreamEngine?.url)));
@@ -239,7 +323,9 @@ export async function run(argv: string[]): Promise<void> {
         const msPerToken = asyncRun.breakdown === undefined ? 0 : injectMsPerToken(asyncRun.breakdown, tpot);
         const userIds = task.userInterrupts.map((_u, i) => userInterruptId(i));
         const arrived = asyncRun.breakdown?.userArrivalMs;
-        const b = taskBound(task, tpot, counter, FINAL_TEXT, {
+        // With the model deciding, the bound is the one of the calls it made, and of the text it wrote.
+        const decided = byModel ? realizedTask(task, asyncRun) : task;
+        const b = taskBound(decided, tpot, counter, byModel ? (asyncRun.modelText ?? "") : FINAL_TEXT, {
           read: { msPerToken, toolOutput: TOOL_OUTPUT, userIds },
           ...(arrived !== undefined ? { userArrivalMs: userIds.map((id, i) => arrived[id] ?? task.userInterrupts[i]!.atMs) } : {}),
         });
@@ -256,12 +342,16 @@ export async function run(argv: string[]): Promise<void> {
         });
         if (parts.length > 0) breakdowns.push(breakdownRow(workload, mode, parts));
       }
-      for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN), bound_reads_ms: Math.round(readBounds.get(r.taskId) ?? NaN) });
+      const right = new Map(runs.map((r) => [r, byModel ? callsRight(tasks.find((t) => t.id === r.taskId)!, r, entryById) : undefined]));
+      for (const r of runs) taskRuns.push({ ...r, workload, bound_ms: Math.round(bounds.get(r.taskId) ?? NaN), bound_reads_ms: Math.round(readBounds.get(r.taskId) ?? NaN), ...(right.get(r) !== undefined ? { right: right.get(r) } : {}) });
       const syncRuns = modes.includes("sync") ? runs.filter((r) => r.mode === "sync") : undefined;
       // Upstream rows compare with upstream sync.
       const upstreamSyncRuns = runs.filter((r) => r.mode === "upstreamSync");
-      for (const mode of modes)
-        rows.push(aggregate(workload, mode, runs.filter((r) => r.mode === mode), failed.filter((f) => f.mode === mode), bounds, (UPSTREAM_MODES as readonly ModeName[]).includes(mode) ? upstreamSyncRuns : syncRuns, readBounds));
+      for (const mode of modes) {
+        const row = aggregate(workload, mode, runs.filter((r) => r.mode === mode), failed.filter((f) => f.mode === mode), bounds, (UPSTREAM_MODES as readonly ModeName[]).includes(mode) ? upstreamSyncRuns : syncRuns, readBounds);
+        const scored = runs.filter((r) => r.mode === mode && right.get(r) !== undefined);
+        rows.push(scored.length > 0 ? { ...row, accuracy: Math.round((scored.filter((r) => right.get(r)).length / scored.length) * 1000) / 1000, calls_mean: Math.round((scored.reduce((n, r) => n + r.calls, 0) / scored.length) * 10) / 10 } : row);
+      }
     }
 
     // Sweep: the parallel tasks with every tool duration scaled; speedup of async over sync against E/G.
@@ -323,8 +413,9 @@ export async function run(argv: string[]): Promise<void> {
       quick: config.quick,
       seed: config.seed,
       tasks: Object.fromEntries(phases.map((p) => [p.workload, p.tasks.length])),
-      model: "generated bench preset (random weights, F32), 1 thread, CPU",
-      policy: "scripted LPT over the ground-truth DAG (cheat sheet); every token a real forward pass",
+      model: byModel ? `${basename(modelPath)}${config.adapter !== undefined ? ` + ${basename(config.adapter)}` : ""}, 2 threads, CPU` : "generated bench preset (random weights, F32), 1 thread, CPU",
+      policy: byModel ? "none: the model decides every call (unscripted); bound from the calls it made in async mode" : "scripted LPT over the ground-truth DAG (cheat sheet); every token a real forward pass",
+      split: config.split,
       call_style: config.callStyle,
       tool_docs: config.toolDocs === "all" ? "every tool of the task's BFCL entries" : "only the tools the task calls (--quick: a shorter context)",
       tool_latency: "seeded 30–500 ms, mean ≈110 ms (min + truncated exponential), replayed by 2 tool runners over NATS",

@@ -36,6 +36,9 @@ export interface ResultRow {
   traps_mean: number;
   trap_decisions: Record<TrapDecision, number>;
   requests_mean?: number;
+  /** With the model deciding: the share of tasks whose calls are right (BFCL AST), and calls per task. */
+  accuracy?: number;
+  calls_mean?: number;
 }
 
 export function aggregate(
@@ -118,9 +121,10 @@ export function markdownTable(rows: ResultRow[]): string {
   const header =
     "| workload | mode | tasks ok | failed | p50 ms | p10 ms | p90 ms | speedup vs sync | bound p50 ms | bound ratio | bound + reads p50 ms | ratio to bound + reads | tokens/task | interrupts/task | traps/task (keep/swap/recompute) |\n" +
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
+  const scored = rows.some((r) => r.accuracy !== undefined);
   const lines = rows.map(
     (r) =>
-      `| ${r.workload} | ${MODE_LABEL[r.mode]} | ${r.tasks} | ${r.failed} | ${n(r.p50_ms)} | ${n(r.p10_ms)} | ${n(r.p90_ms)} | ${Number.isNaN(r.speedup_vs_sync) ? "–" : `${r.speedup_vs_sync.toFixed(2)}x${r.paired_tasks < r.tasks ? ` (${r.paired_tasks} paired)` : ""}`} | ${n(r.bound_p50_ms)} | ${Number.isNaN(r.bound_ratio) ? "–" : r.bound_ratio.toFixed(2)} | ${n(r.bound_reads_p50_ms)} | ${Number.isNaN(r.bound_reads_ratio) ? "–" : r.bound_reads_ratio.toFixed(2)} | ${n(r.tokens_generated_mean)} | ${n(r.interrupts_mean)} | ${n(r.traps_mean)} (${r.trap_decisions.keep}/${r.trap_decisions.swap}/${r.trap_decisions.recompute}) |`,
+      `| ${r.workload} | ${MODE_LABEL[r.mode]} | ${r.tasks}${scored ? ` (${r.accuracy !== undefined ? `${(r.accuracy * 100).toFixed(0)}% right, ${r.calls_mean} calls` : "–"})` : ""} | ${r.failed} | ${n(r.p50_ms)} | ${n(r.p10_ms)} | ${n(r.p90_ms)} | ${Number.isNaN(r.speedup_vs_sync) ? "–" : `${r.speedup_vs_sync.toFixed(2)}x${r.paired_tasks < r.tasks ? ` (${r.paired_tasks} paired)` : ""}`} | ${n(r.bound_p50_ms)} | ${Number.isNaN(r.bound_ratio) ? "–" : r.bound_ratio.toFixed(2)} | ${n(r.bound_reads_p50_ms)} | ${Number.isNaN(r.bound_reads_ratio) ? "–" : r.bound_reads_ratio.toFixed(2)} | ${n(r.tokens_generated_mean)} | ${n(r.interrupts_mean)} | ${n(r.traps_mean)} (${r.trap_decisions.keep}/${r.trap_decisions.swap}/${r.trap_decisions.recompute}) |`,
   );
   return [header, ...lines].join("\n");
 }

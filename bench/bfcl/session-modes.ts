@@ -1,8 +1,9 @@
 /**
  * @module Runs one benchmark task in a server-side calling mode (`async`,
  * `sync` with and without prefix reuse, `syncParallel`) through the engine's
- * session API: the same scripted LPT policy over the task's ground-truth DAG,
- * the same tools (replayed by real tool runners over NATS), the same seeds.
+ * session API: the same scripted LPT policy over the task's ground-truth DAG
+ * (or, with the model deciding, no policy at all), the same tools (replayed
+ * by real tool runners over NATS), the same seeds.
  * User-triggered interrupts are posted at their scheduled times.
  */
 import type { CallingMode, CreateSessionRequest, SessionEvent, ToolSpec, TrapDecision } from "../../common/src/index.js";
@@ -34,6 +35,9 @@ export interface TaskRun {
   scripted: boolean;
   /** Where the time went (server-side modes). */
   breakdown?: TaskBreakdown;
+  /** With the model deciding: the calls it dispatched, and the text it wrote outside blocks. */
+  modelCalls?: { id: string; tool: string; arguments: Record<string, unknown> }[];
+  modelText?: string;
 }
 
 export interface RunContext {
@@ -42,6 +46,10 @@ export interface RunContext {
   pool: { namespace: string; name: string };
   callStyle: "json" | "python";
   finalText: string;
+  /** `script` (default): the LPT oracle over the ground-truth DAG writes the calls; `model`: the model decides every call. */
+  policy?: "script" | "model";
+  /** Generated-token limit of an unscripted session. */
+  maxTokens?: number;
 }
 
 /** The task's tools, each with the mean duration of its calls as the LPT hint. */
@@ -60,14 +68,20 @@ export function userInterruptId(i: number): string {
 
 export function sessionRequest(task: BenchTask, mode: Exclude<ModeName, "asyncNaive" | UpstreamModeName>, ctx: RunContext): CreateSessionRequest {
   const engineMode: CallingMode = mode === "syncNoReuse" ? "sync" : mode;
-  const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, userInterruptId(i)] as const)));
   return {
     prompt: task.prompt,
     tools: benchTools(task, ctx.pool),
     mode: engineMode,
     ...(engineMode === "sync" ? { prefixReuse: mode !== "syncNoReuse" } : {}),
     temperature: 0,
-    policy: {
+    ...(ctx.policy === "model" ? { seed: 1, ...(ctx.maxTokens !== undefined ? { maxTokens: ctx.maxTokens } : {}) } : { policy: scriptedPolicy(task, ctx) }),
+  };
+}
+
+/** The LPT oracle over the task's ground-truth DAG (the paper's cheat sheet). */
+function scriptedPolicy(task: BenchTask, ctx: RunContext): NonNullable<CreateSessionRequest["policy"]> {
+  const afterInterrupt = new Map(task.userInterrupts.flatMap((u, i) => u.callIds.map((id) => [id, userInterruptId(i)] as const)));
+  return {
       type: "lpt-dag",
       callStyle: ctx.callStyle,
       finalText: ctx.finalText,
@@ -82,12 +96,11 @@ export function sessionRequest(task: BenchTask, mode: Exclude<ModeName, "asyncNa
           ...(gate !== undefined ? { afterInterrupt: gate } : {}),
         };
       }),
-    },
   };
 }
 
-/** Summarises a finished session's events. */
-export function summarize(task: BenchTask, mode: ModeName, events: readonly SessionEvent[]): TaskRun {
+/** Summarises a finished session's events; a scripted session must dispatch exactly the task's calls. */
+export function summarize(task: BenchTask, mode: ModeName, events: readonly SessionEvent[], byModel = false): TaskRun {
   const done = events.find((e): e is Extract<SessionEvent, { type: "done" }> => e.type === "done");
   if (done === undefined) throw new Error(`${task.id}/${mode}: the session ended without a done event`);
   if (done.reason === "error" || done.reason === "cancelled") {
@@ -96,8 +109,9 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
   }
   const trapDecisions: Record<TrapDecision, number> = { keep: 0, swap: 0, recompute: 0 };
   for (const e of events) if (e.type === "trap") trapDecisions[e.decision]++;
-  const calls = events.filter((e) => e.type === "call").length;
-  if (calls !== task.calls.length) throw new Error(`${task.id}/${mode}: ${calls} calls dispatched, task has ${task.calls.length}`);
+  const callEvents = events.filter((e): e is Extract<SessionEvent, { type: "call" }> => e.type === "call");
+  const calls = callEvents.length;
+  if (!byModel && calls !== task.calls.length) throw new Error(`${task.id}/${mode}: ${calls} calls dispatched, task has ${task.calls.length}`);
   return {
     taskId: task.id,
     mode,
@@ -111,6 +125,12 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
     calls,
     scripted: done.scripted,
     breakdown: taskBreakdown(events, new Map(task.calls.map((c) => [c.id, c.latencyMs]))),
+    ...(byModel
+      ? {
+          modelCalls: callEvents.map((e) => ({ id: e.callId, tool: e.tool, arguments: e.arguments })),
+          modelText: events.flatMap((e) => (e.type === "text" ? [e.text] : [])).join(""),
+        }
+      : {}),
   };
 }
 
@@ -148,7 +168,7 @@ export async function runSessionMode(task: BenchTask, mode: Exclude<ModeName, "a
     for await (const event of client.events(id, signal)) events.push(event);
     signal?.throwIfAborted();
     // The session's own failure is the reason to record, not a user interrupt it never read.
-    const run = summarize(task, mode, events);
+    const run = summarize(task, mode, events, ctx.policy === "model");
     await postedAll;
     return run;
   } finally {

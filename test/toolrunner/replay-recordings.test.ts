@@ -44,6 +44,18 @@ t.test("replay plays a recorded tool by its arguments, in any key order", async 
   await set.close();
 });
 
+t.test("a fallback plays for arguments no recording has (a model choosing its own arguments)", async (t) => {
+  const withFallback = structuredClone(config);
+  (withFallback.tools[0]!.implementation as { fallback?: unknown }).fallback = { output: "played anyway", latencyMs: 5 };
+  const validate = new Ajv2020.default({ strict: false }).compile(toolRunnerConfigSchema);
+  t.ok(validate(withFallback), JSON.stringify(validate.errors));
+  const set = createToolSet(withFallback, 0);
+  const tool = set.tools.get("spotify.play")!;
+  t.equal(await tool.impl.run({ artist: "Nobody" }, ctx()), "played anyway");
+  t.equal(await tool.impl.run({ duration: 20, artist: "Taylor Swift" }, ctx()), "playing", "a recording still wins");
+  await set.close();
+});
+
 t.test("recordings on a builtin other than replay are a configuration error", async (t) => {
   const wrong = structuredClone(config);
   (wrong.tools[0]!.implementation as { builtin: string }).builtin = "echo";

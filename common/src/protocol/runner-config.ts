@@ -18,6 +18,8 @@ export type ToolImplementation =
        * (benchmarks replay BFCL functions this way).
        */
       recordings?: ReplayRecording[];
+      /** `replay` only: played when no recording matches a call's arguments (without it such a call fails). */
+      fallback?: { output: string; latencyMs: number };
     }
   | {
       type: "http";
@@ -128,6 +130,12 @@ export const toolRunnerConfigSchema: JsonSchema = {
                       required: ["arguments", "output", "latencyMs"],
                       additionalProperties: false,
                     },
+                  },
+                  fallback: {
+                    type: "object",
+                    properties: { output: { type: "string" }, latencyMs: { type: "integer", minimum: 0, maximum: 600000 } },
+                    required: ["output", "latencyMs"],
+                    additionalProperties: false,
                   },
                 },
                 required: ["type"],

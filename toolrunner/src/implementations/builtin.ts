@@ -17,13 +17,14 @@ export function builtinNames(): string[] {
 
 /**
  * The builtin `name`, or null when there is none. With `recordings`, the
- * `replay` builtin plays them back for `spec` (matched by canonical arguments).
+ * `replay` builtin plays them back for `spec` (matched by canonical
+ * arguments), and `fallback` for arguments no recording has.
  */
-export function createBuiltinImpl(name: string, spec?: ToolSpec, recordings?: readonly ReplayRecording[]): ToolImpl | null {
+export function createBuiltinImpl(name: string, spec?: ToolSpec, recordings?: readonly ReplayRecording[], fallback?: { output: string; latencyMs: number }): ToolImpl | null {
   if (recordings !== undefined) {
     if (name !== REPLAY_TOOL_NAME) throw new Error(`tool "${spec?.name ?? name}": recordings are for the "${REPLAY_TOOL_NAME}" builtin, not "${name}"`);
     const table = new Map(recordings.map((r) => [canonicalJson(r.arguments), { output: r.output, latencyMs: r.latencyMs, ...(r.failed ? { failed: true } : {}) }]));
-    const replay = createReplayTool({ table, ...(spec !== undefined ? { spec } : {}) });
+    const replay = createReplayTool({ table, ...(spec !== undefined ? { spec } : {}), ...(fallback !== undefined ? { fallback } : {}) });
     return { run: (args, ctx) => replay.run(args, ctx.signal) };
   }
   const tool: BuiltinTool | undefined = builtins.get(name);

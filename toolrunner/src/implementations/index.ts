@@ -30,7 +30,7 @@ export function createToolSet(config: ToolRunnerConfig, retries: number): ToolSe
     switch (impl.type) {
       case "builtin": {
         const name = impl.builtin ?? spec.name;
-        const b = createBuiltinImpl(name, spec, impl.recordings);
+        const b = createBuiltinImpl(name, spec, impl.recordings, impl.fallback);
         if (b === null) throw new Error(`tool "${spec.name}": no builtin named "${name}" (known: ${builtinNames().join(", ")})`);
         run = b;
         break;
