@@ -10,6 +10,12 @@
  *
  * The sample's HTTP tool points at a cluster-internal service; locally it is
  * pointed at a small stand-in service this module starts (and says so).
+ *
+ * With `cml`, the model that decides its own calls comes up beside it the
+ * same way: `samples/enginepool-cml.yaml` (a real model and its CML LoRA
+ * adapter, from this machine's files instead of the sample's node paths) in
+ * a second engine process, and `samples/agentapp-cml.yaml` published for the
+ * router, its tools run by the same tool runners over NATS.
  */
 import { createServer, type Server } from "node:http";
 import { readFileSync } from "node:fs";
@@ -35,6 +41,8 @@ export interface AppStackOptions {
   preset: "test" | "bench";
   /** Sample files (default: the repository's `samples/`). */
   samplesDir?: string;
+  /** Also serve the fine-tuned model's sample app: the model file and its adapter (absent: the base model alone). */
+  cml?: { model: string; adapter?: string };
   log?: Logger;
 }
 
@@ -44,6 +52,8 @@ export interface AppStack {
   app: AppConfig;
   /** The same app with `callingMode: sync`, published beside it as `<name>-sync` (for comparisons). */
   syncApp: AppConfig;
+  /** With `cml`: the app whose model decides its own calls. */
+  cmlApp?: AppConfig;
   engine: EngineProcess;
   runners: ToolRunnerProcess[];
   router: Router;
@@ -70,6 +80,16 @@ export function readSamples(dir = join(ROOT, "samples")): Samples {
   if (enginePool === undefined) throw new Error(`the sample AgentApp names EnginePool ${app.spec.enginePool.name}, which ${dir}/enginepool.yaml does not define`);
   const toolPools = new Map(objects.filter((o) => o.kind === "ToolPool").map((o) => [o.metadata.name, o as ToolPool]));
   return { app, enginePool, toolPools };
+}
+
+/** The fine-tuned model's sample EnginePool and AgentApp. */
+export function readCmlSamples(dir = join(ROOT, "samples")): { app: AgentApp; enginePool: EnginePool } {
+  const read = <T>(f: string): T => {
+    const o = parseAllDocuments(readFileSync(join(dir, f), "utf8"))[0]!.toJS() as T & { metadata: { namespace?: string } };
+    o.metadata.namespace ??= NAMESPACE;
+    return o;
+  };
+  return { app: read<AgentApp>("agentapp-cml.yaml"), enginePool: read<EnginePool>("enginepool-cml.yaml") };
 }
 
 /** A stand-in for the sample's weather service: a fixed forecast per city, as JSON. */
@@ -147,6 +167,22 @@ export async function startAppStack(options: AppStackOptions): Promise<AppStack>
     );
     stops.push(() => engine.stop());
 
+    let cml: { app: AgentApp; enginePool: EnginePool } | undefined;
+    if (options.cml !== undefined) {
+      cml = readCmlSamples(options.samplesDir);
+      const name = cml.enginePool.metadata.name ?? "";
+      notes.push(`EnginePool ${name}: the model and adapter on the sample's node paths are this machine's ${options.cml.model}${options.cml.adapter !== undefined ? ` and ${options.cml.adapter}` : " (no adapter found: the base model alone)"}, in a second engine process`);
+      const cmlEngine = await spawnEngine(
+        [
+          ...["--model", options.cml.model, ...(options.cml.adapter !== undefined ? ["--adapters", options.cml.adapter] : [])],
+          ...["--sequences", "2", "--context-size", "4096", "--threads", String(cml.enginePool.spec.runtime.threads ?? 2)],
+          ...["--executor", "nats", "--nats-url", nats.url, "--pool", `${NAMESPACE}/${name}`, "--pod-name", `${name}-0`, "--heartbeat-ms", "500"],
+        ],
+        { env: { LOG_LEVEL: "info" } },
+      );
+      stops.push(() => cmlEngine.stop());
+    }
+
     const router = await startRouter(
       routerOptions({ natsUrl: nats.url, upstreamTimeoutMs: 30_000, presenceMs: 1000, logLevel: "warn" }),
       log.child({ component: "router" }),
@@ -159,21 +195,30 @@ export async function startAppStack(options: AppStackOptions): Promise<AppStack>
     const app = resolved.config;
     const syncApp: AppConfig = { ...app, name: `${app.name}-sync`, callingMode: "sync", interrupts: { ...app.interrupts, userInterrupts: false } };
     notes.push(`AgentApp ${app.name}-sync: a copy of ${app.name} with callingMode sync, for comparison`);
+    let cmlApp: AppConfig | undefined;
+    if (cml !== undefined) {
+      const rendered = resolveAppConfig(cml.app, cml.enginePool, samples.toolPools);
+      if (!rendered.ok) throw new Error(`AgentApp ${cml.app.metadata.name}: ${rendered.reason}: ${rendered.message}`);
+      cmlApp = rendered.config;
+    }
+    const published = [app, syncApp, ...(cmlApp !== undefined ? [cmlApp] : [])];
     const nc = await connect({ servers: nats.url });
     try {
       const bucket = await openAppsBucket(nc);
-      for (const c of [app, syncApp]) await bucket.put(appKey(c.namespace, c.name), JSON.stringify(c));
+      for (const c of published) await bucket.put(appKey(c.namespace, c.name), JSON.stringify(c));
     } finally {
       await nc.close();
     }
     await waitUntil(
       () =>
-        [app, syncApp].every((c) => router.apps.get(c.namespace, c.name) !== undefined) &&
-        router.engines.loads(app.namespace, pool.metadata.name ?? "").length > 0,
-      30_000,
+        published.every((c) => router.apps.get(c.namespace, c.name) !== undefined) &&
+        router.engines.loads(app.namespace, pool.metadata.name ?? "").length > 0 &&
+        (cml === undefined || router.engines.loads(app.namespace, cml.enginePool.metadata.name ?? "").length > 0),
+      // A real model loads in seconds, more on a busy CPU.
+      cml === undefined ? 30_000 : 180_000,
       `the router did not see AgentApp ${app.namespace}/${app.name} and a ready engine of its pool`,
     );
-    return { routerUrl: `http://127.0.0.1:${router.port}`, app, syncApp, engine, runners, router, notes, stop };
+    return { routerUrl: `http://127.0.0.1:${router.port}`, app, syncApp, ...(cmlApp !== undefined ? { cmlApp } : {}), engine, runners, router, notes, stop };
   } catch (err) {
     await stop();
     throw err;

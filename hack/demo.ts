@@ -17,21 +17,23 @@
  * real llama.cpp forward pass and every call, interrupt and trap goes
  * through the real engine. `--free` adds a free-running (unscripted)
  * session on a real model, Gemma 3 270M, when hack/tools/50-gemma.sh has
- * fetched it, and prints which model decided the calls.
+ * fetched it, wearing the repository's CML adapter when it is there: the
+ * model decides its own calls, through the router and NATS to the sample
+ * `assistant-cml` app; it prints which model decided the calls.
  *
  * Structure: {@link bringUp} starts the in-process stack as a list of
  * components, each with its own stop (stopped in reverse order).
  */
 import { existsSync } from "node:fs";
-import { basename, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createLogger, parseArgv, SessionClient, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../common/src/index.js";
 import { builtinToolSpecs } from "../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions } from "../engine-pod/src/config.js";
 import { startEnginePod } from "../engine-pod/src/main.js";
-import { defaultModelCacheDir } from "../engine-pod/src/model/index.js";
 import { spawnEngine } from "./engine-process.js";
 import { startAppStack } from "./app-stack.js";
+import { GEMMA_PATH, SHIPPED_CML_ADAPTER } from "./real-models.js";
 import { engineNatsFlags, inPool, startToolStack } from "./stack.js";
 
 export interface DemoOptions {
@@ -228,16 +230,30 @@ function summary(label: string, run: { done: Done; events: SessionEvent[] }, req
   );
 }
 
-/** The real model for unscripted sessions, fetched from PyPI by hack/tools/50-gemma.sh (optional). */
-export const GEMMA_PATH = join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf");
 
 /**
  * The unscripted session: no policy, the model decides its calls. On Gemma 3
- * 270M when it is present (its own engine pod, builtin tools in-process);
- * else on the demo's own engine, whose random weights make its "decisions"
- * noise, and it says so.
+ * 270M when it is present, wearing the repository's CML adapter when that is
+ * there too: through the router and NATS to the sample `assistant-cml` app
+ * (the default stack), or in an engine pod of its own with builtin tools
+ * (`--in-process-tools`). Without Gemma, on the demo's own engine, whose
+ * random weights make its "decisions" noise, and it says so.
  */
 async function runFree(target: Target): Promise<void> {
+  const adapter = existsSync(SHIPPED_CML_ADAPTER) ? SHIPPED_CML_ADAPTER : undefined;
+  const decider = `${basename(GEMMA_PATH)}${adapter !== undefined ? ` with the CML LoRA adapter (${basename(dirname(adapter))})` : " (no adapter: never fine-tuned on CML)"}`;
+  const report = (run: { done: Done; events: SessionEvent[] }): void => {
+    const calls = run.events.filter((e): e is Extract<SessionEvent, { type: "call" }> => e.type === "call");
+    console.log(
+      `  decided by: ${decider}, no policy: ${calls.length} valid call(s)${calls.length > 0 ? ` (${calls.map((c) => `${c.tool} ${JSON.stringify(c.arguments)}`).join(", ")})` : ""}, ${run.done.usage.interrupts} interrupt(s), ended by ${run.done.reason}`,
+    );
+  };
+  const cml = target.cml;
+  if (cml !== undefined) {
+    const run = await runSession(cml.client, `free-running session (unscripted) through the router and NATS — AgentApp ${cml.app}`, { prompt: "What is the weather in Lisbon right now?", temperature: 0, seed: 1 });
+    report(run);
+    return;
+  }
   const tools = builtinToolSpecs().filter((s) => s.name === "calculator" || s.name === "echo");
   const request: CreateSessionRequest = { prompt: "What is 6 times 7?", maxTokens: 64, temperature: 0, seed: 1 };
   if (!existsSync(GEMMA_PATH)) {
@@ -248,17 +264,13 @@ async function runFree(target: Target): Promise<void> {
   }
   const t0 = performance.now();
   const options = parseEnginePodOptions({
-    flags: parseArgv(["--model", GEMMA_PATH, "--sequences", "1", "--context-size", "4096", "--threads", "1", "--port", "0", "--host", "127.0.0.1"]),
+    flags: parseArgv(["--model", GEMMA_PATH, ...(adapter !== undefined ? ["--adapters", adapter] : []), "--sequences", "1", "--context-size", "4096", "--threads", "2", "--port", "0", "--host", "127.0.0.1"]),
     env: {},
   });
   const pod = await startEnginePod(options, createLogger("engine-pod-gemma", process.env["LOG_LEVEL"] ?? "warn"));
   try {
-    console.log(`\nGemma 3 270M engine pod ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (tools in-process); prefilling its ~800-token CML prompt takes a while on a busy CPU.`);
-    const run = await runSession(new SessionClient(`http://127.0.0.1:${pod.port}`), `free-running session (unscripted) — ${basename(GEMMA_PATH)} decides the calls`, { ...request, tools });
-    const calls = run.events.filter((e): e is Extract<SessionEvent, { type: "call" }> => e.type === "call");
-    console.log(
-      `  decided by: ${basename(GEMMA_PATH)} (a real model, no policy, no fine-tuning): ${calls.length} valid call(s)${calls.length > 0 ? ` (${calls.map((c) => `${c.tool} ${JSON.stringify(c.arguments)}`).join(", ")})` : ""}, ${run.done.usage.interrupts} interrupt(s), ended by ${run.done.reason}`,
-    );
+    console.log(`\nGemma 3 270M engine pod ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (tools in-process).`);
+    report(await runSession(new SessionClient(`http://127.0.0.1:${pod.port}`), `free-running session (unscripted) — ${decider} decides the calls`, { ...request, tools }));
   } finally {
     await pod.close();
   }
@@ -272,12 +284,15 @@ interface Target {
   sample(mode: "async" | "sync"): CreateSessionRequest;
   /** An unscripted request, with `tools` where the target does not bring its own. */
   free(request: CreateSessionRequest, tools: ToolSpec[]): CreateSessionRequest;
+  /** With `--free` on the app stack: the app whose model decides its own calls, reached through the router. */
+  cml?: { client: SessionClient; app: string };
   stop(): Promise<void>;
 }
 
 /** The sample AgentApp through the router (the default). */
 async function appTarget(o: DemoOptions): Promise<Target> {
-  const stack = await startAppStack({ preset: o.preset });
+  const cml = o.free && existsSync(GEMMA_PATH) ? { model: GEMMA_PATH, ...(existsSync(SHIPPED_CML_ADAPTER) ? { adapter: SHIPPED_CML_ADAPTER } : {}) } : undefined;
+  const stack = await startAppStack({ preset: o.preset, ...(cml !== undefined ? { cml } : {}) });
   const { app } = stack;
   console.log(`AgentApp ${app.namespace}/${app.name} served by the router at ${stack.routerUrl}/v1/apps/${app.namespace}/${app.name} (tools: ${app.tools.map((t) => t.name).join(", ")}; engine pool ${app.enginePool.name}).`);
   for (const note of stack.notes) console.log(`  local stack: ${note}`);
@@ -287,6 +302,7 @@ async function appTarget(o: DemoOptions): Promise<Target> {
     client: (mode) => clients[mode],
     sample: () => appSession(),
     free: (request) => request,
+    ...(stack.cmlApp !== undefined ? { cml: { client: SessionClient.forApp(stack.routerUrl, stack.cmlApp.namespace, stack.cmlApp.name), app: `${stack.cmlApp.namespace}/${stack.cmlApp.name}` } } : {}),
     stop: () => stack.stop(),
   };
 }

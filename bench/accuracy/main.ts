@@ -30,7 +30,7 @@ import { createReplayTool, type BuiltinTool } from "../../common/src/builtin-too
 import { createEngine, type Engine } from "../../engine-pod/src/engine/index.js";
 import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
 import { EngineMetrics } from "../../engine-pod/src/metrics/index.js";
-import { defaultModelCacheDir } from "../../engine-pod/src/model/index.js";
+import { GEMMA_PATH } from "../../hack/real-models.js";
 import { DEFAULT_SERVER_LIMITS, EngineServer } from "../../engine-pod/src/server/index.js";
 import { renderSvg } from "../lib/output.js";
 import type { SingleTurnEntry } from "../bfcl/bfcl-reader.js";
@@ -106,7 +106,7 @@ function parseConfig(argv: string[]): Config {
     return v;
   };
   return {
-    model: flags.get("model") ?? join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf"),
+    model: flags.get("model") ?? GEMMA_PATH,
     ...(adapter !== undefined ? { adapter } : {}),
     models: models as ModelName[],
     grammarOff: grammarOff as FormatName[],

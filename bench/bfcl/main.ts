@@ -54,7 +54,7 @@ import { median, quantile } from "../lib/stats.js";
 import { scoreCalls } from "../accuracy/ast-scorer.js";
 import { inSplit, type Split } from "../accuracy/split.js";
 import type { BfclEntry, SingleTurnEntry } from "./bfcl-reader.js";
-import { defaultModelCacheDir } from "../../engine-pod/src/model/index.js";
+import { GEMMA_PATH } from "../../hack/real-models.js";
 import { existsSync } from "node:fs";
 import { taskBound, tokenCounter, type TaskBound } from "./task-bound.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
@@ -133,7 +133,7 @@ function parseConfig(argv: string[]): Config {
   if (policy !== "script" && policy !== "model") throw new Error("--policy must be script or model");
   const split = flags.get("split") ?? (policy === "model" ? "eval" : "all");
   if (split !== "eval" && split !== "tuning" && split !== "all") throw new Error("--split must be eval, tuning or all");
-  const model = policy === "model" ? (flags.get("model") ?? join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf")) : undefined;
+  const model = policy === "model" ? (flags.get("model") ?? GEMMA_PATH) : undefined;
   if (model !== undefined && !existsSync(model)) throw new Error(`--model ${model}: no such file (bash hack/tools/50-gemma.sh fetches Gemma 3 270M)`);
   const adapter = flags.get("adapter");
   if (adapter !== undefined && (policy !== "model" || !existsSync(adapter))) throw new Error(`--adapter ${adapter}: needs --policy model and an existing file`);

@@ -1,7 +1,8 @@
 /**
  * @module `npm run bench -- speculation [--quick] [--questions FILE [--answers FILE]]
  * [--agents 1,8] [--tool-ms 300[,600]] [--alpha 0.8[,0.5]] [--lambda 1]
- * [--think-tokens 40] [--tasks N] [--seed N] [--json FILE] [--out DIR]`
+ * [--think-tokens 40] [--tasks N] [--seed N] [--json FILE] [--out DIR]
+ * [--draft scripted|model [--model GGUF] [--adapter GGUF]]`
  *
  * Speculative tool calls on the real system: a nats-server, two tool runners
  * replaying each call's seeded duration (around the mean T of `--tool-ms`),
@@ -36,15 +37,24 @@
  * prefill spread over the task's turns) takes ~5.4 s, so T = 5 s is T ≈ G;
  * the six modes over 4 tasks took 606 s there (86–125 s a mode), so 3 tasks
  * take about 7.5 minutes; `--tasks 8` gives the steadier figures.
+ *
+ * `--draft model` replaces the scripted draft with a real one: the main model
+ * is a real model (default Gemma 3 270M) still driven by the ground-truth
+ * calls, and the draft is the same model wearing its CML fine-tune
+ * (`--adapter`, default the repository's), writing its own guess of the next
+ * call on the session's context (`speculation.draft.type: model`). Its hit
+ * rate is the draft's real α, and the paper's equations are evaluated at it.
  */
+import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TopLevelSpec } from "vega-lite";
 import { canonicalJson } from "../../common/src/builtin-tools/index.js";
 import { parseArgv, SessionClient, type CallingMode, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
 import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import { ensureModel, PRESETS, type ModelPreset } from "../../engine-pod/src/model/index.js";
+import { GEMMA_PATH, SHIPPED_CML_ADAPTER } from "../../hack/real-models.js";
 import { clientSideTimeSaved, clientSideTurnsTimeSaved, engineOverlapTimeSaved, engineSideTimeSaved, type MeasuredTurn } from "../../engine-pod/src/speculation/analytic.js";
 import { scriptedPredictions } from "../../engine-pod/src/speculation/draft-policy.js";
 import { spawnEngine } from "../../hack/engine-process.js";
@@ -68,6 +78,11 @@ const DRAFT_PRESET: ModelPreset = { ...PRESETS.test, name: "test-bpe", vocabSize
 
 interface Config {
   quick: boolean;
+  /** `scripted`: the draft predicts the script's next call with accuracy α; `model`: a real draft writes its own guess. */
+  draft: "scripted" | "model";
+  /** `--draft model`: the main model (also the draft's base) and the draft's adapter. */
+  model?: string;
+  adapter?: string;
   agents: number[];
   toolMs: number[];
   alpha: number[];
@@ -88,12 +103,21 @@ const list = (v: string | undefined, def: number[]): number[] => (v === undefine
 function parseConfig(argv: string[]): Config {
   const f = parseArgv(argv);
   const quick = f.has("quick");
+  const draft = f.get("draft") ?? "scripted";
+  if (draft !== "scripted" && draft !== "model") throw new Error("--draft must be scripted or model");
+  const model = draft === "model" ? (f.get("model") ?? GEMMA_PATH) : undefined;
+  const adapter = draft === "model" ? (f.get("adapter") ?? SHIPPED_CML_ADAPTER) : undefined;
+  for (const file of [model, adapter]) if (file !== undefined && !existsSync(file)) throw new Error(`--draft model: ${file} not found (bash hack/tools/50-gemma.sh fetches Gemma; npm run finetune trains an adapter)`);
   const c: Config = {
     quick,
+    draft,
+    ...(model !== undefined ? { model } : {}),
+    ...(adapter !== undefined ? { adapter } : {}),
     agents: list(f.get("agents"), quick ? [1] : [1, 8]),
     // Quick: the targets' point only, T ≈ G (G ≈ 5.4 s per turn, measured idle) and α 0.8: 2 × (1 + 2) mode runs of 3 tasks.
     toolMs: list(f.get("tool-ms"), quick ? [5000] : [1000, 2500, 5000, 10000]),
-    alpha: list(f.get("alpha"), quick ? [0.8] : [0.5, 0.8, 1]),
+    // A real draft has the accuracy it has: one pass, its α measured.
+    alpha: draft === "model" ? [NaN] : list(f.get("alpha"), quick ? [0.8] : [0.5, 0.8, 1]),
     lambda: Number(f.get("lambda") ?? 1),
     thinkTokens: Number(f.get("think-tokens") ?? 30),
     tasks: Number(f.get("tasks") ?? (quick ? 3 : 8)),
@@ -104,7 +128,7 @@ function parseConfig(argv: string[]): Config {
     outDir: f.get("out") ?? join(ROOT, "bench/results"),
     loadAtStart: r3(loadavg()[0]!),
   };
-  for (const a of c.alpha) if (!(a >= 0 && a <= 1)) throw new Error(`--alpha values must be in 0..1, got ${a}`);
+  if (draft === "scripted") for (const a of c.alpha) if (!(a >= 0 && a <= 1)) throw new Error(`--alpha values must be in 0..1, got ${a}`);
   for (const x of [...c.agents, ...c.toolMs, c.lambda, c.tasks]) if (!(Number.isFinite(x) && x > 0)) throw new Error("--agents, --tool-ms, --lambda and --tasks must be positive numbers");
   return c;
 }
@@ -142,7 +166,7 @@ function replayPool(tasks: BenchTask[], cfg: Config): ToolRunnerConfig {
   };
   for (const task of tasks) for (const call of task.calls) call.latencyMs = call.estimatedLatencyMs = record(call.tool, call.arguments, call.latencyMs);
   for (const task of tasks)
-    for (const alpha of cfg.alpha)
+    for (const alpha of cfg.draft === "scripted" ? cfg.alpha : [])
       task.calls.forEach((call, turn) => {
         const guesses = scriptedPredictions({ tool: call.tool, arguments: call.arguments }, speculativeTools(task), cfg.lambda, {
           alpha,
@@ -156,7 +180,13 @@ function replayPool(tasks: BenchTask[], cfg: Config): ToolRunnerConfig {
     name,
     description: `replays ${name}`,
     parameters: { type: "object" },
-    implementation: { type: "builtin", builtin: "replay", recordings: [...byArgs.values()] },
+    implementation: {
+      type: "builtin",
+      builtin: "replay",
+      recordings: [...byArgs.values()],
+      // A real draft guesses arguments nobody recorded: a wrong guess costs the tool's typical time.
+      ...(cfg.draft === "model" ? { fallback: { output: OUTPUT, latencyMs: Math.round(median([...byArgs.values()].map((r) => r.latencyMs))) } } : {}),
+    },
   }));
   return { namespace: POOL.namespace, pool: POOL.name, tools, concurrency: 256, maxResultBytes: 4096 };
 }
@@ -185,7 +215,15 @@ function request(task: BenchTask, calling: CallingMode, spec: Speculation, alpha
     },
     ...(spec === "none"
       ? {}
-      : { speculation: { enabled: true, lambda: cfg.lambda, maxInFlight: Math.max(2, cfg.lambda), engineSide: spec === "client+engine", draft: { type: "scripted" as const, alpha, seed: cfg.seed } } }),
+      : {
+          speculation: {
+            enabled: true,
+            lambda: cfg.lambda,
+            maxInFlight: Math.max(2, cfg.lambda),
+            engineSide: spec === "client+engine",
+            draft: cfg.draft === "model" ? { type: "model" as const } : { type: "scripted" as const, alpha, seed: cfg.seed },
+          },
+        }),
   };
 }
 
@@ -222,6 +260,8 @@ async function runMode(url: string, tasks: BenchTask[], agents: number, make: (t
 export interface ResultRow {
   calling_mode: CallingMode;
   speculation: Speculation;
+  /** `scripted`: α was set; `model`: a real draft, α is its measured hit rate. */
+  draft: "scripted" | "model";
   alpha: number;
   tool_ms: number;
   g_over_G: number;
@@ -253,15 +293,21 @@ export async function run(argv: string[]): Promise<void> {
   // Tasks with at least two calls: a chain of turns (single-call tasks have one turn).
   const base = buildTasks(entries, "parallel", { seed: cfg.seed, maxTasks: cfg.tasks * 4 }).filter((t) => t.calls.length >= 2).slice(0, cfg.tasks);
   if (base.length === 0) throw new Error("no BFCL task with two or more calls in the given files");
-  console.log("Speculative tool calls — main model: generated `bench` preset; draft model: generated `test` shape with the same 32k vocabulary (random weights).");
-  console.log("Main: scripted LPT policy over each task's calls in a chain; draft: scripted with accuracy α. Every token of both is a real forward pass;");
+  if (cfg.draft === "model") {
+    console.log(`Speculative tool calls with a REAL draft — main model: ${basename(cfg.model!)} driven by the ground-truth calls; draft: the same model with ${basename(cfg.adapter!)}, writing its own guess of each next call.`);
+    console.log("Main: scripted LPT policy over each task's calls in a chain; draft: unscripted (its hit rate is its real α). Every token of both is a real forward pass;");
+  } else {
+    console.log("Speculative tool calls — main model: generated `bench` preset; draft model: generated `test` shape with the same 32k vocabulary (random weights).");
+    console.log("Main: scripted LPT policy over each task's calls in a chain; draft: scripted with accuracy α. Every token of both is a real forward pass;");
+  }
   console.log("every call goes through NATS to real tool runners replaying seeded durations. All tools are marked speculative.\n");
 
-  const [modelPath, draftPath] = await Promise.all([ensureModel({ preset: "bench" }), ensureModel({ preset: DRAFT_PRESET })]);
+  const [modelPath, draftPath] = cfg.draft === "model" ? [cfg.model!, cfg.model!] : await Promise.all([ensureModel({ preset: "bench" }), ensureModel({ preset: DRAFT_PRESET })]);
   const nats = await NatsServer.start();
   const maxAgents = Math.max(...cfg.agents);
   const engine = await spawnEngine([
     "--model", modelPath, "--draft-model", draftPath, "--max-draft-tokens", "32",
+    ...(cfg.adapter !== undefined ? ["--draft-adapters", cfg.adapter] : []),
     "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-spec",
     "--sequences", String(Math.max(2, maxAgents)), "--context-size", "4096", "--threads", "1", "--prefix-cache", "false",
   ]);
@@ -282,7 +328,7 @@ export async function run(argv: string[]): Promise<void> {
               for (const spec of SPECULATION.filter((x) => x !== "none")) {
                 const m = await runMode(engine.url, tasks, agents, (t) => request(t, calling, spec, alpha, cfg));
                 measured.set(spec, m);
-                process.stderr.write(`  T=${toolMs} M=${agents} α=${alpha} ${calling} ${spec} done (${Math.round(m.wallMs / 1000)} s)\n`);
+                process.stderr.write(`  T=${toolMs} M=${agents} α=${Number.isNaN(alpha) ? "real draft" : alpha} ${calling} ${spec} done (${Math.round(m.wallMs / 1000)} s)\n`);
               }
               rows.push(...summarize(measured, { calling, alpha, toolMs, agents, thinkTokens: cfg.thinkTokens }));
             }
@@ -297,6 +343,13 @@ export async function run(argv: string[]): Promise<void> {
   }
   report(rows, cfg, performance.now() - t0);
   await writeOutputs(rows, cfg);
+}
+
+/** Hits over hits and misses of a mode's runs. */
+function hitRateOf(runs: readonly Run[]): number {
+  const hits = runs.reduce((a, r) => a + (r.done.speculation?.hits ?? 0), 0);
+  const misses = runs.reduce((a, r) => a + (r.done.speculation?.misses ?? 0), 0);
+  return hits + misses === 0 ? 0 : hits / (hits + misses);
 }
 
 function summarize(
@@ -322,7 +375,7 @@ function summarize(
     const K = r.task.calls.length;
     const callTokens = Math.max(1, (r.done.usage.decodedTokens - s.thinkTokens * K) / K);
     return {
-      alpha: s.alpha,
+      alpha: Number.isNaN(s.alpha) ? clientRate : s.alpha,
       overhead: 0,
       prefillPerToken: phi,
       decodePerToken: delta,
@@ -336,6 +389,9 @@ function summarize(
   // 0.5T and 1.5T, the re-entry; at T ≈ G the mean of max{G_i, g + T_i} is well above
   // max{G, g + T}); client+engine, Eq. 6 with Eq. 1's overlap: here the draft, not the client,
   // fills the cache, so a hit still waits for g + T_i.
+  // A real draft (α not set): the equations at the hit rate it reached.
+  const clientRate = hitRateOf(client.runs);
+  const alphaUsed = Number.isNaN(s.alpha) ? clientRate : s.alpha;
   const clientPerTurn = (alpha: number): number => clientSideTurnsTimeSaved(none.runs.map((r) => r.segments), alpha, g);
   const overlapPerTurn = (alpha: number): number => mean(engineParams.map((p) => engineOverlapTimeSaved({ ...p, alpha, draftTime: g })));
   return SPECULATION.map((spec) => {
@@ -344,13 +400,14 @@ function summarize(
     const sp = m.runs.map((r) => r.done.speculation);
     const hits = sp.reduce((a, x) => a + (x?.hits ?? 0), 0);
     const misses = sp.reduce((a, x) => a + (x?.misses ?? 0), 0);
-    const predicted = spec === "none" ? 0 : spec === "client" ? clientSideTimeSaved({ alpha: s.alpha, G, g, T }) : engineSaved;
+    const predicted = spec === "none" ? 0 : spec === "client" ? clientSideTimeSaved({ alpha: alphaUsed, G, g, T }) : engineSaved;
     const hitRate = hits + misses === 0 ? 0 : hits / (hits + misses);
     const perTurn = spec === "none" ? 0 : spec === "client" ? clientPerTurn(hitRate) : overlapPerTurn(hitRate);
     return {
       calling_mode: s.calling,
       speculation: spec,
-      alpha: s.alpha,
+      draft: Number.isNaN(s.alpha) ? ("model" as const) : ("scripted" as const),
+      alpha: r3(alphaUsed),
       tool_ms: s.toolMs,
       g_over_G: r3(g / G),
       t_over_G: r3(T / G),
@@ -432,9 +489,10 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
     tasks: cfg.tasks,
     seed: cfg.seed,
     ...(cfg.questions !== undefined ? { questions: cfg.questions } : {}),
-    main_model: "bench (generated)",
-    draft_model: "test shape with the bench vocabulary (generated)",
-    scripted: true,
+    draft: cfg.draft,
+    main_model: cfg.draft === "model" ? `${basename(cfg.model!)} (scripted: the ground-truth calls)` : "bench (generated)",
+    draft_model: cfg.draft === "model" ? `${basename(cfg.model!)} + ${basename(cfg.adapter!)} (unscripted)` : "test shape with the bench vocabulary (generated)",
+    scripted: cfg.draft === "scripted",
     // How busy the machine was: the figures are only comparable on an idle one.
     cpus: cpus().length,
     load_avg_1m: { start: cfg.loadAtStart, end: r3(loadavg()[0]!) },

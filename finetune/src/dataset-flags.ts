@@ -2,14 +2,13 @@
  * @module The dataset flags shared by `npm run gen-finetune` and `npm run
  * finetune`, and the one-line summary of a dataset both print.
  */
-import { join } from "node:path";
-import { defaultModelCacheDir } from "../../engine-pod/src/model/index.js";
+import { GEMMA_PATH } from "../../hack/real-models.js";
 import type { Split } from "../../bench/accuracy/split.js";
 import { defaultBfclDir } from "../../bench/bfcl/load-tasks.js";
 import { bfclSources, type DatasetOptions, type DatasetStats } from "./dataset.js";
 
 /** Gemma 3 270M, as hack/tools/50-gemma.sh fetches it. */
-export const DEFAULT_BASE_MODEL = (): string => join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf");
+export const DEFAULT_BASE_MODEL = (): string => GEMMA_PATH;
 
 /** Parses the dataset flags shared by `gen-finetune` and `finetune`. */
 export function parseDatasetFlags(flags: Map<string, string>): DatasetOptions {

@@ -300,6 +300,8 @@ const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
     }),
   },
   "the programs sample app (semantic functions)": { kind: AgentApp, obj: sample("agentapp-reports.yaml") },
+  "the fine-tuned model's sample pool (a LoRA adapter)": { kind: EnginePool, obj: sample("enginepool-cml.yaml") },
+  "the fine-tuned model's sample app": { kind: AgentApp, obj: sample("agentapp-cml.yaml") },
   "minimal app": { kind: AgentApp, obj: { apiVersion: API_VERSION, kind: "AgentApp", metadata: { name: "minimal" }, spec: { enginePool: { name: "e" } } } },
 };
 

@@ -15,11 +15,12 @@
  *   and the block is read back with the engine's own CML monitor and parser.
  */
 import { LlamaGrammarEvaluationState, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
-import { CML, type CmlMarker, type Logger, type ToolSpec } from "../../../common/src/index.js";
+import { CML, type ChatMessage, type CmlMarker, type Logger, type ToolSpec } from "../../../common/src/index.js";
 import { createCallGrammar, createTokenMonitor, findMarkerTokens, INTR_LOGIT, parseCallBody } from "../cml/index.js";
 import { StreamDetokenizer } from "../engine/detokenizer.js";
 import type { AdapterOption } from "../engine/engine-options.js";
-import { checkModel } from "../engine/model-check.js";
+import { checkModel, resolvePromptStyle } from "../engine/model-check.js";
+import { cmlPromptMessages, renderPrompt, type CallStyle, type PromptStyle } from "../prompt/index.js";
 import { markerTokenIds, tokenizeCml } from "../engine/runtime.js";
 import type { PredictedCall } from "./planner.js";
 
@@ -33,6 +34,13 @@ export interface DraftModelOptions {
   contextSize?: number;
   /** The draft's own CPU threads, added to the Llama's thread budget. Default 1. */
   threads?: number;
+}
+
+/** What the draft reads before the session's turn: the client's messages and tools, rendered as its own model would be prompted. */
+export interface DraftPrompt {
+  messages: readonly ChatMessage[];
+  tools: readonly ToolSpec[];
+  callStyle: CallStyle;
 }
 
 export interface DraftRun {
@@ -66,12 +74,17 @@ export class DraftModel {
   /** Inside a drafted block no other block may open, and `[INTR]` never appears. */
   private readonly blockBias: TokenBias;
 
+  /** Rendered prompts, per prompt object (a session renders its prompt once). */
+  private readonly rendered = new WeakMap<DraftPrompt, Token[]>();
+
   private constructor(
     readonly model: LlamaModel,
     private readonly context: LlamaContext,
     readonly modelPath: string,
     /** Threads this draft added to its Llama's budget (given back on close). */
     private readonly addedThreads: number,
+    /** How the draft is prompted: as its adapter was trained (a CML fine-tune: brief instructions), else the full CML instructions. */
+    readonly promptStyle: PromptStyle,
   ) {
     this.free = [];
     for (let i = 0; i < context.totalSequences; i++) this.free.push(context.getSequence());
@@ -101,7 +114,7 @@ export class DraftModel {
         ...(check.adapters.length > 0 ? { lora: { adapters: check.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } } : {}),
       });
       log.info({ draftModel: options.modelPath, adapters: check.adapters.map((a) => a.path), sequences: context.totalSequences, threads, loadMs: Math.round(performance.now() - t0) }, "draft model loaded");
-      return new DraftModel(model, context, options.modelPath, budget);
+      return new DraftModel(model, context, options.modelPath, budget, resolvePromptStyle({}, check.adapters));
     } catch (err) {
       llama.maxThreads -= budget;
       throw err;
@@ -124,6 +137,22 @@ export class DraftModel {
    */
   tokenizeCml(text: string): Token[] {
     return tokenizeCml(this.model, this.markerIds, text);
+  }
+
+  /**
+   * The draft's history: the session's prompt through the draft model's own
+   * chat template (the CML system prompt in the draft's style, no few-shot
+   * examples: the draft writes one call, not a whole turn), then the
+   * assistant turn so far as CML.
+   */
+  historyTokens(prompt: DraftPrompt, assistant: string): Token[] {
+    let head = this.rendered.get(prompt);
+    if (head === undefined) {
+      const messages = cmlPromptMessages({ messages: prompt.messages, tools: prompt.tools, callStyle: prompt.callStyle, instructions: this.promptStyle.instructions, examples: [] });
+      head = renderPrompt(this.model, messages).tokens;
+      this.rendered.set(prompt, head);
+    }
+    return [...head, ...this.tokenizeCml(assistant)];
   }
 
   /**

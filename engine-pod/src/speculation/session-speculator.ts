@@ -21,6 +21,7 @@
  */
 import {
   formatCallBlock,
+  formatInterruptBlock,
   type ScriptedPolicySpec,
   type SessionEvent,
   type SessionSpeculation,
@@ -30,7 +31,7 @@ import {
 } from "../../../common/src/index.js";
 import type { Executor, ToolCall, ToolResult } from "../executor/executor.js";
 import { formatCallBody, LptDagPolicy, type PolicyView } from "../policy/index.js";
-import type { DraftModel } from "./draft-model.js";
+import type { DraftModel, DraftPrompt } from "./draft-model.js";
 import { scriptedPredictions } from "./draft-policy.js";
 import { startSpeculation, type PredictedCall } from "./planner.js";
 import type { SpeculationStats } from "./speculation-stats.js";
@@ -45,8 +46,8 @@ export interface SessionSpeculatorOptions {
   sessionId: string;
   settings: SessionSpeculation;
   tools: readonly ToolSpec[];
-  /** The session's prompt as text (the draft model's history starts with it). */
-  promptText: string;
+  /** The session's prompt (the draft model's history starts with it, rendered as the draft is prompted). */
+  prompt: DraftPrompt;
   /** The main scripted policy (the scripted draft predicts its next call; its call style). */
   policy?: LptSpec;
   /** Runs speculative calls (the engine's real executor, not the speculating wrapper). */
@@ -75,7 +76,8 @@ export class SessionSpeculator {
   private readonly view = { emittedCalls: new Set<string>(), injected: new Set<string>() };
   private readonly tools: Map<string, ToolSpec>;
   private readonly abort = new AbortController();
-  private history: string;
+  /** The session's assistant turn so far, as CML (what the draft reads after the prompt). */
+  private assistant = "";
   private turn = 0;
   private closed = false;
   /** The newest draft run, awaited by tests and by close. */
@@ -90,7 +92,6 @@ export class SessionSpeculator {
         .filter((t) => pools === undefined || (t.pool !== undefined && pools.includes(`${t.pool.namespace}/${t.pool.name}`)))
         .map((t) => [t.name, t]),
     );
-    this.history = o.promptText;
   }
 
   get engineSide(): boolean {
@@ -105,18 +106,18 @@ export class SessionSpeculator {
         this.turnStart();
         return;
       case "text":
-        this.history += event.text;
+        this.assistant += event.text;
         return;
       case "call":
         this.view.emittedCalls.add(event.callId);
-        this.history += formatCallBlock(JSON.stringify({ name: event.tool, arguments: event.arguments }), event.callId);
+        this.assistant += formatCallBlock(JSON.stringify({ name: event.tool, arguments: event.arguments }), event.callId);
         return;
       case "call_error":
         this.view.emittedCalls.add(event.callId);
         return;
       case "interrupt":
         this.view.injected.add(event.id);
-        this.history += `[INTR]${event.id}[HEAD]${event.value}[END]`;
+        this.assistant += formatInterruptBlock(event.id, event.value);
         if (event.kind === "tool_result" || event.kind === "tool_error" || event.kind === "user") this.turnStart();
         return;
       // Traps, resumes and the end of the session start no turn.
@@ -219,8 +220,8 @@ export class SessionSpeculator {
     let work: () => Promise<void>;
     if (policy.type === "model") {
       // The context as it is now: the draft runs on what the main model has seen at this turn start.
-      const history = this.history;
-      work = () => this.draftSampled(history, policy.maxTokens ?? DEFAULT_DRAFT_TOKENS);
+      const assistant = this.assistant;
+      work = () => this.draftSampled(assistant, policy.maxTokens ?? DEFAULT_DRAFT_TOKENS);
     } else {
       const predictions = this.predict(turn, policy);
       if (predictions.length === 0) return;
@@ -274,7 +275,7 @@ export class SessionSpeculator {
   private async draftAndStart(predictions: PredictedCall[]): Promise<void> {
     const lambda = this.o.settings.lambda ?? 1;
     const style = this.o.policy?.callStyle ?? "json";
-    const history = this.o.draft?.tokenizeCml(this.history) ?? [];
+    const history = this.o.draft?.historyTokens(this.o.prompt, this.assistant) ?? [];
     await Promise.all(
       predictions.slice(0, lambda).map(async (call) => {
         // Each sample is the draft model writing the call block: real forward passes.
@@ -293,11 +294,11 @@ export class SessionSpeculator {
    * session's context (the first greedy, the others sampled); each call it
    * writes that names a speculative tool starts at once.
    */
-  private async draftSampled(historyText: string, maxTokens: number): Promise<void> {
+  private async draftSampled(assistant: string, maxTokens: number): Promise<void> {
     const draft = this.o.draft;
     if (draft === undefined) return;
     const lambda = this.o.settings.lambda ?? 1;
-    const history = draft.tokenizeCml(historyText);
+    const history = draft.historyTokens(this.o.prompt, assistant);
     await Promise.all(
       Array.from({ length: lambda }, async (_, i) => {
         if (this.closed) return;

@@ -6,10 +6,9 @@
  * Every session gets one, so outputs posted to `cache-tool-output` serve its
  * calls; only sessions with `speculation.enabled` draft and start tools early.
  */
-import { ErrorCode, InterlaceError, type CreateSessionRequest, type Logger, type SessionEvent, type SpeculationUsage } from "../../../common/src/index.js";
+import { ErrorCode, InterlaceError, type ChatMessage, type CreateSessionRequest, type Logger, type SessionEvent, type SpeculationUsage } from "../../../common/src/index.js";
 import type { Engine, EngineSession } from "../engine/index.js";
-import { buildCmlSystemPrompt } from "../prompt/index.js";
-import type { DraftModel } from "./draft-model.js";
+import type { DraftModel, DraftPrompt } from "./draft-model.js";
 import { SessionSpeculator } from "./session-speculator.js";
 import type { SpeculationStats } from "./speculation-stats.js";
 import type { SpeculativeExecutor } from "./speculative-executor.js";
@@ -26,12 +25,11 @@ export interface SpeculationDeps {
   log: Logger;
 }
 
-/** The session's opening context as the draft reads it: the CML instructions with the session's tools, then the prompt. */
-function promptText(request: CreateSessionRequest): string {
+/** The session's opening context as the draft reads it: the app's system text and the client's messages, with the session's tools. */
+function draftPrompt(request: CreateSessionRequest): DraftPrompt {
   const callStyle = request.policy?.type === "lpt-dag" ? (request.policy.callStyle ?? "json") : "json";
-  const system = buildCmlSystemPrompt({ tools: request.tools ?? [], fewShot: false, callStyle, ...(request.system !== undefined ? { system: request.system } : {}) });
-  const head = system !== "" ? `${system}\n\n` : "";
-  return typeof request.prompt === "string" ? `${head}${request.prompt}` : head + request.prompt.map((m) => `${m.role}: ${m.content}`).join("\n");
+  const messages: ChatMessage[] = typeof request.prompt === "string" ? [{ role: "user", content: request.prompt }] : [...request.prompt];
+  return { messages: request.system !== undefined ? [{ role: "system", content: request.system }, ...messages] : messages, tools: request.tools ?? [], callStyle };
 }
 
 /** Wraps `engine` so its sessions speculate (see the module comment). */
@@ -48,7 +46,7 @@ export function withSpeculation(engine: Engine, deps: SpeculationDeps): Engine &
       sessionId: session.id,
       settings: settings.enabled ? settings : { ...settings, lambda: 0 },
       tools: request.tools ?? [],
-      promptText: promptText(request),
+      prompt: draftPrompt(request),
       ...(request.policy?.type === "lpt-dag" ? { policy: request.policy } : {}),
       executor: deps.executor.inner,
       cache: deps.cache,

