@@ -25,9 +25,10 @@ export const APP_NS = "default";
 export const MODEL_SERVICE = "models";
 /**
  * Samples that need something outside this cluster: the upstream-backend
- * EnginePool fronts a vLLM server that is not here.
+ * EnginePool fronts a vLLM server that is not here, and the fine-tuned
+ * model's pool (and its app) needs Gemma and its adapter on the node.
  */
-const SAMPLES_NEEDING_OUTSIDE = new Set(["enginepool-vllm.yaml"]);
+const SAMPLES_NEEDING_OUTSIDE = new Set(["enginepool-vllm.yaml", "enginepool-cml.yaml", "agentapp-cml.yaml"]);
 
 /** Waiting reasons that never fix themselves: fail at once with the pod's log. */
 const FATAL_WAITING = new Set(["ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "CreateContainerError", "InvalidImageName", "RunContainerError"]);

@@ -68,8 +68,16 @@ def lr_at(step: int, total: int, peak: float) -> float:
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
+PAD_TO = 64
+
+
 class LossModel:
-    """The decoder's hidden states, and logits only at the positions the loss reads."""
+    """The decoder's hidden states, and logits only at the positions the loss reads.
+
+    Each sample is right-padded to a multiple of PAD_TO tokens: with causal
+    attention no real position sees the padding, and the kernels (oneDNN
+    primitives on a CPU) meet a few dozen shapes instead of one per sample
+    length, which they would otherwise cache without end."""
 
     def __init__(self, peft_model: torch.nn.Module, device: str) -> None:
         self.model = peft_model
@@ -80,7 +88,9 @@ class LossModel:
         self.device = device
 
     def loss(self, sample: Sample) -> torch.Tensor:
-        ids = torch.tensor([sample.input_ids], device=self.device)
+        n = len(sample.input_ids)
+        padded = sample.input_ids + [0] * (-n % PAD_TO)
+        ids = torch.tensor([padded], device=self.device)
         hidden = self.decoder(input_ids=ids, use_cache=False).last_hidden_state[0]
         pos = torch.tensor(sample.positions, device=self.device)
         logits = self.head(hidden[pos]).float()

@@ -35,7 +35,8 @@ const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dr
 
 function run(cmd: string, args: string[], cwd: string): Promise<void> {
   return new Promise((done, fail) => {
-    const child = spawn(cmd, args, { cwd, stdio: "inherit", env: { ...process.env, PYTHONUNBUFFERED: "1" } });
+    // glibc's per-thread arenas fragment under a training loop's varying allocations; two are plenty.
+    const child = spawn(cmd, args, { cwd, stdio: "inherit", env: { MALLOC_ARENA_MAX: "2", ...process.env, PYTHONUNBUFFERED: "1" } });
     child.on("error", fail);
     child.on("exit", (code) => (code === 0 ? done() : fail(new Error(`${basename(cmd)} ${args.slice(0, 3).join(" ")} … exited with ${code}`))));
   });
