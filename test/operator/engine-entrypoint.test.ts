@@ -5,11 +5,12 @@
  * the cluster supplies is substituted: `$(POD_NAME)` (downward API), the
  * port (a free one, not 8080), and for llama-cpp the model and draft-model
  * paths (an init container downloads them to /models in a pod; here the
- * generated `test` model). The NATS URL is a real nats-server's. The openai pool then serves a
+ * generated `test` model, or for a pool with adapters Gemma 3 270M and the
+ * shipped CML adapter, which only load on the model they were trained for). The NATS URL is a real nats-server's. The openai pool then serves a
  * scripted session over HTTP against a real upstream (llama.cpp's server),
  * and refuses `async` with its reason.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { parse } from "yaml";
@@ -17,6 +18,7 @@ import { SessionClient } from "../../common/src/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 import { ASYNC_NEEDS_OWN_ENGINE } from "../../engine-pod/src/upstream/index.js";
 import { spawnEngine } from "../../hack/engine-process.js";
+import { GEMMA_PATH, SHIPPED_CML_ADAPTER } from "../../hack/real-models.js";
 import { UpstreamServer } from "../../hack/upstream-server.js";
 import type { EnginePool } from "../../operator/src/api/enginepool.js";
 import { buildEngineDeployment } from "../../operator/src/resources/engine-pool.js";
@@ -31,10 +33,11 @@ function samplePools(): { file: string; pool: EnginePool }[] {
 }
 
 /** The rendered args with the cluster-supplied values substituted. */
-function localArgs(args: readonly string[], modelPath: string, podName: string): string[] {
+function localArgs(args: readonly string[], modelPath: string, podName: string, adapterPath?: string): string[] {
   return args.map((a, i) => {
     if (args[i - 1] === "--port") return "0";
     if (args[i - 1] === "--model" || args[i - 1] === "--draft-model") return modelPath;
+    if ((args[i - 1] === "--adapters" || args[i - 1] === "--draft-adapters") && adapterPath !== undefined) return a.split(",").map((one) => one.replace(/^[^@]+/, adapterPath)).join(",");
     return a.replace("$(POD_NAME)", podName);
   });
 }
@@ -58,7 +61,14 @@ t.test("every sample EnginePool's rendered engine args start the engine entrypoi
       }
       // A draft model is rendered as --draft-model, which the engine loads beside the main model.
       t.equal(c.args!.includes("--draft-model"), pool.spec.draftModel !== undefined, "--draft-model rendered exactly when the pool has a draft model");
-      const engine = await spawnEngine(localArgs(c.args!, modelPath, `sample-${pool.metadata!.name}`));
+      // An adapter loads only on its own base model: such a pool runs Gemma with the shipped adapter.
+      const withAdapters = c.args!.includes("--adapters") || c.args!.includes("--draft-adapters");
+      if (withAdapters && !(existsSync(GEMMA_PATH) && existsSync(SHIPPED_CML_ADAPTER))) {
+        t.skip(`needs ${GEMMA_PATH} (hack/tools/50-gemma.sh) and ${SHIPPED_CML_ADAPTER}`);
+        return;
+      }
+      const args = withAdapters ? localArgs(c.args!, GEMMA_PATH, `sample-${pool.metadata!.name}`, SHIPPED_CML_ADAPTER) : localArgs(c.args!, modelPath, `sample-${pool.metadata!.name}`);
+      const engine = await spawnEngine(args);
       t.teardown(() => engine.stop());
       const ready = await fetch(`${engine.url}/readyz`);
       t.equal(ready.status, 200, "ready");
