@@ -97,7 +97,7 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
   const trapDecisions: Record<TrapDecision, number> = { keep: 0, swap: 0, recompute: 0 };
   for (const e of events) if (e.type === "trap") trapDecisions[e.decision]++;
   const calls = events.filter((e) => e.type === "call").length;
-  if (calls !== task.calls.length) throw new Error(`${task.id}/${mode}: ${calls} calls dispatched, task has ${task.calls.length}`);
+  if (calls !== task.calls.length) throw new Error(`${task.id}/${mode}: ${calls} calls dispatched, task has ${task.calls.length}${refusals(events)}`);
   return {
     taskId: task.id,
     mode,
@@ -112,6 +112,12 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
     scripted: done.scripted,
     breakdown: taskBreakdown(events, new Map(task.calls.map((c) => [c.id, c.latencyMs]))),
   };
+}
+
+/** The calls the engine refused, with its reasons (what the model read instead of a result). */
+export function refusals(events: readonly SessionEvent[]): string {
+  const refused = events.flatMap((e) => (e.type === "call_error" ? [`${e.callId}: ${e.message}`] : []));
+  return refused.length === 0 ? "" : `; refused by the engine: ${refused.join("; ")}`;
 }
 
 /**
