@@ -18,14 +18,13 @@ import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { KvManager } from "../kv/index.js";
 import type { Admission, PrefixStore, Scheduler, SessionView, StepPlan } from "../scheduler/index.js";
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
-import { acceptOnGrammar, validateDraft } from "../speculation/draft-validator.js";
 import type { SpeculationHook } from "./speculation-hook.js";
 import { InterruptManager } from "./interrupt-manager.js";
 import { KvWork } from "./kv-work.js";
 import { isPrefilling, PrefixFollowers } from "./prefix-followers.js";
 import { RateWindow } from "./rate-window.js";
 import type { Runtime } from "./runtime.js";
-import type { Sampling } from "./sampling.js";
+import { acceptOnGrammar, type Sampling } from "./sampling.js";
 import { median, type SessionState } from "./session-state.js";
 import type { CallFailure, DoneReason, TurnCall, TurnDecision, TurnView } from "./turn/index.js";
 
@@ -405,8 +404,7 @@ export class EngineCore {
     const pending = s.tokens.feed[0];
     if (pending === undefined || s.tokens.feed.length !== 1) return;
     try {
-      await this.work.closeGenerator(s);
-      const v = await validateDraft(s.seq, {
+      const v = await this.work.validateDraft(s, {
         pending,
         draft,
         maxDraftTokens: hook.maxDraftTokens,
@@ -526,7 +524,8 @@ export class EngineCore {
 
   /** At a token boundary outside any critical section, appends every queued interrupt after the pending token. */
   private inject(s: SessionState): void {
-    const tokens = this.interrupts.injectNow(s);
+    const { tokens, events } = this.interrupts.injectNow(s);
+    s.delivered(events);
     s.tokens.feed.push(...tokens);
     s.usage.injectedTokens += tokens.length;
   }

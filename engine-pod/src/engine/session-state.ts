@@ -13,6 +13,7 @@ import type { PausedSequence } from "../kv/index.js";
 import type { TokenPolicy } from "../policy/index.js";
 import type { OfferedPrefix } from "../scheduler/index.js";
 import type { StreamDetokenizer } from "./detokenizer.js";
+import type { InterruptEvent } from "./interrupt-manager.js";
 import type { EngineSession, SessionSnapshot } from "./engine-api.js";
 import { checkedMove, type RunState } from "./run-state.js";
 import type { FinishReason, TurnCall, TurnPolicy } from "./turn/index.js";
@@ -201,6 +202,15 @@ export class SessionState implements EngineSession {
     if (event.type === "done") {
       this.listeners.clear();
       this.resolveFinished(event);
+    }
+  }
+
+  /** Interrupts taken from the queue into the sequence (injected, or in a re-entry's prompt): the script's view, usage and events. */
+  delivered(events: readonly InterruptEvent[]): void {
+    for (const e of events) {
+      this.view.injected.add(e.id);
+      this.usage.interrupts++;
+      this.emit(e);
     }
   }
 
