@@ -1,8 +1,9 @@
 /**
  * The engine pod's module boundaries, read from the source: no import cycle
  * (type-only imports included), the engine core imports nothing of the layers
- * built on it (speculation, the upstream backend, the server), and only the
- * KV manager removes, copies, saves or loads a sequence's cells.
+ * built on it (speculation, the upstream backend, the server), only the KV
+ * manager removes, copies, saves or loads a sequence's cells, and the error
+ * line a model reads is built in one place.
  */
 import t from "tap";
 import ts from "typescript";
@@ -82,3 +83,7 @@ t.test("only the KV manager removes, copies, saves or loads cells of the engine'
   t.same(outside.map(rel), []);
 });
 
+t.test("the error line a model reads is built only by formatErrorLine (common/src/wire/error-line.ts)", async (t) => {
+  const byHand = files.filter((f) => /[`"']error: /.test(readFileSync(f, "utf8").replace(/^\s*(\*|\/\/).*$/gm, "")));
+  t.same(byHand.map(rel), []);
+});
