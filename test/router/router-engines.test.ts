@@ -149,7 +149,7 @@ t.test("bad input: unknown app, bad body, oversized, unknown session, no engine"
   t.equal(noSession.status, 404);
   const lostEngine = await fetch(`${r0}/v1/apps/default/alpha/sessions/engine-zz.abc/events`);
   t.equal(lostEngine.status, 410);
-  await stack.putApp(appConfig("orphan", { enginePool: { name: "empty", endpoint: "http://empty" } }));
+  await stack.putApp(appConfig("orphan", { enginePool: { name: "empty" } }));
   const orphan = await postJson(`${r1}/v1/apps/default/orphan/sessions`, QUICK);
   t.equal(orphan.status, 503);
   t.match(await orphan.text(), /no ready engine/);
