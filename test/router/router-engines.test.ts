@@ -3,7 +3,8 @@
  * `test` model (heartbeats into `interlace-engines`) and two router replicas:
  * placement follows the resident prefix; the load bound spills; sessions'
  * events and interrupts reach their own engine through either replica;
- * interrupt settings are enforced; a client disconnect frees the engine's
+ * interrupt settings are enforced; a client's tool outputs (cache-tool-output)
+ * reach the owning engine; a client disconnect frees the engine's
  * sequence; bad input gets clear errors; an engine killed with SIGKILL drops
  * out within the TTL and its sessions end at the client with a reason.
  */
@@ -109,6 +110,24 @@ t.test("interrupts reach the owning engine from any replica; settings enforced",
   const agent = await postJson(`${r1}/v1/apps/default/beta/sessions/${s.id}/interrupts`, { value: "from another agent", kind: "agent" });
   t.equal(agent.status, 202, "agent messages still go through");
   await fetch(`${r0}/v1/apps/default/beta/sessions/${s.id}`, { method: "DELETE" });
+  t.ok(await eventually(idle, 5_000));
+});
+
+t.test("cache-tool-output reaches the engine that owns the session, from any replica", async (t) => {
+  const s = await openSession(r0, "alpha", longSession());
+  const entries = [{ name: "sleep", params: { ms: 5 }, output: "cached" }];
+  for (const [base, path] of [
+    [r1, `/v1/apps/default/alpha/sessions/${s.id}/cache-tool-output`],
+    [r0, `/v1/apps/default/alpha/cache-tool-output/${s.id}`],
+  ] as const) {
+    const res = await postJson(`${base}${path}`, entries);
+    t.equal(res.status, 200, await res.clone().text());
+    t.match(await res.json(), { cached: 1, sessionId: s.id, engine: s.engine }, path);
+  }
+  const bad = await postJson(`${r1}/v1/apps/default/alpha/sessions/${s.id}/cache-tool-output`, [{ output: "no name" }]);
+  t.equal(bad.status, 400, "the engine's validation reaches the client");
+  t.equal((await postJson(`${r0}/v1/apps/default/alpha/cache-tool-output/nope`, entries)).status, 404);
+  await fetch(`${r0}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" });
   t.ok(await eventually(idle, 5_000));
 });
 
