@@ -45,7 +45,7 @@ import { spawnToolRunner, type ToolRunnerProcess } from "../../hack/stack.js";
 import { runAsyncNaive } from "./async-naive.js";
 import { breakdownRow, breakdownTable, injectMsPerToken, type BreakdownRow } from "./breakdown.js";
 import { renderLatencyChart, renderSweepChart, type SweepPoint } from "./charts.js";
-import { buildTasks, readEntries } from "./load-tasks.js";
+import { buildTasks, readEntries, splitByGroundTruth, type SkippedTask } from "./load-tasks.js";
 import { aggregate, markdownTable, type ResultRow } from "./report.js";
 import { attemptRun, partitionOutcomes, type FailedRun, type RunOutcome } from "./task-attempt.js";
 import { runSessionMode, userInterruptId, type ModeName, type RunContext, type TaskRun, type UpstreamModeName } from "./session-modes.js";
@@ -205,7 +205,7 @@ async function runTask(task: BenchTask, modes: readonly ModeName[], ctx: RunCont
     const outcome = await attemptRun(task.id, mode, timeoutMs, (signal) =>
       mode === "asyncNaive" ? runAsyncNaive(task, { ...ctx, executor: naive }, signal) : runSessionMode(task, mode, onUpstream ? { ...ctx, engineUrl: upstreamUrl! } : ctx, signal),
     );
-    if (!outcome.ok) process.stderr.write(`  ${task.id} ${mode} FAILED: ${outcome.reason}\n`);
+    if (!outcome.ok) process.stderr.write(`  ${task.id} (${task.sources.join(", ")}) ${mode} FAILED: ${outcome.reason}\n`);
     outcomes.push(outcome);
   }
   return outcomes;
@@ -241,9 +241,15 @@ export async function run(argv: string[]): Promise<void> {
   const entries = readEntries({ ...(config.questions !== undefined ? { questions: config.questions } : {}), ...(config.answers !== undefined ? { answers: config.answers } : {}) }).filter((e) => inSplit(e.id, config.split));
   const entryById = new Map(entries.map((e) => [e.id, e]));
   const byModel = config.policy === "model";
+  const skipped: (SkippedTask & { workload: WorkloadName })[] = [];
   const phases = config.workloads
-    .map((w) => ({ workload: w, tasks: buildTasks(entries, w, { seed: config.seed, maxTasks: config.tasks[w], toolDocs: config.toolDocs }) }))
+    .map((w) => {
+      const { runnable, skipped: left } = splitByGroundTruth(buildTasks(entries, w, { seed: config.seed, maxTasks: config.tasks[w], toolDocs: config.toolDocs }));
+      for (const s of left) skipped.push({ ...s, workload: w });
+      return { workload: w, tasks: runnable };
+    })
     .filter((p) => p.tasks.length > 0);
+  const skippedLines = skipped.map((s) => `- ${s.workload} ${s.taskId} (${s.sources.join(", ")}): ${s.reason}`).join("\n");
   if (phases.length === 0) throw new Error("no tasks: the given files feed none of the requested workloads");
 
   if (byModel) {
@@ -256,6 +262,7 @@ export async function run(argv: string[]): Promise<void> {
   console.log(
     `Tasks: ${phases.map((p) => `${p.tasks.length} ${p.workload}`).join(", ")}; tool definitions in each prompt: ${config.toolDocs === "all" ? "every tool of the task's BFCL entries" : "only the tools the task calls (--tool-docs all for the paper's setting)"}.\n`,
   );
+  if (skipped.length > 0) console.log(`Left out (they cannot succeed in any mode):\n${skippedLines}\n`);
 
   const modelPath = config.model ?? (await ensureModel({ preset: "bench" }));
   const nats = await NatsServer.start();
@@ -295,7 +302,7 @@ export async function run(argv: string[]): Promise<void> {
   try {
     const rows: ResultRow[] = [];
     const taskRuns: (TaskRun & { workload: WorkloadName; bound_ms: number; bound_reads_ms: number })[] = [];
-    const failures: (FailedRun & { workload: WorkloadName | "sweep" })[] = [];
+    const failures: (FailedRun & { workload: WorkloadName | "sweep"; sources?: string[] })[] = [];
     const breakdowns: BreakdownRow[] = [];
     for (const { workload, tasks } of phases) {
       // The secondary no-reuse row re-prefills the whole history at every call (~4x the
@@ -305,12 +312,12 @@ export async function run(argv: string[]): Promise<void> {
         const all: RunOutcome[] = [];
         for (const task of tasks) {
           all.push(...(await runTask(task, modes, ctx, naive, config.taskTimeoutMs, upstreamEngine?.url)));
-          process.stderr.write(`  ${workload} ${task.id} done\n`);
+          process.stderr.write(`  ${workload} ${task.id} (${task.sources.join(", ")}) done\n`);
         }
         return all;
       });
       const { runs, failed } = partitionOutcomes(outcomes);
-      for (const f of failed) failures.push({ ...f, workload });
+      for (const f of failed) failures.push({ ...f, workload, sources: tasks.find((t) => t.id === f.taskId)?.sources ?? [] });
       // Bound per task from the async run's own measured time per token (none where async failed).
       // With reading: each injected token costs what the async run's injection steps took per token.
       const bounds = new Map<string, number>();
@@ -356,10 +363,10 @@ export async function run(argv: string[]): Promise<void> {
 
     // Sweep: the parallel tasks with every tool duration scaled; speedup of async over sync against E/G.
     const sweep: (SweepPoint & { sync_p50_ms: number; async_p50_ms: number; bound_ratio: number })[] = [];
-    const sweepBase = buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, toolDocs: config.toolDocs });
+    const sweepBase = splitByGroundTruth(buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, toolDocs: config.toolDocs })).runnable;
     if (sweepBase.length > 0)
       for (const scale of config.sweepScales) {
-        const tasks = buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, latencyScale: scale, toolDocs: config.toolDocs });
+        const tasks = splitByGroundTruth(buildTasks(entries, "parallel", { seed: config.seed, maxTasks: config.sweepTasks, latencyScale: scale, toolDocs: config.toolDocs })).runnable;
         const outcomes = await withPool(replayPool(`bfcl-sweep-${Math.round(scale * 100)}`, tasks), async (ctx) => {
           const all: RunOutcome[] = [];
           for (const task of tasks) all.push(...(await runTask(task, ["sync", "async"], ctx, naive, config.taskTimeoutMs)));
@@ -427,16 +434,16 @@ export async function run(argv: string[]): Promise<void> {
     console.log(table);
     const partsTable = breakdownTable(breakdowns);
     console.log(`\nWhere the time goes (means per task, ms; e2e = decode + injection/fill + trap waits + the rest):\n\n${partsTable}`);
-    const failedLines = failures.map((f) => `- ${f.workload} ${f.taskId} ${f.mode}: ${f.reason}`).join("\n");
+    const failedLines = failures.map((f) => `- ${f.workload} ${f.taskId}${f.sources !== undefined ? ` (${f.sources.join(", ")})` : ""} ${f.mode}: ${f.reason}`).join("\n");
     if (failures.length > 0) console.log(`\nFailed runs (left out of their mode's figures; ratios pair only tasks that succeeded in both modes):\n${failedLines}`);
     console.log("\nSweep (parallel workload, tool durations scaled):\n");
     console.log(sweepTable);
-    const json = { results: rows, breakdown: breakdowns, sweep, config: resultConfig, runs: taskRuns, failures };
+    const json = { results: rows, breakdown: breakdowns, sweep, config: resultConfig, runs: taskRuns, failures, skipped };
     // `--json FILE` names the run: its markdown and charts go beside it, and the default bfcl.* results stay as they are.
     const base = config.json !== undefined ? config.json.replace(/\.json$/, "") : join(config.outDir, "bfcl");
     mkdirSync(dirname(base), { recursive: true });
     writeFileSync(`${base}.json`, JSON.stringify(json, null, 2));
-    writeFileSync(`${base}.md`, `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
+    writeFileSync(`${base}.md`, `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}${skippedLines === "" ? "" : `\n## Left out\n\n${skippedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
     const written = [`${base}.json`, `${base}.md`, `${base}-latency.svg`];
     writeFileSync(`${base}-latency.svg`, await renderLatencyChart(rows.filter((r) => r.tasks > 0), allModes));
     if (sweep.length > 0) {

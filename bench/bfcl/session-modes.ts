@@ -111,7 +111,7 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
   for (const e of events) if (e.type === "trap") trapDecisions[e.decision]++;
   const callEvents = events.filter((e): e is Extract<SessionEvent, { type: "call" }> => e.type === "call");
   const calls = callEvents.length;
-  if (!byModel && calls !== task.calls.length) throw new Error(`${task.id}/${mode}: ${calls} calls dispatched, task has ${task.calls.length}`);
+  if (!byModel && calls !== task.calls.length) throw new Error(`${task.id}/${mode}: ${calls} calls dispatched, task has ${task.calls.length}${refusals(events)}`);
   return {
     taskId: task.id,
     mode,
@@ -132,6 +132,12 @@ export function summarize(task: BenchTask, mode: ModeName, events: readonly Sess
         }
       : {}),
   };
+}
+
+/** The calls the engine refused, with its reasons (what the model read instead of a result). */
+export function refusals(events: readonly SessionEvent[]): string {
+  const refused = events.flatMap((e) => (e.type === "call_error" ? [`${e.callId}: ${e.message}`] : []));
+  return refused.length === 0 ? "" : `; refused by the engine: ${refused.join("; ")}`;
 }
 
 /**

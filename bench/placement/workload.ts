@@ -66,7 +66,7 @@ export function benchApps(o: Pick<WorkloadOptions, "apps" | "promptTokens" | "se
     return withAppDefaults({
       namespace: BENCH_NS,
       name: appName(run, i),
-      enginePool: { name: BENCH_POOL, endpoint: "http://127.0.0.1" },
+      enginePool: { name: BENCH_POOL },
       systemPrompt: `Run ${run}. You are agent ${i}. Context follows. ${words.join(" ")}`,
       maxTokens: 512,
       tools: [SLEEP_SPEC],

@@ -101,7 +101,7 @@ function appConfig(c: Config): AppConfig {
   return {
     namespace: NS,
     name: APP,
-    enginePool: { name: POOL, endpoint: `http://${POOL}.${NS}.svc:8080` },
+    enginePool: { name: POOL },
     systemPrompt: "You are a careful assistant inside a document and software pipeline. Answer in plain prose, briefly, without inventing facts.",
     fewShot: [],
     callingMode: "async",

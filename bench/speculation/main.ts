@@ -64,6 +64,7 @@ import { buildTasks, readEntries } from "../bfcl/load-tasks.js";
 import type { BenchTask } from "../bfcl/workloads.js";
 import { mean, median, quantile, r3, seededRandom } from "../lib/stats.js";
 import { writeChart, writeResultsJson } from "../lib/output.js";
+import { pairedRuns, runAgents, type FailedTask } from "./run-agents.js";
 import { turnSegments } from "./turn-segments.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -234,27 +235,30 @@ interface Run {
   segments: { turns: MeasuredTurn[]; tailMs: number };
 }
 
-async function runMode(url: string, tasks: BenchTask[], agents: number, make: (t: BenchTask) => CreateSessionRequest): Promise<{ runs: Run[]; wallMs: number }> {
+interface Measured {
+  runs: Run[];
+  failed: FailedTask[];
+  wallMs: number;
+}
+
+async function runMode(url: string, tasks: BenchTask[], agents: number, make: (t: BenchTask) => CreateSessionRequest): Promise<Measured> {
   const client = new SessionClient(url);
-  const queue = [...tasks];
-  const runs: Run[] = [];
   const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: agents }, async () => {
-      for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
-        const { id } = await client.create(make(task));
-        let done: Run["done"] | undefined;
-        const events: SessionEvent[] = [];
-        for await (const e of client.events(id)) {
-          events.push(e);
-          if (e.type === "done") done = e;
-        }
-        if (done === undefined || done.reason !== "eos") throw new Error(`task ${task.id}: session ended ${done?.reason ?? "without done"}`);
-        runs.push({ task, done, segments: turnSegments(events, task.calls.map((c) => c.latencyMs)) });
-      }
-    }),
-  );
-  return { runs, wallMs: performance.now() - t0 };
+  const { runs, failed } = await runAgents(tasks, agents, async (task): Promise<Run> => {
+    const { id } = await client.create(make(task));
+    let done: Run["done"] | undefined;
+    const events: SessionEvent[] = [];
+    for await (const e of client.events(id)) {
+      events.push(e);
+      if (e.type === "done") done = e;
+    }
+    if (done === undefined || done.reason !== "eos") {
+      const error = events.find((e) => e.type === "error");
+      throw new Error(`session ended ${done?.reason ?? "without done"}${error?.type === "error" ? `: ${error.message}` : ""}`);
+    }
+    return { task, done, segments: turnSegments(events, task.calls.map((c) => c.latencyMs)) };
+  });
+  return { runs, failed, wallMs: performance.now() - t0 };
 }
 
 export interface ResultRow {
@@ -312,6 +316,13 @@ export async function run(argv: string[]): Promise<void> {
     "--sequences", String(Math.max(2, maxAgents)), "--context-size", "4096", "--threads", "1", "--prefix-cache", "false",
   ]);
   const rows: ResultRow[] = [];
+  const failures: (FailedTask & { calling_mode: CallingMode; speculation: Speculation; alpha: number | null; tool_ms: number; agents: number })[] = [];
+  const recordFailures = (m: Measured, where: { calling_mode: CallingMode; speculation: Speculation; alpha: number | null; tool_ms: number; agents: number }): void => {
+    for (const f of m.failed) {
+      failures.push({ ...f, ...where });
+      process.stderr.write(`  task ${f.taskId} ${where.calling_mode}/${where.speculation} FAILED: ${f.reason}\n`);
+    }
+  };
   try {
     for (const toolMs of cfg.toolMs) {
       const tasks = chainTasks(base, toolMs, cfg.seed);
@@ -322,14 +333,23 @@ export async function run(argv: string[]): Promise<void> {
           for (const calling of CALLING) {
             // No speculation does not depend on α: one run, the baseline of every α's rows.
             const none = await runMode(engine.url, tasks, agents, (t) => request(t, calling, "none", 0, cfg));
+            recordFailures(none, { calling_mode: calling, speculation: "none", alpha: null, tool_ms: toolMs, agents });
             process.stderr.write(`  T=${toolMs} M=${agents} ${calling} none done (${Math.round(none.wallMs / 1000)} s)\n`);
             for (const alpha of cfg.alpha) {
-              const measured = new Map<Speculation, { runs: Run[]; wallMs: number }>([["none", none]]);
+              const measured = new Map<Speculation, Measured>([["none", none]]);
               for (const spec of SPECULATION.filter((x) => x !== "none")) {
                 const m = await runMode(engine.url, tasks, agents, (t) => request(t, calling, spec, alpha, cfg));
+                recordFailures(m, { calling_mode: calling, speculation: spec, alpha, tool_ms: toolMs, agents });
                 measured.set(spec, m);
                 process.stderr.write(`  T=${toolMs} M=${agents} α=${Number.isNaN(alpha) ? "real draft" : alpha} ${calling} ${spec} done (${Math.round(m.wallMs / 1000)} s)\n`);
               }
+              // The figures pair tasks: only those that succeeded in all three modes of this setting count.
+              const paired = pairedRuns(new Map([...measured].map(([spec, m]) => [spec, m.runs])));
+              if ((paired.get("none") ?? []).length === 0) {
+                process.stderr.write(`  T=${toolMs} M=${agents} α=${alpha} ${calling}: no task succeeded in every mode; rows left out\n`);
+                continue;
+              }
+              for (const [spec, m] of measured) measured.set(spec, { ...m, runs: paired.get(spec)! });
               rows.push(...summarize(measured, { calling, alpha, toolMs, agents, thinkTokens: cfg.thinkTokens }));
             }
           }
@@ -342,7 +362,11 @@ export async function run(argv: string[]): Promise<void> {
     await nats.stop();
   }
   report(rows, cfg, performance.now() - t0);
-  await writeOutputs(rows, cfg);
+  if (failures.length > 0) {
+    console.log(`\nFailed task runs (left out; each row pairs only tasks that succeeded in all its modes):`);
+    for (const f of failures) console.log(`- ${f.calling_mode}/${f.speculation} α=${f.alpha ?? "–"} T=${f.tool_ms} M=${f.agents} task ${f.taskId}: ${f.reason}`);
+  }
+  await writeOutputs(rows, cfg, failures);
 }
 
 /** Hits over hits and misses of a mode's runs. */
@@ -353,7 +377,7 @@ function hitRateOf(runs: readonly Run[]): number {
 }
 
 function summarize(
-  measured: Map<Speculation, { runs: Run[]; wallMs: number }>,
+  measured: Map<Speculation, Measured>,
   s: { calling: CallingMode; alpha: number; toolMs: number; agents: number; thinkTokens: number },
 ): ResultRow[] {
   const turns = (runs: Run[]): number[] => runs.map((r) => r.done.timings.totalMs / r.task.calls.length);
@@ -478,7 +502,7 @@ export function targets(rows: readonly ResultRow[]): string[] {
   return out;
 }
 
-async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
+async function writeOutputs(rows: ResultRow[], cfg: Config, failures: readonly object[]): Promise<void> {
   const config = {
     quick: cfg.quick,
     agents: cfg.agents,
@@ -497,7 +521,7 @@ async function writeOutputs(rows: ResultRow[], cfg: Config): Promise<void> {
     cpus: cpus().length,
     load_avg_1m: { start: cfg.loadAtStart, end: r3(loadavg()[0]!) },
   };
-  writeResultsJson({ results: rows, config }, cfg.outDir, "speculation", cfg.json);
+  writeResultsJson({ results: rows, config, failures }, cfg.outDir, "speculation", cfg.json);
   const spec: TopLevelSpec = {
     $schema: "https://vega.github.io/schema/vega-lite/v5.json",
     title: "Time saved per turn vs no speculation: measured (bars) and predicted (ticks: Eq. 2 / Eq. 6)",

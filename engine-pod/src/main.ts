@@ -17,7 +17,8 @@ import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
-import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
+import { connectNats, natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { UpstreamEngine } from "./upstream/index.js";
 import { registerSpeculationMetrics } from "./metrics/speculation-metrics.js";
 import { createSpeculationHook, DraftModel, SpeculationStats, SpeculativeExecutor, ToolCache, withSpeculation } from "./speculation/index.js";
@@ -40,6 +41,8 @@ export interface EnginePod {
 interface ExecutorChoice {
   executor: Executor;
   catalog: ToolCatalog;
+  /** The NATS executor's connection, which the pod's heartbeats share (the executor closes it). */
+  nats?: NatsConnection;
 }
 
 /** `inbox`: the engine's inbox, where user/agent interrupts arriving over NATS go. */
@@ -66,6 +69,7 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
   return {
     executor,
     catalog: { builtins: new Map(), pools: true, ...(defaultPool !== undefined ? { defaultPool: `${defaultPool.namespace}/${defaultPool.name}` } : {}) },
+    nats: executor.nc,
   };
 }
 
@@ -85,7 +89,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
   };
   try {
     const inbox = new InterruptInbox();
-    const { executor, catalog } = await createExecutor(options, log, metrics, inbox);
+    const { executor, catalog, nats } = await createExecutor(options, log, metrics, inbox);
     started.push({ name: "executor", close: () => executor.close() });
 
     const spec = options.speculation;
@@ -153,14 +157,19 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const hb = options.heartbeat;
     if (hb !== undefined) {
       const host = hb.podIp ?? (options.server.host === "0.0.0.0" || options.server.host === "::" ? "127.0.0.1" : options.server.host);
-      const heartbeat = await HeartbeatPublisher.connect({
-        servers: hb.natsUrl.split(","),
+      // One NATS connection per pod: the executor's when it has one, else one for the heartbeats alone.
+      let nc = nats;
+      if (nc === undefined) {
+        const own = await connectNats({ servers: hb.natsUrl, name: `interlace-engine-${options.podName}`, security: natsSecurityFromEnv() });
+        started.push({ name: "nats", close: () => own.drain().catch(() => undefined) });
+        nc = own;
+      }
+      const heartbeat = await HeartbeatPublisher.open(nc, {
         pod: options.podName,
         endpoint: hb.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
         pool: hb.pool,
         model: basename(modelPath),
         intervalMs: hb.intervalMs,
-        security: natsSecurityFromEnv(),
         log: log.child({ subsystem: "heartbeat" }),
       });
       heartbeat.start(engine);

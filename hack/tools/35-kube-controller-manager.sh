@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds kube-controller-manager (same pinned Kubernetes version and the same
 # throwaway module as 30-kube-apiserver.sh, so most packages are already
-# compiled) into the git-ignored cache. The test control plane runs only its
-# garbage collector when a test asks for it: no kubelet runs, so the
-# Deployment/ReplicaSet controllers stay off and tests set Deployment status.
+# compiled) into the git-ignored cache. The test control plane
+# (hack/control-plane.ts) runs only its garbage collector when a test asks for
+# it (those tests run no kubelet and set Deployment status themselves); the
+# single-node cluster (hack/cluster.ts) runs it with the controllers that turn
+# Deployments and StatefulSets into pods, for its kubelet.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 K8S_VERSION="${K8S_VERSION:-v1.34.4}"

@@ -8,7 +8,7 @@
  */
 import type { Server } from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/index.js";
 import { openAppsBucket, openEnginesBucket, openRoutersBucket } from "../../common/src/protocol/index.js";
 import { AppRegistry } from "./app-registry.js";
@@ -21,7 +21,7 @@ import { RouterMetrics } from "./metrics.js";
 import { PresencePublisher } from "./presence.js";
 import { SessionOwners } from "./session-owner.js";
 import { bearerAuth } from "../../common/src/security/http-auth.js";
-import { natsConnectOptions } from "../../common/src/security/nats-connect.js";
+import { connectNats } from "../../common/src/security/nats-connect.js";
 import { ProgramExecutor } from "./programs/program-executor.js";
 import { ProgramPrefixes } from "./programs/program-prefixes.js";
 import { mountProgramRoutes } from "./programs/program-routes.js";
@@ -129,7 +129,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     await nc?.drain().catch(() => undefined);
   };
   try {
-    nc = await connect({ servers: options.natsUrl.split(","), name: `router-${options.routerId}`, maxReconnectAttempts: -1, ...natsConnectOptions(security?.nats ?? {}) });
+    nc = await connectNats({ servers: options.natsUrl, name: `router-${options.routerId}`, security: security?.nats ?? {} });
     const [appsKv, enginesKv, routersKv] = await Promise.all([openAppsBucket(nc), openEnginesBucket(nc), openRoutersBucket(nc)]);
     const appWatch = new KvWatch(appsKv, (e) => apps.apply(e), log);
     const engineWatch = new KvWatch(enginesKv, (e) => engines.apply(e), log);

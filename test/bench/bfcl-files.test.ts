@@ -1,12 +1,25 @@
 import t from "tap";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { validateArguments } from "../../common/src/wire/validator.js";
 import { groundTruthArguments } from "../../bench/bfcl/bfcl-reader.js";
-import { buildTasks, defaultBfclDir, parseGroundTruthCall, readEntries } from "../../bench/bfcl/load-tasks.js";
+import { buildTasks, defaultBfclDir, parseGroundTruthCall, readEntries, splitByGroundTruth } from "../../bench/bfcl/load-tasks.js";
+import { refusals } from "../../bench/bfcl/session-modes.js";
 
 const dir = defaultBfclDir();
-const present = existsSync(join(dir, "BFCL_v4_parallel.json"));
+const LPM = fileURLToPath(new URL("../../bench/bfcl/data/live_parallel_multiple/BFCL_v4_live_parallel_multiple.json", import.meta.url));
+
+t.test("the BFCL data ships with the repository, with BFCL's licence; BFCL_DIR still points elsewhere", async (t) => {
+  const saved = process.env["BFCL_DIR"];
+  t.teardown(() => (saved === undefined ? delete process.env["BFCL_DIR"] : (process.env["BFCL_DIR"] = saved)));
+  delete process.env["BFCL_DIR"];
+  t.match(defaultBfclDir(), /bench\/bfcl\/data$/);
+  for (const f of ["LICENSE", "README.md", "BFCL_v4_parallel.json", "possible_answer/BFCL_v4_parallel.json", "multi_turn_func_doc/math_api.json"]) t.ok(existsSync(join(defaultBfclDir(), f)), f);
+  t.match(readFileSync(join(defaultBfclDir(), "LICENSE"), "utf8"), /Apache License/);
+  process.env["BFCL_DIR"] = "/elsewhere/bfcl";
+  t.equal(defaultBfclDir(), "/elsewhere/bfcl");
+});
 
 t.test("ground-truth Python calls map positional arguments by parameter order", async (t) => {
   const tools = [{ name: "sort", description: "", parameters: { type: "object", properties: { file_name: { type: "string" }, reverse: { type: "boolean" } } } }];
@@ -15,7 +28,7 @@ t.test("ground-truth Python calls map positional arguments by parameter order", 
   t.throws(() => parseGroundTruthCall("sort('a', True, 3)", tools), /too many positional/);
 });
 
-t.test("the repository's BFCL files build every workload", { skip: present ? false : `no BFCL data at ${dir}` }, async (t) => {
+t.test("the repository's BFCL files build every workload", async (t) => {
   const entries = readEntries({});
   const parallel = buildTasks(entries, "parallel", { seed: 1 });
   t.equal(parallel.length, 216, "200 parallel + 16 live_parallel entries");
@@ -32,7 +45,7 @@ t.test("the repository's BFCL files build every workload", { skip: present ? fal
   t.ok(interrupts.every((task) => task.userInterrupts.length === 2));
 });
 
-t.test("a single category file given with --questions is read as-is", { skip: present ? false : "no BFCL data" }, async (t) => {
+t.test("a single category file given with --questions is read as-is", async (t) => {
   const entries = readEntries({ questions: join(dir, "BFCL_v4_simple_python.json") });
   t.equal(entries.length, 400);
   t.ok(entries.every((e) => e.kind === "single" && e.calls.length === 1));
@@ -54,7 +67,7 @@ t.test("ground-truth arguments: first acceptable value, nested dicts resolved, o
   t.same(groundTruthArguments({ xs: [[1, 2, 3]] }), { xs: [1, 2, 3] }, "a plain list argument is kept");
 });
 
-t.test("every ground-truth call the benchmark runs, in every BFCL category, validates against its tool's schema", { skip: present ? false : "no BFCL data" }, async (t) => {
+t.test("every ground-truth call the benchmark runs, in every BFCL category, validates against its tool's schema", async (t) => {
   const files = readdirSync(dir).filter((f) => f.endsWith(".json") && existsSync(join(dir, "possible_answer", f)));
   t.ok(files.length >= 5, `${files.length} category files`);
   let calls = 0;
@@ -73,4 +86,23 @@ t.test("every ground-truth call the benchmark runs, in every BFCL category, vali
     }
   }
   t.same(invalid, [], `${calls} calls; a call the schema rejects would reach the model as an error interrupt and the task would dispatch nothing`);
+});
+
+t.test("a task whose answer key fails its own tool schema is left out with the reason, before any run", async (t) => {
+  const entries = readEntries({ questions: LPM });
+  t.equal(entries.length, 24);
+  const { runnable, skipped } = splitByGroundTruth(buildTasks(entries, "parallel", { seed: 1, maxTasks: 30 }));
+  t.equal(runnable.length, 23);
+  t.same(skipped.map((s) => s.sources), [["live_parallel_multiple_2-2-0"]], "only the entry whose answer key asks for a value outside the enum");
+  t.match(skipped[0]?.reason, /ControlAppliance\.execute: "command" must be one of "거실, 에어컨, 실행"/);
+  // The Korean argument of the same tool that the enum lists stays (live_parallel_multiple_3-2-1).
+  t.ok(runnable.some((task) => task.calls.some((c) => c.arguments["command"] === "거실, 에어컨, 실행")));
+});
+
+t.test("a failed run names the calls the engine refused and why", async (t) => {
+  t.equal(refusals([]), "");
+  t.equal(
+    refusals([{ type: "call_error", callId: "p3_c1", code: "invalid_arguments", message: 'invalid_arguments: "command" must be one of "a"', t: 1 }]),
+    '; refused by the engine: p3_c1: invalid_arguments: "command" must be one of "a"',
+  );
 });

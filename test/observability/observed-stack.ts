@@ -121,7 +121,7 @@ async function startObservedRouter(t: Test, natsUrl: string, pool: { namespace: 
   const apps = await openAppsBucket(nc);
   const config = withAppDefaults({
     ...APP,
-    enginePool: { name: ENGINE_POOL.name, endpoint: `http://${ENGINE_POOL.name}.${ENGINE_POOL.namespace}.svc:8080` },
+    enginePool: { name: ENGINE_POOL.name },
     systemPrompt: "You plan trips with the tools you have.",
     maxTokens: 400,
     tools: runnerTools(pool),

@@ -266,7 +266,7 @@ t.test("AgentApp: references resolve into a config, or a Degraded reason", async
 
   const ok = resolveAppConfig(app(), enginePool(), pools);
   if (!ok.ok) throw new Error(ok.message);
-  t.equal(ok.config.enginePool.endpoint, "http://qwen-engine.team.svc:8080");
+  t.same(ok.config.enginePool, { name: "qwen" }, "the pool by name only: the router places by engine, through no Service");
   t.same(ok.config.tools[0]?.pool, { namespace: "team", name: "web" });
   t.equal(ok.config.callingMode, "async");
   t.equal(ok.config.interrupts.userInterrupts, true, "async mode defaults to user interrupts on");

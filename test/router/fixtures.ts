@@ -32,7 +32,7 @@ export function appConfig(name: string, extra: Partial<AppConfig> = {}): AppConf
   return withAppDefaults({
     namespace: "default",
     name,
-    enginePool: { name: POOL, endpoint: `http://${POOL}.default.svc:8080` },
+    enginePool: { name: POOL },
     systemPrompt: `You are ${name}. ${"Answer briefly and use tools when useful. ".repeat(4)}`,
     maxTokens: 256,
     tools: [SLEEP_TOOL],

@@ -3,7 +3,8 @@
  * `test` model (heartbeats into `interlace-engines`) and two router replicas:
  * placement follows the resident prefix; the load bound spills; sessions'
  * events and interrupts reach their own engine through either replica;
- * interrupt settings are enforced; a client disconnect frees the engine's
+ * interrupt settings are enforced; a client's tool outputs (cache-tool-output)
+ * reach the owning engine; a client disconnect frees the engine's
  * sequence; bad input gets clear errors; an engine killed with SIGKILL drops
  * out within the TTL and its sessions end at the client with a reason.
  */
@@ -112,6 +113,24 @@ t.test("interrupts reach the owning engine from any replica; settings enforced",
   t.ok(await eventually(idle, 5_000));
 });
 
+t.test("cache-tool-output reaches the engine that owns the session, from any replica", async (t) => {
+  const s = await openSession(r0, "alpha", longSession());
+  const entries = [{ name: "sleep", params: { ms: 5 }, output: "cached" }];
+  for (const [base, path] of [
+    [r1, `/v1/apps/default/alpha/sessions/${s.id}/cache-tool-output`],
+    [r0, `/v1/apps/default/alpha/cache-tool-output/${s.id}`],
+  ] as const) {
+    const res = await postJson(`${base}${path}`, entries);
+    t.equal(res.status, 200, await res.clone().text());
+    t.match(await res.json(), { cached: 1, sessionId: s.id, engine: s.engine }, path);
+  }
+  const bad = await postJson(`${r1}/v1/apps/default/alpha/sessions/${s.id}/cache-tool-output`, [{ output: "no name" }]);
+  t.equal(bad.status, 400, "the engine's validation reaches the client");
+  t.equal((await postJson(`${r0}/v1/apps/default/alpha/cache-tool-output/nope`, entries)).status, 404);
+  await fetch(`${r0}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" });
+  t.ok(await eventually(idle, 5_000));
+});
+
 t.test("a client disconnect frees the engine's sequence", async (t) => {
   const s = await openSession(r0, "alpha", longSession());
   const ac = new AbortController();
@@ -149,7 +168,7 @@ t.test("bad input: unknown app, bad body, oversized, unknown session, no engine"
   t.equal(noSession.status, 404);
   const lostEngine = await fetch(`${r0}/v1/apps/default/alpha/sessions/engine-zz.abc/events`);
   t.equal(lostEngine.status, 410);
-  await stack.putApp(appConfig("orphan", { enginePool: { name: "empty", endpoint: "http://empty" } }));
+  await stack.putApp(appConfig("orphan", { enginePool: { name: "empty" } }));
   const orphan = await postJson(`${r1}/v1/apps/default/orphan/sessions`, QUICK);
   t.equal(orphan.status, 503);
   t.match(await orphan.text(), /no ready engine/);

@@ -116,6 +116,34 @@ t.test("a user interrupt posted mid-session reaches the model as an interrupt ev
   t.equal(((await late.json()) as { error: { code: string } }).error.code, "session_finished");
 });
 
+t.test("interrupts beyond maxQueued are refused with 429 until some are read", async (t) => {
+  // A sync session waiting on a long call reads interrupts only at its re-entry: they stay queued.
+  const request: CreateSessionRequest = {
+    prompt: "Wait.",
+    tools: lpt.tools!,
+    mode: "sync",
+    maxTokens: 400,
+    policy: { type: "lpt-dag", calls: [{ id: "wait", tool: "sleep", arguments: { ms: 60000 }, dependsOn: [], estimatedLatencyMs: 60000 }] },
+  };
+  const { id } = (await (await postJson(`${base}/v1/sessions`, request)).json()) as { id: string };
+  const post = (n: number) => postJson(`${base}/v1/sessions/${id}/interrupts`, { id: `u${n}`, value: `note ${n}`, maxQueued: 2 });
+  // Posted while the event stream is open (a reader that disconnects before done cancels the session).
+  await readSession(base, id, {
+    until: (e) => e.type === "call",
+    onEvent: async (e) => {
+      if (e.type !== "call") return;
+      t.equal((await post(1)).status, 202);
+      t.equal((await post(2)).status, 202);
+      const refused = await post(3);
+      t.equal(refused.status, 429, "a third one while two are queued");
+      t.match(await refused.json(), { error: { code: "capacity", message: /already has 2 interrupts queued \(maxQueued\)/ } });
+      t.equal(pod.engine.queuedInterrupts(id), 2, "the refused one was not queued");
+      t.equal((await postJson(`${base}/v1/sessions/${id}/interrupts`, { id: "u4", value: "no bound" })).status, 202, "without maxQueued there is no bound here");
+    },
+  });
+  await fetch(`${base}/v1/sessions/${id}`, { method: "DELETE" });
+});
+
 t.test("unknown sessions are 404 everywhere", async (t) => {
   for (const [method, path, body] of [
     ["GET", "/v1/sessions/nope/events", undefined],

@@ -9,7 +9,8 @@ import t from "tap";
 import { getLlama, LlamaLogLevel, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import { createLogger } from "../../common/src/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
-import { DraftModel, validateDraft } from "../../engine-pod/src/speculation/index.js";
+import { validateDraft } from "../../engine-pod/src/kv/index.js";
+import { DraftModel } from "../../engine-pod/src/speculation/index.js";
 
 const N = 16;
 

@@ -80,3 +80,11 @@ t.test("latest() finds the newest entry of a tool (O2's draft source)", async (t
   t.equal(c.latest("s", "h"), undefined);
   t.equal(c.latest("x"), undefined);
 });
+
+t.test("a speculative run that rejects settles as the model's error line (tool_failed)", async (t) => {
+  const c = new ToolCache();
+  c.put("s", "search", { q: "a" }, Promise.reject(new Error("backend down")), { source: "speculative" });
+  await tick();
+  const hit = c.take("s", "search", { q: "a" });
+  t.match(hit?.result, { ok: false, output: "error: tool_failed: backend down", error: { code: "tool_failed", message: "backend down" } });
+});

@@ -21,9 +21,9 @@
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager, type Consumer, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, runUnderDeadline, type Logger, type StopReason } from "../../common/src/index.js";
-import { natsConnectOptions, type NatsSecurity } from "../../common/src/security/nats-connect.js";
+import { connectNats, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import {
   encodeResult,
   ensureIntrStream,
@@ -141,14 +141,7 @@ export class ToolRunner {
     const c = options.config;
     const toolSet = createToolSet(c, c.retries ?? RUNNER_DEFAULTS.retries);
     const pool = { namespace: c.namespace, name: c.pool };
-    const nc = await connect({
-      servers: options.servers,
-      name: `interlace-toolrunner-${c.namespace}-${c.pool}`,
-      ...natsConnectOptions(options.security),
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-      pingInterval: 10_000,
-    });
+    const nc = await connectNats({ servers: options.servers, name: `interlace-toolrunner-${c.namespace}-${c.pool}`, ...(options.security !== undefined ? { security: options.security } : {}) });
     try {
       const jsm = await jetstreamManager(nc);
       await ensureIntrStream(jsm);

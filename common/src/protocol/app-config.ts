@@ -27,8 +27,8 @@ export const ROUTERS_BUCKET_TTL_MS = 30_000;
 export interface AppConfig {
   namespace: string;
   name: string;
-  /** The EnginePool serving the app; `endpoint` is its headless Service (the router places by pod). */
-  enginePool: { name: string; endpoint: string };
+  /** The EnginePool serving the app, by name: the router places each session on one of its engines (heartbeats), never through a Service. */
+  enginePool: { name: string };
   systemPrompt: string;
   fewShot: { messages: ChatMessage[] }[];
   callingMode: CallingMode;

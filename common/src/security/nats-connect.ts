@@ -6,10 +6,11 @@
  *
  * Configured by flags or the environment: `INTERLACE_NATS_CREDS` (path of a
  * `.creds` file) and `INTERLACE_NATS_CA` (path of a PEM CA bundle; a
- * `tls://` URL or a CA turns TLS on).
+ * `tls://` URL or a CA turns TLS on). {@link connectNats} is the one place a
+ * connection's options are built.
  */
 import { readFileSync } from "node:fs";
-import { credsAuthenticator, type ConnectionOptions } from "@nats-io/transport-node";
+import { connect, credsAuthenticator, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 
 export interface NatsSecurity {
   /** Path of a `.creds` file. */
@@ -51,4 +52,23 @@ export function natsConnectOptions(sec: NatsSecurity = {}): Partial<ConnectionOp
   }
   if (sec.caFile !== undefined) out.tls = { caFile: sec.caFile };
   return out;
+}
+
+/** Who connects, and to which servers. */
+export interface NatsClientOptions {
+  /** Server URLs (a comma-separated string or a list). */
+  servers: string | readonly string[];
+  /** The connection's name, as the server's monitoring shows it. */
+  name: string;
+  security?: NatsSecurity;
+}
+
+/**
+ * Every component's NATS connection: authenticated by `security`, it
+ * reconnects forever (every 250 ms) and pings every 10 s, so a restarted
+ * server or a lost route is noticed and survived the same way everywhere.
+ */
+export function connectNats(options: NatsClientOptions): Promise<NatsConnection> {
+  const servers = typeof options.servers === "string" ? options.servers.split(",") : [...options.servers];
+  return connect({ servers, name: options.name, ...natsConnectOptions(options.security ?? {}), maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
 }

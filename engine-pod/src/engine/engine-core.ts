@@ -3,7 +3,8 @@
  * scheduler for a plan (plain data), applies its state changes (cancel; and
  * through `KvWork` resume, re-entry, compaction move), runs the batch — every active sequence
  * advances one token, or one prefill chunk — feeds each sampled token to the
- * session's CML monitor and its turn policy, and applies what they return.
+ * session's CML monitor and its turn policy, and applies the decisions the
+ * policy returns (plain data; policies never touch the session).
  *
  * The loop owns every state transition: outside callers (interrupts, tool
  * results, cancel) only queue work and wake it, and KV operations that take
@@ -17,16 +18,15 @@ import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { KvManager } from "../kv/index.js";
 import type { Admission, PrefixStore, Scheduler, SessionView, StepPlan } from "../scheduler/index.js";
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
-import { acceptOnGrammar, validateDraft } from "../speculation/draft-validator.js";
 import type { SpeculationHook } from "./speculation-hook.js";
 import { InterruptManager } from "./interrupt-manager.js";
 import { KvWork } from "./kv-work.js";
 import { isPrefilling, PrefixFollowers } from "./prefix-followers.js";
 import { RateWindow } from "./rate-window.js";
 import type { Runtime } from "./runtime.js";
-import type { Sampling } from "./sampling.js";
+import { acceptOnGrammar, type Sampling } from "./sampling.js";
 import { median, type SessionState } from "./session-state.js";
-import type { CallFailure, DoneReason, TurnCall, TurnOps } from "./turn/index.js";
+import type { CallFailure, DoneReason, TurnCall, TurnDecision, TurnView } from "./turn/index.js";
 
 /** Default time budget of one tool call when the spec gives no latency. */
 const DEFAULT_CALL_BUDGET_MS = 60_000;
@@ -66,19 +66,6 @@ export class EngineCore {
   private readonly log: Logger;
   /** O2: drafts to validate at the session's next step (set when a call body opens). */
   private readonly drafts = new Map<SessionState, Token[]>();
-
-  /** What turn policies may do; see `TurnOps`. */
-  private readonly ops: TurnOps = {
-    dispatch: (s, call) => this.dispatch(s, call),
-    finish: (s, reason) => this.finish(s, reason),
-    trap: (s) => this.work.trap(s),
-    // A call event after the same token finished the session changes nothing.
-    wait: (s) => s.state !== "done" && s.transition("waiting"),
-    inject: (s) => this.inject(s),
-    queueError: (s, id, failure) => this.interrupts.enqueue(s, id, "tool_error", formatCallError(failure)),
-    queued: (s) => this.interrupts.pending(s),
-    expectsUserInterrupt: (s) => s.script?.expectsInterrupt?.(s.view) ?? false,
-  };
 
   constructor(private readonly deps: EngineCoreDeps) {
     this.runtime = deps.runtime;
@@ -142,6 +129,19 @@ export class EngineCore {
     this.live.add(s);
     this.work.fill(s, admission, reuse, source !== undefined && fork !== null ? this.followers.follow(s, source, fork.tokens) : undefined);
   }
+
+  /** A session (not a completion) announces itself once admitted. */
+  started(s: SessionState): void {
+    s.emit({ type: "started", sessionId: s.id, mode: s.config.mode, promptTokens: s.tokens.prompt.length, scripted: s.scripted, t: s.now() });
+  }
+
+  /** Asks the loop to cancel the session at its next step. */
+  cancel(s: SessionState): void {
+    if (s.state === "done") return;
+    s.cancelRequested = true;
+    this.wake();
+  }
+
   enqueue(s: SessionState, id: string, kind: InterruptKind, value: string): void {
     this.interrupts.enqueue(s, id, kind, value);
   }
@@ -308,13 +308,18 @@ export class EngineCore {
       s.tokens.feed = [];
       // EOS inside a block: the monitor reports it malformed; the turn is over.
       if (s.monitor.inCriticalSection) this.finish(s, "eos");
-      else s.turn.onEos(s, this.ops);
+      else this.decide(s, s.turn.onEos(this.turnView(s)));
       return;
     }
     const wasCritical = s.monitor.inCriticalSection;
     const text = s.detok.push(token);
     const events = s.monitor.push(token, text);
-    if (s.turn.endsTurnAt(s, wasCritical, events, this.ops)) return;
+    const atToken = s.turn.atToken(this.turnView(s), wasCritical, events);
+    if (atToken.length > 0) {
+      // The policy ends the turn at this token: it is not fed.
+      this.decide(s, atToken);
+      return;
+    }
 
     s.tokens.feed = [token];
     s.tokens.generated.push(token);
@@ -325,10 +330,10 @@ export class EngineCore {
     const head = this.runtime.markerIds[CML.HEAD];
     if (s.monitor.inCriticalSection && head.length === 1 && token === head[0] && !this.drafts.has(s)) this.proposeDraft(s);
     if (s.usage.decodedTokens >= s.config.maxTokens) {
-      s.turn.onMaxTokens(s, this.ops);
+      this.decide(s, s.turn.onMaxTokens(this.turnView(s)));
       return;
     }
-    if (this.interrupts.pending(s) > 0) s.turn.deliver(s, this.ops);
+    if (this.interrupts.pending(s) > 0) this.decide(s, s.turn.deliver(this.turnView(s)));
   }
 
   private onMonitorEvent(s: SessionState, ev: MonitorEvent): void {
@@ -360,11 +365,11 @@ export class EngineCore {
           this.appendCached(s, call, cached);
           return;
         }
-        s.turn.onCall(s, call, this.ops);
+        this.decide(s, s.turn.onCall(this.turnView(s), call));
         return;
       }
       case "trap":
-        s.turn.onTrap(s, this.ops);
+        this.decide(s, s.turn.onTrap(this.turnView(s)));
         return;
       case "malformed":
         s.kv.grammarState = undefined;
@@ -399,8 +404,7 @@ export class EngineCore {
     const pending = s.tokens.feed[0];
     if (pending === undefined || s.tokens.feed.length !== 1) return;
     try {
-      await this.work.closeGenerator(s);
-      const v = await validateDraft(s.seq, {
+      const v = await this.work.validateDraft(s, {
         pending,
         draft,
         maxDraftTokens: hook.maxDraftTokens,
@@ -436,7 +440,59 @@ export class EngineCore {
 
   private refuseCall(s: SessionState, id: string, failure: CallFailure): void {
     s.emit({ type: "call_error", callId: id, code: failure.code, message: failure.message, t: s.now() });
-    s.turn.onCallError(s, id, failure, this.ops);
+    this.decide(s, s.turn.onCallError(this.turnView(s), id, failure));
+  }
+
+  // ── turn decisions ────────────────────────────────────────────────────────
+
+  /** What the session's turn policy may know now (plain data). */
+  private turnView(s: SessionState): TurnView {
+    return {
+      turnCalls: s.turnCalls,
+      held: s.heldCalls.slice(),
+      queued: this.interrupts.pending(s),
+      outstanding: s.outstanding.size,
+      scripted: s.scripted,
+      expectsUserInterrupt: s.script?.expectsInterrupt?.(s.view) ?? false,
+    };
+  }
+
+  /** Applies a policy's decisions in order; a decision after the session ended changes nothing. */
+  private decide(s: SessionState, decisions: readonly TurnDecision[]): void {
+    for (const d of decisions) {
+      if (s.state === "done") return;
+      switch (d.type) {
+        case "dispatch": {
+          const held = s.heldCalls.indexOf(d.call);
+          if (held >= 0) s.heldCalls.splice(held, 1);
+          this.dispatch(s, d.call);
+          break;
+        }
+        case "hold":
+          s.heldCalls.push(d.call);
+          break;
+        case "error":
+          this.interrupts.enqueue(s, d.id, "tool_error", formatCallError(d.failure));
+          break;
+        case "endTurn":
+          s.turnCalls = 0;
+          if (d.dropPending) s.tokens.feed = [];
+          break;
+        case "inject":
+          this.inject(s);
+          break;
+        case "wait":
+          s.transition("waiting");
+          break;
+        case "trap":
+          this.work.trap(s);
+          break;
+        case "finish":
+          if (d.finishReason !== undefined) s.finishReason = d.finishReason;
+          this.finish(s, d.reason);
+          break;
+      }
+    }
   }
 
   private dispatch(s: SessionState, c: TurnCall): void {
@@ -468,7 +524,8 @@ export class EngineCore {
 
   /** At a token boundary outside any critical section, appends every queued interrupt after the pending token. */
   private inject(s: SessionState): void {
-    const tokens = this.interrupts.injectNow(s);
+    const { tokens, events } = this.interrupts.injectNow(s);
+    s.delivered(events);
     s.tokens.feed.push(...tokens);
     s.usage.injectedTokens += tokens.length;
   }

@@ -9,7 +9,7 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type ToolSpec } from "../../../common/src/index.js";
 import { createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
-import { createPolicy, scanTranscript, type TokenPolicy } from "../policy/index.js";
+import { createPolicy, scanTranscript } from "../policy/index.js";
 import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
@@ -23,8 +23,8 @@ import { continuationTokens, promptTokens, sharedPrefixLength } from "./prompt-t
 import { ResidentPrefixes } from "./resident-prefixes.js";
 import { loadRuntime, type Runtime } from "./runtime.js";
 import { Sampling } from "./sampling.js";
-import { SessionState, type SessionConfig } from "./session-state.js";
-import { CompletionTurnPolicy, SESSION_TURN_POLICIES, type TurnPolicy } from "./turn/index.js";
+import { SessionState, type SessionConfig, type SessionInit } from "./session-state.js";
+import { completionPolicy, sessionTurnPolicy } from "./turn/index.js";
 import { checkSampling, toMessages, validatePolicy, validateTools } from "./validate-request.js";
 
 /** Extra engine options for tests, benchmarks and the pod's wiring. */
@@ -122,8 +122,7 @@ class LlamaEngine implements Engine {
     if (request.toolChoice !== undefined && request.toolChoice !== "auto") {
       throw new InterlaceError(ErrorCode.BadRequest, "toolChoice is the upstream's tool_choice: it needs --backend openai (this engine's model decides with CML)");
     }
-    const turn = Object.hasOwn(SESSION_TURN_POLICIES, mode) ? SESSION_TURN_POLICIES[mode]() : undefined;
-    if (turn === undefined) throw new InterlaceError(ErrorCode.BadRequest, `unknown mode "${String(mode)}"`);
+    const turn = sessionTurnPolicy(mode);
     if (request.policy !== undefined) validatePolicy(request.policy, tools);
     const messages = toMessages(request.prompt, request.system);
     const prompt = promptTokens(this.runtime, { messages, tools: [...tools.values()] });
@@ -150,9 +149,8 @@ class LlamaEngine implements Engine {
       ...(request.maxBatch !== undefined ? { maxBatch: request.maxBatch } : {}),
     };
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
-    const s = this.admit(randomUUID(), config, turn, prompt, script, prefixReuse && this.options.prefixCache);
-    this.recordPrompt(s, messages, [...tools.values()]);
-    s.emit({ type: "started", sessionId: s.id, mode, promptTokens: prompt.length, scripted: s.scripted, t: s.now() });
+    const s = this.admit({ id: randomUUID(), config, turn, prompt, ...(script !== undefined ? { script } : {}) }, { messages, tools: [...tools.values()] }, prefixReuse && this.options.prefixCache);
+    this.core.started(s);
     return s;
   }
 
@@ -170,10 +168,7 @@ class LlamaEngine implements Engine {
   cancel(sessionId: string): boolean {
     const s = this.core.sessions.get(sessionId);
     if (s === undefined) return false;
-    if (s.state !== "done") {
-      s.cancelRequested = true;
-      this.core.wake();
-    }
+    this.core.cancel(s);
     return true;
   }
 
@@ -208,21 +203,29 @@ class LlamaEngine implements Engine {
       priority: 0,
       ...(request.retainAs !== undefined ? { retainAs: request.retainAs } : {}),
     };
-    const turn = new CompletionTurnPolicy(request.stopAtCalls ?? "turn");
+    const raw = request.stopAtCalls === "never";
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     await this.settleSupersededCompletions(prompt);
-    const s = this.admit(`cmpl-${randomUUID()}`, config, turn, prompt, script, this.options.prefixCache, continued?.key);
-    this.recordPrompt(s, messages, request.tools);
-    if (script !== undefined) {
-      // A script resumes where the history stops: calls and results after the last user message.
-      const lastUser = messages.map((m) => m.role).lastIndexOf("user");
-      const after = messages.slice(lastUser + 1);
-      const history = scanTranscript(after.map((m) => m.content).join("\n"));
-      for (const id of history.emittedCalls) (s.view.emittedCalls.add(id), s.reserveCallId(id));
-      for (const id of history.injected) s.view.injected.add(id);
-      for (const m of after) if (m.role === "tool" && m.toolCallId !== undefined) s.view.injected.add(m.toolCallId);
+    const s = this.admit(
+      {
+        id: `cmpl-${randomUUID()}`,
+        config,
+        turn: completionPolicy(request.stopAtCalls ?? "turn"),
+        prompt,
+        ...(script !== undefined ? { script, history: scriptHistory(messages) } : {}),
+        // Raw output streams every token's text, markers included; otherwise the text outside blocks.
+        ...(raw && request.onText !== undefined ? { onRaw: request.onText } : {}),
+      },
+      { messages, tools: request.tools },
+      this.options.prefixCache,
+      continued?.key,
+    );
+    const onText = request.onText;
+    if (!raw && onText !== undefined) {
+      s.subscribe((e) => {
+        if (e.type === "text") onText(e.text);
+      });
     }
-    if (request.onText !== undefined) turn.stream(s, request.onText);
     const signal = request.signal;
     const onAbort = (): void => void this.cancel(s.id);
     if (signal !== undefined) {
@@ -240,8 +243,8 @@ class LlamaEngine implements Engine {
     return {
       content: s.content,
       raw: s.raw,
-      toolCalls: turn.toolCalls.map((c) => ({ id: c.id, name: c.tool, arguments: c.arguments })),
-      finishReason: turn.finishReason ?? (done.reason === "max_tokens" ? "length" : "stop"),
+      toolCalls: s.heldCalls.map((c) => ({ id: c.id, name: c.tool, arguments: c.arguments })),
+      finishReason: s.finishReason ?? (done.reason === "max_tokens" ? "length" : "stop"),
       scripted: s.scripted,
       continued: continued !== undefined,
       usage: {
@@ -305,15 +308,12 @@ class LlamaEngine implements Engine {
     return [...this.runtime.sequences, ...this.runtime.prefixStore];
   }
 
-  /** Records an admitted prompt's prefix hashes (heartbeats) and the app's shared prefix the session will offer to the store. */
-  private recordPrompt(s: SessionState, messages: readonly ChatMessage[], tools: readonly ToolSpec[]): void {
-    const chain = prefixHashChain({ messages, tools });
-    this.resident.record(s.id, s.tokens.prompt, chain);
-    if (this.store.size === 0 || !s.config.prefixReuse) return;
-    const segments = appSegmentCount({ messages, tools });
-    const length = segments === 0 ? 0 : sharedPrefixLength(this.runtime, { messages, tools }, s.tokens.prompt);
-    const shared: OfferedPrefix = { tokens: s.tokens.prompt.slice(0, length), hashes: chain.slice(0, segments) };
-    s.sharedPrefix = length > 0 ? shared : undefined;
+  /** The app's shared prefix of a prompt (system prompt, tool block) with its hashes, which the session offers to the prefix store at its end. */
+  private sharedPrefix(app: PromptApp, prompt: readonly Token[], chain: readonly string[]): OfferedPrefix | undefined {
+    if (this.store.size === 0) return undefined;
+    const segments = appSegmentCount(app);
+    const length = segments === 0 ? 0 : sharedPrefixLength(this.runtime, app, prompt);
+    return length > 0 ? { tokens: prompt.slice(0, length), hashes: chain.slice(0, segments) } : undefined;
   }
 
   queuedInterrupts(sessionId: string): number {
@@ -328,8 +328,7 @@ class LlamaEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.inbox?.close();
-    for (const s of this.core.live) s.cancelRequested = true;
-    this.core.wake();
+    for (const s of this.core.live) this.core.cancel(s);
     // Let the loop finish the cancellations, then stop it.
     const deadline = Date.now() + 5000;
     while (this.core.live.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
@@ -392,7 +391,13 @@ class LlamaEngine implements Engine {
     return suffix === undefined ? undefined : { key: c.key, prompt: [...resident, ...suffix] };
   }
 
-  private admit(id: string, config: SessionConfig, turn: TurnPolicy, prompt: Token[], script: TokenPolicy | undefined, reuse: boolean, continues?: string): SessionState {
+  /**
+   * Admits a session (scheduler grant, or a capacity error) and hands it to
+   * the core; records its prompt's prefix hashes (heartbeats) and the app's
+   * shared prefix it will offer to the prefix store.
+   */
+  private admit(init: AdmitInit, app: PromptApp, reuse: boolean, continues?: string): SessionState {
+    const { config, prompt } = init;
     const inputs = reuse
       ? { resident: this.allSequences().map((seq) => seq.contextTokens), filling: this.core.fillingPrompts(), ...(continues !== undefined ? { continues } : {}) }
       : undefined;
@@ -401,12 +406,36 @@ class LlamaEngine implements Engine {
       throw new InterlaceError(ErrorCode.Capacity, `all ${this.scheduler.size} sequences are busy; retry later`);
     }
     if (admission.fork !== null) this.store.used(admission.fork.from);
-    const monitor = createTokenMonitor({ markerTokens: this.runtime.markerTokens });
-    const detok = new StreamDetokenizer(this.runtime.model, this.runtime.markerTokens);
-    const s = new SessionState(id, config, turn, monitor, detok, script, admission.slot, this.runtime.sequences[admission.slot]!);
-    s.tokens.prompt = prompt;
-    s.usage.promptTokens = prompt.length;
+    const chain = prefixHashChain(app);
+    const shared = config.prefixReuse ? this.sharedPrefix(app, prompt, chain) : undefined;
+    const s = new SessionState({
+      ...init,
+      monitor: createTokenMonitor({ markerTokens: this.runtime.markerTokens }),
+      detok: new StreamDetokenizer(this.runtime.model, this.runtime.markerTokens),
+      slot: admission.slot,
+      seq: this.runtime.sequences[admission.slot]!,
+      ...(shared !== undefined ? { sharedPrefix: shared } : {}),
+    });
+    this.resident.record(s.id, prompt, chain);
     this.core.add(s, admission, reuse);
     return s;
   }
+}
+
+/** What admission is given; it adds the monitor, the detokenizer, the slot and the shared prefix. */
+type AdmitInit = Omit<SessionInit, "monitor" | "detok" | "slot" | "seq" | "sharedPrefix">;
+
+/** The parts of a request that make its prompt (and its prefix hashes). */
+interface PromptApp {
+  messages: readonly ChatMessage[];
+  tools: readonly ToolSpec[];
+}
+
+/** A completion's history as a script sees it: the calls and results after the last user message. */
+function scriptHistory(messages: readonly (ChatMessage & { toolCallId?: string })[]): { emittedCalls: Set<string>; injected: Set<string> } {
+  const after = messages.slice(messages.map((m) => m.role).lastIndexOf("user") + 1);
+  const history = scanTranscript(after.map((m) => m.content).join("\n"));
+  const injected = new Set(history.injected);
+  for (const m of after) if (m.role === "tool" && m.toolCallId !== undefined) injected.add(m.toolCallId);
+  return { emittedCalls: new Set(history.emittedCalls), injected };
 }

@@ -7,9 +7,18 @@
  * and in decode steps, deferred or not, in each `interrupt` event).
  */
 import type { Token } from "node-llama-cpp";
-import type { CmlMarker, InterruptKind } from "../../../common/src/index.js";
+import type { CmlMarker, InterruptKind, SessionEvent } from "../../../common/src/index.js";
+import type { TokenMonitor } from "../cml/index.js";
 import { interruptBlockTokens } from "./runtime.js";
-import type { SessionState } from "./session-state.js";
+
+/** What the manager reads of a session (it never writes one). */
+export interface InterruptTarget {
+  readonly id: string;
+  readonly timing: { readonly decodeSteps: number };
+  readonly monitor: Pick<TokenMonitor, "safeToInject" | "inCriticalSection">;
+  /** ms since the session was accepted (event timestamps). */
+  now(): number;
+}
 
 /** A queued interrupt. */
 interface QueuedInterrupt {
@@ -23,6 +32,16 @@ interface QueuedInterrupt {
   /** Held back at least once by a critical section. */
   deferred: boolean;
 }
+
+export type InterruptEvent = Extract<SessionEvent, { type: "interrupt" }>;
+
+/** Interrupts taken out of a queue: the tokens to feed, and the events the session records. */
+export interface Delivery {
+  readonly tokens: readonly Token[];
+  readonly events: readonly InterruptEvent[];
+}
+
+const NOTHING: Delivery = { tokens: [], events: [] };
 
 /** The tokenizer side the manager needs (from the runtime). */
 export interface InterruptTokenizer {
@@ -51,7 +70,7 @@ export class InterruptManager {
     return this.counts;
   }
 
-  enqueue(s: SessionState, id: string, kind: InterruptKind, value: string): void {
+  enqueue(s: InterruptTarget, id: string, kind: InterruptKind, value: string): void {
     let q = this.queues.get(s.id);
     if (q === undefined) this.queues.set(s.id, (q = []));
     q.push({ id, kind, value, arrivedAt: performance.now(), arrivedStep: s.timing.decodeSteps, deferred: false });
@@ -60,12 +79,12 @@ export class InterruptManager {
   }
 
   /** Interrupts queued for `s` and not yet delivered. */
-  pending(s: SessionState): number {
+  pending(s: InterruptTarget): number {
     return this.queues.get(s.id)?.length ?? 0;
   }
 
   /** Arrival time of the oldest queued interrupt (admission order of paused sessions). */
-  oldestArrival(s: SessionState): number | undefined {
+  oldestArrival(s: InterruptTarget): number | undefined {
     return this.queues.get(s.id)?.[0]?.arrivedAt;
   }
 
@@ -75,9 +94,9 @@ export class InterruptManager {
    * held back), else none — those caught inside a critical section are
    * counted as deferred once.
    */
-  injectNow(s: SessionState): Token[] {
+  injectNow(s: InterruptTarget): Delivery {
     const q = this.queues.get(s.id);
-    if (q === undefined || q.length === 0) return [];
+    if (q === undefined || q.length === 0) return NOTHING;
     if (!s.monitor.safeToInject) {
       for (const item of q) {
         if (!item.deferred && s.monitor.inCriticalSection) {
@@ -85,42 +104,45 @@ export class InterruptManager {
           this.counts.interruptsDeferred++;
         }
       }
-      return [];
+      return NOTHING;
     }
     return this.take(s, "inject");
   }
 
-  /** Formats and tokenizes every queued interrupt and emits the `interrupt` events. */
-  take(s: SessionState, how: "inject" | "reenter"): Token[] {
+  /**
+   * Takes every queued interrupt out of the queue: their tokens, and the
+   * `interrupt` events for the session to record (the manager never writes
+   * the session).
+   */
+  take(s: InterruptTarget, how: "inject" | "reenter"): Delivery {
     const q = this.queues.get(s.id);
-    if (q === undefined) return [];
+    if (q === undefined) return NOTHING;
     this.queues.delete(s.id);
-    const out: Token[] = [];
+    const tokens: Token[] = [];
+    const events: InterruptEvent[] = [];
     const now = performance.now();
     const ids = this.tokenizer.markerIds;
     for (const item of q) {
-      const tokens = interruptBlockTokens(ids, (t) => this.tokenizer.tokenizeText(t), item.id, item.value);
-      out.push(...tokens);
-      s.view.injected.add(item.id);
-      s.usage.interrupts++;
+      const block = interruptBlockTokens(ids, (t) => this.tokenizer.tokenizeText(t), item.id, item.value);
+      tokens.push(...block);
       if (how === "inject") this.counts.interruptsInjected++;
-      s.emit({
+      events.push({
         type: "interrupt",
         id: item.id,
         kind: item.kind,
         value: item.value,
-        tokens: tokens.length,
+        tokens: block.length,
         delayMs: Math.round((now - item.arrivedAt) * 1000) / 1000,
         delayTokens: s.timing.decodeSteps - item.arrivedStep,
         deferred: item.deferred,
         t: s.now(),
       });
     }
-    return out;
+    return { tokens, events };
   }
 
   /** Forgets a finished session's queue. */
-  drop(s: SessionState): void {
+  drop(s: InterruptTarget): void {
     this.queues.delete(s.id);
   }
 }

@@ -8,7 +8,7 @@
  * the prefix store first).
  */
 import type { Logger } from "../../../common/src/index.js";
-import { expectedWaitMs, type KvManager, type PausedSequence } from "../kv/index.js";
+import { expectedWaitMs, type DraftValidation, type KvManager, type PausedSequence, type ValidateDraftOptions } from "../kv/index.js";
 import { commonPrefix, type Admission, type PrefixStore, type Scheduler } from "../scheduler/index.js";
 import type { LlamaContextSequence } from "node-llama-cpp";
 import type { InterruptManager } from "./interrupt-manager.js";
@@ -159,7 +159,9 @@ export class KvWork {
    * erased and everything is prefilled again.
    */
   reenter(s: SessionState): void {
-    const full = [...s.tokens.context, ...s.tokens.feed, ...this.interrupts.take(s, "reenter")];
+    const delivery = this.interrupts.take(s, "reenter");
+    s.delivered(delivery.events);
+    const full = [...s.tokens.context, ...s.tokens.feed, ...delivery.tokens];
     this.host.background(s, async () => {
       await this.closeGenerator(s);
       if (s.config.prefixReuse) {
@@ -198,6 +200,12 @@ export class KvWork {
   private assign(s: SessionState, slot: number): void {
     s.slot = slot;
     s.seq = this.runtime.sequences[slot]!;
+  }
+
+  /** O2: the validation pass of a drafted call on the session's sequence (its generator closed first: the pass evaluates and erases cells). */
+  async validateDraft(s: SessionState, options: ValidateDraftOptions): Promise<DraftValidation> {
+    await this.closeGenerator(s);
+    return this.kv.validateDraft(s.seq, options);
   }
 
   async closeGenerator(s: SessionState): Promise<void> {

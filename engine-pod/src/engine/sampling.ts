@@ -2,7 +2,8 @@
  * @module Sampling constraints of the decode loop: the token biases (the
  * `[INTR]` ban in every step; inside a call block also bans on `[CALL]` and
  * `[TRAP]`) and the call grammar per tool set (cached), active only between
- * `[CALL]` and `[END]`.
+ * `[CALL]` and `[END]`, advanced over drafted tokens that enter without
+ * being sampled.
  */
 import { LlamaGrammar, LlamaGrammarEvaluationState, TokenBias, type Token } from "node-llama-cpp";
 import { CML, type Logger, type ToolSpec } from "../../../common/src/index.js";
@@ -71,4 +72,19 @@ function combinedBias(runtime: Runtime, extra: ReadonlyMap<Token, number>): Toke
   const bias = new TokenBias(runtime.model.tokenizer);
   for (const [token, logit] of sum) bias.set(token, { logit });
   return bias;
+}
+
+/**
+ * Advances a call grammar over tokens that entered the sequence without being
+ * sampled (accepted draft tokens), so constrained sampling continues in step.
+ * node-llama-cpp has no public API for this; the adapter uses its sampler's
+ * internal binding (version pinned in package.json) and reports false when it
+ * is missing, in which case the caller drops the grammar for this block.
+ */
+export function acceptOnGrammar(state: LlamaGrammarEvaluationState, tokens: readonly Token[]): boolean {
+  const internal = state as unknown as { _llama?: { _bindings?: { AddonSampler?: { acceptGrammarEvaluationStateToken?: (s: unknown, t: Token) => void } } }; _state?: unknown };
+  const accept = internal._llama?._bindings?.AddonSampler?.acceptGrammarEvaluationStateToken;
+  if (accept === undefined || internal._state === undefined) return false;
+  for (const t of tokens) accept(internal._state, t);
+  return true;
 }

@@ -3,7 +3,8 @@
  * read-only config, the run state (changed only through `transition()`, which
  * checks the table in `run-state.ts`), the token log, usage and timing
  * records, the outstanding calls, and the event log with its subscribers.
- * The engine core drives it; outside callers see it only as an `EngineSession`.
+ * Only the engine core and its KV work write it (turn policies read a plain
+ * view and return decisions); outside callers see it only as an `EngineSession`.
  */
 import type { LlamaContextSequence, LlamaGrammarEvaluationState, Token } from "node-llama-cpp";
 import type { CallingMode, KvPolicy, SessionEvent, SessionUsage, ToolSpec, TrapDecision } from "../../../common/src/index.js";
@@ -12,9 +13,10 @@ import type { PausedSequence } from "../kv/index.js";
 import type { TokenPolicy } from "../policy/index.js";
 import type { OfferedPrefix } from "../scheduler/index.js";
 import type { StreamDetokenizer } from "./detokenizer.js";
+import type { InterruptEvent } from "./interrupt-manager.js";
 import type { EngineSession, SessionSnapshot } from "./engine-api.js";
 import { checkedMove, type RunState } from "./run-state.js";
-import type { TurnPolicy } from "./turn/index.js";
+import type { FinishReason, TurnCall, TurnPolicy } from "./turn/index.js";
 
 export type { RunState } from "./run-state.js";
 
@@ -86,49 +88,82 @@ export interface SessionKv {
 
 type DoneEvent = Extract<SessionEvent, { type: "done" }>;
 
+/** What a session starts with (the engine's admission builds it). */
+export interface SessionInit {
+  readonly id: string;
+  readonly config: SessionConfig;
+  readonly turn: TurnPolicy;
+  readonly monitor: TokenMonitor;
+  readonly detok: StreamDetokenizer;
+  readonly script?: TokenPolicy;
+  /** The admitted slot and its sequence. */
+  readonly slot: number;
+  readonly seq: LlamaContextSequence;
+  readonly prompt: readonly Token[];
+  /** The app's shared prefix of the prompt, offered to the prefix store at the end. */
+  readonly sharedPrefix?: OfferedPrefix;
+  /** A completion's history as a script sees it: calls already emitted (their ids taken) and results already in. */
+  readonly history?: { emittedCalls: Iterable<string>; injected: Iterable<string> };
+  /** Completions with raw output: every emitted token's text, markers included. */
+  readonly onRaw?: (text: string) => void;
+}
+
 export class SessionState implements EngineSession {
   private runState: RunState = "filling";
+  readonly id: string;
+  readonly config: SessionConfig;
+  readonly turn: TurnPolicy;
+  readonly monitor: TokenMonitor;
+  readonly detok: StreamDetokenizer;
+  readonly script: TokenPolicy | undefined;
   /** The sequence slot held; -1 while paused with swap/recompute (the slot is lent out). */
   slot: number;
   seq: LlamaContextSequence;
-  readonly tokens: TokenLog = { prompt: [], context: [], feed: [], generated: [], sampled: [] };
+  readonly tokens: TokenLog;
   readonly timing: SessionTiming = { acceptedAt: performance.now(), firstTokenAt: undefined, lastTokenAt: undefined, stepMs: [], decodeSteps: 0, decodeMs: 0, prefillMs: 0 };
-  readonly usage: SessionUsage = { promptTokens: 0, prefilledTokens: 0, decodedTokens: 0, injectedTokens: 0, calls: 0, interrupts: 0, traps: 0 };
+  readonly usage: SessionUsage;
   readonly kv: SessionKv = { gen: null, grammarState: undefined, paused: undefined, trapDecision: undefined, trapPauseMs: undefined, prefetchTimer: undefined };
   readonly outstanding = new Map<string, OutstandingCall>();
-  /** Call blocks (valid or not) since the turn began; turn policies reset it. */
+  /** Call blocks (valid or not) since the turn began; an `endTurn` decision resets it. */
   turnCalls = 0;
+  /** Valid calls a `hold` decision kept: the turn's calls until its end (syncParallel), a completion's tool calls. */
+  readonly heldCalls: TurnCall[] = [];
+  /** How a completion ended, from its policy's `finish` decision. */
+  finishReason: FinishReason | undefined;
   /** What a scripted policy may know (calls emitted, results injected). */
   readonly view = { emittedCalls: new Set<string>(), injected: new Set<string>() };
   private readonly usedCallIds = new Set<string>();
   reusedPrefixTokens = 0;
   /** The app's shared prefix of the prompt (system prompt, tool block) and its hashes: offered to the prefix store when the session ends. */
-  sharedPrefix: OfferedPrefix | undefined;
+  readonly sharedPrefix: OfferedPrefix | undefined;
   cancelRequested = false;
   readonly abort = new AbortController();
   /** Text outside call blocks, and every generated token's text (completions read these). */
   content = "";
   raw = "";
   /** Completions with raw output: every emitted token's text, markers included. */
-  onRaw: ((text: string) => void) | undefined;
+  readonly onRaw: ((text: string) => void) | undefined;
 
   readonly events: SessionEvent[] = [];
   private readonly listeners = new Set<(event: SessionEvent) => void>();
   readonly finished: Promise<DoneEvent>;
   private resolveFinished!: (event: DoneEvent) => void;
 
-  constructor(
-    readonly id: string,
-    readonly config: SessionConfig,
-    readonly turn: TurnPolicy,
-    readonly monitor: TokenMonitor,
-    readonly detok: StreamDetokenizer,
-    readonly script: TokenPolicy | undefined,
-    slot: number,
-    seq: LlamaContextSequence,
-  ) {
-    this.slot = slot;
-    this.seq = seq;
+  constructor(init: SessionInit) {
+    this.id = init.id;
+    this.config = init.config;
+    this.turn = init.turn;
+    this.monitor = init.monitor;
+    this.detok = init.detok;
+    this.script = init.script;
+    this.slot = init.slot;
+    this.seq = init.seq;
+    this.tokens = { prompt: init.prompt, context: [], feed: [], generated: [], sampled: [] };
+    this.usage = { promptTokens: init.prompt.length, prefilledTokens: 0, decodedTokens: 0, injectedTokens: 0, calls: 0, interrupts: 0, traps: 0 };
+    this.sharedPrefix = init.sharedPrefix;
+    this.onRaw = init.onRaw;
+    for (const id of init.history?.emittedCalls ?? []) (this.view.emittedCalls.add(id), this.usedCallIds.add(id));
+    for (const id of init.history?.injected ?? []) this.view.injected.add(id);
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }
 
@@ -170,6 +205,15 @@ export class SessionState implements EngineSession {
     }
   }
 
+  /** Interrupts taken from the queue into the sequence (injected, or in a re-entry's prompt): the script's view, usage and events. */
+  delivered(events: readonly InterruptEvent[]): void {
+    for (const e of events) {
+      this.view.injected.add(e.id);
+      this.usage.interrupts++;
+      this.emit(e);
+    }
+  }
+
   inspect(): SessionSnapshot {
     return {
       state: this.runState,
@@ -189,11 +233,6 @@ export class SessionState implements EngineSession {
     const id = `call_${n}`;
     this.usedCallIds.add(id);
     return id;
-  }
-
-  /** Marks a call id as taken (a completion's history). */
-  reserveCallId(id: string): void {
-    this.usedCallIds.add(id);
   }
 }
 

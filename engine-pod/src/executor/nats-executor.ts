@@ -25,12 +25,12 @@
  * `execute` never rejects; every failure is an `ok: false` result.
  */
 import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
 import { callTokenMatches, newCallToken } from "../../../common/src/security/call-token.js";
 import { InterruptVerifier } from "../../../common/src/security/interrupt-signature.js";
-import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
+import { connectNats, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import {
   callMsgId,
   encodeCall,
@@ -125,14 +125,7 @@ export class NatsExecutor implements Executor {
 
   /** Connects, sets up the interrupt stream and this pod's consumer, and starts reading. */
   static async connect(options: NatsExecutorOptions): Promise<NatsExecutor> {
-    const nc = await connect({
-      servers: options.servers,
-      name: `interlace-engine-${options.enginePod}`,
-      ...natsConnectOptions(options.security),
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-      pingInterval: 10_000,
-    });
+    const nc = await connectNats({ servers: options.servers, name: `interlace-engine-${options.enginePod}`, ...(options.security !== undefined ? { security: options.security } : {}) });
     try {
       const jsm = await jetstreamManager(nc);
       const js = jetstream(nc);

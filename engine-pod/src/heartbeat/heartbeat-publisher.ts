@@ -10,18 +10,14 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../../common/src/index.js";
 import { engineKey, openEnginesBucket, type EngineHeartbeat } from "../../../common/src/protocol/index.js";
 import type { AdvertisedPrefixes, Engine, EngineStats } from "../engine/index.js";
-import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 
 export interface HeartbeatOptions {
-  servers: string | string[];
   pod: string;
   endpoint: string;
   pool: { namespace: string; name: string };
   model: string;
   intervalMs: number;
   log: Logger;
-  /** NATS credentials and CA (the engine pod's own). */
-  security?: NatsSecurity;
 }
 
 /** Stats fields the engine-core split adds; read when present, derived when not. */
@@ -65,24 +61,15 @@ export class HeartbeatPublisher {
   private readonly key: string;
 
   private constructor(
-    private readonly nc: NatsConnection,
     private readonly kv: KV,
     private readonly options: HeartbeatOptions,
   ) {
     this.key = engineKey(options.pool, options.pod);
   }
 
-  static async connect(options: HeartbeatOptions): Promise<HeartbeatPublisher> {
-    const { connect } = await import("@nats-io/transport-node");
-    // The engine's own identity and CA, as its executor connects (the heartbeat key is within its permissions).
-    const nc = await connect({ servers: options.servers, name: `engine-heartbeat-${options.pod}`, maxReconnectAttempts: -1, ...natsConnectOptions(options.security ?? {}) });
-    try {
-      const kv = await openEnginesBucket(nc);
-      return new HeartbeatPublisher(nc, kv, options);
-    } catch (err) {
-      await nc.close();
-      throw err;
-    }
+  /** Publishes over `nc`, the engine pod's one NATS connection (shared with its executor; its owner closes it). */
+  static async open(nc: NatsConnection, options: HeartbeatOptions): Promise<HeartbeatPublisher> {
+    return new HeartbeatPublisher(await openEnginesBucket(nc), options);
   }
 
   /** Starts beating for `engine` (the first beat goes out at once). */
@@ -124,6 +111,5 @@ export class HeartbeatPublisher {
     await this.drain();
     this.closed = true;
     await this.kv.delete(this.key).catch(() => undefined);
-    await this.nc.drain().catch(() => undefined);
   }
 }

@@ -2,7 +2,8 @@
  * @module The KV manager's public surface (the engine imports only this):
  * every operation on a sequence's cells — the trap (decide keep / swap /
  * recompute once from a calibrated cost model, and pause), resume, discard,
- * clear, move (compaction), prefix reuse in place and prefix fork.
+ * clear, move (compaction), prefix reuse in place, prefix fork, and the
+ * validation pass of a drafted call (O2), whose rollback erases cells.
  *
  * Typical use by the engine:
  *   const kv = new KvManager({ policy: pool.kvPolicy, log });
@@ -33,3 +34,4 @@ export {
 export { calibrateCostModel, fitLine, fitPrefill, theoreticalStateBytesPerToken, type CalibrateOptions } from "./calibrate.js";
 export { discardPaused, pauseSequence, resumeSequence, type PausedSequence, type ResumeResult } from "./sequence-state.js";
 export { FORK_TESTED_VERSION, forkPrefix, reusePrefix, type ForkResult, type PrefixReuse } from "./prefix.js";
+export { validateDraft, type DraftValidation, type ValidateDraftOptions } from "./draft-validation.js";

@@ -12,6 +12,7 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import type { KvPolicy, Logger, TrapDecision } from "../../../common/src/index.js";
 import { calibrateCostModel, type CalibrateOptions } from "./calibrate.js";
 import { defaultCostModel, type CostModel } from "./cost-model.js";
+import { validateDraft, type DraftValidation, type ValidateDraftOptions } from "./draft-validation.js";
 import { forkPrefix, reusePrefix, type ForkResult, type PrefixReuse } from "./prefix.js";
 import { discardPaused, pauseSequence, resumeSequence, type PausedSequence, type ResumeResult } from "./sequence-state.js";
 import { decideTrap, type TrapVerdict } from "./trap-decision.js";
@@ -200,6 +201,15 @@ export class KvManager {
   async copyPrefix(target: LlamaContextSequence, source: LlamaContextSequence, upTo: number): Promise<boolean> {
     const result = await forkPrefix(target, source, upTo, { fallback: false });
     return result.method === "copy" && result.tokens === upTo;
+  }
+
+  /**
+   * O2: evaluates the pending token and a drafted call body in one pass and
+   * erases the rejected tail; see `validateDraft`. No generator may be live
+   * on the sequence.
+   */
+  validateDraft(sequence: LlamaContextSequence, options: ValidateDraftOptions): Promise<DraftValidation> {
+    return validateDraft(sequence, options);
   }
 
   /** Drops every cell of the sequence. */

@@ -7,7 +7,7 @@
  * the remaining places go to the others by priority, then admission order.
  * The rest wait a step. With no capped session every active session runs.
  */
-import type { SessionView } from "./scheduler.js";
+import type { SessionView } from "./session-view.js";
 
 /** The sessions of `active` (in admission order) that evaluate in this step. */
 export function capBatch(active: readonly SessionView[]): SessionView[] {

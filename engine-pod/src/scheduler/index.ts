@@ -9,8 +9,8 @@ export {
   type BatchItem,
   type ReuseInputs,
   type SchedulerOptions,
-  type SessionView,
   type StepPlan,
 } from "./scheduler.js";
+export type { SessionView } from "./session-view.js";
 export { PrefixStore, type OfferedPrefix, type StoredPrefix } from "./prefix-store.js";
 export { SlotAllocator, commonPrefix, type Retention, type SlotGrant, type SlotState } from "./slot-allocator.js";

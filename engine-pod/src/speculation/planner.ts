@@ -7,7 +7,8 @@
  * finds it. At most `maxInFlight` speculative calls of a session run at once.
  */
 import { randomUUID } from "node:crypto";
-import type { ToolSpec } from "../../../common/src/index.js";
+import { ErrorCode, type ToolSpec } from "../../../common/src/index.js";
+import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { Executor, ToolCall, ToolResult } from "../executor/executor.js";
 import type { ToolCache } from "./tool-cache.js";
 
@@ -75,7 +76,7 @@ export function startSpeculation(args: {
     try {
       future = executor.execute(toolCall, abort.signal);
     } catch (err) {
-      future = Promise.resolve({ callId: toolCall.id, ok: false, output: `error: ${String(err)}` });
+      future = Promise.resolve({ callId: toolCall.id, ...errorOutcome(ErrorCode.ToolFailed, err instanceof Error ? err.message : String(err)) });
     }
     // The tool's own time, for wasted-time accounting when the executor does not report it.
     const timed = future.then((r) => (r.runMs !== undefined ? r : { ...r, runMs: performance.now() - t0 }));

@@ -10,7 +10,8 @@
  * Whatever leaves the cache unused is counted as wasted, with the tool time it
  * cost (a still-running speculative call is aborted).
  */
-import { toolCallKey } from "../../../common/src/index.js";
+import { ErrorCode, toolCallKey } from "../../../common/src/index.js";
+import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { ToolResult } from "../executor/executor.js";
 
 export type CacheSource = "speculative" | "client";
@@ -127,7 +128,7 @@ export class ToolCache {
     this.counters[opts.source]++;
     future.then(
       (result) => this.settle(entry, result),
-      (err: unknown) => this.settle(entry, { callId: "", ok: false, output: `error: ${String(err)}` }),
+      (err: unknown) => this.settle(entry, { callId: "", ...errorOutcome(ErrorCode.ToolFailed, err instanceof Error ? err.message : String(err)) }),
     );
     while (map.size > this.maxEntriesPerSession) this.discard(map.values().next().value!, "evicted");
     return entry;

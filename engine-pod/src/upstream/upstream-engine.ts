@@ -14,18 +14,15 @@ import {
   type CreateSessionRequest,
   type Logger,
 } from "../../../common/src/index.js";
-import { checkSampling, toMessages, validateTools } from "../engine/validate-request.js";
+import { checkSampling, toMessages, validatePolicy, validateTools } from "../engine/validate-request.js";
 import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "../engine/index.js";
 import type { Executor } from "../executor/index.js";
 import { ScriptedTurns } from "./scripted-turns.js";
-import { UpstreamClient, type UpstreamMessage, type UpstreamTurn } from "./upstream-client.js";
+import { UpstreamClient, type UpstreamMessage, type UpstreamRequest, type UpstreamTurn } from "./upstream-client.js";
 import type { UpstreamOptions } from "./upstream-options.js";
+import { ASYNC_NEEDS_OWN_ENGINE, upstreamMode } from "./upstream-modes.js";
 import { UpstreamSession } from "./upstream-session.js";
 import { fromUpstreamCalls, toUpstreamConversation } from "./upstream-messages.js";
-
-/** Why `async` is refused: the issue's wording, stable for clients and the operator's Degraded reason. */
-export const ASYNC_NEEDS_OWN_ENGINE =
-  'mode "async" injects interrupts into a live sequence, which an upstream OpenAI-compatible server cannot do; use sync, syncParallel or asyncNaive on a --backend openai pool';
 
 export interface UpstreamEngineOptions {
   upstream: UpstreamOptions;
@@ -39,7 +36,11 @@ export interface UpstreamEngineOptions {
   registry?: Registry;
   /** Tool call deadline, ms. */
   callTimeoutMs?: number;
+  /** Observes every request a session sends upstream (tests, debugging). */
+  onRequest?: (sessionId: string, request: UpstreamRequest) => void;
 }
+
+export { ASYNC_NEEDS_OWN_ENGINE };
 
 class UpstreamMetrics {
   readonly requests: Counter<"outcome">;
@@ -104,18 +105,16 @@ export class UpstreamEngine implements Engine {
   createSession(request: CreateSessionRequest): EngineSession {
     if (this.closed) throw new InterlaceError(ErrorCode.Cancelled, "engine is shutting down");
     const mode = request.mode ?? "sync";
-    if (mode === "async") throw new InterlaceError(ErrorCode.BadRequest, ASYNC_NEEDS_OWN_ENGINE);
-    if (!["sync", "syncParallel", "asyncNaive"].includes(mode)) throw new InterlaceError(ErrorCode.BadRequest, `unknown mode "${String(mode)}"`);
+    const row = upstreamMode(mode);
     checkSampling(request.temperature, request.seed);
     const tools = validateTools(request.tools ?? []);
     const messages = toMessages(request.prompt, request.system);
-    const script = request.policy === undefined ? undefined : new ScriptedTurns(request.policy, mode);
-    if (request.policy?.type === "lpt-dag") {
-      for (const c of request.policy.calls) if (!tools.has(c.tool)) throw new InterlaceError(ErrorCode.UnknownTool, `policy call "${c.id}" uses unknown tool "${c.tool}"`);
-    }
+    // The same checks as the own engine: known tools, identifier ids, known dependencies.
+    if (request.policy !== undefined) validatePolicy(request.policy, tools);
+    const script = request.policy === undefined ? undefined : new ScriptedTurns(request.policy, row);
     const toolChoice = request.toolChoice;
     if (toolChoice !== undefined) {
-      if (mode === "asyncNaive" || script !== undefined) throw new InterlaceError(ErrorCode.BadRequest, `toolChoice applies to the upstream's own function calling (unscripted sync and syncParallel sessions), not to ${script !== undefined ? "scripted sessions" : "asyncNaive"}`);
+      if (row.calls !== "tools" || script !== undefined) throw new InterlaceError(ErrorCode.BadRequest, `toolChoice applies to the upstream's own function calling (unscripted sync and syncParallel sessions), not to ${script !== undefined ? "scripted sessions" : mode}`);
       if (typeof toolChoice === "object" && !tools.has(toolChoice.name)) throw new InterlaceError(ErrorCode.UnknownTool, `toolChoice names "${toolChoice.name}", which is not one of the session's tools`);
     }
     const promptTokens = this.countTokens(messages.map((m) => m.content).join("\n"));
@@ -130,6 +129,7 @@ export class UpstreamEngine implements Engine {
       {
         id,
         mode,
+        row,
         ...(request.system !== undefined ? { system: request.system } : {}),
         messages,
         tools,
@@ -141,7 +141,14 @@ export class UpstreamEngine implements Engine {
         callTimeoutMs: this.options.callTimeoutMs ?? 60_000,
         ...(toolChoice !== undefined ? { toolChoice } : {}),
       },
-      { client: this.client, executor: this.executor, log: this.log, countTokens: (t) => this.countTokens(t), onTurn: this.onTurn },
+      {
+        client: this.client,
+        executor: this.executor,
+        log: this.log,
+        countTokens: (t) => this.countTokens(t),
+        onTurn: this.onTurn,
+        ...(this.options.onRequest !== undefined ? { onRequest: this.options.onRequest } : {}),
+      },
     );
     this.sessions.set(id, session);
     void session.run();

@@ -18,6 +18,11 @@
  * - A scripted `lpt-dag` policy (benchmarks) is replayed through a literal
  *   grammar per request (`scripted-turns.ts`); its calls are CML text in
  *   every mode.
+ *
+ * What differs between modes is a row of `upstream-modes.ts`. In every mode
+ * the session ends only once the model has read every arrival it accepted
+ * (an arrival during the last turn gets one more request), as the own
+ * engine's sync re-entry does.
  */
 import {
   ErrorCode,
@@ -32,18 +37,22 @@ import {
   type ToolSpec,
   type Logger,
 } from "../../../common/src/index.js";
+import { errorOutcome, formatErrorLine } from "../../../common/src/wire/index.js";
 import { createTokenMonitor, formatCallError, parseCallBody, type TokenMonitor } from "../cml/index.js";
 import type { EngineSession, InterruptInput, SessionSnapshot } from "../engine/index.js";
 import type { Executor, ToolResult } from "../executor/index.js";
 import { buildCmlSystemPrompt } from "../prompt/index.js";
-import type { ScriptedTurns } from "./scripted-turns.js";
+import { READ_ONLY, type ScriptedTurns, type ScriptStep } from "./scripted-turns.js";
+import type { UpstreamMode } from "./upstream-modes.js";
 import type { UpstreamClient, UpstreamMessage, UpstreamRequest, UpstreamTool, UpstreamTurn } from "./upstream-client.js";
 
 type DoneEvent = Extract<SessionEvent, { type: "done" }>;
 
 export interface UpstreamSessionConfig {
   id: string;
+  /** Reported in `started` events; the row carries the behaviour. */
   mode: CallingMode;
+  row: UpstreamMode;
   system?: string;
   messages: ChatMessage[];
   tools: ReadonlyMap<string, ToolSpec>;
@@ -65,6 +74,8 @@ export interface UpstreamSessionDeps {
   countTokens: (text: string) => number;
   /** Told of every finished upstream request (metrics, engine stats). */
   onTurn: (turn: UpstreamTurn | undefined, outcome: string, ms: number) => void;
+  /** Observes every request sent upstream (tests, debugging). */
+  onRequest?: (sessionId: string, request: UpstreamRequest) => void;
 }
 
 interface Arrival {
@@ -105,6 +116,8 @@ export class UpstreamSession implements EngineSession {
   private isDone = false;
   /** The conversation after the system prompt, in upstream messages. */
   private readonly history: UpstreamMessage[];
+  /** Arrivals went into the history after the last request: the model has not read them yet. */
+  private unread = false;
 
   constructor(
     readonly config: UpstreamSessionConfig,
@@ -112,7 +125,7 @@ export class UpstreamSession implements EngineSession {
   ) {
     this.finished = new Promise((r) => (this.resolveFinished = r));
     const system = config.messages.find((m) => m.role === "system")?.content ?? config.system;
-    const cml = config.mode === "asyncNaive" || config.script !== undefined;
+    const cml = this.usesCml;
     const systemText = cml ? buildCmlSystemPrompt({ ...(system !== undefined ? { system } : {}), tools: [...config.tools.values()], callStyle: config.callStyle }) : system;
     this.history = [
       ...(systemText !== undefined && systemText !== "" ? [{ role: "system" as const, content: systemText }] : []),
@@ -122,6 +135,11 @@ export class UpstreamSession implements EngineSession {
 
   get id(): string {
     return this.config.id;
+  }
+
+  /** Calls as CML text in the stream (the mode's row, or a script), else the upstream's own tool calls. */
+  private get usesCml(): boolean {
+    return this.config.row.calls === "cml" || this.config.script !== undefined;
   }
 
   get done(): boolean {
@@ -187,7 +205,7 @@ export class UpstreamSession implements EngineSession {
     this.usage.promptTokens = this.deps.countTokens(prompt);
     this.emit({ type: "started", sessionId: this.id, mode: this.config.mode, promptTokens: this.usage.promptTokens, scripted: this.scripted, t: this.now() });
     try {
-      const reason = this.config.mode === "asyncNaive" || this.scripted ? await this.runCml() : await this.runToolLoop();
+      const reason = this.usesCml ? await this.runCml() : await this.runToolLoop();
       this.finish(reason);
     } catch (err) {
       if (this.isDone) return;
@@ -208,14 +226,17 @@ export class UpstreamSession implements EngineSession {
     const started = performance.now();
     let chunks = 0;
     const sig = signal === undefined ? this.abort.signal : AbortSignal.any([this.abort.signal, signal]);
+    const full: UpstreamRequest = {
+      ...req,
+      maxTokens: Math.max(1, this.remainingTokens()),
+      ...(this.config.temperature !== undefined ? { temperature: this.config.temperature } : {}),
+      ...(this.config.seed !== undefined ? { seed: this.config.seed } : {}),
+    };
+    this.unread = false;
+    this.deps.onRequest?.(this.id, full);
     try {
       const turn = await this.deps.client.stream(
-        {
-          ...req,
-          maxTokens: Math.max(1, this.remainingTokens()),
-          ...(this.config.temperature !== undefined ? { temperature: this.config.temperature } : {}),
-          ...(this.config.seed !== undefined ? { seed: this.config.seed } : {}),
-        },
+        full,
         {
           signal: sig,
           onText: (text) => {
@@ -263,6 +284,7 @@ export class UpstreamSession implements EngineSession {
   /** Emits `interrupt` events for queued arrivals and returns them (now part of the history). */
   private takeArrivals(): Arrival[] {
     const arrivals = this.queue.splice(0);
+    if (arrivals.length > 0) this.unread = true;
     for (const a of arrivals) {
       this.injected.add(a.id);
       this.usage.interrupts++;
@@ -305,7 +327,7 @@ export class UpstreamSession implements EngineSession {
         { id, sessionId: this.id, tool: parsed.tool, arguments: parsed.arguments, spec, deadline: Date.now() + this.config.callTimeoutMs },
         this.abort.signal,
       )
-      .catch((err: unknown): ToolResult => ({ callId: id, ok: false, output: `error: tool_failed: ${(err as Error).message}`, error: { code: ErrorCode.ToolFailed, message: (err as Error).message } }))
+      .catch((err: unknown): ToolResult => ({ callId: id, ...errorOutcome(ErrorCode.ToolFailed, err instanceof Error ? err.message : String(err)) }))
       .then((result) => {
         this.outstanding--;
         this.arrive({ id, kind: result.ok ? "tool_result" : "tool_error", value: result.output, arrivedAt: performance.now() });
@@ -325,13 +347,18 @@ export class UpstreamSession implements EngineSession {
       for (const a of this.takeArrivals()) this.history.push({ role: "user", content: a.value });
       const toolChoice = choice === undefined ? undefined : typeof choice === "string" ? choice : { type: "function" as const, function: { name: choice.name } };
       const turn = await this.request(
-        { messages: this.history, ...(tools.length > 0 ? { tools, parallelToolCalls: this.config.mode === "syncParallel", ...(toolChoice !== undefined ? { toolChoice } : {}) } : {}) },
+        { messages: this.history, ...(tools.length > 0 ? { tools, parallelToolCalls: this.config.row.dispatch === "together", ...(toolChoice !== undefined ? { toolChoice } : {}) } : {}) },
         (text) => this.emit({ type: "text", text, t: this.now() }),
       );
       const calls = turn.toolCalls.map((c) => ({ ...c, id: this.nextId(safeCallId(c.id, ++n)) }));
       // "" rather than null beside tool_calls: llama-cpp-python's server rejects a null assistant content.
       this.history.push({ role: "assistant", content: turn.content, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
-      if (calls.length === 0) return turn.finishReason === "length" ? "max_tokens" : "eos";
+      if (calls.length === 0) {
+        if (turn.finishReason === "length" || this.remainingTokens() <= 0) return "max_tokens";
+        // What arrived during the last turn is read in one more turn, not dropped.
+        if (this.queue.length > 0) continue;
+        return "eos";
+      }
       if (this.remainingTokens() <= 0) return "max_tokens";
       const body = (c: (typeof calls)[number]): string => {
         let args: unknown;
@@ -342,7 +369,7 @@ export class UpstreamSession implements EngineSession {
         }
         return JSON.stringify({ name: c.function.name, arguments: args });
       };
-      if (this.config.mode === "sync") {
+      if (this.config.row.dispatch === "sequential") {
         for (const c of calls) await this.dispatch(c.id, body(c));
       } else {
         await Promise.all(calls.map((c) => this.dispatch(c.id, body(c))));
@@ -353,7 +380,7 @@ export class UpstreamSession implements EngineSession {
       const arrivals = this.takeArrivals();
       for (const c of calls) {
         const r = arrivals.find((a) => a.id === c.id);
-        this.history.push({ role: "tool", tool_call_id: c.id, content: r?.value ?? "error: no result" });
+        this.history.push({ role: "tool", tool_call_id: c.id, content: r?.value ?? formatErrorLine(ErrorCode.ToolFailed, "no result") });
       }
       for (const a of arrivals) if (!calls.some((c) => c.id === a.id)) this.history.push({ role: "user", content: a.value });
     }
@@ -362,14 +389,18 @@ export class UpstreamSession implements EngineSession {
   /** asyncNaive (and scripted sessions in every mode): CML in the streamed text. */
   private async runCml(): Promise<DoneEvent["reason"]> {
     const script = this.config.script;
-    const restartOnArrival = this.config.mode === "asyncNaive";
+    const restartOnArrival = this.config.row.restartOnArrival;
     for (;;) {
       const arrivals = this.takeArrivals();
       if (arrivals.length > 0) this.history.push({ role: "user", content: arrivals.map((a) => formatInterruptBlock(a.id, a.value)).join("") });
       let grammar: string | undefined;
       if (script !== undefined) {
-        const step = script.next({ emitted: this.emitted, injected: this.injected });
-        if (step.type === "finish") return "eos";
+        let step: ScriptStep = script.next({ emitted: this.emitted, injected: this.injected });
+        if (step.type === "finish") {
+          if (!this.unread) return "eos";
+          // The script has nothing more to write, but something arrived since the last request: the model reads it.
+          step = READ_ONLY;
+        }
         if (step.type === "wait") {
           await this.nextArrival();
           continue;

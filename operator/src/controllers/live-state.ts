@@ -11,8 +11,8 @@
  * and the reconcilers say so.
  */
 import type { KV } from "@nats-io/kv";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectNats, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import type { Logger } from "pino";
 import {
   appConfigHash,
@@ -92,7 +92,7 @@ export class NatsLiveState implements LiveState {
   private buckets(): Promise<{ nc: NatsConnection; apps: KV; routers: KV; engines: KV; runners: KV }> {
     if (this.conn === null) {
       const p = (async () => {
-        const nc = await connect({ servers: this.natsUrl.split(","), name: "interlace-operator-live", maxReconnectAttempts: -1, ...natsConnectOptions(this.security()) });
+        const nc = await connectNats({ servers: this.natsUrl, name: "interlace-operator-live", security: this.security() });
         const [apps, routers, engines, runners] = await Promise.all([openAppsBucket(nc), openRoutersBucket(nc), openEnginesBucket(nc), openRunnersBucket(nc)]);
         return { nc, apps, routers, engines, runners };
       })();

@@ -5,8 +5,8 @@
  * outside the cluster to clean and the finalizer is simply removed.
  */
 import { jetstreamManager, JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { natsConnectOptions, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectNats, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import type { Logger } from "pino";
 import { RUNNERS_CONSUMER, poolStream, type PoolRef } from "../../../common/src/protocol/index.js";
 
@@ -65,7 +65,7 @@ export class JetStreamPoolCleanup implements PoolCleanup {
 
   private connection(): Promise<NatsConnection> {
     if (!this.nc) {
-      const p = connect({ servers: this.natsUrl.split(","), name: "interlace-operator", maxReconnectAttempts: -1, ...natsConnectOptions(this.security()) });
+      const p = connectNats({ servers: this.natsUrl, name: "interlace-operator", security: this.security() });
       // A failed connect is retried on the next cleanup instead of being cached.
       p.catch(() => {
         if (this.nc === p) this.nc = null;

@@ -1,6 +1,6 @@
 /**
  * @module AgentApp → the rendered app config (a ConfigMap) that the router
- * and the engines read: the resolved EnginePool endpoint, the tools the app
+ * and the engines read: the EnginePool by name, the tools the app
  * may call (each tagged with the pool that runs it), prompt, few-shot
  * examples and the behaviour settings, with defaults filled in. Resolving
  * references is a pure function returning either a config or the Degraded
@@ -12,7 +12,6 @@ import { checkSemanticFunction, parseTemplate, templateOutputs, type SemanticFun
 import type { AppConfig } from "../../../common/src/protocol/index.js";
 import { Reason, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
 import { childMeta } from "./common.js";
-import { engineEndpoint } from "./engine-pool.js";
 import { toolSpecOf } from "./tool-pool.js";
 
 export const APP_CONFIG_COMPONENT = "app-config";
@@ -102,7 +101,7 @@ export function resolveAppConfig(
     config: {
       namespace,
       name: app.metadata.name ?? "",
-      enginePool: { name: app.spec.enginePool.name, endpoint: engineEndpoint(enginePool) },
+      enginePool: { name: app.spec.enginePool.name },
       systemPrompt: app.spec.systemPrompt ?? "",
       fewShot: app.spec.fewShot ?? [],
       callingMode: mode,

@@ -3,45 +3,22 @@
  * on; results are injected into the live sequence at the next safe token
  * boundary; a trap pauses the sequence until the next interrupt.
  */
-import type { SessionState } from "../session-state.js";
-import { eosAfterTurn, type CallFailure, type TurnCall, type TurnOps, type TurnPolicy } from "./turn-policy.js";
+import { eosAfterTurn, finish, INJECT, NONE, TRAP, type TurnPolicy } from "./turn-policy.js";
 
-export class AsyncTurnPolicy implements TurnPolicy {
-  readonly restartable = false;
-
-  onCall(s: SessionState, call: TurnCall, ops: TurnOps): void {
-    ops.dispatch(s, call);
-  }
-
-  onCallError(s: SessionState, id: string, failure: CallFailure, ops: TurnOps): void {
-    // The model reads the error as an interrupt; nothing else happens.
-    ops.queueError(s, id, failure);
-  }
-
-  endsTurnAt(): boolean {
-    return false;
-  }
-
-  onEos(s: SessionState, ops: TurnOps): void {
-    eosAfterTurn(s, ops, () => ops.inject(s));
-  }
-
-  onTrap(s: SessionState, ops: TurnOps): void {
-    if (ops.queued(s) > 0) return; // injected right after this token, no pause
-    if (s.outstanding.size === 0 && !ops.expectsUserInterrupt(s)) {
-      // No call is outstanding, so only a user could wake it: unless a script says one
-      // is coming, the trap ends the turn (waiting would hold the slot indefinitely).
-      ops.finish(s, "eos");
-      return;
-    }
-    ops.trap(s);
-  }
-
-  onMaxTokens(s: SessionState, ops: TurnOps): void {
-    ops.finish(s, "max_tokens");
-  }
-
-  deliver(s: SessionState, ops: TurnOps): void {
-    ops.inject(s);
-  }
-}
+export const ASYNC_POLICY: TurnPolicy = {
+  restartable: false,
+  onCall: (_view, call) => [{ type: "dispatch", call }],
+  // The model reads the error as an interrupt; nothing else happens.
+  onCallError: (_view, id, failure) => [{ type: "error", id, failure }],
+  atToken: () => NONE,
+  onEos: (view) => eosAfterTurn(view, INJECT),
+  onTrap: (view) => {
+    if (view.queued > 0) return NONE; // injected right after this token, no pause
+    // No call is outstanding, so only a user could wake it: unless a script says one
+    // is coming, the trap ends the turn (waiting would hold the slot indefinitely).
+    if (view.outstanding === 0 && !view.expectsUserInterrupt) return [finish("eos")];
+    return [TRAP];
+  },
+  onMaxTokens: () => [finish("max_tokens")],
+  deliver: () => [INJECT],
+};

@@ -1,57 +1,26 @@
 /**
  * @module The `syncParallel` calling mode (AsyncLM §6.1 baseline): the turn's
- * calls are collected until the turn ends (text after a call, EOS, a trap, or
- * the token limit), run together, and the session re-enters with all results.
+ * calls are held until the turn ends (text after a call, EOS, a trap, or the
+ * token limit), run together, and the session re-enters with all results.
  */
-import type { MonitorEvent } from "../../cml/index.js";
-import type { SessionState } from "../session-state.js";
-import { eosAfterTurn, type CallFailure, stopOrWait, textEndsTurn, type TurnCall, type TurnOps, type TurnPolicy } from "./turn-policy.js";
+import { eosAfterTurn, finish, NONE, stopOrWait, textEndsTurn, WAIT, type TurnDecision, type TurnPolicy, type TurnView } from "./turn-policy.js";
 
-export class SyncParallelTurnPolicy implements TurnPolicy {
-  readonly restartable = false;
-  /** Validated calls waiting for the turn's end. */
-  private readonly collected: TurnCall[] = [];
-
-  onCall(_s: SessionState, call: TurnCall): void {
-    this.collected.push(call);
-  }
-
-  onCallError(s: SessionState, id: string, failure: CallFailure, ops: TurnOps): void {
-    ops.queueError(s, id, failure);
-  }
-
-  endsTurnAt(s: SessionState, wasCritical: boolean, events: readonly MonitorEvent[], ops: TurnOps): boolean {
-    if (!textEndsTurn(s, wasCritical, events)) return false;
-    this.endTurn(s, "text", ops);
-    return true;
-  }
-
-  onEos(s: SessionState, ops: TurnOps): void {
-    if (this.collected.length > 0 || s.turnCalls > 0) this.endTurn(s, "eos", ops);
-    else eosAfterTurn(s, ops, () => ops.wait(s));
-  }
-
-  onTrap(s: SessionState, ops: TurnOps): void {
-    if (s.turnCalls > 0) this.endTurn(s, "trap", ops);
-    else stopOrWait(s, ops);
-  }
-
-  onMaxTokens(s: SessionState, ops: TurnOps): void {
-    if (s.turnCalls === 0) ops.finish(s, "max_tokens");
-    else this.endTurn(s, "max_tokens", ops);
-  }
-
-  deliver(): void {
-    // Results are delivered by re-entry.
-  }
-
-  /** The turn's calls are complete: run them together, then re-enter with their results. */
-  private endTurn(s: SessionState, why: "text" | "eos" | "trap" | "max_tokens", ops: TurnOps): void {
-    if (why === "text" || why === "eos") s.tokens.feed = [];
-    s.turnCalls = 0;
-    const calls = this.collected.splice(0);
-    for (const c of calls) ops.dispatch(s, c);
-    if (calls.length === 0 && ops.queued(s) === 0) ops.finish(s, why === "max_tokens" ? "max_tokens" : "eos");
-    else ops.wait(s);
-  }
+/** The turn's calls are complete: run the held ones together, then re-enter with their results. */
+function endTurn(view: TurnView, why: "text" | "eos" | "trap" | "max_tokens"): readonly TurnDecision[] {
+  const decisions: TurnDecision[] = [{ type: "endTurn", dropPending: why === "text" || why === "eos" }];
+  for (const call of view.held) decisions.push({ type: "dispatch", call });
+  decisions.push(view.held.length === 0 && view.queued === 0 ? finish(why === "max_tokens" ? "max_tokens" : "eos") : WAIT);
+  return decisions;
 }
+
+export const SYNC_PARALLEL_POLICY: TurnPolicy = {
+  restartable: false,
+  onCall: (_view, call) => [{ type: "hold", call }],
+  onCallError: (_view, id, failure) => [{ type: "error", id, failure }],
+  atToken: (view, wasCritical, events) => (textEndsTurn(view, wasCritical, events) ? endTurn(view, "text") : NONE),
+  onEos: (view) => (view.held.length > 0 || view.turnCalls > 0 ? endTurn(view, "eos") : eosAfterTurn(view, WAIT)),
+  onTrap: (view) => (view.turnCalls > 0 ? endTurn(view, "trap") : stopOrWait(view)),
+  onMaxTokens: (view) => (view.turnCalls === 0 ? [finish("max_tokens")] : endTurn(view, "max_tokens")),
+  // Results are delivered by re-entry.
+  deliver: () => NONE,
+};

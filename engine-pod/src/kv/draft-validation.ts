@@ -15,8 +15,9 @@
  * the validation pass saw, so the output equals the undrafted one. Under a
  * scripted policy the main model's tokens are the script's: the draft is
  * compared with them instead (`expected`), still through the real pass.
+ * It lives under the KV manager because the rollback erases cells.
  */
-import type { LlamaContextSequence, LlamaGrammarEvaluationState, Token, TokenBias } from "node-llama-cpp";
+import type { LlamaContextSequence, Token, TokenBias } from "node-llama-cpp";
 
 export interface DraftValidation {
   /** Draft tokens the main model agreed with, in order. */
@@ -78,19 +79,4 @@ export async function validateDraft(seq: LlamaContextSequence, opts: ValidateDra
   const keep = base + k;
   if (seq.nextTokenIndex > keep) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
   return { accepted, proposed: draft.length, feed: k > 0 ? accepted[k - 1]! : opts.pending, ms: performance.now() - t0 };
-}
-
-/**
- * Advances a call grammar over tokens that entered the sequence without being
- * sampled (accepted draft tokens), so constrained sampling continues in step.
- * node-llama-cpp has no public API for this; the adapter uses its sampler's
- * internal binding (version pinned in package.json) and reports false when it
- * is missing, in which case the caller drops the grammar for this block.
- */
-export function acceptOnGrammar(state: LlamaGrammarEvaluationState, tokens: readonly Token[]): boolean {
-  const internal = state as unknown as { _llama?: { _bindings?: { AddonSampler?: { acceptGrammarEvaluationStateToken?: (s: unknown, t: Token) => void } } }; _state?: unknown };
-  const accept = internal._llama?._bindings?.AddonSampler?.acceptGrammarEvaluationStateToken;
-  if (accept === undefined || internal._state === undefined) return false;
-  for (const t of tokens) accept(internal._state, t);
-  return true;
 }
