@@ -72,9 +72,9 @@ t.test("session routes are pinned to the engine the routed id names, for its own
   const base = routedSessionId("engine-b", "s-1");
   const id = routedSessionId("engine-b", "s-1", owners.tag(base, "ana"));
   t.same(routeRequest(req("GET", `/v1/apps/default/alpha/sessions/${id}/events`), ctx), { kind: "pinned", pod: "engine-b", path: "/v1/sessions/s-1/events", sessionId: id });
-  t.same(routeRequest(req("DELETE", `/v1/apps/default/alpha/sessions/${id}`), ctx), { kind: "pinned", pod: "engine-b", path: "/v1/sessions/s-1", sessionId: id });
+  t.same(routeRequest(req("DELETE", `/v1/apps/default/alpha/sessions/${id}`), ctx), { kind: "pinned", pod: "engine-b", path: "/v1/sessions/s-1", sessionId: id, routeAnswerIds: true });
   const intr = routeRequest(req("POST", `/v1/apps/default/alpha/sessions/${id}/interrupts`, { value: "go" }), ctx);
-  t.same(intr, { kind: "pinned", pod: "engine-b", path: "/v1/sessions/s-1/interrupts", body: { value: "go", kind: "user", maxQueued: alpha.interrupts.maxQueued }, sessionId: id });
+  t.same(intr, { kind: "pinned", pod: "engine-b", path: "/v1/sessions/s-1/interrupts", body: { value: "go", kind: "user", maxQueued: alpha.interrupts.maxQueued }, sessionId: id, routeAnswerIds: true });
   refused(t, () => routeRequest(req("GET", `/v1/apps/default/alpha/sessions/${id}/events`, undefined, { principal: "bo" }), ctx), 403, /another API key/);
   refused(t, () => routeRequest(req("GET", "/v1/apps/default/alpha/sessions/garbage/events"), ctx), 404, /not a session id/);
   const quiet = appConfig("quiet", { interrupts: { userInterrupts: false, maxQueued: 4 } });

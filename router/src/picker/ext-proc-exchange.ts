@@ -8,8 +8,10 @@
  * merged in. Or it answers the request itself (an ImmediateResponse: the
  * client's error, 503 without a ready engine, 429 when it sheds). On the way
  * back it names the engine (`x-interlace-engine`), counts the engine's
- * acceptance or refusal toward placement, turns a created session's id into
- * a routed id, and passes every other response chunk through as it comes.
+ * acceptance or refusal toward placement, gives the client routed session
+ * ids where the engine's answer names its own (a created session, an
+ * accepted interrupt, a cancel: small JSON bodies, buffered), and passes
+ * every other response chunk through as it comes.
  */
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
 import { HttpError, toHttpError } from "../errors.js";
@@ -49,8 +51,8 @@ export class ExtProcExchange {
   private route: PickerRoute | undefined;
   private pick: Pick | undefined;
   private principal = "";
-  /** The created session's answer is buffered to rewrite its id (status 201 on a session creation). */
-  private rewriting = false;
+  /** Set when the engine's answer is buffered to give it routed ids. */
+  private rewrite: ((raw: Buffer) => Buffer) | undefined;
   private readonly response: Buffer[] = [];
   private readonly abort = new AbortController();
 
@@ -91,12 +93,12 @@ export class ExtProcExchange {
       case "responseBody": {
         const body = msg.responseBody?.body ?? Buffer.alloc(0);
         const end = msg.responseBody?.endOfStream === true;
-        if (!this.rewriting) {
+        if (this.rewrite === undefined) {
           for (const r of streamedBody("responseBody", body, end)) this.send(r);
           return;
         }
         this.response.push(body);
-        if (end) for (const r of streamedBody("responseBody", this.createdSession(Buffer.concat(this.response)), true)) this.send(r);
+        if (end) for (const r of streamedBody("responseBody", this.rewrite(Buffer.concat(this.response)), true)) this.send(r);
         return;
       }
       case "responseTrailers":
@@ -174,24 +176,24 @@ export class ExtProcExchange {
       if (status >= 200 && status < 400 && (served === undefined || served === pick.endpoints[0])) pick.reservation.confirm();
       else pick.reservation.release();
     }
-    this.rewriting = this.route?.kind === "place" && this.route.session !== undefined && status === 201 && msg.responseHeaders?.endOfStream !== true;
+    const route = this.route;
+    if (msg.responseHeaders?.endOfStream !== true && pod !== undefined && route !== undefined) {
+      if (route.kind === "place" && route.session !== undefined && status === 201) this.rewrite = (raw) => this.createdSession(raw, pod);
+      else if (route.kind === "pinned" && route.routeAnswerIds === true && route.sessionId !== undefined && status >= 200 && status < 300) {
+        const id = route.sessionId;
+        this.rewrite = (raw) => withRoutedIds(raw, id, pod);
+      }
+    }
     this.send({ responseHeaders: { response: { headerMutation: headerMutation(pod !== undefined ? { [ENGINE_HEADER]: pod } : {}) } } });
   }
 
   /** A created session's answer with the routed id (owner-tagged as the router tags it) and the app-level events URL. */
-  private createdSession(raw: Buffer): Buffer {
+  private createdSession(raw: Buffer, served: string): Buffer {
     const route = this.route;
-    const served = this.pick?.pods[0];
-    if (route?.kind !== "place" || route.session === undefined || served === undefined) return raw;
-    let created: { id?: unknown };
-    try {
-      created = JSON.parse(raw.toString("utf8")) as { id?: unknown };
-    } catch {
-      return raw;
-    }
-    if (typeof created.id !== "string") return raw;
-    const base = routedSessionId(served, created.id);
-    const id = routedSessionId(served, created.id, this.ctx.owners.tag(base, this.principal));
+    const created = jsonObject(raw);
+    if (route?.kind !== "place" || route.session === undefined || typeof created?.["id"] !== "string") return raw;
+    const base = routedSessionId(served, created["id"]);
+    const id = routedSessionId(served, created["id"], this.ctx.owners.tag(base, this.principal));
     const { namespace, name } = route.session.app;
     return Buffer.from(
       JSON.stringify({
@@ -202,6 +204,24 @@ export class ExtProcExchange {
       }),
     );
   }
+}
+
+function jsonObject(raw: Buffer): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(raw.toString("utf8"));
+    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An engine's answer about a session (an accepted interrupt, a cancel) with the routed id the client knows, as the router answers. */
+function withRoutedIds(raw: Buffer, routedId: string, pod: string): Buffer {
+  const body = jsonObject(raw);
+  if (body === undefined) return raw;
+  if ("sessionId" in body) return Buffer.from(JSON.stringify({ ...body, sessionId: routedId, engine: pod }));
+  if ("id" in body) return Buffer.from(JSON.stringify({ ...body, id: routedId }));
+  return raw;
 }
 
 /** The body as JSON, or why it is not (routes that need JSON refuse it with that reason; others pass it through). */

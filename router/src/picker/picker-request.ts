@@ -70,7 +70,16 @@ export type PickerRoute =
       body?: unknown;
       session?: SessionCreation;
     }
-  | { kind: "pinned"; pod: string; path?: string; body?: unknown; sessionId?: string }
+  | {
+      kind: "pinned";
+      pod: string;
+      path?: string;
+      body?: unknown;
+      /** The routed session id the request names. */
+      sessionId?: string;
+      /** The engine's JSON answer names the session by its engine id: give the client the routed one (interrupts, cancel). */
+      routeAnswerIds?: boolean;
+    }
   | { kind: "answer"; status: number; payload: unknown };
 
 const APP_PATH = /^\/v1\/apps\/([^/]+)\/([^/]+)(\/.*)?$/;
@@ -137,13 +146,13 @@ function appRoute(req: PickerRequest, ctx: PickerContext, app: AppConfig, rest: 
   const enginePath = `/v1/sessions/${encodeURIComponent(parsed.engineSessionId)}`;
   const action = session[2] ?? "";
   if (action === "/events" && req.method === "GET") return { kind: "pinned", pod: parsed.pod, path: `${enginePath}/events`, sessionId: id };
-  if (action === "" && req.method === "DELETE") return { kind: "pinned", pod: parsed.pod, path: enginePath, sessionId: id };
+  if (action === "" && req.method === "DELETE") return { kind: "pinned", pod: parsed.pod, path: enginePath, sessionId: id, routeAnswerIds: true };
   if (action === "/interrupts" && req.method === "POST") {
     const body = mergeInterruptRequest(app, jsonBody(req));
     if (body.kind === "user" && !app.interrupts.userInterrupts) {
       throw new HttpError(403, ErrorCode.Forbidden, `AgentApp ${app.namespace}/${app.name} does not take user interrupts (spec.interrupts.userInterrupts: false)`);
     }
-    return { kind: "pinned", pod: parsed.pod, path: `${enginePath}/interrupts`, body, sessionId: id };
+    return { kind: "pinned", pod: parsed.pod, path: `${enginePath}/interrupts`, body, sessionId: id, routeAnswerIds: true };
   }
   throw notFound(`no route ${req.method} ${req.path}`);
 }

@@ -55,7 +55,9 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   const pool = options.pool;
   let ready = false;
   let closing = false;
-  const notReadyReason = (): string | null => (closing ? "shutting down" : ready ? null : "loading app configs and engine heartbeats from NATS");
+  const loadingReason = (): string | null => (ready ? null : "loading app configs and engine heartbeats from NATS");
+  // Probes say "shutting down" at once; streams that still arrive while draining are served (the data plane is moving away).
+  const notReadyReason = (): string | null => (closing ? "shutting down" : loadingReason());
 
   const ctx: ExchangeContext = {
     picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
@@ -75,7 +77,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
     owners,
     ...(security?.engineApiKey !== undefined ? { engineAuthorization: `Bearer ${security.engineApiKey}` } : {}),
     maxBodyBytes: options.maxBodyBytes,
-    notReadyReason,
+    notReadyReason: loadingReason,
     retryAfterSeconds: options.retryAfterSeconds,
     metrics,
     log,
