@@ -16,10 +16,12 @@
  * into a ConfigMap); {@link EnvoyGateway} runs the binary from
  * `hack/tools/85-envoy.sh` on loopback with free ports. An optional request
  * header is copied into the subset hint (`header_to_metadata`), so a test can
- * send a hint per request as a gateway's routing would.
+ * send a hint per request as a gateway's routing would; an optional access
+ * log records how long Envoy waited on the picker in each phase.
  */
 import { spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,6 +44,54 @@ export interface EnvoyBootstrapOptions {
   subsetHintHeader?: string;
   /** Health-check the picker replicas over gRPC health (service `envoy.service.ext_proc.v3.ExternalProcessor`). */
   pickerHealthChecks?: boolean;
+  /** A JSON access log per request with Envoy's own timing of each ext_proc phase ({@link ExtProcTiming}). */
+  accessLogPath?: string;
+}
+
+/**
+ * One request's access-log line: how long Envoy waited on the picker in
+ * each phase (its ext_proc filter state, microseconds), and the upstream's
+ * own time. `request_header_us` is the pick as the data plane sees it: the
+ * picker answers the headers once the body has arrived and placement is done.
+ */
+export interface ExtProcTiming {
+  path: string;
+  status: number;
+  request_header_us: number;
+  request_body_us: number;
+  response_header_us: number;
+  response_body_us: number;
+  response_body_calls: number;
+  /** `x-envoy-upstream-service-time`: the engine's time, ms (absent for answers the picker gave itself). */
+  upstream_ms?: number;
+  duration_ms: number;
+}
+
+const EXT_PROC_FIELD = (name: string): string => `%FILTER_STATE(envoy.filters.http.ext_proc:FIELD:${name})%`;
+
+function accessLog(path: string): unknown[] {
+  return [
+    {
+      name: "envoy.access_loggers.file",
+      typed_config: {
+        "@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
+        path,
+        log_format: {
+          json_format: {
+            path: "%REQ(:PATH)%",
+            status: "%RESPONSE_CODE%",
+            request_header_us: EXT_PROC_FIELD("request_header_latency_us"),
+            request_body_us: EXT_PROC_FIELD("request_body_total_latency_us"),
+            response_header_us: EXT_PROC_FIELD("response_header_latency_us"),
+            response_body_us: EXT_PROC_FIELD("response_body_total_latency_us"),
+            response_body_calls: EXT_PROC_FIELD("response_body_call_count"),
+            upstream_ms: "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%",
+            duration_ms: "%DURATION%",
+          },
+        },
+      },
+    },
+  ];
 }
 
 const HTTP_PROTOCOL_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
@@ -136,6 +186,7 @@ export function envoyBootstrap(o: EnvoyBootstrapOptions): Record<string, unknown
                   typed_config: {
                     "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
                     stat_prefix: "gateway",
+                    ...(o.accessLogPath !== undefined ? { access_log: accessLog(o.accessLogPath) } : {}),
                     // Event streams stay open as long as sessions run.
                     stream_idle_timeout: "0s",
                     route_config: {
@@ -179,6 +230,8 @@ export interface EnvoyGatewayOptions extends Partial<Pick<EnvoyBootstrapOptions,
   pickerPorts: number[];
   /** Envoy's own log level (default warning). */
   logLevel?: string;
+  /** Write the per-request ext_proc timing log ({@link EnvoyGateway.timings}). */
+  timings?: boolean;
 }
 
 /** A running Envoy on loopback. */
@@ -202,6 +255,7 @@ export class EnvoyGateway {
       ...(options.messageTimeoutMs !== undefined ? { messageTimeoutMs: options.messageTimeoutMs } : {}),
       ...(options.subsetHintHeader !== undefined ? { subsetHintHeader: options.subsetHintHeader } : {}),
       ...(options.pickerHealthChecks !== undefined ? { pickerHealthChecks: options.pickerHealthChecks } : {}),
+      ...(options.timings === true ? { accessLogPath: join(dir, "access.log") } : {}),
     });
     const config = join(dir, "envoy.json");
     writeFileSync(config, JSON.stringify(bootstrap, null, 2));
@@ -232,6 +286,30 @@ export class EnvoyGateway {
       if (m !== null) out.set(m[1]!, Number(m[2]));
     }
     return out;
+  }
+
+  /** Every request's ext_proc timing so far (with `timings: true`; Envoy flushes its access log about once a second). */
+  async timings(): Promise<ExtProcTiming[]> {
+    const text = await readFile(join(this.dir, "access.log"), "utf8").catch(() => "");
+    const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));
+    return text
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => {
+        const r = JSON.parse(l) as Record<string, unknown>;
+        const upstream = num(r["upstream_ms"]);
+        return {
+          path: String(r["path"]),
+          status: num(r["status"]),
+          request_header_us: num(r["request_header_us"]),
+          request_body_us: num(r["request_body_us"]),
+          response_header_us: num(r["response_header_us"]),
+          response_body_us: num(r["response_body_us"]),
+          response_body_calls: num(r["response_body_calls"]),
+          ...(Number.isFinite(upstream) ? { upstream_ms: upstream } : {}),
+          duration_ms: num(r["duration_ms"]),
+        };
+      });
   }
 
   /** The last lines of Envoy's log (for failure messages). */
