@@ -124,7 +124,7 @@ export function envoyBootstrap(o: EnvoyBootstrapOptions): Record<string, unknown
           envoy_grpc: { cluster_name: "endpoint-picker" },
           timeout: "30s",
           // While a picker restarts: the stream is opened again, not failed (requests not yet picked wait).
-          retry_policy: { retry_on: "connect-failure,refused-stream,reset,unavailable", retry_back_off: { base_interval: "0.05s", max_interval: "1s" }, num_retries: 20 },
+          retry_policy: { retry_on: "connect-failure,refused-stream,reset,unavailable", retry_back_off: { base_interval: "0.05s", max_interval: "1s" }, num_retries: 40 },
         },
         failure_mode_allow: false,
         processing_mode: {

@@ -32,11 +32,12 @@ const stack = await startStack(t, { engines: 2, routers: 1 });
 const alpha = appConfig("alpha");
 await stack.putApp(alpha);
 const pool = { namespace: "default", name: "pool" };
-// A request no engine has a free sequence for waits up to 5 s for one (short completions free theirs well before).
-const options: PickerOptions = pickerOptions({ natsUrl: stack.nats.url, pool, prefixWaitMs: 5_000, logLevel: "silent" });
+// A request no engine has a free sequence for waits up to 60 s for one (this machine may be slow; the test
+// is about placement and restarts, not shedding), and Envoy gives the picker that long to answer.
+const options: PickerOptions = pickerOptions({ natsUrl: stack.nats.url, pool, prefixWaitMs: 60_000, logLevel: "silent" });
 let picker: Picker = await startPicker(options, log.child({ picker: 0 }));
 t.teardown(() => picker.close());
-const envoy = await EnvoyGateway.start({ pickerPorts: [picker.grpcPort], subsetHintHeader: "x-test-subset-hint" });
+const envoy = await EnvoyGateway.start({ pickerPorts: [picker.grpcPort], subsetHintHeader: "x-test-subset-hint", messageTimeoutMs: 90_000 });
 t.teardown(() => envoy.stop());
 const gw = envoy.url;
 const router = stack.url(0);

@@ -3,8 +3,10 @@
  * configs and the engine heartbeats (the router's registries), serves
  * `envoy.service.ext_proc.v3.ExternalProcessor` and gRPC health (`liveness`,
  * `readiness` and the ext_proc service, as GAIE requires) on its gRPC port,
- * and `/healthz`, `/readyz`, `/metrics` over HTTP. Ready once both watches
- * have loaded. Closing reports NOT_SERVING first (the data plane's health
+ * and `/healthz`, `/readyz`, `/metrics` over HTTP. The gRPC port opens only
+ * once both watches have loaded (a data plane retrying a closed port waits
+ * for a restarting picker instead of failing its requests; `/readyz` says
+ * why meanwhile). Closing reports NOT_SERVING first (the data plane's health
  * checks move new requests to another replica during `drainMs`), then stops
  * taking streams and lets the open ones finish (their responses may still
  * be streaming through) for up to `shutdownGraceMs`, then drains NATS.
@@ -92,10 +94,6 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   grpc.addService(externalProcessorService(), {
     Process: (call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>) => serveStream(call, ctx),
   });
-  const grpcPort = await new Promise<number>((resolve, reject) => {
-    grpc.bindAsync(`${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.grpcPort}`, ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
-  });
-
   const app = express();
   app.disable("x-powered-by");
   mountProbes(app, { registry: metrics.registry, notReadyReason });
@@ -105,10 +103,11 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
 
   let nc: NatsConnection | undefined;
   const watches: KvWatch[] = [];
+  let grpcPort: number | undefined;
   const close = async (): Promise<void> => {
     closing = true;
     setReady(false);
-    if (options.drainMs > 0) await new Promise((r) => setTimeout(r, options.drainMs));
+    if (options.drainMs > 0 && grpcPort !== undefined) await new Promise((r) => setTimeout(r, options.drainMs));
     await shutdownGrpc(grpc, options.shutdownGraceMs);
     clearInterval(gauges);
     await closeHttp(http);
@@ -119,6 +118,11 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   try {
     nc = await connect({ servers: options.natsUrl.split(","), name: `picker-${pool.namespace}-${pool.name}`, maxReconnectAttempts: -1, ...natsConnectOptions(security?.nats ?? {}) });
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
+    // Streams are taken only once the view is loaded: until then the data plane finds the port closed and retries
+    // (a restarting picker's requests wait for it instead of failing).
+    grpcPort = await new Promise<number>((resolve, reject) => {
+      grpc.bindAsync(`${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.grpcPort}`, ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+    });
     ready = true;
     setReady(true);
     log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs }, "endpoint picker ready");
