@@ -50,9 +50,12 @@ export function buildInferencePool(pool: EnginePool): InferencePool {
   };
 }
 
-/** The picker's flags (see router/src/picker/config.ts); placement settings keep the router's defaults. */
+/** The picker's flags (see router/src/picker/config.ts); placement as the operator was told (the chart: the router's). */
 export function pickerArgs(pool: EnginePool, opts: BuildOptions): string[] {
-  return ["--grpc-port", String(PICKER_GRPC_PORT), "--port", String(POD_PORT), "--nats-url", opts.natsUrl, "--pool", `${pool.metadata.namespace ?? "default"}/${pool.metadata.name ?? ""}`];
+  const args = ["--grpc-port", String(PICKER_GRPC_PORT), "--port", String(POD_PORT), "--nats-url", opts.natsUrl, "--pool", `${pool.metadata.namespace ?? "default"}/${pool.metadata.name ?? ""}`];
+  const p = opts.picker;
+  if (p !== undefined) args.push("--placement", p.placement, "--load-factor", String(p.loadFactorPercent), "--prefix-wait-ms", String(p.prefixWaitMs), "--engine-ttl-ms", String(p.engineTtlMs));
+  return args;
 }
 
 /** `creds`: the picker's Secret (the router's NATS identity: it reads app configs and heartbeats; the interrupt key; the API key towards engines). */
