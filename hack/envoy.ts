@@ -10,7 +10,10 @@
  *   to the picker, and `envoy.lb` received from it (without
  *   `receiving_namespaces` Envoy drops the picker's dynamic metadata);
  * - every route to an `ORIGINAL_DST` cluster that connects to the address
- *   the picker put in `x-gateway-destination-endpoint`.
+ *   the picker put in `x-gateway-destination-endpoint`; or, for a data plane
+ *   that walks the picker's fallback list, a cluster of the pool's endpoints
+ *   with Envoy's override-host load balancer (the header, then the
+ *   `envoy.lb` metadata) and retries that move down the list.
  *
  * {@link envoyBootstrap} is pure (the cluster test renders the same bootstrap
  * into a ConfigMap); {@link EnvoyGateway} runs the binary from
@@ -46,6 +49,13 @@ export interface EnvoyBootstrapOptions {
   pickerHealthChecks?: boolean;
   /** A JSON access log per request with Envoy's own timing of each ext_proc phase ({@link ExtProcTiming}). */
   accessLogPath?: string;
+  /**
+   * The pool's endpoints (what a gateway reads from the InferencePool's
+   * selector and target ports): route through Envoy's override-host load
+   * balancer, which tries the picker's list in order on a refused
+   * connection or a 429/503, instead of `ORIGINAL_DST` (one address).
+   */
+  poolEndpoints?: { address: string; port: number }[];
 }
 
 /**
@@ -95,6 +105,54 @@ function accessLog(path: string): unknown[] {
 }
 
 const HTTP_PROTOCOL_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+
+/** The pool as GAIE's reference data plane routes to it: one address, from the picker's header. */
+const ORIGINAL_DST_POOL = {
+  name: "inference-pool",
+  type: "ORIGINAL_DST",
+  lb_policy: "CLUSTER_PROVIDED",
+  connect_timeout: "2s",
+  original_dst_lb_config: { use_http_header: true, http_header_name: DESTINATION_HEADER },
+};
+
+/** Down the picker's list when an engine refuses the connection or the request (full, shutting down). */
+const FALLBACK_RETRIES = { retry_on: "connect-failure,refused-stream,reset,retriable-status-codes", retriable_status_codes: [429, 503], num_retries: 2 };
+
+/** The pool's endpoints behind Envoy's override-host load balancer: the picker's list in order, then round robin. */
+function overrideHostPool(endpoints: readonly { address: string; port: number }[]): Record<string, unknown> {
+  return {
+    name: "inference-pool",
+    type: "STATIC",
+    connect_timeout: "2s",
+    load_assignment: {
+      cluster_name: "inference-pool",
+      endpoints: [{ lb_endpoints: endpoints.map((e) => ({ endpoint: { address: { socket_address: { address: e.address, port_value: e.port } } } })) }],
+    },
+    load_balancing_policy: {
+      policies: [
+        {
+          typed_extension_config: {
+            name: "envoy.load_balancing_policies.override_host",
+            typed_config: {
+              "@type": "type.googleapis.com/envoy.extensions.load_balancing_policies.override_host.v3.OverrideHost",
+              override_host_sources: [{ header: DESTINATION_HEADER }, { metadata: { key: "envoy.lb", path: [{ key: DESTINATION_HEADER }] } }],
+              fallback_policy: {
+                policies: [
+                  {
+                    typed_extension_config: {
+                      name: "envoy.load_balancing_policies.round_robin",
+                      typed_config: { "@type": "type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin" },
+                    },
+                  },
+                ],
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
 
 /** The Envoy bootstrap (JSON, which Envoy reads as YAML's superset). */
 export function envoyBootstrap(o: EnvoyBootstrapOptions): Record<string, unknown> {
@@ -191,7 +249,20 @@ export function envoyBootstrap(o: EnvoyBootstrapOptions): Record<string, unknown
                     stream_idle_timeout: "0s",
                     route_config: {
                       name: "inference-pool",
-                      virtual_hosts: [{ name: "inference-pool", domains: ["*"], routes: [{ match: { prefix: "/" }, route: { cluster: "inference-pool", timeout: "0s" } }] }],
+                      virtual_hosts: [
+                        {
+                          name: "inference-pool",
+                          domains: ["*"],
+                          routes: [
+                            {
+                              match: { prefix: "/" },
+                              route: { cluster: "inference-pool", timeout: "0s", ...(o.poolEndpoints !== undefined ? { retry_policy: FALLBACK_RETRIES } : {}) },
+                              // Which endpoint served (after any retry down the list), for the picker's response phase.
+                              response_headers_to_add: [{ header: { key: "x-gateway-destination-endpoint-served", value: "%UPSTREAM_HOST%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" }],
+                            },
+                          ],
+                        },
+                      ],
                     },
                     http_filters: httpFilters,
                   },
@@ -203,13 +274,7 @@ export function envoyBootstrap(o: EnvoyBootstrapOptions): Record<string, unknown
       ],
       clusters: [
         picker,
-        {
-          name: "inference-pool",
-          type: "ORIGINAL_DST",
-          lb_policy: "CLUSTER_PROVIDED",
-          connect_timeout: "2s",
-          original_dst_lb_config: { use_http_header: true, http_header_name: DESTINATION_HEADER },
-        },
+        o.poolEndpoints === undefined ? ORIGINAL_DST_POOL : overrideHostPool(o.poolEndpoints),
       ],
     },
   };
@@ -225,7 +290,7 @@ export function envoyBinary(): string {
   return bin;
 }
 
-export interface EnvoyGatewayOptions extends Partial<Pick<EnvoyBootstrapOptions, "messageTimeoutMs" | "subsetHintHeader" | "pickerHealthChecks">> {
+export interface EnvoyGatewayOptions extends Partial<Pick<EnvoyBootstrapOptions, "messageTimeoutMs" | "subsetHintHeader" | "pickerHealthChecks" | "poolEndpoints">> {
   /** gRPC ports of the picker replicas on 127.0.0.1. */
   pickerPorts: number[];
   /** Envoy's own log level (default warning). */
@@ -256,6 +321,7 @@ export class EnvoyGateway {
       ...(options.subsetHintHeader !== undefined ? { subsetHintHeader: options.subsetHintHeader } : {}),
       ...(options.pickerHealthChecks !== undefined ? { pickerHealthChecks: options.pickerHealthChecks } : {}),
       ...(options.timings === true ? { accessLogPath: join(dir, "access.log") } : {}),
+      ...(options.poolEndpoints !== undefined ? { poolEndpoints: options.poolEndpoints } : {}),
     });
     const config = join(dir, "envoy.json");
     writeFileSync(config, JSON.stringify(bootstrap, null, 2));

@@ -196,3 +196,32 @@ t.test("the picker restarts under load: requests not yet picked wait for it, pic
   const stats = await envoy.stats("ext_proc");
   t.equal(stats.get("http.gateway.ext_proc.streams_failed") ?? 0, 0, "Envoy retried the streams it could not open");
 });
+
+t.test("a data plane that walks the fallback list (Envoy's override-host balancer) moves past an engine that just died", async (t) => {
+  // A picker returning two endpoints, behind an Envoy that knows the pool's endpoints (as a gateway reads them from the InferencePool).
+  const listing = await startPicker({ ...options, maxEndpoints: 2, prefixWaitMs: 0 }, log.child({ picker: "list" }));
+  t.teardown(() => listing.close());
+  const endpoints = [...stack.engines.values()].map((e) => ({ address: "127.0.0.1", port: Number(new URL(e.url).port) }));
+  const walking = await EnvoyGateway.start({ pickerPorts: [listing.grpcPort], poolEndpoints: endpoints });
+  t.teardown(() => walking.stop());
+  await eventually(() => listing.engines.loads(pool.namespace, pool.name).length === 2, 10_000);
+  // gamma's prefix lives on one engine only, so its next session is placed there first.
+  const gamma = appConfig("gamma");
+  await stack.putApp(gamma);
+  await eventually(() => listing.apps.get("default", "gamma") !== undefined, 5_000);
+  const first = await openSession(walking.url, "gamma", QUICK);
+  await streamEvents(walking.url, "gamma", first.id);
+  const gammaPrefix = prefixHashChain({ messages: [{ role: "system", content: gamma.systemPrompt }], tools: gamma.tools })[1]!;
+  t.ok(await eventually(() => listing.engines.loads(pool.namespace, pool.name).find((e) => e.pod === first.engine)?.prefixes.has(gammaPrefix) === true, 5_000));
+  // The engine holding it dies; its heartbeat is still fresh, so the picker still lists it first.
+  stack.engines.get(first.engine)!.child.kill("SIGKILL");
+  const res = await fetch(`${walking.url}/v1/apps/default/gamma/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(QUICK) });
+  t.equal(res.status, 201, "Envoy retried the next endpoint on the list");
+  const next = (await res.json()) as { id: string; engine: string };
+  t.not(next.engine, first.engine, "served by the other engine, and the session id names it (the served endpoint, not the first pick)");
+  t.equal(res.headers.get("x-gateway-destination-endpoint-served"), null, "the data plane's note to the picker does not reach the client");
+  const events = await streamEvents(walking.url, "gamma", next.id);
+  t.equal(events.at(-1)?.type, "done");
+  const retries = await walking.stats("cluster.inference-pool.upstream_rq_retry");
+  t.ok((retries.get("cluster.inference-pool.upstream_rq_retry") ?? 0) >= 1, "a retry, down the picker's list");
+});

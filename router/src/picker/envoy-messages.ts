@@ -88,9 +88,13 @@ export function subsetHint(metadata: Record<string, Record<string, unknown>>): s
     .filter((v) => v !== "");
 }
 
-/** The endpoint Envoy reports it sent the request to, when it does. */
-export function servedEndpoint(metadata: Record<string, Record<string, unknown>>): string | undefined {
-  const served = metadata[Gaie.DestinationNamespace]?.[Gaie.ServedKey];
+/**
+ * The endpoint the data plane reports it sent the request to: under
+ * `envoy.lb` in the metadata (GAIE v1), or in a response header of the same
+ * name (what a plain Envoy route can add: `%UPSTREAM_HOST%`).
+ */
+export function servedEndpoint(metadata: Record<string, Record<string, unknown>>, headers: Readonly<Record<string, string>>): string | undefined {
+  const served = metadata[Gaie.DestinationNamespace]?.[Gaie.ServedKey] ?? headers[Gaie.ServedKey];
   return typeof served === "string" && served !== "" ? served : undefined;
 }
 

@@ -17,7 +17,7 @@ import { ErrorCode, type Logger } from "../../../common/src/index.js";
 import { HttpError, toHttpError } from "../errors.js";
 import { routedSessionId } from "../session-id.js";
 import type { SessionOwners } from "../session-owner.js";
-import { filterMetadata, headerMutation, headerRecord, immediateError, immediateJson, pickedResponse, servedEndpoint, streamedBody, subsetHint } from "./envoy-messages.js";
+import { Gaie, filterMetadata, headerMutation, headerRecord, immediateError, immediateJson, pickedResponse, servedEndpoint, streamedBody, subsetHint } from "./envoy-messages.js";
 import type { EndpointPicker, Pick } from "./endpoint-picker.js";
 import type { ProcessingRequest, ProcessingResponse } from "./ext-proc-service.js";
 import type { PickerMetrics } from "./metrics.js";
@@ -168,7 +168,7 @@ export class ExtProcExchange {
   private onResponseHeaders(msg: ProcessingRequest): void {
     const headers = headerRecord(msg.responseHeaders?.headers?.headers);
     const status = Number(headers[":status"] ?? "0");
-    const served = servedEndpoint(filterMetadata(msg));
+    const served = servedEndpoint(filterMetadata(msg), headers);
     const pick = this.pick;
     const pod = (served !== undefined ? this.ctx.picker.podAt(served) : undefined) ?? pick?.pods[0];
     // The engine took the request (2xx-4xx but a refusal) or refused it (429/503, unreachable): what placement counts next.
@@ -184,7 +184,9 @@ export class ExtProcExchange {
         this.rewrite = (raw) => withRoutedIds(raw, id, pod);
       }
     }
-    this.send({ responseHeaders: { response: { headerMutation: headerMutation(pod !== undefined ? { [ENGINE_HEADER]: pod } : {}) } } });
+    // The served endpoint is the data plane's note to the picker, not the client's business.
+    const remove = headers[Gaie.ServedKey] !== undefined ? [Gaie.ServedKey] : [];
+    this.send({ responseHeaders: { response: { headerMutation: headerMutation(pod !== undefined ? { [ENGINE_HEADER]: pod } : {}, remove) } } });
   }
 
   /** A created session's answer with the routed id (owner-tagged as the router tags it) and the app-level events URL. */
