@@ -9,14 +9,13 @@
  * keeps its own.
  */
 import type { V1ObjectMeta } from "@kubernetes/client-node";
-import type { ResourceType } from "../runtime/resource-type.js";
 import { int, object, oneOf, str, type OpenApiSchema } from "./schema.js";
 
 export const INFERENCE_GROUP = "inference.networking.k8s.io";
 export const INFERENCE_VERSION = "v1";
 
-/** Where the runtime reads and writes InferencePools. */
-export const InferencePoolType = { group: INFERENCE_GROUP, version: INFERENCE_VERSION, kind: "InferencePool", plural: "inferencepools", namespaced: true } as const satisfies ResourceType;
+/** Where the runtime reads and writes InferencePools (structurally a runtime `ResourceType`, as a KindDefinition is). */
+export const InferencePoolType = { group: INFERENCE_GROUP, version: INFERENCE_VERSION, kind: "InferencePool", plural: "inferencepools", namespaced: true } as const;
 
 export interface InferencePoolPort {
   number: number;
