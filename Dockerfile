@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1.7
-# One image, four entrypoints (engine, operator, router, toolrunner).
+# One image, five entrypoints (engine, operator, router, picker, toolrunner).
 #   CPU (default):  docker build -t interlace .
 #   CUDA:           docker build --build-arg VARIANT=cuda -t interlace:cuda .
 #   Other base:     docker build --build-arg BASE_IMAGE=my-registry/node:20 -t interlace .
@@ -51,6 +51,8 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=deps /src/node_modules ./node_modules
 COPY --from=deps /src/dist ./dist
+# The endpoint picker loads Envoy's ext_proc protos at start-up (tsc does not copy them).
+COPY --from=deps /src/router/src/picker/proto ./dist/router/src/picker/proto
 COPY --from=deps /src/package.json ./package.json
 # Non-root; the chart also sets readOnlyRootFilesystem, so models and swap
 # files live on mounted volumes (/models, /tmp as emptyDir).
@@ -58,5 +60,6 @@ USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["node"]
 # Pick the component with the command: dist/engine-pod/src/main.js (default),
-# dist/operator/src/main.js, dist/router/src/main.js, dist/toolrunner/src/main.js
+# dist/operator/src/main.js, dist/router/src/main.js, dist/router/src/picker/main.js,
+# dist/toolrunner/src/main.js
 CMD ["dist/engine-pod/src/main.js"]

@@ -12,10 +12,11 @@ import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments, stringify } from "yaml";
-import { InterlaceKinds } from "../operator/src/api/index.js";
+import { InterlaceKinds, type InferencePool } from "../operator/src/api/index.js";
 import { ensureModel, sha256File } from "../engine-pod/src/model/index.js";
 import { applyManifest, kubeRequest, type Manifest } from "./control-plane.js";
 import { imageRef, type Cluster } from "./cluster.js";
+import { envoyBootstrap } from "./envoy.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const RELEASE = "interlace";
@@ -171,6 +172,80 @@ export async function applySamples(cluster: Cluster): Promise<{ modelUrl: string
   const samples = clusterSamples(modelUrl, sha256);
   for (const m of samples) await applyManifest(kc, m, { namespace: APP_NS, fieldManager: "kubectl" });
   return { modelUrl, applied: samples.map((m) => `${m.kind}/${m.metadata.name}`) };
+}
+
+/** The gateway's name (ConfigMap, Deployment, Service) in the app namespace. */
+export const GATEWAY = "gateway";
+
+/**
+ * An Envoy pod as the gateway in front of an InferencePool, configured as a
+ * GAIE data plane (hack/envoy.ts's bootstrap): ext_proc to the pool's
+ * endpoint picker (its Service's ClusterIP and port, as the InferencePool's
+ * `endpointPickerRef` names it), an ORIGINAL_DST cluster to the engine the
+ * picker names. A ConfigMap with the bootstrap, a Deployment, a Service.
+ */
+export function gatewayManifests(image: string, picker: { address: string; port: number }): Manifest[] {
+  const labels = { "app.kubernetes.io/name": GATEWAY };
+  const bootstrap = envoyBootstrap({ listen: { address: "0.0.0.0", port: 8080 }, admin: { address: "127.0.0.1", port: 9901 }, pickers: [picker] });
+  const metadata = { name: GATEWAY, namespace: APP_NS, labels };
+  return [
+    { apiVersion: "v1", kind: "ConfigMap", metadata, data: { "envoy.json": JSON.stringify(bootstrap, null, 2) } },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata,
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: {
+            automountServiceAccountToken: false,
+            securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
+            containers: [
+              {
+                name: "envoy",
+                image,
+                imagePullPolicy: "IfNotPresent",
+                args: ["-c", "/etc/envoy/envoy.json", "--log-level", "warning", "--concurrency", "1"],
+                ports: [{ name: "http", containerPort: 8080 }],
+                readinessProbe: { tcpSocket: { port: "http" }, periodSeconds: 2 },
+                resources: { requests: { cpu: "50m", memory: "64Mi" }, limits: { memory: "256Mi" } },
+                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                volumeMounts: [
+                  { name: "config", mountPath: "/etc/envoy", readOnly: true },
+                  { name: "tmp", mountPath: "/tmp" },
+                ],
+              },
+            ],
+            volumes: [
+              { name: "config", configMap: { name: GATEWAY } },
+              { name: "tmp", emptyDir: {} },
+            ],
+          },
+        },
+      },
+    },
+    { apiVersion: "v1", kind: "Service", metadata, spec: { selector: labels, ports: [{ name: "http", port: 8080, targetPort: "http" }] } },
+  ];
+}
+
+/**
+ * Puts the gateway in front of InferencePool `pool` (app namespace): reads
+ * the pool's `endpointPickerRef`, resolves that Service's ClusterIP, applies
+ * {@link gatewayManifests}; returns the gateway Service's URL (reachable from
+ * the host through kube-proxy).
+ */
+export async function applyGateway(cluster: Cluster, pool: string): Promise<string> {
+  const kc = cluster.cp.kubeConfig;
+  const ip = (await kubeRequest(kc, "GET", `/apis/inference.networking.k8s.io/v1/namespaces/${APP_NS}/inferencepools/${pool}`)).body as InferencePool;
+  const ref = ip.spec?.endpointPickerRef;
+  if (ref?.port === undefined) throw new Error(`InferencePool ${pool} has no endpointPickerRef with a port: ${JSON.stringify(ip)}`);
+  const svc = (await kubeRequest(kc, "GET", `/api/v1/namespaces/${APP_NS}/services/${ref.name}`)).body as { spec?: { clusterIP?: string } };
+  if (svc.spec?.clusterIP === undefined) throw new Error(`the endpoint picker Service ${ref.name} is missing`);
+  for (const m of gatewayManifests(imageRef(cluster.images.envoy), { address: svc.spec.clusterIP, port: ref.port.number })) await applyManifest(kc, m, { namespace: APP_NS, fieldManager: "kubectl" });
+  const gw = (await kubeRequest(kc, "GET", `/api/v1/namespaces/${APP_NS}/services/${GATEWAY}`)).body as { spec?: { clusterIP?: string } };
+  return `http://${gw.spec?.clusterIP ?? ""}:8080`;
 }
 
 /** Renders manifests as one YAML stream (what `kubectl apply -f -` reads). */

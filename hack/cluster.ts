@@ -71,6 +71,8 @@ export interface LocalImages {
   interlace: LocalImage;
   nats: LocalImage;
   pause: LocalImage;
+  /** The gateway of the InferencePool case (Envoy). */
+  envoy: LocalImage;
 }
 
 export interface ClusterOptions {
@@ -349,7 +351,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       return (await ctr(["version"])) ? true : undefined;
     }, () => tail(path.join(dir, "containerd.log")));
     step("containerd");
-    for (const img of [images.pause, images.nats, images.interlace]) await ctr(["images", "import", img.archive]);
+    for (const img of [images.pause, images.nats, images.interlace, images.envoy]) await ctr(["images", "import", img.archive]);
     step("image import");
 
     // kubelet (it makes /var/lib/kubelet for its device-plugin socket whatever its root folder is)

@@ -5,6 +5,8 @@
 #   interlace  the project's Dockerfile with BASE_IMAGE set to that base
 #   nats       the nats-server that hack/tools/10-nats-server.sh built
 #   pause      the pod sandbox image containerd's sandbox_image names
+#   envoy      the Envoy hack/tools/85-envoy.sh installed, on the base (the
+#              gateway of the cluster test's InferencePool)
 # Each image is tagged with a hash of its inputs (recipe, sources, binaries),
 # so a repeat run with nothing changed returns at once. Each is also saved as
 # a docker archive under .cache/images (what the cluster imports into its
@@ -142,6 +144,22 @@ else
   log "nats image $NATS built"
 fi
 
+# --- envoy ------------------------------------------------------------------
+ENVOY_BIN="$INTERLACE_BIN/envoy"
+[[ -x "$ENVOY_BIN" ]] || bash "$ROOT/hack/tools/85-envoy.sh"
+ENVOY_KEY=$( { echo "$BASE_KEY"; cat "$ENVOY_BIN"; } | key)
+ENVOY="localhost/interlace-envoy:$ENVOY_KEY"
+if exists "$ENVOY"; then
+  log "envoy image $ENVOY cached"
+else
+  ctx=$(mktemp -d "$OUT/envoy.XXXXXX")
+  cp "$ENVOY_BIN" "$ctx/envoy"
+  printf 'FROM %s\nCOPY envoy /usr/local/bin/envoy\nUSER 65532:65532\nENTRYPOINT ["/usr/local/bin/envoy"]\n' "$BASE" > "$ctx/Containerfile"
+  podman build --quiet --network none --tag "$ENVOY" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "envoy image $ENVOY built"
+fi
+
 # --- pause --------------------------------------------------------------------
 # The sandbox only holds the pod's namespaces; containerd stops it with SIGKILL.
 PAUSE="localhost/interlace-pause:$BASE_KEY"
@@ -158,6 +176,7 @@ fi
 APP_TAR=$(save "$APP" interlace)
 NATS_TAR=$(save "$NATS" interlace-nats)
 PAUSE_TAR=$(save "$PAUSE" interlace-pause)
+ENVOY_TAR=$(save "$ENVOY" interlace-envoy)
 
 if [[ -n "$PUSH" ]]; then
   for pair in "$APP interlace" "$NATS interlace-nats"; do
@@ -171,7 +190,8 @@ cat > "$OUT/images.json.tmp" <<JSON
 {
   "interlace": { "repository": "${APP%:*}", "tag": "$APP_KEY", "archive": "$APP_TAR" },
   "nats": { "repository": "${NATS%:*}", "tag": "$NATS_KEY", "archive": "$NATS_TAR" },
-  "pause": { "repository": "${PAUSE%:*}", "tag": "$BASE_KEY", "archive": "$PAUSE_TAR" }
+  "pause": { "repository": "${PAUSE%:*}", "tag": "$BASE_KEY", "archive": "$PAUSE_TAR" },
+  "envoy": { "repository": "${ENVOY%:*}", "tag": "$ENVOY_KEY", "archive": "$ENVOY_TAR" }
 }
 JSON
 mv "$OUT/images.json.tmp" "$OUT/images.json"

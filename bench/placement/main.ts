@@ -1,11 +1,16 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--quick] [--json FILE]`: session placement policies side by
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--front router|envoy] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
- * into NATS, and a real tool runner. Per policy: TTFT p50/p90, task latency
+ * into NATS, and a real tool runner. `--front envoy` compares the two front
+ * doors instead: prefix affinity through the router, and the same placement
+ * through a real Envoy asking the endpoint picker (GAIE ext_proc,
+ * hack/envoy.ts), on the same arrivals; it adds each request's open latency
+ * (POST to 201) and the paired per-request difference, the picker's added
+ * latency. Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
  * swept rate whose TTFT p90 stays under the SLO. The client retries a
@@ -27,12 +32,25 @@ import { NatsServer } from "../../hack/nats.js";
 import { spawnToolRunner } from "../../hack/stack.js";
 import { routerOptions } from "../../router/src/config.js";
 import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
+import { pickerOptions, startPicker, type Picker } from "../../router/src/picker/index.js";
+import { EnvoyGateway, type ExtProcTiming } from "../../hack/envoy.js";
 import { connect } from "@nats-io/transport-node";
 import { mean, quantile, r3 } from "../lib/stats.js";
 import { renderSvg } from "../lib/output.js";
 import { appName, arrivals, benchApps, BENCH_NS, BENCH_POOL, TOOL_POOL, type Arrival, type WorkloadOptions } from "./workload.js";
 
 const POLICIES: PlacementPolicy[] = ["round-robin", "least-loaded", "prefix-affinity"];
+
+/** Which front door sessions come in through: the router, or Envoy asking the endpoint picker. */
+type Front = "router" | "envoy";
+
+/** One compared mode: a placement policy behind a front door. */
+interface Mode {
+  front: Front;
+  policy: PlacementPolicy;
+}
+
+const label = (m: Mode): string => (m.front === "router" ? m.policy : `${m.policy} via envoy`);
 
 interface Config {
   apps: number;
@@ -57,6 +75,8 @@ interface Config {
   prefixWaitMs: number;
   /** The engines' `--prefix-store` (every policy: the engines are the same, only placement differs). */
   prefixStore: number;
+  /** `envoy`: prefix affinity through the router vs through Envoy and the endpoint picker (instead of the three policies). */
+  front: Front;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -98,7 +118,23 @@ function parseConfig(argv: string[]): Config {
     prefixWaitMs: f.get("prefix-wait-ms") === "0" ? 0 : num("prefix-wait-ms", Math.round(num("prompt-tokens", 1024) * 10)),
     // Enough for the pool's stores together to hold every app's prefix while one engine's cannot (the issue's regime).
     prefixStore: f.get("prefix-store") === "0" ? 0 : num("prefix-store", Math.ceil(num("apps", 6) / num("engines", 2))),
+    front: frontOf(f.get("front")),
   };
+}
+
+function frontOf(value: string | undefined): Front {
+  if (value === undefined || value === "router" || value === "envoy") return value ?? "router";
+  throw new Error(`--front must be router or envoy, got "${value}"`);
+}
+
+/** The modes a run compares: the three policies through the router, or prefix affinity through both front doors. */
+function modesOf(config: Config): Mode[] {
+  return config.front === "envoy"
+    ? [
+        { front: "router", policy: "prefix-affinity" },
+        { front: "envoy", policy: "prefix-affinity" },
+      ]
+    : POLICIES.map((policy) => ({ front: "router" as const, policy }));
 }
 
 interface SessionResult {
@@ -114,6 +150,8 @@ interface SessionResult {
   placement?: string;
   /** 429/503 answers retried before the session opened. */
   retries: number;
+  /** The attempt that opened it: POST to 201, ms (the front door's placement and proxying, and the engine's admission). */
+  openMs?: number;
   ttftMs?: number;
   taskMs?: number;
   promptTokens?: number;
@@ -122,7 +160,9 @@ interface SessionResult {
 }
 
 interface Run {
-  policy: PlacementPolicy;
+  mode: Mode;
+  /** Through Envoy: each request's ext_proc timing as Envoy measured it. */
+  timings?: ExtProcTiming[];
   rate: number;
   sessions: SessionResult[];
   wallS: number;
@@ -134,11 +174,13 @@ interface Run {
  * `patienceMs` after the arrival. The wait counts in the session's TTFT, so
  * an overloaded policy shows up as TTFT, the way its users would see it.
  */
-async function openSession(url: string, body: unknown, patienceMs: number): Promise<{ res: Response; retries: number }> {
+async function openSession(url: string, body: unknown, patienceMs: number): Promise<{ res: Response; retries: number; openMs: number }> {
   const deadline = performance.now() + patienceMs;
   for (let retries = 0; ; retries++) {
+    const sent = performance.now();
     const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    if ((res.status !== 429 && res.status !== 503) || performance.now() >= deadline) return { res, retries };
+    const openMs = performance.now() - sent;
+    if ((res.status !== 429 && res.status !== 503) || performance.now() >= deadline) return { res, retries, openMs };
     const wait = Math.max(100, Number(res.headers.get("retry-after") ?? "1") * 1000);
     await res.body?.cancel();
     await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, deadline - performance.now()))));
@@ -148,7 +190,7 @@ async function openSession(url: string, body: unknown, patienceMs: number): Prom
 async function runSession(base: string, run: number, a: Arrival, patienceMs: number): Promise<SessionResult> {
   const start = performance.now();
   const app = appName(run, a.app);
-  const { res, retries } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
+  const { res, retries, openMs } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
   if (res.status !== 201) return { app: a.app, at: a.at, ok: false, status: res.status, retries, error: (await res.text()).slice(0, 300) };
   const { id, engine, placement } = (await res.json()) as { id: string; engine: string; placement: { reason: string } };
   const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
@@ -172,6 +214,7 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
     engine,
     placement: placement.reason,
     retries,
+    openMs,
     ttftMs: ttft ?? performance.now() - start,
     taskMs: performance.now() - start,
     promptTokens,
@@ -199,36 +242,76 @@ async function startEngines(config: Config, natsUrl: string): Promise<EngineProc
   return engines;
 }
 
-async function runOnce(config: Config, natsUrl: string, run: number, policy: PlacementPolicy, rate: number, arrivalsList: Arrival[]): Promise<Run> {
-  let router: Router | undefined;
+/** The front door a run's sessions come in through, started for the run and closed after it. */
+interface FrontDoor {
+  base: string;
+  /** Whether it sees every engine and the run's last app yet. */
+  sees(engines: number, lastApp: string): boolean;
+  /** Through Envoy: the requests' ext_proc timings (read before closing). */
+  timings?(): Promise<ExtProcTiming[]>;
+  close(): Promise<void>;
+}
+
+async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<FrontDoor> {
+  const log = createLogger("bench", "warn");
+  const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixWaitMs: config.prefixWaitMs, logLevel: "warn" };
+  if (mode.front === "router") {
+    const router: Router = await startRouter(routerOptions({ natsUrl, routerId: `bench-${mode.policy}`, upstreamTimeoutMs: 30_000, ...placement }), log);
+    return {
+      base: `http://127.0.0.1:${router.port}`,
+      sees: (n, app) => router.engines.loads(BENCH_NS, BENCH_POOL).length >= n && router.apps.get(BENCH_NS, app) !== undefined,
+      close: () => router.close(),
+    };
+  }
+  const picker: Picker = await startPicker(pickerOptions({ natsUrl, pool: { namespace: BENCH_NS, name: BENCH_POOL }, ...placement }), log);
+  let envoy: EnvoyGateway;
   try {
-    router = await startRouter(
-      routerOptions({ natsUrl, routerId: `bench-${policy}`, placement: policy, loadFactor: config.loadFactor, prefixWaitMs: config.prefixWaitMs, upstreamTimeoutMs: 30_000, logLevel: "warn" }),
-      createLogger("bench-router", "warn"),
-    );
-    const r = router;
+    envoy = await EnvoyGateway.start({ pickerPorts: [picker.grpcPort], messageTimeoutMs: config.prefixWaitMs + 30_000, timings: true });
+  } catch (err) {
+    await picker.close();
+    throw err;
+  }
+  return {
+    base: envoy.url,
+    sees: (n, app) => picker.engines.loads(BENCH_NS, BENCH_POOL).length >= n && picker.apps.get(BENCH_NS, app) !== undefined,
+    timings: async () => {
+      // Envoy flushes its access log about once a second.
+      await new Promise((r) => setTimeout(r, 1500));
+      return envoy.timings();
+    },
+    close: async () => {
+      await envoy.stop();
+      await picker.close();
+    },
+  };
+}
+
+async function runOnce(config: Config, natsUrl: string, run: number, mode: Mode, rate: number, arrivalsList: Arrival[]): Promise<Run> {
+  const front = await startFront(config, natsUrl, mode);
+  try {
     const deadline = Date.now() + 30_000;
-    while (r.engines.loads(BENCH_NS, BENCH_POOL).length < config.engines || r.apps.get(BENCH_NS, appName(run, config.apps - 1)) === undefined) {
-      if (Date.now() > deadline) throw new Error("the router does not see every engine and app");
+    while (!front.sees(config.engines, appName(run, config.apps - 1))) {
+      if (Date.now() > deadline) throw new Error(`the ${mode.front} does not see every engine and app`);
       await new Promise((res) => setTimeout(res, 100));
     }
-    const base = `http://127.0.0.1:${r.port}`;
     const t0 = performance.now();
     const pending: Promise<SessionResult>[] = [];
     for (const a of arrivalsList) {
       const wait = a.at - (performance.now() - t0);
       if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      pending.push(runSession(base, run, a, config.patienceMs).catch((err: unknown) => ({ app: a.app, at: a.at, ok: false, status: 0, retries: 0, error: String(err) })));
+      pending.push(runSession(front.base, run, a, config.patienceMs).catch((err: unknown) => ({ app: a.app, at: a.at, ok: false, status: 0, retries: 0, error: String(err) })));
     }
     const sessions = await Promise.all(pending);
-    return { policy, rate, sessions, wallS: (performance.now() - t0) / 1000 };
+    const wallS = (performance.now() - t0) / 1000;
+    return { mode, rate, sessions, wallS, ...(front.timings !== undefined ? { timings: await front.timings() } : {}) };
   } finally {
-    await router?.close();
+    await front.close();
   }
 }
 
 interface Summary {
   policy: PlacementPolicy;
+  front: Front;
   rate: number;
   completed: number;
   rejected: number;
@@ -244,6 +327,9 @@ interface Summary {
   achievable_tokens: number;
   /** Completed sessions by the router's placement reason: why the misses missed. */
   placements: Record<string, number>;
+  /** POST to 201 of the attempt that opened each session (the front door's own cost, and the engine's admission). */
+  open_p50_ms: number;
+  open_p99_ms: number;
 }
 
 /**
@@ -266,8 +352,10 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
   }
   const ttft = ok.map((s) => s.ttftMs!);
   const task = ok.map((s) => s.taskMs!);
+  const open = ok.map((s) => s.openMs!);
   return {
-    policy: run.policy,
+    policy: run.mode.policy,
+    front: run.mode.front,
     rate: run.rate,
     completed: ok.length,
     rejected: run.sessions.length - ok.length,
@@ -281,7 +369,43 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
     reused_tokens: reused,
     achievable_tokens: achievable,
     placements: Object.fromEntries([...new Set(ok.map((s) => s.placement ?? "?"))].sort().map((k) => [k, ok.filter((s) => (s.placement ?? "?") === k).length])),
+    open_p50_ms: r3(quantile(open, 0.5)),
+    open_p99_ms: r3(quantile(open, 0.99)),
   };
+}
+
+/**
+ * The picker's added latency: for each arrival both front doors opened, the
+ * open latency through Envoy and the picker less the router's, p50 and p99
+ * (paired: the same session, the same rate).
+ */
+/**
+ * What the picker adds to each session opened through Envoy, as Envoy timed
+ * its ext_proc calls: the pick (request headers sent to their answer: the
+ * picker waits for the body, places, answers) and the response path (the
+ * answer's headers and body chunks through the picker); and everything the
+ * gateway path added (Envoy's duration less the engine's own time).
+ */
+function pickerTimings(run: Run): { opens: number; pick_p50_ms: number; pick_p99_ms: number; response_p50_ms: number; response_p99_ms: number; gateway_p50_ms: number; gateway_p99_ms: number } | undefined {
+  const opens = (run.timings ?? []).filter((x) => x.path.endsWith("/sessions") && x.status === 201);
+  if (opens.length === 0) return undefined;
+  const ms = (xs: number[], q: number): number => r3(quantile(xs, q));
+  const pick = opens.map((x) => x.request_header_us / 1000);
+  const response = opens.map((x) => (x.response_header_us + x.response_body_us) / 1000);
+  const gateway = opens.filter((x) => x.upstream_ms !== undefined).map((x) => x.duration_ms - x.upstream_ms!);
+  return { opens: opens.length, pick_p50_ms: ms(pick, 0.5), pick_p99_ms: ms(pick, 0.99), response_p50_ms: ms(response, 0.5), response_p99_ms: ms(response, 0.99), gateway_p50_ms: ms(gateway, 0.5), gateway_p99_ms: ms(gateway, 0.99) };
+}
+
+function addedLatency(runs: readonly Run[], rate: number): { pairs: number; p50_ms: number; p99_ms: number } | undefined {
+  const router = runs.find((r) => r.rate === rate && r.mode.front === "router" && r.mode.policy === "prefix-affinity");
+  const envoy = runs.find((r) => r.rate === rate && r.mode.front === "envoy");
+  if (router === undefined || envoy === undefined) return undefined;
+  const diffs: number[] = [];
+  router.sessions.forEach((s, i) => {
+    const e = envoy.sessions[i];
+    if (s.openMs !== undefined && e?.openMs !== undefined) diffs.push(e.openMs - s.openMs);
+  });
+  return { pairs: diffs.length, p50_ms: r3(quantile(diffs, 0.5)), p99_ms: r3(quantile(diffs, 0.99)) };
 }
 
 function chartSpec(rows: Summary[], sloMs: number): TopLevelSpec {
@@ -292,12 +416,12 @@ function chartSpec(rows: Summary[], sloMs: number): TopLevelSpec {
     height: 260,
     layer: [
       {
-        data: { values: rows.map((r) => ({ policy: r.policy, rate: r.rate, ttft_p90_ms: r.ttft_p90_ms })) },
+        data: { values: rows.map((r) => ({ policy: r.front === "router" ? r.policy : `${r.policy} via envoy`, rate: r.rate, ttft_p90_ms: r.ttft_p90_ms })) },
         mark: { type: "line", point: true },
         encoding: {
           x: { field: "rate", type: "quantitative", title: "sessions / s" },
           y: { field: "ttft_p90_ms", type: "quantitative", title: "TTFT p90 (ms)", scale: { type: "log" } },
-          color: { field: "policy", type: "nominal", sort: POLICIES },
+          color: { field: "policy", type: "nominal" },
         },
       },
       { data: { values: [{ slo: sloMs }] }, mark: { type: "rule", strokeDash: [4, 4] }, encoding: { y: { field: "slo", type: "quantitative" } } },
@@ -308,7 +432,12 @@ function chartSpec(rows: Summary[], sloMs: number): TopLevelSpec {
 export async function run(argv: string[]): Promise<void> {
   const config = parseConfig(argv);
   const started = performance.now();
-  console.log("Placement benchmark — round-robin vs least-loaded vs prefix affinity (CHWBL bound), same Poisson arrivals for each policy.");
+  const modes = modesOf(config);
+  console.log(
+    config.front === "envoy"
+      ? "Placement benchmark — prefix affinity (CHWBL bound) through the router vs through a real Envoy asking Interlace's endpoint picker (GAIE ext_proc, FULL_DUPLEX_STREAMED), same Poisson arrivals."
+      : "Placement benchmark — round-robin vs least-loaded vs prefix affinity (CHWBL bound), same Poisson arrivals for each policy.",
+  );
   console.log(
     `Model: generated \`bench\` preset (random weights), scripted tasks (every token a real forward pass; every call through NATS to a real tool runner).\n` +
       `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); every run has apps with prompts of its own, so caches start cold.\n` +
@@ -343,16 +472,16 @@ export async function run(argv: string[]): Promise<void> {
       const list = arrivals(wl);
       // Distinct: one app per session, so no two sessions share a system prompt.
       const runConfig = config.distinct ? { ...config, apps: list.length } : config;
-      for (const policy of POLICIES) {
+      for (const mode of modes) {
         const t = performance.now();
         const run = runNo++;
         for (const app of benchApps(runConfig, run)) await kv.put(appKey(app.namespace, app.name), JSON.stringify(app));
-        const r = await runOnce(runConfig, nats.url, run, policy, rate, list);
+        const r = await runOnce(runConfig, nats.url, run, mode, rate, list);
         runs.push(r);
         const ok = r.sessions.filter((s) => s.ok).length;
         const by = summarize(r, new Map()).placements;
         console.log(
-          `  rate ${rate}/s ${policy}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (${((performance.now() - t) / 1000).toFixed(0)} s); placed by ${Object.entries(by)
+          `  rate ${rate}/s ${label(mode)}: ${ok}/${r.sessions.length} sessions completed in ${r.wallS.toFixed(1)} s (${((performance.now() - t) / 1000).toFixed(0)} s); placed by ${Object.entries(by)
             .map(([k, n]) => `${k} ${n}`)
             .join(", ")}`,
         );
@@ -372,39 +501,59 @@ export async function run(argv: string[]): Promise<void> {
   for (const r of runs) for (const s of r.sessions) if (s.ok) appPrefix.set(s.app, Math.max(appPrefix.get(s.app) ?? 0, s.reusedTokens ?? 0));
   const rows = runs.map((r) => summarize(r, appPrefix));
   const headline = config.baseRate;
-  const sustained = (policy: PlacementPolicy): number => {
+  const sustained = (mode: Mode): number => {
     let best = 0;
-    for (const r of rows.filter((x) => x.policy === policy).sort((a, b) => a.rate - b.rate)) {
+    for (const r of rows.filter((x) => x.policy === mode.policy && x.front === mode.front).sort((a, b) => a.rate - b.rate)) {
       if (r.ttft_p90_ms <= config.sloMs && r.rejected <= 0.01 * (r.completed + r.rejected)) best = r.rate;
       else break;
     }
     return best;
   };
 
-  console.log(`\n| policy | rate /s | done | retried | rejected | TTFT p50 ms | TTFT p90 ms | task p50 ms | task p90 ms | prefilled tok/session | prefix hit ratio |`);
-  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
+  console.log(`\n| policy | rate /s | done | retried | rejected | TTFT p50 ms | TTFT p90 ms | task p50 ms | task p90 ms | prefilled tok/session | prefix hit ratio | open p50 / p99 ms |`);
+  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
   for (const r of rows) {
-    console.log(`| ${r.policy} | ${r.rate} | ${r.completed} | ${r.retried} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
+    const name = r.front === "router" ? r.policy : `${r.policy} via envoy`;
+    console.log(`| ${name} | ${r.rate} | ${r.completed} | ${r.retried} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} | ${r.open_p50_ms} / ${r.open_p99_ms} |`);
   }
-  const results = POLICIES.map((policy) => {
-    const h = rows.find((r) => r.policy === policy && r.rate === headline)!;
+  const results = modes.map((mode) => {
+    const h = rows.find((r) => r.policy === mode.policy && r.front === mode.front && r.rate === headline)!;
     return {
-      policy,
-      sustained_rate: sustained(policy),
+      policy: mode.policy,
+      front: mode.front,
+      sustained_rate: sustained(mode),
       ttft_p50_ms: h.ttft_p50_ms,
       ttft_p90_ms: h.ttft_p90_ms,
       task_p50_ms: h.task_p50_ms,
       prefilled_tokens_per_session: h.prefilled_tokens_per_session,
       prefix_hit_ratio: h.prefix_hit_ratio,
+      open_p50_ms: h.open_p50_ms,
+      open_p99_ms: h.open_p99_ms,
     };
   });
   console.log(`\nAt ${headline}/s, and the highest swept rate with TTFT p90 <= ${config.sloMs} ms (0: none of the swept rates):\n`);
   console.log(`| policy | sustained rate /s | TTFT p50 / p90 ms | task p50 ms | prefilled tok/session | prefix hit ratio |`);
   console.log(`| --- | --- | --- | --- | --- | --- |`);
-  for (const r of results) console.log(`| ${r.policy} | ${r.sustained_rate} | ${r.ttft_p50_ms} / ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
-  const pa = results.find((r) => r.policy === "prefix-affinity")!;
-  const ll = results.find((r) => r.policy === "least-loaded")!;
-  console.log(
+  for (const r of results) console.log(`| ${label(r)} | ${r.sustained_rate} | ${r.ttft_p50_ms} / ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
+  const added = config.rates.map((rate) => {
+    const envoyRun = runs.find((r) => r.rate === rate && r.mode.front === "envoy");
+    return { rate, paired_open_difference: addedLatency(runs, rate), picker: envoyRun === undefined ? undefined : pickerTimings(envoyRun) };
+  });
+  if (config.front === "envoy") {
+    console.log(`\nThe endpoint picker's added latency per session opened through Envoy, as Envoy timed its ext_proc calls (target: p99 within 2 ms of the router's own placement):`);
+    console.log(`pick = request headers sent to their answer (the picker waits for the body, places, answers); response = the answer's headers and body through the picker;`);
+    console.log(`gateway = Envoy's duration less the engine's (x-envoy-upstream-service-time); paired = POST-to-201 through Envoy less through the router, same arrival (includes the engines' own jitter).\n`);
+    console.log(`| rate /s | opens | pick p50 / p99 ms | response p50 / p99 ms | gateway p50 / p99 ms | paired p50 / p99 ms |`);
+    console.log(`| --- | --- | --- | --- | --- | --- |`);
+    for (const a of added) {
+      const p = a.picker;
+      const d = a.paired_open_difference;
+      console.log(`| ${a.rate} | ${p?.opens ?? 0} | ${p === undefined ? "-" : `${p.pick_p50_ms} / ${p.pick_p99_ms}`} | ${p === undefined ? "-" : `${p.response_p50_ms} / ${p.response_p99_ms}`} | ${p === undefined ? "-" : `${p.gateway_p50_ms} / ${p.gateway_p99_ms}`} | ${d === undefined ? "-" : `${d.p50_ms} / ${d.p99_ms}`} |`);
+    }
+  }
+  const pa = results.find((r) => r.policy === "prefix-affinity" && r.front === "router")!;
+  const ll = results.find((r) => r.policy === "least-loaded") ?? results.find((r) => r.front === "envoy")!;
+  if (config.front === "router") console.log(
     `\nAnalytic bound: affinity removes at most the shared prefix from each session's prefill, so its rate gain is bounded by ` +
       `(prefill(P + u) + decode + tools) / (prefill(u) + decode + tools) per engine; here prefilled tokens per session ${ll.prefilled_tokens_per_session} (least-loaded) -> ${pa.prefilled_tokens_per_session} (prefix affinity).`,
   );
@@ -430,6 +579,7 @@ export async function run(argv: string[]): Promise<void> {
         load_factor: config.loadFactor,
         prefix_wait_ms: config.prefixWaitMs,
         prefix_store_per_engine: config.prefixStore,
+        front: config.front,
         calls_per_task: config.calls,
         tool_ms: config.toolMs,
         quick: config.quick,
@@ -437,9 +587,11 @@ export async function run(argv: string[]): Promise<void> {
         machine: "2 shared CPU cores, no GPU",
       },
       runs: rows,
+      ...(config.front === "envoy" ? { picker_added_latency: added } : {}),
       // Every session of every run, in arrival order: where it went, why, and what it waited (to read a percentile from its causes).
       sessions: runs.map((r) => ({
-        policy: r.policy,
+        policy: r.mode.policy,
+        front: r.mode.front,
         rate: r.rate,
         sessions: r.sessions.map((x) => ({
           at_ms: Math.round(x.at),
@@ -447,6 +599,7 @@ export async function run(argv: string[]): Promise<void> {
           engine: x.engine ?? null,
           placement: x.placement ?? null,
           retries: x.retries,
+          open_ms: x.openMs === undefined ? null : r3(x.openMs),
           ttft_ms: x.ttftMs === undefined ? null : Math.round(x.ttftMs),
           task_ms: x.taskMs === undefined ? null : Math.round(x.taskMs),
           prefilled_tokens: x.prefilledTokens ?? null,

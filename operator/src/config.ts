@@ -23,6 +23,14 @@ export const DEFAULT_POD_NATS_URL = "nats://interlace-nats:4222";
 export const DEFAULT_ROUTER_URL = "http://interlace-router:8080";
 export const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
 
+/** The endpoint pickers' placement flags (validated again by the picker; the chart's schema checks the policy name). */
+export interface PickerPlacement {
+  placement: string;
+  loadFactorPercent: number;
+  prefixWaitMs: number;
+  engineTtlMs: number;
+}
+
 export interface OperatorOptions {
   /** A kubeconfig file; absent: in-cluster config (service account), else the default loading rules. */
   kubeconfig?: string;
@@ -56,6 +64,8 @@ export interface OperatorOptions {
   workers: number;
   /** Re-queue every object this often (0: never). */
   resyncMs: number;
+  /** Placement settings of the endpoint pickers it runs (the chart passes the router's, so both front doors place alike). */
+  picker: PickerPlacement;
   logLevel: string;
 }
 
@@ -65,7 +75,9 @@ export interface OperatorOptions {
  * --retry-period-ms --metrics-port --metrics-host --image
  * --image-pull-policy --nats-url --router-url --nats-auth-secret
  * --router-credentials-secret --nats-ca --credentials-namespace --workers
- * --resync-ms --log-level` (each also as an upper-snake environment variable).
+ * --resync-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
+ * --picker-engine-ttl-ms --log-level` (each also as an upper-snake
+ * environment variable).
  */
 export function parseOperatorOptions(src: Source = defaultSource()): OperatorOptions {
   const kubeconfig = optionalStringOpt(src, "kubeconfig");
@@ -85,6 +97,8 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     throw new InterlaceError(ErrorCode.BadRequest, "--retry-period-ms must be shorter than --renew-deadline-ms");
   }
   const host = src.env["POD_NAME"] ?? os.hostname();
+  const pickerPlacement = stringOpt(src, "picker-placement", "prefix-affinity");
+  if (!/^[a-z][a-z-]{0,62}$/.test(pickerPlacement)) throw new InterlaceError(ErrorCode.BadRequest, `invalid --picker-placement "${pickerPlacement}"`);
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(namespace ? { namespace } : {}),
@@ -107,6 +121,12 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     credentialsNamespace: stringOpt(src, "credentials-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
     workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),
     resyncMs: intOpt(src, "resync-ms", 300_000, { min: 0 }),
+    picker: {
+      placement: pickerPlacement,
+      loadFactorPercent: intOpt(src, "picker-load-factor", 125, { min: 100, max: 1000 }),
+      prefixWaitMs: intOpt(src, "picker-prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
+      engineTtlMs: intOpt(src, "picker-engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
+    },
     logLevel: stringOpt(src, "log-level", "info"),
   };
 }

@@ -92,6 +92,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
         // The chart sets INTERLACE_NATS_REPLICAS to its cluster size; the pods create streams and buckets with it.
         natsReplicas: natsReplicas(),
         routerUrl: opts.routerUrl,
+        picker: opts.picker,
       },
       log,
       live,

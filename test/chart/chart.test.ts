@@ -150,6 +150,13 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   t.same(from.map((f: { podSelector: { matchLabels: Record<string, string> } }) => f.podSelector.matchLabels["app.kubernetes.io/component"]), ["operator", "router"], "only the operator/router reach engine pods");
   t.equal(engines.spec.ingress.length, 1, "nothing else by default");
   t.ok(find(ms, "NetworkPolicy", "interlace-toolrunners"));
+  const operatorArgs: string[] = find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args;
+  t.same(operatorArgs.filter((a) => a.startsWith("--picker-")), ["--picker-placement=prefix-affinity", "--picker-load-factor=125", "--picker-prefix-wait-ms=1000", "--picker-engine-ttl-ms=3000"], "endpoint pickers place as the router does");
+  t.same(find(ms, "NetworkPolicy", "interlace-endpoint-pickers").spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [8080], "no gateway is let in by default");
+  const gateway = await render(["networkPolicy.gatewayPeers[0].namespaceSelector.matchLabels.gateway=envoy"]);
+  const peer = { namespaceSelector: { matchLabels: { gateway: "envoy" } } };
+  t.same(find(gateway, "NetworkPolicy", "interlace-engines").spec.ingress[1], { from: [peer], ports: [{ port: 8080, protocol: "TCP" }] }, "the gateway's data plane reaches engine pods");
+  t.same(find(gateway, "NetworkPolicy", "interlace-endpoint-pickers").spec.ingress[0], { from: [peer], ports: [{ port: 9002, protocol: "TCP" }] }, "and the endpoint pickers' ext_proc port");
 
   const withAuth = await render(["nats.tls.enabled=true", "nats.auth.secretName=nats-auth", "nats.tls.secretName=my-tls", "nats.replicas=1", "networkPolicy.appNamespaces={team-a,team-b}"]);
   const conf1: string = find(withAuth, "ConfigMap", "interlace-nats").data["nats.conf"];
@@ -298,7 +305,7 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   await applyManifest(kc, minimalServiceMonitorCrd());
   const ms = await render(["serviceMonitor.enabled=true"], ["--include-crds"]);
   const crds = ms.filter((m) => m.kind === "CustomResourceDefinition");
-  t.equal(crds.length, 3, "the chart ships the three CRDs");
+  t.same(crds.map((c) => c.metadata.name).sort(), ["agentapps.interlace.dev", "enginepools.interlace.dev", "inferencepools.inference.networking.k8s.io", "toolpools.interlace.dev"], "the chart ships the three CRDs and InferencePool's");
   for (const m of crds) await applyManifest(kc, m);
   for (const name of [...crds.map((c) => c.metadata.name), "servicemonitors.monitoring.coreos.com"]) await waitCrdServing(kc, name);
   for (const m of ms.filter((m) => m.kind !== "CustomResourceDefinition")) {
@@ -331,6 +338,7 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   t.notOk(await can("delete", "", "pods", "team-a"), "never deletes Pods");
   t.notOk(await can("delete", "interlace.dev", "enginepools"), "never deletes user resources");
   t.notOk(await can("create", "apiextensions.k8s.io", "customresourcedefinitions"), "no CRD writes");
+  t.ok(await can("patch", "inference.networking.k8s.io", "inferencepools", "team-a"), "applies the InferencePools of exposed EnginePools");
   const list = await kubeRequest(sa, "GET", "/apis/interlace.dev/v1alpha1/enginepools");
   t.equal(list.status, 200, "the ServiceAccount token authenticates and lists EnginePools", { body: list.body });
 });

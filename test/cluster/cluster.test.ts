@@ -4,7 +4,9 @@
  * with `helm install` and the local images (hack/images.sh); the samples get
  * their model from a server inside the cluster. Asserts real pod readiness,
  * a session through the AgentApp's endpoint that runs tools on the tool
- * runner pods, and a scaled EnginePool's new engine in placement. A pod that
+ * runner pods, a scaled EnginePool's new engine in placement, and that pool
+ * exposed as an InferencePool behind an Envoy pod (the operator's endpoint
+ * picker choosing the engine) serving a session end to end. A pod that
  * crash-loops fails the test with its log.
  */
 import { execFile } from "node:child_process";
@@ -13,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import t from "tap";
 import { startCluster, type Cluster } from "../../hack/cluster.js";
-import { APP_NS, RELEASE_NS, applySamples, authHeader, routerApiKey, failOnBrokenPods, helmInstall, listPods, routerUrl, waitReady } from "../../hack/cluster-interlace.js";
+import { APP_NS, RELEASE_NS, applyGateway, applySamples, authHeader, routerApiKey, failOnBrokenPods, helmInstall, listPods, routerUrl, waitReady } from "../../hack/cluster-interlace.js";
 import { kubeRequest } from "../../hack/control-plane.js";
 import { readEventStream } from "../../common/src/session-client.js";
 
@@ -113,10 +115,11 @@ t.test("Interlace on a real single-node cluster", async (t) => {
   t.match(s.events, /event: interrupt\n(?:id: \d+\n)?data: \{[^\n]*"id":"e1"[^\n]*from-the-runner-pod/, "the echo result came back as an interrupt");
   t.match(s.events, /event: interrupt\n(?:id: \d+\n)?data: \{[^\n]*"id":"s1"/, "the sleep result came back as an interrupt");
 
-  // Scale the EnginePool 1 -> 2: the new engine pod becomes Ready and joins placement.
+  // Scale the EnginePool 1 -> 2 and expose it as an InferencePool: the new engine pod becomes
+  // Ready and joins placement; the operator runs the pool's endpoint picker.
   const poolPath = `/apis/interlace.dev/v1alpha1/namespaces/${APP_NS}/enginepools/qwen-small`;
-  const patched = await kubeRequest(cluster.cp.kubeConfig, "PATCH", poolPath, { body: { spec: { replicas: 2 } }, contentType: "application/merge-patch+json" });
-  t.equal(patched.status, 200, "EnginePool scaled to 2");
+  const patched = await kubeRequest(cluster.cp.kubeConfig, "PATCH", poolPath, { body: { spec: { replicas: 2, inferencePool: {} } }, contentType: "application/merge-patch+json" });
+  t.equal(patched.status, 200, "EnginePool scaled to 2 and exposed as an InferencePool");
   await waitReady(cluster, [APP_NS], 300_000, { interlace: true });
   const deadline = Date.now() + 60_000;
   let engines = { ready: 0, total: 0 };
@@ -126,6 +129,35 @@ t.test("Interlace on a real single-node cluster", async (t) => {
     await new Promise((r) => setTimeout(r, 1000));
   }
   t.equal(engines.ready, 2, "both engines are in the router's placement");
+
+  // An Envoy pod as the gateway in front of the InferencePool, its endpoint picker deployed by the operator.
+  mark = Date.now();
+  {
+    const pickers = await listPods(cluster, APP_NS, "app.kubernetes.io/component=endpoint-picker");
+    t.ok(pickers.length === 1 && pickers[0]!.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"), "the operator runs the pool's endpoint picker, Ready");
+    const gateway = await applyGateway(cluster, "qwen-small");
+    await waitReady(cluster, [APP_NS], 180_000);
+    const viaGateway = async (prompt: string): Promise<{ id: string; engine: string; reason: string; events: string }> => {
+      const res = await fetch(`${gateway}/v1/apps/${APP_NS}/assistant/sessions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt, policy: { type: "lpt-dag", calls: [{ id: "e1", tool: "echo", arguments: { text: "through-the-gateway" } }], finalText: " done" } }),
+      });
+      if (res.status !== 201) throw new Error(`POST sessions through the gateway: ${res.status} ${await res.text()}`);
+      const opened = (await res.json()) as { id: string; engine: string; eventsUrl: string; placement: { reason: string } };
+      const events = await (await fetch(`${gateway}${opened.eventsUrl}`, { signal: AbortSignal.timeout(120_000) })).text();
+      return { id: opened.id, engine: opened.engine, reason: opened.placement.reason, events };
+    };
+    const first = await viaGateway("Through the gateway, please.");
+    t.match(first.events, /event: interrupt\n(?:id: \d+\n)?data: \{[^\n]*through-the-gateway/, "the tool result came back through the gateway's event stream");
+    t.match(first.events, /event: done\n(?:id: \d+\n)?data: \{[^\n]*"reason":"eos"/, "the session finished through the gateway", { events: first.events.slice(-2000) });
+    t.match(first.id, new RegExp(`^${first.engine}\\.`), "a routed session id naming its engine pod");
+    await new Promise((r) => setTimeout(r, 3000));
+    const second = await viaGateway("And again through the gateway.");
+    t.equal(second.engine, first.engine, `the same prefix goes to the same engine (${second.reason})`);
+    t.comment(`gateway sessions: ${first.engine} (${first.reason}), ${second.engine} (${second.reason})`);
+  }
+  t.comment(`gateway: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
 
   // A tool runner killed mid-call: JetStream redelivers the call to a runner and it completes once.
   mark = Date.now();

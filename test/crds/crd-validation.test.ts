@@ -4,14 +4,17 @@
  * category, the samples are accepted (with defaults filled in), printer
  * columns render, the status subresource works, and a table of invalid
  * objects is each rejected with the schema's or the CEL rule's message
- * (kubeai's model_validation_test style).
+ * (kubeai's model_validation_test style). The InferencePool CRD the chart
+ * ships (written from GAIE's v1 API) takes the pool the operator writes,
+ * fills in v1's defaults and refuses what v1 refuses.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { parse } from "yaml";
-import { API_VERSION, InterlaceKinds, type KindDefinition } from "../../operator/src/api/index.js";
+import { API_VERSION, INFERENCE_GROUP, INFERENCE_VERSION, InterlaceKinds, type EnginePool as EnginePoolObject, type KindDefinition } from "../../operator/src/api/index.js";
+import { buildInferencePool } from "../../operator/src/resources/index.js";
 import { controlPlaneFor, installCrds, kubeRequest } from "../helpers/control-plane.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -58,6 +61,11 @@ const invalid: Record<string, Case> = {
     kind: EnginePool,
     obj: variant(engine, `e${"x".repeat(56)}`, () => undefined),
     messages: ["an EnginePool name must start with a letter and be at most 56 characters"],
+  },
+  "InferencePool exposure with an unknown failure mode": {
+    kind: EnginePool,
+    obj: variant(engine, "exposed-bad", (o) => (o.spec.inferencePool = { failureMode: "Sometimes", pickerReplicas: 0 })),
+    messages: ["spec.inferencePool.failureMode: Unsupported value: \"Sometimes\"", "spec.inferencePool.pickerReplicas"],
   },
   "EnginePool name starting with a digit": {
     kind: EnginePool,
@@ -268,6 +276,7 @@ const invalid: Record<string, Case> = {
 };
 
 const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
+  "EnginePool exposed as an InferencePool (defaults)": { kind: EnginePool, obj: variant(engine, "exposed", (o) => (o.spec.inferencePool = {})) },
   "openai backend without a model": {
     kind: EnginePool,
     obj: variant(engine, "openai", (o) => {
@@ -309,7 +318,7 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
   const cp = await controlPlaneFor(t);
   const kc = cp.kubeConfig;
   const names = await installCrds(kc);
-  t.same(names.sort(), ["agentapps.interlace.dev", "enginepools.interlace.dev", "toolpools.interlace.dev"], "all three CRDs Established");
+  t.same(names.sort(), ["agentapps.interlace.dev", "enginepools.interlace.dev", "inferencepools.inference.networking.k8s.io", "toolpools.interlace.dev"], "all three CRDs and the InferencePool CRD Established");
   t.equal((await kubeRequest(kc, "POST", "/api/v1/namespaces", { body: { metadata: { name: NS } } })).status, 201);
 
   t.test("discovery: short names, category, status subresource", async (t) => {
@@ -399,6 +408,30 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
     t.equal(tooMany.status, 422);
     t.match(messageOf(tooMany.body), "less than or equal to 64");
     t.equal(((await kubeRequest(kc, "PATCH", url, { body: { spec: { replicas: 2 } }, contentType: "application/merge-patch+json" })).status), 200);
+  });
+
+  t.test("the InferencePool CRD (GAIE v1): the pool the operator writes is accepted, what the API forbids is not", async (t) => {
+    const url = `/apis/${INFERENCE_GROUP}/${INFERENCE_VERSION}/namespaces/${NS}/inferencepools`;
+    const exposed = { ...(engine as unknown as EnginePoolObject), metadata: { name: "qwen-small", namespace: NS, uid: "0b7c1a52-4a9e-4f1e-9d55-3c2f0e6b8a11" }, spec: { ...(engine as unknown as EnginePoolObject).spec, inferencePool: {} } };
+    const pool = buildInferencePool(exposed);
+    const ok = await kubeRequest(kc, "POST", url, { body: pool, query: { fieldValidation: "Strict" } });
+    t.equal(ok.status, 201, messageOf(ok.body));
+    const defaulted = await kubeRequest(kc, "POST", url, { body: { ...pool, metadata: { name: "defaults" }, spec: { selector: pool.spec.selector, targetPorts: [{ number: 8000 }], endpointPickerRef: { name: "epp", port: { number: 9002 } } } } });
+    t.equal(defaulted.status, 201, messageOf(defaulted.body));
+    t.match((defaulted.body as any).spec, { appProtocol: "http", endpointPickerRef: { group: "", kind: "Service", failureMode: "FailClose" } }, "v1 defaults filled in");
+    const bad: Record<string, [unknown, string[]]> = {
+      "duplicate ports": [{ ...pool.spec, targetPorts: [{ number: 8080 }, { number: 8080 }] }, ["port number must be unique"]],
+      "no port": [{ ...pool.spec, targetPorts: [] }, ["spec.targetPorts"]],
+      "port 0": [{ ...pool.spec, targetPorts: [{ number: 0 }] }, ["spec.targetPorts[0].number"]],
+      "a Service picker without a port": [{ ...pool.spec, endpointPickerRef: { name: "epp" } }, ["port is required when kind is 'Service'"]],
+      "an unknown failure mode": [{ ...pool.spec, endpointPickerRef: { ...pool.spec.endpointPickerRef, failureMode: "Sometimes" } }, ["spec.endpointPickerRef.failureMode: Unsupported value"]],
+      "no selector labels": [{ ...pool.spec, selector: { matchLabels: {} } }, ["spec.selector.matchLabels"]],
+    };
+    for (const [name, [spec, messages]] of Object.entries(bad)) {
+      const res = await kubeRequest(kc, "POST", url, { body: { ...pool, metadata: { name: "bad" }, spec }, query: { dryRun: "All" } });
+      t.equal(res.status, 422, `${name}: rejected`);
+      for (const m of messages) t.match(messageOf(res.body), m, `${name}: says ${m}`);
+    }
   });
 
   t.test("printer columns (kubectl get)", async (t) => {

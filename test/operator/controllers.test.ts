@@ -9,7 +9,7 @@ import t from "tap";
 import type { KubernetesObject, V1ConfigMap, V1Deployment, V1PodDisruptionBudget, V1Service } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { controlPlaneFor } from "../helpers/control-plane.js";
-import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
+import { AgentAppKind, EnginePoolKind, InferencePoolType, ToolPoolKind, type AgentApp, type EnginePool, type InferencePool, type ToolPool } from "../../operator/src/api/index.js";
 import { TOOLPOOL_FINALIZER, type PoolCleanup } from "../../operator/src/controllers/index.js";
 import { APP_CONFIG_KEY, RUNNER_SPEC_KEY, type AppConfig } from "../../operator/src/resources/index.js";
 import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
@@ -174,6 +174,48 @@ t.test("EnginePool with adapters: a pod whose model check failed makes the pool 
   await waitFor("not Degraded once the pod is gone", async () => condition(await get<EnginePool>(EnginePoolKind, "tuned"), "Degraded")?.status === "False");
   await markDeploymentAvailable(admin, NS, "tuned-engine");
   await waitFor("Ready", async () => condition(await get<EnginePool>(EnginePoolKind, "tuned"), "Ready")?.status === "True");
+});
+
+t.test("EnginePool exposed as an InferencePool: the picker and the InferencePool, Ready with both, removed with the exposure", async (t) => {
+  const pool: EnginePool = {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "EnginePool",
+    metadata: { name: "gw", namespace: NS },
+    spec: { model: { path: "/models/q.gguf" }, replicas: 2, runtime: { backend: "llama-cpp" }, inferencePool: { pickerReplicas: 2 } },
+  };
+  const created = await admin.create(EnginePoolKind, pool);
+  const engine = await waitFor("engine deployment", () => get<V1Deployment>(CoreTypes.Deployment, "gw-engine").then((d) => d ?? undefined));
+  const picker = await waitFor("picker deployment", () => get<V1Deployment>(CoreTypes.Deployment, "gw-picker").then((d) => d ?? undefined));
+  const c = picker.spec?.template.spec?.containers[0];
+  t.same(c?.command, ["node", "dist/router/src/picker/main.js"]);
+  t.match(c?.args?.join(" "), /--grpc-port 9002 .*--pool team\/gw --placement prefix-affinity --load-factor 125 --prefix-wait-ms 1000 --engine-ttl-ms 3000/, "placement flags as the operator was told");
+  t.equal(picker.spec?.replicas, 2);
+  t.equal(picker.metadata?.ownerReferences?.[0]?.uid, created.metadata?.uid);
+  const svc = await waitFor("picker service", () => get<V1Service>(CoreTypes.Service, "gw-picker").then((s) => s ?? undefined));
+  t.match(svc.spec?.ports?.find((p) => p.name === "grpc"), { port: 9002, appProtocol: "kubernetes.io/h2c" });
+  const ip = await waitFor("InferencePool", () => get<InferencePool>(InferencePoolType, "gw").then((p) => p ?? undefined));
+  t.same(ip.spec.selector.matchLabels, engine.spec?.selector.matchLabels, "it selects the engine pods");
+  t.same(ip.spec.targetPorts, [{ number: 8080 }]);
+  t.match(ip.spec.endpointPickerRef, { kind: "Service", name: "gw-picker", port: { number: 9002 }, failureMode: "FailClose" });
+  t.equal(ip.metadata.ownerReferences?.[0]?.uid, created.metadata?.uid);
+
+  await markDeploymentAvailable(admin, NS, "gw-engine");
+  const waiting = await waitFor("engines available, picker not yet", async () => {
+    const p = await get<EnginePool>(EnginePoolKind, "gw");
+    return p?.status?.inferencePool === "gw" && condition(p, "Ready")?.status === "False" ? p : undefined;
+  });
+  t.match(condition(waiting, "Ready"), { reason: "ReplicasUnavailable" });
+  await markDeploymentAvailable(admin, NS, "gw-picker");
+  await waitFor("Ready with both", async () => condition(await get<EnginePool>(EnginePoolKind, "gw"), "Ready")?.status === "True");
+
+  await admin.mergePatch(EnginePoolKind, NS, "gw", { spec: { inferencePool: null } });
+  await waitFor("exposure removed", async () => (await get(CoreTypes.Deployment, "gw-picker")) === null && (await get(CoreTypes.Service, "gw-picker")) === null && (await get(InferencePoolType, "gw")) === null);
+  const plain = await waitFor("status without it", async () => {
+    const p = await get<EnginePool>(EnginePoolKind, "gw");
+    return p?.status?.inferencePool === undefined && condition(p, "Ready")?.status === "True" ? p : undefined;
+  });
+  t.equal(plain.status?.readyReplicas, 2);
+  t.ok(await admin.delete(EnginePoolKind, NS, "gw"));
 });
 
 t.test("drift: a hand-edited child is put back, a deleted child is recreated", async (t) => {

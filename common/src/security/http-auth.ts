@@ -54,21 +54,27 @@ function reject(res: Response, status: 401 | 403, message: string): void {
   res.status(status).json({ error: { code: status === 401 ? "unauthorized" : "forbidden", message, type: status === 401 ? "authentication_error" : "permission_error" } });
 }
 
+/**
+ * The principal of an `Authorization` header value, or why it is refused (a
+ * 401). With `keys` null (authentication off) everyone is {@link ANONYMOUS}.
+ * Shared by the middleware and front doors that are not express (the
+ * endpoint picker).
+ */
+export function authenticateBearer(keys: ApiKeys | null, header: string | undefined): { principal: string } | { refused: string } {
+  if (keys === null) return { principal: ANONYMOUS };
+  if (header === undefined || header === "") return { refused: "missing credentials: send Authorization: Bearer <API key>" };
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (m === null) return { refused: "the Authorization header must be \"Bearer <API key>\"" };
+  const principal = keys.get(digest(m[1]!));
+  return principal === undefined ? { refused: "the bearer token is not a known API key" } : { principal };
+}
+
 /** Express middleware: authenticates every request that reaches it (or lets all in as {@link ANONYMOUS} when `keys` is null). */
 export function bearerAuth(keys: ApiKeys | null): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (keys === null) {
-      res.locals["principal"] = ANONYMOUS;
-      next();
-      return;
-    }
-    const header = req.get("Authorization");
-    if (header === undefined || header === "") return reject(res, 401, "missing credentials: send Authorization: Bearer <API key>");
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (m === null) return reject(res, 401, "the Authorization header must be \"Bearer <API key>\"");
-    const principal = keys.get(digest(m[1]!));
-    if (principal === undefined) return reject(res, 401, "the bearer token is not a known API key");
-    res.locals["principal"] = principal;
+    const auth = authenticateBearer(keys, req.get("Authorization"));
+    if ("refused" in auth) return reject(res, 401, auth.refused);
+    res.locals["principal"] = auth.principal;
     next();
   };
 }

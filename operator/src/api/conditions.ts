@@ -54,6 +54,8 @@ export const Reason = {
   InvalidSpec: "InvalidSpec",
   /** The calling mode needs what the EnginePool's backend lacks (async on an openai-backend pool). */
   ModeUnsupportedByBackend: "ModeUnsupportedByBackend",
+  /** An EnginePool asks to be exposed as an InferencePool, but the cluster has no InferencePool CRD. */
+  InferencePoolCrdMissing: "InferencePoolCrdMissing",
   /** Applying a child failed (will be retried). */
   ApplyFailed: "ApplyFailed",
   /** Cleanup outside the cluster failed during deletion (will be retried). */

@@ -85,6 +85,14 @@ export interface DraftModel {
   maxDraftTokens?: number;
 }
 
+/** Exposure as a Gateway API Inference Extension InferencePool, with Interlace's endpoint picker. */
+export interface InferencePoolExposure {
+  /** Endpoint picker pods. Default 1. */
+  pickerReplicas?: number;
+  /** What the gateway does when the picker does not answer. Default FailClose. */
+  failureMode?: "FailOpen" | "FailClose";
+}
+
 export interface EnginePoolSpec {
   /** The model; required unless `runtime.backend` is `openai`. */
   model?: ModelSource;
@@ -99,6 +107,8 @@ export interface EnginePoolSpec {
   draftModel?: DraftModel;
   /** Node labels the engine pods must match (e.g. a GPU node pool). */
   nodeSelector?: Record<string, string>;
+  /** Also expose the pool as an InferencePool for a gateway, picked by Interlace's endpoint picker. */
+  inferencePool?: InferencePoolExposure;
 }
 
 export interface EnginePoolStatus {
@@ -111,6 +121,8 @@ export interface EnginePoolStatus {
   endpoint?: string;
   /** Pod selector as a string (for the scale subresource). */
   selector?: string;
+  /** The InferencePool a gateway's HTTPRoute names (with `spec.inferencePool`). */
+  inferencePool?: string;
   conditions?: Condition[];
 }
 
@@ -222,6 +234,13 @@ const specSchema = object(
       { required: ["model"] },
     ),
     nodeSelector: { type: "object", description: "Node labels the engine pods must match.", additionalProperties: { type: "string" }, maxProperties: 32 },
+    inferencePool: object(
+      "Expose the pool as an InferencePool (inference.networking.k8s.io/v1, same name) whose endpoint picker is Interlace's: a gateway that supports the Gateway API Inference Extension then places requests as the router does.",
+      {
+        pickerReplicas: int("Endpoint picker pods.", 1, 16, { default: 1 }),
+        failureMode: oneOf("What the gateway does when the picker does not answer.", ["FailOpen", "FailClose"] as const, "FailClose"),
+      },
+    ),
   },
   {
     required: ["runtime"],
@@ -243,6 +262,7 @@ const statusSchema = object("Observed state of an EnginePool.", {
   readyReplicas: int("Pods available to serve.", 0, 1_000_000),
   endpoint: str("URL of the engine pool's headless Service.", { maxLength: 2048 }),
   selector: str("Pod label selector.", { maxLength: 4096 }),
+  inferencePool: str("The InferencePool exposing the pool, when spec.inferencePool is set.", { maxLength: 253 }),
   conditions: conditionsSchema(),
 });
 
@@ -263,7 +283,7 @@ export const EnginePoolKind: KindDefinition = {
     {
       // The headless Service is `<name>-engine`, and a Service name is a DNS-1035 label (<= 63, starts with a letter).
       rule: "self.metadata.name.size() <= 56 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
-      message: "an EnginePool name must start with a letter and be at most 56 characters (its Service is <name>-engine)",
+      message: "an EnginePool name must start with a letter and be at most 56 characters (its Services are <name>-engine and <name>-picker)",
     },
   ],
   printerColumns: [

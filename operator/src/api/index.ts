@@ -16,6 +16,7 @@ export * from "./crd.js";
 export * from "./enginepool.js";
 export * from "./toolpool.js";
 export * from "./agentapp.js";
+export * from "./inferencepool.js";
 
 /** Every Interlace kind, in the order their CRDs are generated. */
 export const InterlaceKinds = {

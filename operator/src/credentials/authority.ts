@@ -25,10 +25,12 @@ import {
   buildCredentialsSecret,
   credentialsSecretName,
   engineChildName,
+  pickerChildName,
   toolPoolChildName,
   CREDENTIALS_ANNOTATION,
   ENGINE_COMPONENT,
   FIELD_MANAGER,
+  PICKER_COMPONENT,
   TOOLRUNNER_COMPONENT,
   type Owner,
   type PodCredentials,
@@ -85,6 +87,21 @@ export class CredentialAuthority {
     }
     const identity: NatsIdentity = { kind: "engine-pool", namespace: pool.metadata.namespace ?? "default", pool: pool.metadata.name ?? "" };
     return this.ensure(pool, credentialsSecretName(engineChildName(pool)), ENGINE_COMPONENT, identity, extra);
+  }
+
+  /**
+   * An exposed EnginePool's endpoint picker Secret: the router's identity (the
+   * picker is the router's second front door: it reads app configs and
+   * heartbeats), the interrupt key (session owner tags) and the API key
+   * towards engines.
+   */
+  forEndpointPicker(pool: EnginePool): Promise<PodCredentials> {
+    const extra: Record<string, string> = {};
+    if (this.material !== null) {
+      extra[CredentialKey.InterruptKey] = this.material.interruptKey;
+      extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
+    }
+    return this.ensure(pool, credentialsSecretName(pickerChildName(pool)), PICKER_COMPONENT, { kind: "router" }, extra);
   }
 
   /** The ToolPool's Secret: its `runner` identity and the CA (runners never hold the interrupt key). */

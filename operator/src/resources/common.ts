@@ -16,6 +16,8 @@ export interface BuildOptions {
   natsReplicas?: number;
   /** Base URL of the session router; an AgentApp's endpoint is `<routerUrl>/v1/apps/<ns>/<name>`. */
   routerUrl: string;
+  /** Placement flags of the endpoint pickers (absent: the picker's defaults, which are the router's). */
+  picker?: { placement: string; loadFactorPercent: number; prefixWaitMs: number; engineTtlMs: number };
 }
 
 /** The field manager every apply of the operator uses. */

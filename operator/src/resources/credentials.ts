@@ -51,6 +51,9 @@ export function credentialsWiring(creds: PodCredentials | undefined): { volumes:
     env.push({ name: CredentialEnv.InterruptKey, valueFrom: { secretKeyRef: { name: creds.secretName, key: CredentialKey.InterruptKey } } });
   }
   if (has(CredentialKey.ApiKeys)) env.push({ name: CredentialEnv.ApiKeysFile, value: file(CredentialKey.ApiKeys) });
+  if (has(CredentialKey.EngineApiKey)) {
+    env.push({ name: CredentialEnv.EngineApiKey, valueFrom: { secretKeyRef: { name: creds.secretName, key: CredentialKey.EngineApiKey } } });
+  }
   return {
     // 0440 with the pod's fsGroup: readable by the non-root process, by nobody else.
     volumes: [{ name: VOLUME, secret: { secretName: creds.secretName, defaultMode: 0o440 } }],

@@ -7,3 +7,4 @@ export * from "./engine-pool.js";
 export * from "./tool-pool.js";
 export * from "./agent-app.js";
 export * from "./credentials.js";
+export * from "./endpoint-picker.js";

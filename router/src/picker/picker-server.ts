@@ -1,0 +1,185 @@
+/**
+ * @module The endpoint picker process: connects to NATS, watches the app
+ * configs and the engine heartbeats (the router's registries), serves
+ * `envoy.service.ext_proc.v3.ExternalProcessor` and gRPC health (`liveness`,
+ * `readiness` and the ext_proc service, as GAIE requires) on its gRPC port,
+ * and `/healthz`, `/readyz`, `/metrics` over HTTP. The gRPC port opens only
+ * once both watches have loaded (a data plane retrying a closed port waits
+ * for a restarting picker instead of failing its requests; `/readyz` says
+ * why meanwhile). Closing reports NOT_SERVING first (the data plane's health
+ * checks move new requests to another replica during `drainMs`), then stops
+ * taking streams and lets the open ones finish (their responses may still
+ * be streaming through) for up to `shutdownGraceMs`, then drains NATS.
+ */
+import type { Server as HttpServer } from "node:http";
+import { Server, ServerCredentials, type ServerDuplexStream } from "@grpc/grpc-js";
+import { HealthImplementation } from "grpc-health-check";
+import express from "express";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ErrorCode, listen, mountProbes, type Logger } from "../../../common/src/index.js";
+import { authenticateBearer } from "../../../common/src/security/http-auth.js";
+import { connectNats } from "../../../common/src/security/nats-connect.js";
+import { AppRegistry } from "../app-registry.js";
+import { EngineRegistry } from "../engine-registry.js";
+import { HttpError } from "../errors.js";
+import type { KvWatch } from "../kv-watch.js";
+import { watchAppsAndEngines } from "../registry-watches.js";
+import { SessionOwners } from "../session-owner.js";
+import type { PickerOptions } from "./config.js";
+import { EndpointPicker } from "./endpoint-picker.js";
+import { ExtProcExchange, type ExchangeContext } from "./ext-proc-exchange.js";
+import { externalProcessorService, type ProcessingRequest, type ProcessingResponse } from "./ext-proc-service.js";
+import { PickerMetrics } from "./metrics.js";
+import { routeRequest } from "./picker-request.js";
+
+/** The gRPC health service names GAIE's endpoint-picker protocol defines. */
+export const HealthService = {
+  Liveness: "liveness",
+  Readiness: "readiness",
+  ExtProc: "envoy.service.ext_proc.v3.ExternalProcessor",
+} as const;
+
+export interface Picker {
+  grpcPort: number;
+  port: number;
+  metrics: PickerMetrics;
+  apps: AppRegistry;
+  engines: EngineRegistry;
+  close(): Promise<void>;
+}
+
+export async function startPicker(options: PickerOptions, log: Logger): Promise<Picker> {
+  const metrics = new PickerMetrics();
+  const apps = new AppRegistry(log.child({ subsystem: "apps" }));
+  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }) });
+  const security = options.security;
+  const owners = SessionOwners.from(security?.apiKeys ?? null, security?.interruptKey);
+  const pool = options.pool;
+  let ready = false;
+  let closing = false;
+  const loadingReason = (): string | null => (ready ? null : "loading app configs and engine heartbeats from NATS");
+  // Probes say "shutting down" at once; streams that still arrive while draining are served (the data plane is moving away).
+  const notReadyReason = (): string | null => (closing ? "shutting down" : loadingReason());
+
+  const ctx: ExchangeContext = {
+    picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
+    route: (req) =>
+      routeRequest(req, {
+        pool,
+        owners,
+        app: (namespace, name) => {
+          const config = apps.get(namespace, name)?.config;
+          return config !== undefined && config.namespace === pool.namespace && config.enginePool.name === pool.name ? config : undefined;
+        },
+      }),
+    authenticate: (authorization) => {
+      const auth = authenticateBearer(security?.apiKeys ?? null, authorization);
+      return "refused" in auth ? new HttpError(401, ErrorCode.Unauthorized, auth.refused, { "WWW-Authenticate": 'Bearer realm="interlace"' }) : auth.principal;
+    },
+    owners,
+    ...(security?.engineApiKey !== undefined ? { engineAuthorization: `Bearer ${security.engineApiKey}` } : {}),
+    maxBodyBytes: options.maxBodyBytes,
+    notReadyReason: loadingReason,
+    retryAfterSeconds: options.retryAfterSeconds,
+    metrics,
+    log,
+  };
+
+  const health = new HealthImplementation({ "": "SERVING", [HealthService.Liveness]: "SERVING", [HealthService.Readiness]: "NOT_SERVING", [HealthService.ExtProc]: "NOT_SERVING" });
+  const setReady = (serving: boolean): void => {
+    for (const s of [HealthService.Readiness, HealthService.ExtProc]) health.setStatus(s, serving ? "SERVING" : "NOT_SERVING");
+  };
+  const grpc = new Server();
+  health.addToServer(grpc);
+  grpc.addService(externalProcessorService(), {
+    Process: (call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>) => serveStream(call, ctx),
+  });
+  const app = express();
+  app.disable("x-powered-by");
+  mountProbes(app, { registry: metrics.registry, notReadyReason });
+  const { server: http, port } = await listen(app, options.port, options.host);
+  const gauges = setInterval(() => metrics.engines.set(engines.loads(pool.namespace, pool.name).length), 1000);
+  gauges.unref();
+
+  let nc: NatsConnection | undefined;
+  const watches: KvWatch[] = [];
+  let grpcPort: number | undefined;
+  const close = async (): Promise<void> => {
+    closing = true;
+    setReady(false);
+    if (options.drainMs > 0 && grpcPort !== undefined) await new Promise((r) => setTimeout(r, options.drainMs));
+    await shutdownGrpc(grpc, options.shutdownGraceMs);
+    clearInterval(gauges);
+    await closeHttp(http);
+    for (const w of watches) w.stop();
+    engines.stop();
+    await nc?.drain().catch(() => undefined);
+  };
+  try {
+    nc = await connectNats({ servers: options.natsUrl, name: `picker-${pool.namespace}-${pool.name}`, security: security?.nats ?? {} });
+    await watchAppsAndEngines(nc, { apps, engines }, watches, log);
+    // Streams are taken only once the view is loaded: until then the data plane finds the port closed and retries
+    // (a restarting picker's requests wait for it instead of failing).
+    grpcPort = await new Promise<number>((resolve, reject) => {
+      grpc.bindAsync(`${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.grpcPort}`, ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+    });
+    ready = true;
+    setReady(true);
+    log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs }, "endpoint picker ready");
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  let closed: Promise<void> | undefined;
+  return { grpcPort, port, metrics, apps, engines, close: () => (closed ??= close()) };
+}
+
+/** One ext_proc stream: its messages handled in order, one at a time; its end ends the answer stream. */
+function serveStream(call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>, ctx: ExchangeContext): void {
+  ctx.metrics.inFlight.inc();
+  let open = true;
+  const exchange = new ExtProcExchange(ctx, (response) => {
+    if (open && !call.writableEnded) call.write(response);
+  });
+  let queue = Promise.resolve();
+  const finish = (): void => {
+    if (!open) return;
+    open = false;
+    ctx.metrics.inFlight.dec();
+    exchange.close();
+  };
+  call.on("data", (msg: ProcessingRequest) => {
+    queue = queue.then(() => exchange.handle(msg)).catch((err: unknown) => {
+      ctx.log.error({ err }, "ext_proc message failed");
+      call.destroy(err instanceof Error ? err : new Error(String(err)));
+    });
+  });
+  call.on("end", () => {
+    void queue.then(() => {
+      finish();
+      if (!call.writableEnded) call.end();
+    });
+  });
+  call.on("cancelled", finish);
+  call.on("error", finish);
+  call.on("close", finish);
+}
+
+/** Stops taking streams and waits for the open ones, up to `graceMs`, then cuts them. */
+function shutdownGrpc(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.forceShutdown(), graceMs);
+    timer.unref();
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function closeHttp(server: HttpServer): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
