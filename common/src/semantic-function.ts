@@ -21,9 +21,26 @@ export interface SemanticFunction {
   name: string;
   template: string;
   outputs: SemanticOutput[];
-  /** Generate with the app's tools in its calling mode (calls go through the ToolPools as in a session). */
-  tools: boolean;
+  /**
+   * Generate with the app's tools in its calling mode (calls go through the
+   * ToolPools as in a session): all of them (`true`), none, or only the named ones.
+   */
+  tools: boolean | readonly string[];
 }
+
+/**
+ * Size bounds of one semantic function, the same for an AgentApp's
+ * (`spec.semanticFunctions`, enforced by the CRD schema) and for one defined
+ * in a program request (enforced by the router).
+ */
+export const SEMANTIC_FUNCTION_LIMITS = {
+  /** Longest template, in UTF-16 code units as the API server counts a string's length. */
+  maxTemplateLength: 65_536,
+  /** Most outputs of one function. */
+  maxOutputs: 16,
+  /** Most functions in one AgentApp, or defined in one program. */
+  maxFunctions: 64,
+} as const;
 
 export type TemplatePiece = { kind: "text"; text: string } | { kind: "input"; name: string } | { kind: "output"; name: string };
 

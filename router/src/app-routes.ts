@@ -5,7 +5,9 @@
  * `Last-Event-ID` and backpressure; a client that goes cancels the engine
  * session; an engine that dies ends the stream with an `engine_lost` error
  * event), `POST .../sessions/{id}/interrupts` (the app's interrupt settings
- * enforced), `DELETE .../sessions/{id}`, `POST .../chat/completions`
+ * enforced), `POST .../sessions/{id}/cache-tool-output` (tool outputs the
+ * client already has, for the engine's tool cache), `DELETE .../sessions/{id}`,
+ * `POST .../chat/completions`
  * (OpenAI-compatible, streaming and not), `POST .../responses` and
  * `GET .../responses/{id}` (the OpenAI Responses API) and
  * `GET /v1/apps/{ns}/{app}`. Session and response ids name their engine
@@ -200,6 +202,19 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     if (!upstream.ok) return relayError(res, upstream);
     const accepted = (await upstream.json()) as Record<string, unknown>;
     res.status(202).json({ ...accepted, sessionId: id, engine: engine.pod });
+  });
+
+  // The body goes as it came: the engine validates it and names the entry (400, 413).
+  app.post("/v1/apps/:ns/:app/sessions/:id/cache-tool-output", json, async (req: Request, res: Response) => {
+    const served = appOf(ctx, req);
+    const { engine, engineSessionId, id } = ownerOf(ctx, served, req, res);
+    const upstream = await callEngine(ctx, engine, `/v1/sessions/${encodeURIComponent(engineSessionId)}/cache-tool-output`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(req.body),
+    });
+    if (!upstream.ok) return relayError(res, upstream);
+    res.status(200).json({ ...((await upstream.json()) as Record<string, unknown>), sessionId: id, engine: engine.pod });
   });
 
   app.delete("/v1/apps/:ns/:app/sessions/:id", async (req: Request, res: Response) => {
