@@ -224,7 +224,7 @@ t.test("an open program: calls wait for a get; DELETE cancels the running call a
   const { url, callsUrl, eventsUrl, state } = (await created.json()) as { url: string; callsUrl: string; eventsUrl: string; state: string };
   t.equal(state, "open");
   // A function defined in the request, using the app's sleep tool: its call waits on a one-minute sleep.
-  const waitFn = { name: "wait_for", template: "Wait for {{input:job}}.\nStatus: {{output:status}}", outputs: [{ name: "status", maxTokens: 8 }], tools: ["sleep"] };
+  const waitFn = { name: "wait_for", template: "Wait for {{input:job}}.\nStatus: {{output:status}}", outputs: [{ name: "status", maxTokens: 64 }], tools: ["sleep"] };
   const policy = { type: "lpt-dag", calls: [{ id: "w", tool: "sleep", arguments: { ms: 60_000 }, dependsOn: [] }], finalText: "done" };
   const added = await postJson(`${r0}${callsUrl}`, { functions: [waitFn], calls: [{ id: "slow", function: "wait_for", policy }, { id: "after", function: "wait_for", inputs: { job: "status" }, outputs: { status: "final" }, policy }] });
   t.equal(added.status, 200, await added.clone().text());

@@ -125,7 +125,7 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
           const d = run.objectiveOf(id);
           return [
             id,
-            { state: run.calls.get(id), objective: d.objective, ...(d.group !== undefined ? { group: d.group } : {}), engine: run.placedOn.get(id) ?? null, usage: run.usage.get(id) ?? null },
+            { function: run.program.calls.find((c) => c.id === id)!.fn.name, state: run.calls.get(id), objective: d.objective, ...(d.group !== undefined ? { group: d.group } : {}), engine: run.placedOn.get(id) ?? null, usage: run.usage.get(id) ?? null },
           ];
         }),
       ),

@@ -65,6 +65,8 @@ export class ProgramRun {
   /** When a client last added to the program or asked for a value (an abandoned open program is cancelled). */
   lastActivity = this.startedAt;
   private deduced: Map<string, Deduced>;
+  /** The objective each started call was dispatched with (later deductions do not reach it). */
+  private readonly dispatchedWith = new Map<string, Deduced>();
   private readonly listeners = new Set<(e: ProgramEvent) => void>();
   private readonly abort = new AbortController();
   /** Where each call ran (engine pod), for the status view. */
@@ -99,8 +101,9 @@ export class ProgramRun {
     return `${this.id}.${name}`;
   }
 
+  /** A started call's objective as dispatched; a waiting call's as deduced now. */
   objectiveOf(callId: string): Deduced {
-    return this.deduced.get(callId)!;
+    return this.dispatchedWith.get(callId) ?? this.deduced.get(callId)!;
   }
 
   get done(): boolean {
@@ -134,7 +137,7 @@ export class ProgramRun {
 
   objectives(): Record<Objective, number> {
     const out: Record<Objective, number> = { latency: 0, "task-group": 0, throughput: 0 };
-    for (const d of this.deduced.values()) out[d.objective]++;
+    for (const id of this.deduced.keys()) out[this.objectiveOf(id).objective]++;
     return out;
   }
 
@@ -224,6 +227,7 @@ export class ProgramRun {
       if (active !== undefined && !active.has(id)) continue;
       if (inputs.every((v) => this.variables.get(v)?.state === "ready")) {
         this.calls.set(id, "running");
+        this.dispatchedWith.set(id, this.deduced.get(id)!);
         ready.push({ call, deduced: this.deduced.get(id)! });
       }
     }
