@@ -47,6 +47,13 @@ export type TemplatePiece = { kind: "text"; text: string } | { kind: "input"; na
 export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const PLACEHOLDER = /\{\{\s*(input|output)\s*:\s*([^}]*?)\s*\}\}/g;
 
+/** The app's tools a function generates with: all of them, none, or the ones it names. */
+export function functionTools<T extends { name: string }>(fn: Pick<SemanticFunction, "tools">, tools: readonly T[]): T[] {
+  const allowed = fn.tools;
+  if (typeof allowed === "boolean") return allowed ? [...tools] : [];
+  return tools.filter((t) => allowed.includes(t.name));
+}
+
 /** The template cut at its placeholders (text pieces are never empty). */
 export function parseTemplate(template: string): TemplatePiece[] {
   const pieces: TemplatePiece[] = [];

@@ -16,7 +16,7 @@ import t from "tap";
 import { eventually } from "../helpers/wait.js";
 import { ALICE_KEY, APP, BOB_KEY, readmeExamples, ROOT, startClientStack } from "./interlace-stack.js";
 
-t.setTimeout(300_000);
+t.setTimeout(600_000);
 
 const cache = process.env["INTERLACE_CACHE"] ?? join(ROOT, ".cache");
 const venv = join(cache, "venv/interlace-python/bin");

@@ -19,7 +19,7 @@ import { CallFailedError, Interlace, InterlaceAPIError, ProgramCancelledError, s
 import { eventually } from "../helpers/wait.js";
 import { ALICE_KEY, APP, BOB_KEY, readmeExamples, ROOT, startClientStack } from "./interlace-stack.js";
 
-t.setTimeout(300_000);
+t.setTimeout(600_000);
 
 const { url, idle } = await startClientStack(t);
 const client = new Interlace({ baseUrl: url, app: APP, apiKey: ALICE_KEY });

@@ -191,23 +191,13 @@ def test_program_bound_to_its_key(client: Client, other_client: Client) -> None:
         other_client._request("GET", f"programs/{p.id}")
 
 
-@semantic_function(max_tokens=6)
-def adigest(part: In) -> AsyncVar[str]:
-    """Summarize this part of the quarterly report in one sentence, keeping every figure.
-
-    Part:
-    {{input:part}}
-
-    Summary: {{output:summary}}"""
+# The same templates, for an AsyncProgram (its variables are AsyncVars).
+@semantic_function(max_tokens=6, template=digest.template)
+def adigest(part: In) -> AsyncVar[str]: ...
 
 
-@semantic_function(max_tokens=6)
-def amerge(summaries: In) -> AsyncVar[str]:
-    """Merge these summaries into one paragraph for the board.
-
-    {{input:summaries}}
-
-    Paragraph: {{output:paragraph}}"""
+@semantic_function(max_tokens=6, template=merge.template)
+def amerge(summaries: In) -> AsyncVar[str]: ...
 
 
 def test_async_map_reduce() -> None:

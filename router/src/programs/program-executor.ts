@@ -23,7 +23,7 @@
  */
 import { readEventStream, type CreateSessionRequest, type Logger, type SessionEvent } from "../../../common/src/index.js";
 import { extendPrefixChain, prefixHashChain } from "../../../common/src/prefix-hash.js";
-import { templateOutputs } from "../../../common/src/semantic-function.js";
+import { functionTools, templateOutputs } from "../../../common/src/semantic-function.js";
 import { HttpError } from "../errors.js";
 import type { RouterMetrics } from "../metrics.js";
 import { appMessages } from "../request-merge.js";
@@ -92,7 +92,7 @@ export class ProgramExecutor implements ProgramDispatcher {
     const settings = fn.outputs.find((o) => o.name === output)!;
     const rendered = renderUntil(ready.call, output, (v) => run.value(v));
     const own = appMessages(app);
-    const tools = fn.tools === true ? app.tools : fn.tools === false ? [] : app.tools.filter((t) => (fn.tools as readonly string[]).includes(t.name));
+    const tools = functionTools(fn, app.tools);
     const base = prefixHashChain({ messages: own, tools });
     const chain = [...base, ...extendPrefixChain(base.at(-1) ?? `app:${app.namespace}/${app.name}`, rendered.segments.map((s) => `var\u0000${s}`))];
     const body: CreateSessionRequest = {
