@@ -34,6 +34,9 @@ Criteria = Literal["latency", "throughput"]
 
 _current: contextvars.ContextVar[_ProgramBase | None] = contextvars.ContextVar("interlace_program", default=None)
 
+#: How a text value is read (no parsing).
+_TEXT: tuple[str, Callable[[str], Any]] = ("str", lambda v: v)
+
 #: How long one long-poll of a variable waits on the router (its maximum is 120 s).
 _POLL_MS = 60_000
 
@@ -175,17 +178,18 @@ class _ProgramBase:
         self._count += 1
         return self._count
 
-    def _input(self, value: str, name: str | None, batch: _Batch) -> SemanticVariable[str]:
+    def _input(self, value: str, name: str | None, batch: _Batch) -> str:
+        """Adds an input variable holding `value` to `batch`; returns its name."""
         if name is None:
             name = f"input_{self._next()}"
         elif not VARIABLE_NAME.match(name):
             raise ValueError(f"input name {name!r} must match {VARIABLE_NAME.pattern}")
         batch.inputs[name] = value
-        return self.kind(self, name, None, ("str", lambda v: v))
+        return name
 
     def _variable(self, value: Any, fn: str, arg: str, batch: _Batch) -> str:
         if isinstance(value, str):
-            return self._input(value, None, batch).name
+            return self._input(value, None, batch)
         if isinstance(value, SemanticVariable):
             if value.program is not self:
                 raise ValueError(f"{fn}({arg}=...): variable {value.name} belongs to another program")
@@ -254,9 +258,9 @@ class Program(_ProgramBase):
     def input(self, value: str, name: str | None = None) -> Var[str]:
         """A program input variable holding ``value`` (a str passed to a function becomes one too)."""
         batch = _Batch()
-        var = self._input(value, name, batch)
+        var: Var[str] = Var(self, self._input(value, name, batch), None, _TEXT)
         self._post(batch)
-        return var  # type: ignore[return-value]
+        return var
 
     def call(self, fn: SemanticFunction[..., Any], arguments: dict[str, Any]) -> Any:
         """Submits one call now; returns its output variable(s)."""
@@ -319,9 +323,9 @@ class AsyncProgram(_ProgramBase):
 
     def input(self, value: str, name: str | None = None) -> AsyncVar[str]:
         batch = _Batch()
-        var = self._input(value, name, batch)
+        var: AsyncVar[str] = AsyncVar(self, self._input(value, name, batch), None, _TEXT)
         self._enqueue(batch)
-        return var  # type: ignore[return-value]
+        return var
 
     def call(self, fn: SemanticFunction[..., Any], arguments: dict[str, Any]) -> Any:
         """Queues one call (sent at once in the background); returns its output variable(s)."""
