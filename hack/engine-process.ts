@@ -32,8 +32,8 @@ export async function spawnEngine(args: string[], options: { readyTimeoutMs?: nu
     clearTimeout(timer);
   };
   try {
+    let out = "";
     const port = await new Promise<number>((resolvePort, reject) => {
-      let out = "";
       let found = false;
       const timer = setTimeout(() => reject(new Error(`engine did not start listening: ${out.slice(-2000)}`)), options.readyTimeoutMs ?? 120_000);
       child.stdout!.on("data", (chunk: Buffer) => {
@@ -60,7 +60,7 @@ export async function spawnEngine(args: string[], options: { readyTimeoutMs?: nu
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + (options.readyTimeoutMs ?? 120_000);
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`engine exited with ${child.exitCode} while loading`);
+      if (child.exitCode !== null) throw new Error(`engine exited with ${child.exitCode} while loading: ${out.slice(-2000)}`);
       const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
       if (ready) break;
       if (Date.now() > deadline) throw new Error("engine not ready in time");

@@ -112,25 +112,60 @@ export interface RequestCosts {
   overheadMs: number;
 }
 
+/** How a mode runs each DAG level, for {@link modelledMs}. */
+export type BoundMode =
+  /** One request at a time, each paying its own overhead. */
+  | { kind: "client" }
+  /** A level's requests sent together, at most `cap` decoding at once (Parrot's latency-capped baseline). */
+  | { kind: "concurrent"; cap: number }
+  /** A level's requests sent together and batched together. */
+  | { kind: "program" };
+
 /**
- * The speedup a server could reach on this hardware: the client pays, per
- * request, its overhead, its prefill and its decode steps alone
- * (`o + p_c·c + n·step(1)`); a program pays, per DAG level of width w, one
- * overhead (its requests are sent together), every request's prefill (a
- * prefill is compute: it does not batch) and n lockstep steps of width w
- * (`o + w·p_p·c + n·step(w)`). p_c and p_p are the tokens each mode actually
- * prefilled per request (programs fork shared prefixes). With step(w) = step(1)
- * and no prefill or overhead this is the analytic bound; on a CPU, where
- * step(w) grows almost linearly in w and prefill is serial, it is much less.
+ * The modelled time of one run of a DAG with levels `levels` on this
+ * hardware. The client pays, per request, its overhead, its prefill and n
+ * decode steps alone (`o + p·c + n·step(1)`). A program or the concurrent
+ * baseline pays, per level of width w, one overhead (its requests are sent
+ * together), every request's prefill (a prefill is compute: it does not
+ * batch) and n lockstep steps per round of at most `cap` requests
+ * (`o + w·p·c + Σ n·step(b)`; a program's one round is the whole level).
+ * p is the tokens the mode actually prefilled per request (programs fork
+ * shared prefixes).
+ */
+export function modelledMs(levels: readonly number[], mode: BoundMode, prefilledPerRequest: number, c: RequestCosts): number {
+  let ms = 0;
+  for (const w of levels) {
+    if (mode.kind === "client") {
+      ms += w * (c.overheadMs + prefilledPerRequest * c.prefillMsPerToken + c.outputTokens * c.stepMs(1));
+      continue;
+    }
+    const width = mode.kind === "concurrent" ? Math.max(1, Math.min(w, mode.cap)) : w;
+    ms += c.overheadMs + w * prefilledPerRequest * c.prefillMsPerToken;
+    for (let left = w; left > 0; left -= width) ms += c.outputTokens * c.stepMs(Math.min(width, left));
+  }
+  return ms;
+}
+
+/** Batch widths {@link modelledMs} needs step costs for. */
+export function modelledWidths(levels: readonly number[], cap: number): number[] {
+  const out = new Set<number>([1]);
+  for (const w of levels) {
+    out.add(w);
+    out.add(Math.min(w, cap));
+    if (w > cap && w % cap !== 0) out.add(w % cap);
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+/**
+ * The speedup a program could reach over the one-at-a-time client on this
+ * hardware ({@link modelledMs}). With step(w) = step(1) and no prefill or
+ * overhead this is the analytic bound; on a CPU, where step(w) grows almost
+ * linearly in w and prefill is serial, it is much less.
  */
 export function hardwareBound(levels: readonly number[], prefilledPerRequest: { client: number; programs: number }, c: RequestCosts): number {
-  let client = 0;
-  let programs = 0;
-  for (const w of levels) {
-    client += w * (c.overheadMs + prefilledPerRequest.client * c.prefillMsPerToken + c.outputTokens * c.stepMs(1));
-    programs += c.overheadMs + w * prefilledPerRequest.programs * c.prefillMsPerToken + c.outputTokens * c.stepMs(w);
-  }
-  return programs > 0 ? client / programs : 1;
+  const programs = modelledMs(levels, { kind: "program" }, prefilledPerRequest.programs, c);
+  return programs > 0 ? modelledMs(levels, { kind: "client" }, prefilledPerRequest.client, c) / programs : 1;
 }
 
 /** The per-request overhead that makes the client's modelled time equal its measured time (never negative). */

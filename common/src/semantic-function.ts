@@ -21,14 +21,38 @@ export interface SemanticFunction {
   name: string;
   template: string;
   outputs: SemanticOutput[];
-  /** Generate with the app's tools in its calling mode (calls go through the ToolPools as in a session). */
-  tools: boolean;
+  /**
+   * Generate with the app's tools in its calling mode (calls go through the
+   * ToolPools as in a session): all of them (`true`), none, or only the named ones.
+   */
+  tools: boolean | readonly string[];
 }
+
+/**
+ * Size bounds of one semantic function, the same for an AgentApp's
+ * (`spec.semanticFunctions`, enforced by the CRD schema) and for one defined
+ * in a program request (enforced by the router).
+ */
+export const SEMANTIC_FUNCTION_LIMITS = {
+  /** Longest template, in UTF-16 code units as the API server counts a string's length. */
+  maxTemplateLength: 65_536,
+  /** Most outputs of one function. */
+  maxOutputs: 16,
+  /** Most functions in one AgentApp, or defined in one program. */
+  maxFunctions: 64,
+} as const;
 
 export type TemplatePiece = { kind: "text"; text: string } | { kind: "input"; name: string } | { kind: "output"; name: string };
 
 export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const PLACEHOLDER = /\{\{\s*(input|output)\s*:\s*([^}]*?)\s*\}\}/g;
+
+/** The app's tools a function generates with: all of them, none, or the ones it names. */
+export function functionTools<T extends { name: string }>(fn: Pick<SemanticFunction, "tools">, tools: readonly T[]): T[] {
+  const allowed = fn.tools;
+  if (typeof allowed === "boolean") return allowed ? [...tools] : [];
+  return tools.filter((t) => allowed.includes(t.name));
+}
 
 /** The template cut at its placeholders (text pieces are never empty). */
 export function parseTemplate(template: string): TemplatePiece[] {

@@ -18,6 +18,7 @@
 import type { Express, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
 import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { parseTemplate, templateInputs, templateOutputs } from "../../common/src/semantic-function.js";
 import type { AppRegistry, ServedApp } from "./app-registry.js";
 import type { EngineRegistry } from "./engine-registry.js";
 import { HttpError, notFound, RouterCode } from "./errors.js";
@@ -113,6 +114,11 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       callingMode: c.callingMode,
       objective: c.objective,
       tools: c.tools.map((t) => t.name),
+      // The app's own semantic functions, for clients that call them by name (the templates stay the operator's).
+      functions: c.semanticFunctions.map((f) => {
+        const pieces = parseTemplate(f.template);
+        return { name: f.name, inputs: templateInputs(pieces), outputs: templateOutputs(pieces) };
+      }),
       engines,
     });
   });

@@ -59,6 +59,8 @@ export interface RouterOptions {
   programQueueTimeoutMs: number;
   /** The batch cap (`maxBatch`) an engine gets with a program request deduced `latency`. */
   programLatencyBatch: number;
+  /** Deduce program requests' objectives from the DAG (Parrot §5.2); off, every request is latency-critical on its own (the baseline). */
+  programDeduction: boolean;
   logLevel: string;
   /** Absent: everything open (tests, laptops). */
   security?: RouterSecurity;
@@ -72,6 +74,7 @@ const DEFAULT_PROGRAM_OPTIONS = {
   programKeepMs: 600_000,
   programQueueTimeoutMs: 120_000,
   programLatencyBatch: 4,
+  programDeduction: true,
 } as const satisfies Partial<RouterOptions>;
 
 /**
@@ -97,7 +100,7 @@ function invalid(message: string): InterlaceError {
  * `--max-variable-bytes` (262144), `--max-program-calls` (256),
  * `--max-programs` (1000), `--program-keep-ms` (600000),
  * `--program-queue-timeout-ms` (120000), `--program-latency-batch` (4),
- * `--log-level`.
+ * `--program-deduction on|off` (on), `--log-level`.
  */
 export function parseRouterOptions(src: Source = defaultSource()): RouterOptions {
   const natsUrl = optionalStringOpt(src, "nats-url");
@@ -124,6 +127,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     programKeepMs: intOpt(src, "program-keep-ms", DEFAULT_PROGRAM_OPTIONS.programKeepMs, { min: 1000, max: 86_400_000 }),
     programQueueTimeoutMs: intOpt(src, "program-queue-timeout-ms", DEFAULT_PROGRAM_OPTIONS.programQueueTimeoutMs, { min: 100, max: 3_600_000 }),
     programLatencyBatch: intOpt(src, "program-latency-batch", DEFAULT_PROGRAM_OPTIONS.programLatencyBatch, { min: 1, max: 4096 }),
+    programDeduction: enumOpt(src, "program-deduction", ["on", "off"] as const, DEFAULT_PROGRAM_OPTIONS.programDeduction ? "on" : "off") === "on",
     logLevel: stringOpt(src, "log-level", "info"),
     security: routerSecurityFromEnv(src.env),
   };

@@ -12,4 +12,6 @@ export const RouterCode = {
   EngineLost: ErrorCode.EngineLost,
   Forbidden: ErrorCode.Forbidden,
   NotReady: ErrorCode.NotReady,
+  /** Calls sent to a program that was closed or has ended (409). */
+  ProgramClosed: "program_closed",
 } as const;

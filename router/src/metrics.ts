@@ -72,7 +72,7 @@ export class RouterMetrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
       registers,
     });
-    this.programs = new Counter({ name: "interlace_router_programs_total", help: "Programs finished, by outcome (succeeded, failed).", labelNames: ["outcome"], registers });
+    this.programs = new Counter({ name: "interlace_router_programs_total", help: "Programs finished, by outcome (succeeded, failed, cancelled).", labelNames: ["outcome"], registers });
     this.programSeconds = new Histogram({
       name: "interlace_router_program_seconds",
       help: "End-to-end program latency: submission to the last variable settled.",

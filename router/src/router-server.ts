@@ -91,7 +91,10 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   });
   const programPrefixes = new ProgramPrefixes(60_000);
   engines.onGone((pod) => programPrefixes.forget(pod));
-  const programs = new ProgramStore({ routerId: options.routerId, max: options.maxPrograms, keepMs: options.programKeepMs, retryAfterSeconds: options.retryAfterSeconds }, metrics);
+  const programs = new ProgramStore(
+    { routerId: options.routerId, max: options.maxPrograms, keepMs: options.programKeepMs, retryAfterSeconds: options.retryAfterSeconds, deduction: options.programDeduction },
+    metrics,
+  );
   mountProgramRoutes(app, json, {
     apps,
     metrics,

@@ -4,10 +4,11 @@
  * as the paper's shapes do (the maps one task group; coders and reviewers
  * one group each; the chain all latency); and its bounds on hand-worked
  * DAGs: requests over depth, and the hardware bound with prefill, batched
- * steps and per-request overhead.
+ * steps and per-request overhead, for programs and for Parrot's concurrent
+ * baseline under a batch cap.
  */
 import t from "tap";
-import { analyticBound, benchFunctions, buildProgram, dagLevels, fittedOverheadMs, hardwareBound, WORKLOADS } from "../../bench/programs/workloads.js";
+import { analyticBound, benchFunctions, buildProgram, dagLevels, fittedOverheadMs, hardwareBound, modelledMs, modelledWidths, WORKLOADS } from "../../bench/programs/workloads.js";
 import { deduceObjectives } from "../../router/src/programs/dag.js";
 import { parseProgram } from "../../router/src/programs/program-request.js";
 import { appConfig } from "../router/fixtures.js";
@@ -65,4 +66,22 @@ t.test("the hardware bound", async (t) => {
   t.equal(hardwareBound(levels, none, costs), 750 / 400);
   t.equal(fittedOverheadMs(750, 5, 0, costs), 50, "the overhead that explains the client's time");
   t.equal(fittedOverheadMs(100, 5, 0, costs), 0, "never negative");
+});
+
+t.test("the modelled time of Parrot's concurrent baseline under a batch cap", async (t) => {
+  // 16 maps and a reduce; step(b) = 10 + 5b; no prefill or overhead: only the decode rounds differ.
+  const levels = [16, 1];
+  const c = { prefillMsPerToken: 1, stepMs: (b: number) => 10 + 5 * b, outputTokens: 10, overheadMs: 0 };
+  // Program: 10 x step(16) + 10 x step(1) = 900 + 150.
+  t.equal(modelledMs(levels, { kind: "program" }, 0, c), 1050);
+  // Cap 4: four rounds of 10 x step(4) = 4 x 300, then the reduce 150.
+  t.equal(modelledMs(levels, { kind: "concurrent", cap: 4 }, 0, c), 1350);
+  // Cap 5: rounds of 5, 5, 5, 1 = 3 x 350 + 150, then 150.
+  t.equal(modelledMs(levels, { kind: "concurrent", cap: 5 }, 0, c), 1350);
+  t.equal(modelledMs(levels, { kind: "concurrent", cap: 64 }, 0, c), modelledMs(levels, { kind: "program" }, 0, c), "a cap above the width changes nothing");
+  // Client: 17 x 10 x step(1) = 2550; the bound is the ratio.
+  t.equal(modelledMs(levels, { kind: "client" }, 0, c), 2550);
+  t.equal(hardwareBound(levels, { client: 0, programs: 0 }, c), 2550 / 1050);
+  t.same(modelledWidths(levels, 5), [1, 5, 16], "the widths to measure: 1, the cap, the level, the last round");
+  t.same(modelledWidths([16, 1], 4), [1, 4, 16]);
 });

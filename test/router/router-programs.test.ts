@@ -7,12 +7,15 @@
  * the maps, one task group, run on one engine where the shared prefix is
  * filled once and forked (the engines' own prefill and fork counters); a
  * failing call fails its dependents with the cause; bad programs get 400 /
- * 404 / 413 naming what is wrong.
+ * 404 / 413 naming what is wrong. An open program built call by call, with a
+ * function defined in the request, runs nothing until a get names what it
+ * needs; DELETE cancels it mid-call and the engines free the sequences.
  */
 import t from "tap";
 import { readEventStream } from "../../common/src/index.js";
 import type { SemanticFunction } from "../../common/src/semantic-function.js";
-import { appConfig, postJson, startStack } from "./fixtures.js";
+import { eventually } from "../helpers/wait.js";
+import { appConfig, postJson, SLEEP_TOOL, startStack } from "./fixtures.js";
 
 t.setTimeout(240_000);
 
@@ -34,6 +37,7 @@ const FUNCTIONS: SemanticFunction[] = [
   },
 ];
 await stack.putApp(appConfig("reports", { tools: [], semanticFunctions: FUNCTIONS, objective: "latency" }));
+await stack.putApp(appConfig("waits", { tools: [SLEEP_TOOL], semanticFunctions: [] }));
 
 interface ProgramEvent {
   type: "value" | "failed" | "done";
@@ -210,3 +214,43 @@ t.test("bad programs are refused with the reason", async (t) => {
   t.equal(other.status, 404);
   t.match(((await other.json()) as { error: { message: string } }).error.message, /runs on router elsewhere/);
 });
+
+t.test("an open program: calls wait for a get; DELETE cancels the running call and frees its engine", async (t) => {
+  const app = `${r0}/v1/apps/default/waits`;
+  const idle = (): boolean => stack.routers[0]!.engines.loads("default", "pool").every((e) => e.load === 0 && e.free === e.capacity);
+  t.ok(await eventually(idle, 10_000), "the engines start idle");
+  const created = await postJson(`${app}/programs`, { open: true, inputs: { job: "nightly report" } });
+  t.equal(created.status, 201);
+  const { url, callsUrl, eventsUrl, state } = (await created.json()) as { url: string; callsUrl: string; eventsUrl: string; state: string };
+  t.equal(state, "open");
+  // A function defined in the request, using the app's sleep tool: its call waits on a one-minute sleep.
+  const waitFn = { name: "wait_for", template: "Wait for {{input:job}}.\nStatus: {{output:status}}", outputs: [{ name: "status", maxTokens: 64 }], tools: ["sleep"] };
+  const policy = { type: "lpt-dag", calls: [{ id: "w", tool: "sleep", arguments: { ms: 60_000 }, dependsOn: [] }], finalText: "done" };
+  const added = await postJson(`${r0}${callsUrl}`, { functions: [waitFn], calls: [{ id: "slow", function: "wait_for", policy }, { id: "after", function: "wait_for", inputs: { job: "status" }, outputs: { status: "final" }, policy }] });
+  t.equal(added.status, 200, await added.clone().text());
+  t.match(await added.json(), { state: "open", variables: { status: {}, final: {} }, calls: [{ id: "slow", function: "wait_for" }, { id: "after" }] });
+  type View = { state: string; calls: Record<string, { state: string }> };
+  const view = async (): Promise<View> => (await (await fetch(`${r0}${url}`)).json()) as View;
+  t.same(Object.values((await view()).calls).map((c) => c.state), ["waiting", "waiting"], "nothing runs before a get");
+  // A get (it answers 202 pending at once) activates what "status" needs.
+  const pending = await fetch(`${app}/variables/${encodeURIComponent(`${url.split("/").at(-1)!}.status`)}?timeoutMs=0&criteria=latency`);
+  t.equal(pending.status, 202);
+  t.ok(await eventually(async () => (await view()).calls["slow"]?.state === "running" && !idle(), 10_000), "the get started the call; an engine sequence is busy");
+  t.equal((await view()).calls["after"]?.state, "waiting", "its dependent waits for its value");
+  const cancelled = await fetch(`${r0}${url}`, { method: "DELETE" });
+  t.equal(cancelled.status, 200);
+  t.match(await cancelled.json(), { state: "cancelled", cancelled: true, failed: ["status", "final"] });
+  t.ok(await eventually(idle, 10_000), "the engine session ended and its sequence is free");
+  const events = await events_(eventsUrl);
+  t.match(events.at(-1), { type: "done", state: "cancelled" });
+  t.match(events.find((e) => e.variable === "status"), { type: "failed", error: { code: "cancelled", call: "slow" } });
+  const late = await postJson(`${r0}${callsUrl}`, { calls: [] });
+  t.equal(late.status, 409, "a cancelled program takes no more calls");
+  t.match(await late.json(), { error: { code: "program_closed" } });
+  t.match(await (await fetch(`${r0}${url}`, { method: "DELETE" })).json(), { state: "cancelled", cancelled: false }, "DELETE again: already ended");
+  t.match(await (await fetch(`${r0}/metrics`)).text(), /interlace_router_programs_total\{outcome="cancelled"\} 1/);
+});
+
+async function events_(url: string): Promise<ProgramEvent[]> {
+  return (await events(url)).map((x) => x.e);
+}

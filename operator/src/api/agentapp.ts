@@ -6,6 +6,7 @@
  * from this file.
  */
 import type { CallingMode, ChatMessage } from "../../../common/src/index.js";
+import { SEMANTIC_FUNCTION_LIMITS } from "../../../common/src/semantic-function.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import { bool, conditionsSchema, int, localRef, object, observedGenerationSchema, oneOf, str, DNS_LABEL_PATTERN, type OpenApiSchema } from "./schema.js";
@@ -173,19 +174,19 @@ const specSchema = object(
     semanticFunctions: {
       type: "array",
       description: "Parrot-style semantic functions, keyed by name: what programs (POST /v1/apps/{ns}/{app}/programs) call.",
-      maxItems: 64,
+      maxItems: SEMANTIC_FUNCTION_LIMITS.maxFunctions,
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
       items: object(
         "A prompt template with {{input:x}} / {{output:y}} placeholders; each output is declared in outputs with its generation settings.",
         {
           name: str("Function name.", { minLength: 1, maxLength: 64, pattern: "^[a-zA-Z_][a-zA-Z0-9_]*$" }),
-          template: str("The template.", { minLength: 1, maxLength: 65_536 }),
+          template: str("The template.", { minLength: 1, maxLength: SEMANTIC_FUNCTION_LIMITS.maxTemplateLength }),
           outputs: {
             type: "array",
             description: "The template's outputs, keyed by name, with their generation settings.",
             minItems: 1,
-            maxItems: 16,
+            maxItems: SEMANTIC_FUNCTION_LIMITS.maxOutputs,
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["name"],
             items: object(

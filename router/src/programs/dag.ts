@@ -129,21 +129,10 @@ function findCycle(calls: ReadonlyMap<string, DagCall>, producer: ReadonlyMap<st
 
 /** Parrot §5.2: each call's preference from the criteria of the final outputs (see the module comment). */
 export function deduceObjectives(dag: Dag, finals: ReadonlyMap<string, Criterion>): Map<string, Deduced> {
-  const upstream = (criterion: Criterion): Set<string> => {
-    const out = new Set<string>();
-    const stack = [...finals].filter(([, c]) => c === criterion).map(([v]) => dag.producer.get(v)).filter((p): p is string => p !== undefined);
-    while (stack.length > 0) {
-      const id = stack.pop()!;
-      if (out.has(id)) continue;
-      out.add(id);
-      for (const v of dag.calls.get(id)!.inputs) {
-        const p = dag.producer.get(v);
-        if (p !== undefined) stack.push(p);
-      }
-    }
-    return out;
-  };
-  const latencyUp = upstream("latency");
+  const latencyUp = upstreamCalls(
+    dag,
+    [...finals].filter(([, c]) => c === "latency").map(([v]) => v),
+  );
   // Stage: longest distance to a request producing a latency output (consumers are visited before producers).
   const stage = new Map<string, number>();
   for (const id of [...dag.order].reverse()) {
@@ -167,6 +156,30 @@ export function deduceObjectives(dag: Dag, finals: ReadonlyMap<string, Criterion
     const peers = s > 0 ? atStage.get(s)! : [];
     if (s > 0 && peers.length >= 2) out.set(id, { objective: "task-group", group: `stage-${s}`, groupSize: peers.length, stage: s });
     else out.set(id, { objective: "latency", stage: s });
+  }
+  return out;
+}
+
+/**
+ * Without deduction (`--program-deduction off`, the baseline Parrot compares
+ * against): every request is taken to be latency-critical on its own.
+ */
+export function latencyOnly(dag: Dag): Map<string, Deduced> {
+  return new Map(dag.order.map((id) => [id, { objective: "latency", stage: 0 }]));
+}
+
+/** The calls a set of variables needs: their producers and everything upstream of them. */
+export function upstreamCalls(dag: Dag, variables: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  const stack = [...variables].map((v) => dag.producer.get(v)).filter((p): p is string => p !== undefined);
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    if (out.has(id)) continue;
+    out.add(id);
+    for (const v of dag.calls.get(id)!.inputs) {
+      const p = dag.producer.get(v);
+      if (p !== undefined) stack.push(p);
+    }
   }
   return out;
 }

@@ -18,11 +18,12 @@
  * ({@link ProgramPrefixes}) for the placement of later requests.
  *
  * When every engine refuses (all sequences busy) a request waits and tries
- * again instead of failing, up to `queueTimeoutMs`.
+ * again instead of failing, up to `queueTimeoutMs`. A cancelled program's
+ * signal stops its waits and streams and ends its open engine sessions.
  */
 import { readEventStream, type CreateSessionRequest, type Logger, type SessionEvent } from "../../../common/src/index.js";
 import { extendPrefixChain, prefixHashChain } from "../../../common/src/prefix-hash.js";
-import { templateOutputs } from "../../../common/src/semantic-function.js";
+import { functionTools, templateOutputs } from "../../../common/src/semantic-function.js";
 import { HttpError } from "../errors.js";
 import type { RouterMetrics } from "../metrics.js";
 import { appMessages } from "../request-merge.js";
@@ -91,13 +92,13 @@ export class ProgramExecutor implements ProgramDispatcher {
     const settings = fn.outputs.find((o) => o.name === output)!;
     const rendered = renderUntil(ready.call, output, (v) => run.value(v));
     const own = appMessages(app);
-    const tools = fn.tools ? app.tools : [];
+    const tools = functionTools(fn, app.tools);
     const base = prefixHashChain({ messages: own, tools });
     const chain = [...base, ...extendPrefixChain(base.at(-1) ?? `app:${app.namespace}/${app.name}`, rendered.segments.map((s) => `var\u0000${s}`))];
     const body: CreateSessionRequest = {
       prompt: [...own, { role: "user", content: rendered.text }],
       tools,
-      mode: fn.tools ? app.callingMode : "async",
+      mode: tools.length > 0 ? app.callingMode : "async",
       maxTokens: Math.min(settings.maxTokens, app.maxTokens),
       temperature: settings.temperature,
       priority: OBJECTIVE_PRIORITY[ready.deduced.objective],
@@ -125,7 +126,7 @@ export class ProgramExecutor implements ProgramDispatcher {
     try {
       let next: Prepared | undefined = first;
       const outputs = templateOutputs(call.pieces);
-      for (let i = 0; next !== undefined; i++) {
+      for (let i = 0; next !== undefined && !run.signal.aborted; i++) {
         const got = await this.generate(run, next, i === 0 ? prefer : run.placedOn.get(call.id), i === 0 ? onFilled : () => undefined);
         run.placedOn.set(call.id, got.pod);
         const u = run.usage.get(call.id) ?? { promptTokens: 0, prefilledTokens: 0 };
@@ -147,13 +148,13 @@ export class ProgramExecutor implements ProgramDispatcher {
     const deadline = Date.now() + this.ctx.queueTimeoutMs;
     for (;;) {
       try {
-        return await placeAndPost(this.ctx, pool, p, "/v1/sessions", p.body, undefined, {
+        return await placeAndPost(this.ctx, pool, p, "/v1/sessions", p.body, run.signal, {
           ...(prefer !== undefined ? { prefer } : {}),
           prefixes: (pod) => this.ctx.prefixes.known(pod),
         });
       } catch (err) {
         const retryable = err instanceof HttpError && (err.status === 429 || err.status === 503);
-        if (!retryable || Date.now() > deadline) throw err;
+        if (!retryable || Date.now() > deadline || run.signal.aborted) throw err;
         await new Promise((r) => setTimeout(r, 200));
       }
     }
@@ -177,7 +178,21 @@ export class ProgramExecutor implements ProgramDispatcher {
       throw new CallFailure(code, `engine ${pod} refused the request (${placed.response.status}): ${message}`);
     }
     const { id } = (await placed.response.json()) as { id: string };
-    const res = await fetch(`${placed.engine.endpoint}/v1/sessions/${encodeURIComponent(id)}/events`, { headers: { ...this.ctx.engineHeaders, accept: "text/event-stream" } }).catch((err: unknown) => {
+    const session = `${placed.engine.endpoint}/v1/sessions/${encodeURIComponent(id)}`;
+    // Cancelled: end the engine session at once (dropping its stream would too, but only once the stream is open).
+    const cancel = (): void => void fetch(session, { method: "DELETE", headers: this.ctx.engineHeaders }).catch(() => undefined);
+    if (run.signal.aborted) cancel();
+    run.signal.addEventListener("abort", cancel, { once: true });
+    try {
+      return await this.stream(p, pod, session, run.signal, onFilled);
+    } finally {
+      run.signal.removeEventListener("abort", cancel);
+    }
+  }
+
+  /** Reads one engine session's events to its end: the generated text and its usage. */
+  private async stream(p: Prepared, pod: string, session: string, signal: AbortSignal, onFilled: (pod: string) => void): Promise<Generated> {
+    const res = await fetch(`${session}/events`, { headers: { ...this.ctx.engineHeaders, accept: "text/event-stream" }, signal }).catch((err: unknown) => {
       throw new CallFailure("engine_lost", `engine ${pod} did not stream the session: ${(err as Error).message}`);
     });
     if (!res.ok || res.body === null) throw new CallFailure("engine_lost", `engine ${pod} answered ${res.status} for the session's events`);

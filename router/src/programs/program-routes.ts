@@ -2,7 +2,11 @@
  * @module The program API of an app:
  * - `POST /v1/apps/{ns}/{app}/programs`: submit a program (program-request.ts);
  *   201 at once with a handle per variable, each call's deduced objective,
- *   and the URLs below;
+ *   and the URLs below; `"open": true` keeps it open for more calls;
+ * - `POST .../programs/{id}/calls`: more calls (and inputs and functions) for
+ *   an open program, as its client makes them; `"close": true` ends it
+ *   (409 `program_closed` once closed or ended);
+ * - `DELETE .../programs/{id}`: cancels it and its running calls;
  * - `GET .../programs/{id}`: the program's state (variables, calls, engines);
  * - `GET .../programs/{id}/events`: server-sent events, one per variable as
  *   it is produced (`value`) or fails (`failed`, with the cause), then
@@ -18,11 +22,12 @@ import type { Express, Request, RequestHandler, Response } from "express";
 import { startEventStream } from "../../../common/src/event-stream.js";
 import { appOf, param } from "../app-routes.js";
 import type { AppRegistry } from "../app-registry.js";
-import { badRequest, notFound } from "../errors.js";
+import { principalOf } from "../../../common/src/security/http-auth.js";
+import { badRequest, HttpError, notFound, RouterCode } from "../errors.js";
 import type { RouterMetrics } from "../metrics.js";
 import { OBJECTIVE_PRIORITY } from "./dag.js";
 import type { ProgramExecutor } from "./program-executor.js";
-import { parseProgram, type ProgramLimits } from "./program-request.js";
+import { extendProgram, parseProgram, type ParsedProgram, type ProgramLimits } from "./program-request.js";
 import type { ProgramEvent, ProgramRun, VariableState } from "./program-run.js";
 import type { ProgramStore } from "./program-store.js";
 
@@ -49,40 +54,70 @@ function variableView(run: ProgramRun, name: string, s: VariableState): Record<s
   return view;
 }
 
+/** Handles of `variables` and the deduced objective of `calls`, as creation and extension answer them. */
+function handles(run: ProgramRun, variables: Iterable<string>, calls: readonly string[]): Record<string, unknown> {
+  const root = base(run.config.namespace, run.config.name);
+  const program = run.program;
+  return {
+    variables: Object.fromEntries([...variables].map((v) => [v, { id: run.variableId(v), url: `${root}/variables/${run.variableId(v)}` }])),
+    calls: calls.map((id) => {
+      const d = run.objectiveOf(id);
+      return { id, function: program.calls.find((c) => c.id === id)!.fn.name, objective: d.objective, priority: OBJECTIVE_PRIORITY[d.objective], ...(d.group !== undefined ? { group: d.group, groupSize: d.groupSize } : {}) };
+    }),
+  };
+}
+
 function writeEvent(res: Response, index: number, e: ProgramEvent): void {
   res.write(`event: ${e.type}\nid: ${index}\ndata: ${JSON.stringify(e)}\n\n`);
 }
 
 export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: ProgramRoutesContext): void {
+  /** The caller's program of the app in the URL (404 / 403 with the reason). */
+  const runOf = (req: Request, res: Response, id = param(req, "id")): ProgramRun => ctx.store.get(appOf(ctx, req).config, id, principalOf(res));
+
   app.post("/v1/apps/:ns/:app/programs", json, (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
     const program = parseProgram(config, req.body, ctx.limits);
-    const run = ctx.store.create(config, program, ctx.executor);
+    const run = ctx.store.create(config, program, ctx.executor, principalOf(res));
     const root = base(config.namespace, config.name);
-    const variables: Record<string, { id: string; url: string }> = {};
-    for (const v of program.dag.producer.keys()) variables[v] = { id: run.variableId(v), url: `${root}/variables/${run.variableId(v)}` };
-    const calls = program.dag.order.map((id) => {
-      const d = run.objectiveOf(id);
-      return { id, function: program.calls.find((c) => c.id === id)!.fn.name, objective: d.objective, priority: OBJECTIVE_PRIORITY[d.objective], ...(d.group !== undefined ? { group: d.group, groupSize: d.groupSize } : {}) };
-    });
     res.status(201).json({
       id: run.id,
+      state: run.state,
       url: `${root}/programs/${run.id}`,
       eventsUrl: `${root}/programs/${run.id}/events`,
-      variables,
+      callsUrl: `${root}/programs/${run.id}/calls`,
+      ...handles(run, program.dag.producer.keys(), program.dag.order),
       outputs: Object.fromEntries(program.finals),
-      calls,
     });
     run.start();
   });
 
-  app.get("/v1/apps/:ns/:app/programs/:id", (req: Request, res: Response) => {
-    const { config } = appOf(ctx, req);
-    const run = ctx.store.get(config, param(req, "id"));
+  app.post("/v1/apps/:ns/:app/programs/:id/calls", json, (req: Request, res: Response) => {
+    const run = runOf(req, res);
+    if (!run.program.open || run.done) {
+      ctx.metrics.rejected.inc({ code: RouterCode.ProgramClosed });
+      throw new HttpError(409, RouterCode.ProgramClosed, `program ${run.id} is ${run.state === "running" ? "closed" : run.state}: it takes no more calls; submit a new program`);
+    }
+    const before: ParsedProgram = run.program;
+    const next = extendProgram(run.config, before, req.body, ctx.limits);
+    const added = next.calls.slice(before.calls.length).map((c) => c.id);
+    const variables = [...next.dag.producer.keys()].filter((v) => !before.dag.producer.has(v));
+    run.extend(next);
+    res.status(200).json({ id: run.id, state: run.state, ...handles(run, variables, added) });
+  });
+
+  app.delete("/v1/apps/:ns/:app/programs/:id", (req: Request, res: Response) => {
+    const run = runOf(req, res);
+    const cancelled = run.cancel("cancelled by its client (DELETE)");
     const last = run.events.at(-1);
+    res.status(200).json({ id: run.id, state: run.state, cancelled, failed: last?.type === "done" ? last.failed : [] });
+  });
+
+  app.get("/v1/apps/:ns/:app/programs/:id", (req: Request, res: Response) => {
+    const run = runOf(req, res);
     res.json({
       id: run.id,
-      state: last?.type === "done" ? last.state : "running",
+      state: run.state,
       ...(run.finishedAt !== undefined ? { latencyMs: run.finishedAt - run.startedAt } : {}),
       variables: Object.fromEntries([...run.variables].map(([name, s]) => [name, variableView(run, name, s)])),
       calls: Object.fromEntries(
@@ -90,7 +125,7 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
           const d = run.objectiveOf(id);
           return [
             id,
-            { state: run.calls.get(id), objective: d.objective, ...(d.group !== undefined ? { group: d.group } : {}), engine: run.placedOn.get(id) ?? null, usage: run.usage.get(id) ?? null },
+            { function: run.program.calls.find((c) => c.id === id)!.fn.name, state: run.calls.get(id), objective: d.objective, ...(d.group !== undefined ? { group: d.group } : {}), engine: run.placedOn.get(id) ?? null, usage: run.usage.get(id) ?? null },
           ];
         }),
       ),
@@ -98,8 +133,7 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
   });
 
   app.get("/v1/apps/:ns/:app/programs/:id/events", (req: Request, res: Response) => {
-    const { config } = appOf(ctx, req);
-    const run = ctx.store.get(config, param(req, "id"));
+    const run = runOf(req, res);
     const lastId = Number.parseInt(req.get("Last-Event-ID") ?? "-1", 10);
     startEventStream(res);
     let sent = Number.isFinite(lastId) ? lastId + 1 : 0;
@@ -116,22 +150,24 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
   });
 
   app.get("/v1/apps/:ns/:app/variables/:id", (req: Request, res: Response) => {
-    const { config } = appOf(ctx, req);
     const id = param(req, "id");
     const dot = id.lastIndexOf(".");
     if (dot <= 0) throw notFound(`no variable "${id}" (variable ids are <program id>.<variable name>)`);
-    const run = ctx.store.get(config, id.slice(0, dot));
+    const run = runOf(req, res, id.slice(0, dot));
     const name = id.slice(dot + 1);
     if (!run.variables.has(name)) throw notFound(`program ${run.id} has no variable "${name}"`);
     const criteria = req.query["criteria"];
+    const produced = run.program.dag.producer.has(name);
     if (criteria !== undefined) {
       if (criteria !== "latency" && criteria !== "throughput") throw badRequest(`criteria must be "latency" or "throughput", got ${JSON.stringify(criteria)}`);
-      if (!run.program.dag.producer.has(name)) throw badRequest(`variable "${name}" is a program input; criteria apply to produced variables`);
-      run.setCriterion(name, criteria);
+      if (!produced) throw badRequest(`variable "${name}" is a program input; criteria apply to produced variables`);
     }
     const rawTimeout = req.query["timeoutMs"];
     const timeoutMs = rawTimeout === undefined ? 30_000 : Number(rawTimeout);
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_POLL_MS) throw badRequest(`timeoutMs must be an integer in 0..${MAX_POLL_MS}, got ${JSON.stringify(rawTimeout)}`);
+    // Parrot's get(perf=…): the criterion makes the variable a final output; in an open program the get is what starts its calls.
+    if (criteria !== undefined) run.setCriterion(name, criteria);
+    else if (produced && run.program.open && !run.program.finals.has(name)) run.setCriterion(name, run.config.objective);
     const answer = (): boolean => {
       const s = run.variables.get(name)!;
       if (s.state === "pending") return false;

@@ -7,10 +7,18 @@
  * every call reading a failed variable fails the same way, naming the
  * variable and the call where the failure started. The dispatcher (engine
  * I/O) is behind a small interface, so this is a plain state machine.
+ *
+ * An open program grows as its client makes calls ({@link ProgramRun.extend}).
+ * Until it is closed a call runs only once it is *activated*: a final output
+ * it feeds was named, by `outputs` or by a `get` with its criterion — as
+ * Parrot activates a request chain on `get`, so the deduction sees the DAG
+ * the value depends on before anything in it runs. Cancelling fails every
+ * value not yet produced with `cancelled` and aborts the calls in flight
+ * ({@link ProgramRun.signal}).
  */
 import type { AppConfig } from "../../../common/src/protocol/index.js";
-import type { Criterion, Deduced, Objective } from "./dag.js";
-import { deduceObjectives } from "./dag.js";
+import type { Criterion, Dag, Deduced, Objective } from "./dag.js";
+import { upstreamCalls } from "./dag.js";
 import type { ParsedProgram, ProgramCall } from "./program-request.js";
 
 export interface VariableError {
@@ -30,9 +38,12 @@ export type VariableState =
 export type ProgramEvent =
   | { type: "value"; variable: string; id: string; call: string | null; value: string; t: number }
   | { type: "failed"; variable: string; id: string; error: VariableError; t: number }
-  | { type: "done"; state: "succeeded" | "failed"; latencyMs: number; failed: string[]; t: number };
+  | { type: "done"; state: "succeeded" | "failed" | "cancelled"; latencyMs: number; failed: string[]; t: number };
 
-export type CallState = "waiting" | "running" | "done" | "failed";
+export type CallState = "waiting" | "running" | "done" | "failed" | "cancelled";
+
+/** How a run deduces each call's objective from the DAG and the final outputs' criteria. */
+export type Deduce = (dag: Dag, finals: ReadonlyMap<string, Criterion>) => Map<string, Deduced>;
 
 /** What a dispatcher is told to run: one call whose inputs are ready. */
 export interface ReadyCall {
@@ -51,8 +62,13 @@ export class ProgramRun {
   readonly events: ProgramEvent[] = [];
   readonly startedAt = Date.now();
   finishedAt: number | undefined;
+  /** When a client last added to the program or asked for a value (an abandoned open program is cancelled). */
+  lastActivity = this.startedAt;
   private deduced: Map<string, Deduced>;
+  /** The objective each started call was dispatched with (later deductions do not reach it). */
+  private readonly dispatchedWith = new Map<string, Deduced>();
   private readonly listeners = new Set<(e: ProgramEvent) => void>();
+  private readonly abort = new AbortController();
   /** Where each call ran (engine pod), for the status view. */
   readonly placedOn = new Map<string, string>();
   /** Prompt tokens of each call's requests, and how many of them the engine prefilled (the rest were forked or kept). */
@@ -62,37 +78,66 @@ export class ProgramRun {
     readonly id: string,
     /** The app's config when the program was submitted (later changes do not reach a running program). */
     readonly config: AppConfig,
-    readonly program: ParsedProgram,
+    private parsed: ParsedProgram,
     private readonly dispatcher: ProgramDispatcher,
+    /** The principal of the API key that created the program: the only one that may read, extend or cancel it. */
+    readonly owner: string,
+    private readonly deduce: Deduce,
   ) {
-    for (const v of program.dag.producer.keys()) this.variables.set(v, { state: "pending" });
-    for (const [v, value] of program.inputs) this.variables.set(v, { state: "ready", value, at: this.startedAt });
-    for (const c of program.calls) this.calls.set(c.id, "waiting");
-    this.deduced = deduceObjectives(program.dag, program.finals);
+    this.adopt(parsed);
+    this.deduced = deduce(parsed.dag, parsed.finals);
+  }
+
+  get program(): ParsedProgram {
+    return this.parsed;
+  }
+
+  /** Aborted when the program is cancelled: the calls in flight stop and their engine sessions end. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
   }
 
   variableId(name: string): string {
     return `${this.id}.${name}`;
   }
 
+  /** A started call's objective as dispatched; a waiting call's as deduced now. */
   objectiveOf(callId: string): Deduced {
-    return this.deduced.get(callId)!;
+    return this.dispatchedWith.get(callId) ?? this.deduced.get(callId)!;
   }
 
   get done(): boolean {
     return this.finishedAt !== undefined;
   }
 
-  /** `get` with a criterion: a final output's criterion changes the deduction for calls not yet started. */
+  /** `running`, `open` (taking calls), or how it ended. */
+  get state(): "open" | "running" | "succeeded" | "failed" | "cancelled" {
+    const last = this.events.at(-1);
+    if (last?.type === "done") return last.state;
+    return this.parsed.open ? "open" : "running";
+  }
+
+  /** `get` with a criterion: a final output's criterion changes the deduction for calls not yet started (and, while open, activates them). */
   setCriterion(variable: string, criterion: Criterion): void {
-    if (this.program.finals.get(variable) === criterion) return;
-    this.program.finals.set(variable, criterion);
-    this.deduced = deduceObjectives(this.program.dag, this.program.finals);
+    this.lastActivity = Date.now();
+    if (this.parsed.finals.get(variable) === criterion) return;
+    this.parsed.finals.set(variable, criterion);
+    this.deduced = this.deduce(this.parsed.dag, this.parsed.finals);
+    this.pump();
+  }
+
+  /** The program grew (or was closed): `next` is the whole program, the old one's calls first. */
+  extend(next: ParsedProgram): void {
+    this.lastActivity = Date.now();
+    this.parsed = next;
+    this.adopt(next);
+    this.deduced = this.deduce(next.dag, next.finals);
+    this.pump();
   }
 
   objectives(): Record<Objective, number> {
     const out: Record<Objective, number> = { latency: 0, "task-group": 0, throughput: 0 };
-    for (const d of this.deduced.values()) out[d.objective]++;
+    for (const id of this.deduced.keys()) out[this.objectiveOf(id).objective]++;
     return out;
   }
 
@@ -119,16 +164,39 @@ export class ProgramRun {
 
   /** A call failed: its outputs not yet produced fail with `error`, then its dependents. */
   failed(call: ProgramCall, code: string, message: string): void {
-    if (this.calls.get(call.id) === "failed") return;
+    if (this.calls.get(call.id) !== "running") return;
     this.calls.set(call.id, "failed");
     for (const variable of call.produces.values()) this.failVariable(variable, { code, message, call: call.id });
     this.pump();
+  }
+
+  /**
+   * Cancels the program: calls not finished are `cancelled`, every value not
+   * yet produced fails with code `cancelled` (naming the call that would have
+   * produced it), the calls in flight are aborted. False when it had ended.
+   */
+  cancel(reason: string): boolean {
+    if (this.done) return false;
+    for (const [id, state] of this.calls) if (state === "waiting" || state === "running") this.calls.set(id, "cancelled");
+    for (const [variable, s] of this.variables) {
+      if (s.state === "pending") this.failVariable(variable, { code: "cancelled", message: `the program was cancelled: ${reason}`, call: this.parsed.dag.producer.get(variable)! });
+    }
+    this.abort.abort(new Error(reason));
+    this.finish();
+    return true;
   }
 
   /** Values of the variables `call` reads, and of its outputs produced so far. */
   value(variable: string): string {
     const s = this.variables.get(variable);
     return s?.state === "ready" ? s.value : "";
+  }
+
+  /** New input values ready, new produced variables pending, new calls waiting. */
+  private adopt(program: ParsedProgram): void {
+    for (const v of program.dag.producer.keys()) if (!this.variables.has(v)) this.variables.set(v, { state: "pending" });
+    for (const [v, value] of program.inputs) if (!this.variables.has(v)) this.variables.set(v, { state: "ready", value, at: Date.now() });
+    for (const c of program.calls) if (!this.calls.has(c.id)) this.calls.set(c.id, "waiting");
   }
 
   private failVariable(variable: string, error: VariableError): void {
@@ -139,10 +207,14 @@ export class ProgramRun {
   }
 
   private pump(): void {
+    if (this.done) return;
+    const program = this.parsed;
+    // While open, only what a named final output needs runs.
+    const active = program.open ? upstreamCalls(program.dag, program.finals.keys()) : undefined;
     const ready: ReadyCall[] = [];
-    for (const id of this.program.dag.order) {
+    for (const id of program.dag.order) {
       if (this.calls.get(id) !== "waiting") continue;
-      const call = this.program.calls.find((c) => c.id === id)!;
+      const call = program.calls.find((c) => c.id === id)!;
       const inputs = [...new Set([...call.bind.values()].flat())];
       const bad = inputs.find((v) => this.variables.get(v)?.state === "failed");
       if (bad !== undefined) {
@@ -152,18 +224,23 @@ export class ProgramRun {
         for (const v of call.produces.values()) this.failVariable(v, { code: "dependency_failed", message, call: cause.error.call, variable: bad });
         continue;
       }
+      if (active !== undefined && !active.has(id)) continue;
       if (inputs.every((v) => this.variables.get(v)?.state === "ready")) {
         this.calls.set(id, "running");
+        this.dispatchedWith.set(id, this.deduced.get(id)!);
         ready.push({ call, deduced: this.deduced.get(id)! });
       }
     }
     if (ready.length > 0) this.dispatcher.dispatch(this, ready);
     // Failures can cascade within one pass only in topological order, which the loop follows.
-    if (!this.done && [...this.variables.values()].every((s) => s.state !== "pending")) {
-      this.finishedAt = Date.now();
-      const failed = [...this.variables].filter(([, s]) => s.state === "failed").map(([v]) => v);
-      this.emit({ type: "done", state: failed.length === 0 ? "succeeded" : "failed", latencyMs: this.finishedAt - this.startedAt, failed, t: this.finishedAt - this.startedAt });
-    }
+    if (!this.done && !this.parsed.open && [...this.variables.values()].every((s) => s.state !== "pending")) this.finish();
+  }
+
+  private finish(): void {
+    this.finishedAt = Date.now();
+    const failed = [...this.variables].filter(([, s]) => s.state === "failed").map(([v]) => v);
+    const state = this.abort.signal.aborted ? "cancelled" : failed.length === 0 ? "succeeded" : "failed";
+    this.emit({ type: "done", state, latencyMs: this.finishedAt - this.startedAt, failed, t: this.finishedAt - this.startedAt });
   }
 
   private emit(e: ProgramEvent): void {
