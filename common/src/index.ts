@@ -15,3 +15,4 @@ export * from "./run-under-deadline.js";
 export * from "./prefix-hash.js";
 export * from "./tool-call-key.js";
 export * from "./model-check.js";
+export * from "./speculation-limits.js";

@@ -13,6 +13,7 @@ import {
   stringOpt,
   defaultSource,
   InterlaceError,
+  SPECULATION_LIMITS,
   ErrorCode,
   type Source,
 } from "../../common/src/index.js";
@@ -176,15 +177,16 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   const draftAdaptersRaw = optionalStringOpt(src, "draft-adapters");
   if (draftAdaptersRaw !== undefined && draftModelPath === undefined) throw invalid("--draft-adapters (DRAFT_ADAPTERS) needs --draft-model (DRAFT_MODEL)");
   const draftAdapters = draftAdaptersRaw !== undefined ? parseAdapterList(draftAdaptersRaw, "draft-adapters") : undefined;
-  const maxCachedOutputBytes = intOpt(src, "max-cached-output-bytes", Math.min(maxBodyBytes, 262_144), { min: 1, max: maxBodyBytes });
+  const L = SPECULATION_LIMITS;
+  const maxCachedOutputBytes = intOpt(src, "max-cached-output-bytes", Math.min(maxBodyBytes, L.maxCachedOutputBytes.default), { min: L.maxCachedOutputBytes.min, max: maxBodyBytes });
   const speculation: SpeculationPodOptions = {
     ...(draftModelPath !== undefined ? { draftModelPath } : {}),
     ...(draftAdapters !== undefined && draftAdapters.length > 0 ? { draftAdapters } : {}),
-    maxDraftTokens: intOpt(src, "max-draft-tokens", 16, { min: 1, max: 256 }),
-    draftThreads: intOpt(src, "draft-threads", 1, { min: 1, max: 256 }),
-    cacheTtlMs: intOpt(src, "tool-cache-ttl-ms", 60_000, { min: 1, max: 3_600_000 }),
-    cacheEntriesPerSession: intOpt(src, "tool-cache-entries", 16, { min: 1, max: 1024 }),
-    cacheMaxBytes: intOpt(src, "tool-cache-max-bytes", 16 * 1_048_576, { min: maxCachedOutputBytes, max: 1024 * 1_048_576 }),
+    maxDraftTokens: intOpt(src, "max-draft-tokens", L.maxDraftTokens.default, { min: L.maxDraftTokens.min, max: L.maxDraftTokens.max }),
+    draftThreads: intOpt(src, "draft-threads", L.draftThreads.default, { min: L.draftThreads.min, max: L.draftThreads.max }),
+    cacheTtlMs: intOpt(src, "tool-cache-ttl-ms", L.toolCacheTtlSeconds.default * 1000, { min: 1, max: L.toolCacheTtlSeconds.max * 1000 }),
+    cacheEntriesPerSession: intOpt(src, "tool-cache-entries", L.toolCacheEntries.default, { min: L.toolCacheEntries.min, max: L.toolCacheEntries.max }),
+    cacheMaxBytes: intOpt(src, "tool-cache-max-bytes", L.toolCacheMaxBytes.default, { min: maxCachedOutputBytes, max: L.toolCacheMaxBytes.max }),
     maxCachedOutputBytes,
   };
   // The host name is only a default: made subject-safe (dots and other characters → "-").

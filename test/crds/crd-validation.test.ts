@@ -87,6 +87,16 @@ const invalid: Record<string, Case> = {
     obj: variant(engine, "draft-two", (o) => (o.spec.draftModel = { model: { path: "/d.gguf", pvc: { claimName: "m", path: "d.gguf" } } })),
     messages: ["spec.draftModel.model", "a model source is exactly one of path, pvc, hostPath or url"],
   },
+  "tool cache whose single output may exceed its total": {
+    kind: EnginePool,
+    obj: variant(engine, "cache-inverted", (o) => (o.spec.toolCache = { maxBytes: 1000, maxOutputBytes: 2000 })),
+    messages: ["spec.toolCache.maxOutputBytes", "maxOutputBytes must not exceed maxBytes"],
+  },
+  "tool cache output above the engine's body limit": {
+    kind: EnginePool,
+    obj: variant(engine, "cache-big", (o) => (o.spec.toolCache = { maxOutputBytes: 2 * 1_048_576 })),
+    messages: ["spec.toolCache.maxOutputBytes", "1048576"],
+  },
   "adapter with two sources": {
     kind: EnginePool,
     obj: variant(engine, "adapter-two", (o) => (o.spec.model.adapters = [{ name: "cml", path: "/a.gguf", hostPath: "/b.gguf" }])),
@@ -293,7 +303,8 @@ const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
       o.spec.runtime.device = "cuda";
       o.spec.runtime.prefixStore = 4;
       o.spec.resources.gpus = 1;
-      o.spec.draftModel = { model: { path: "/models/draft.gguf" } };
+      o.spec.draftModel = { model: { path: "/models/draft.gguf" }, threads: 2 };
+      o.spec.toolCache = { ttlSeconds: 300, entriesPerSession: 64 };
       o.spec.nodeSelector = { "nvidia.com/gpu.present": "true" };
     }),
   },

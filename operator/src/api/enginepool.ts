@@ -3,7 +3,7 @@
  * rules next to the fields), TypeScript types and kubectl columns. The CRD
  * YAML in `crds/` is generated from this file.
  */
-import type { KvPolicy } from "../../../common/src/index.js";
+import { SPECULATION_LIMITS as L, type KvPolicy } from "../../../common/src/index.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import {
@@ -81,8 +81,18 @@ export interface EngineResources {
 export interface DraftModel {
   /** The small model that predicts the next tool call. */
   model: ModelSource;
-  /** Tokens drafted ahead. Default 8. */
+  /** Tokens drafted ahead. Default 16, the engine's. */
   maxDraftTokens?: number;
+  /** The draft's own llama.cpp threads, beside the main model's. Default 1. */
+  threads?: number;
+}
+
+/** Bounds of the engine's tool cache (speculated and client-supplied tool outputs). Engine defaults where left out. */
+export interface ToolCacheSpec {
+  ttlSeconds?: number;
+  entriesPerSession?: number;
+  maxBytes?: number;
+  maxOutputBytes?: number;
 }
 
 /** Exposure as a Gateway API Inference Extension InferencePool, with Interlace's endpoint picker. */
@@ -105,6 +115,8 @@ export interface EnginePoolSpec {
   /** What the trap handler does with a paused sequence's KV cache. Default `auto`. */
   kvPolicy?: KvPolicy;
   draftModel?: DraftModel;
+  /** Bounds of the engine's tool cache. */
+  toolCache?: ToolCacheSpec;
   /** Node labels the engine pods must match (e.g. a GPU node pool). */
   nodeSelector?: Record<string, string>;
   /** Also expose the pool as an InferencePool for a gateway, picked by Interlace's endpoint picker. */
@@ -229,9 +241,20 @@ const specSchema = object(
       "Optional draft model for speculative tool calls.",
       {
         model: modelSourceSchema("The draft model: exactly one of path, pvc, hostPath or url."),
-        maxDraftTokens: int("Tokens drafted ahead.", 1, 64, { default: 8 }),
+        maxDraftTokens: int("Tokens drafted ahead, validated in one pass.", L.maxDraftTokens.min, L.maxDraftTokens.max, { default: L.maxDraftTokens.default }),
+        threads: int("The draft model's own llama.cpp threads, beside runtime.threads.", L.draftThreads.min, L.draftThreads.max, { default: L.draftThreads.default }),
       },
       { required: ["model"] },
+    ),
+    toolCache: object(
+      "Bounds of the engine's tool cache (outputs of speculated calls and those a client sends with cache-tool-output).",
+      {
+        ttlSeconds: int("How long a cached output stays valid.", L.toolCacheTtlSeconds.min, L.toolCacheTtlSeconds.max, { default: L.toolCacheTtlSeconds.default }),
+        entriesPerSession: int("Cached outputs per session.", L.toolCacheEntries.min, L.toolCacheEntries.max, { default: L.toolCacheEntries.default }),
+        maxBytes: int("Bytes of cached outputs, all sessions together.", L.toolCacheMaxBytes.min, L.toolCacheMaxBytes.max, { default: L.toolCacheMaxBytes.default }),
+        maxOutputBytes: int("Largest single output cached (a larger one is refused with 413).", L.maxCachedOutputBytes.min, L.maxCachedOutputBytes.max, { default: L.maxCachedOutputBytes.default }),
+      },
+      { "x-kubernetes-validations": [{ rule: "self.maxOutputBytes <= self.maxBytes", message: "maxOutputBytes must not exceed maxBytes", fieldPath: ".maxOutputBytes" }] },
     ),
     nodeSelector: { type: "object", description: "Node labels the engine pods must match.", additionalProperties: { type: "string" }, maxProperties: 32 },
     inferencePool: object(

@@ -13,6 +13,7 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from "@kubernetes/client-node";
+import { SPECULATION_LIMITS } from "../../../common/src/index.js";
 import type { AdapterSource, EnginePool, FileSource, ModelSource } from "../api/index.js";
 import {
   CONTAINER_SECURITY,
@@ -155,9 +156,16 @@ export function engineArgs(pool: EnginePool, model: ResolvedModel | undefined, d
   if (rt.prefixStore !== undefined && rt.prefixStore > 0) args.push("--prefix-store", String(rt.prefixStore));
   args.push("--kv-policy", pool.spec.kvPolicy ?? "auto");
   if (draft !== undefined) {
-    args.push("--draft-model", draft.model.path, "--max-draft-tokens", String(pool.spec.draftModel?.maxDraftTokens ?? 8));
+    const d = pool.spec.draftModel;
+    args.push("--draft-model", draft.model.path, "--max-draft-tokens", String(d?.maxDraftTokens ?? SPECULATION_LIMITS.maxDraftTokens.default));
+    if (d?.threads !== undefined) args.push("--draft-threads", String(d.threads));
     if (draft.adapters.length > 0) args.push("--draft-adapters", adapterFlag(draft.adapters));
   }
+  const cache = pool.spec.toolCache;
+  if (cache?.ttlSeconds !== undefined) args.push("--tool-cache-ttl-ms", String(cache.ttlSeconds * 1000));
+  if (cache?.entriesPerSession !== undefined) args.push("--tool-cache-entries", String(cache.entriesPerSession));
+  if (cache?.maxBytes !== undefined) args.push("--tool-cache-max-bytes", String(cache.maxBytes));
+  if (cache?.maxOutputBytes !== undefined) args.push("--max-cached-output-bytes", String(cache.maxOutputBytes));
   args.push("--executor", "nats", "--nats-url", opts.natsUrl, "--pod-name", "$(POD_NAME)");
   // Heartbeats for the routers: load and resident prefixes, reached at the pod IP (POD_IP).
   args.push("--pool", `${pool.metadata.namespace ?? "default"}/${pool.metadata.name ?? ""}`);
