@@ -6,7 +6,7 @@
  * ServiceAccount, marks the Deployments it creates available through the
  * status subresource (no kubelet runs), and plays the pods that matter for
  * serving: a nats-server, the router (as the chart's router Deployment runs
- * it) and an engine process for the sample EnginePool (the generated `test`
+ * it) and an engine process for each sample EnginePool an AgentApp uses (the generated `test`
  * model: nothing is downloaded). It prints `kubectl get interlace` once every
  * resource is Ready, then opens a session at the AgentApp's endpoint path on
  * the router and follows it to `done` on the engine. Exits non-zero if
@@ -174,7 +174,7 @@ async function main(): Promise<number> {
   const cp = await startControlPlane();
   let operator: ChildProcess | undefined;
   let router: ChildProcess | undefined;
-  let engine: EngineProcess | undefined;
+  const engines: EngineProcess[] = [];
   let nats: NatsServer | undefined;
   const stopChild = async (child: ChildProcess | undefined): Promise<void> => {
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
@@ -186,7 +186,7 @@ async function main(): Promise<number> {
   const stopAll = async (): Promise<void> => {
     await stopChild(operator);
     await stopChild(router);
-    await engine?.stop();
+    await Promise.all(engines.map((e) => e.stop()));
     await nats?.stop();
     await cp.stop();
   };
@@ -227,16 +227,17 @@ async function main(): Promise<number> {
     );
     const routerBase = `http://127.0.0.1:${routerPort}`;
     say(`running the router as the chart's router Deployment does: npm run router -- --nats-url=${nats.url} --port=${routerPort}`);
-    // The engine process serves the pool the sample AgentApp runs on (samples/ also holds an upstream-backend pool).
-    const app = samples.find((m) => m.kind === "AgentApp");
-    const appPool = (app?.spec as { enginePool?: { name?: unknown } } | undefined)?.enginePool?.name;
-    const pool = samples.find((m) => m.kind === "EnginePool" && m.metadata.name === appPool) ?? samples.find((m) => m.kind === "EnginePool");
-    const poolName = String(pool?.metadata.name ?? "");
-    engine = await spawnEngine(
-      ["--model-preset", "test", "--executor", "nats", "--nats-url", nats.url, "--pool", `${APP_NS}/${poolName}`, "--pod-name", `${poolName}-engine-0`, "--sequences", "2", "--context-size", "8192"],
-      { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 120_000 },
-    );
-    say(`engine process for EnginePool ${APP_NS}/${poolName} up (generated test model, heartbeating into interlace-engines)`);
+    // One engine process for each pool a sample AgentApp runs on (samples/ also holds an upstream-backend pool no app uses).
+    const appPools = new Set(samples.filter((m) => m.kind === "AgentApp").map((m) => String((m.spec as { enginePool?: { name?: unknown } } | undefined)?.enginePool?.name ?? "")));
+    for (const poolName of [...appPools].filter((p) => p !== "").sort()) {
+      engines.push(
+        await spawnEngine(
+          ["--model-preset", "test", "--executor", "nats", "--nats-url", nats.url, "--pool", `${APP_NS}/${poolName}`, "--pod-name", `${poolName}-engine-0`, "--sequences", "2", "--context-size", "8192"],
+          { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 120_000 },
+        ),
+      );
+      say(`engine process for EnginePool ${APP_NS}/${poolName} up (generated test model, heartbeating into interlace-engines)`);
+    }
 
     const saKubeconfig = await cp.kubeconfigPathFor(RELEASE_NS, "interlace");
     const port = await freePort();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the fine-tuning toolchain (`npm run finetune`, hack/finetune/train.py)
+# Installs the fine-tuning toolchain (`npm run finetune`, finetune/interlace_finetune/train.py)
 # into the git-ignored cache:
 # - a private virtualenv with PyTorch, Hugging Face transformers and peft, and
 #   the `gguf` reader transformers uses to load a GGUF base model, all from PyPI

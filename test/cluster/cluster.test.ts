@@ -137,6 +137,15 @@ t.test("Interlace on a real single-node cluster", async (t) => {
     t.ok(pickers.length === 1 && pickers[0]!.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"), "the operator runs the pool's endpoint picker, Ready");
     const gateway = await applyGateway(cluster, "qwen-small");
     await waitReady(cluster, [APP_NS], 180_000);
+    // The Deployment just made may not show its pod yet, and kube-proxy programs the Service a moment
+    // after its endpoint turns ready (till then the node answers "no route to host"): wait for an answer.
+    const reachBy = Date.now() + 180_000;
+    for (;;) {
+      const answered = await fetch(`${gateway}/`, { signal: AbortSignal.timeout(5000) }).then(() => true, () => false);
+      if (answered) break;
+      if (Date.now() > reachBy) throw new Error(`the gateway Service ${gateway} did not answer in 180 s`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
     const viaGateway = async (prompt: string): Promise<{ id: string; engine: string; reason: string; events: string }> => {
       const res = await fetch(`${gateway}/v1/apps/${APP_NS}/assistant/sessions`, {
         method: "POST",
