@@ -21,7 +21,7 @@ t.test("npm run test:e2e brings the samples to Ready", async (t) => {
   });
   t.equal(code, 0, "exits 0", { output: out.slice(-4000) });
   t.match(out, /installed the chart's CRDs: (inferencepools\.inference\.networking\.k8s\.io, )?agentapps\.interlace\.dev, enginepools\.interlace\.dev, toolpools\.interlace\.dev/);
-  t.match(out, /applied samples\/: AgentApp\/reports, AgentApp\/assistant, .*EnginePool\/qwen-small, ToolPool\/basic-tools/);
+  t.match(out, /applied samples\/: (AgentApp\/assistant-cml, )?AgentApp\/reports, AgentApp\/assistant, .*EnginePool\/qwen-small, ToolPool\/basic-tools/);
   t.match(out, /Deployments marked available through their status subresource: [1-9]/);
   for (const name of ["qwen-small", "gemma-cml", "basic-tools", "assistant", "assistant-cml"]) t.match(out, new RegExp(`^${name}\\s+True\\s`, "m"), `${name} shows Ready True`);
   t.match(out, /all Interlace resources Ready/);
