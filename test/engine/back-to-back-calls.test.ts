@@ -101,6 +101,9 @@ class EchoExecutor implements Executor {
   async close(): Promise<void> {}
 }
 
+// Six runs of every task on the bench model: minutes on a loaded 2-core machine.
+t.setTimeout(900_000);
+
 t.test("back-to-back sessions dispatch every call of multi-byte and quoted tasks, whatever ran before", async (t) => {
   const executor = new EchoExecutor();
   const engine = await createEngine(
