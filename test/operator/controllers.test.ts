@@ -355,7 +355,7 @@ t.test("AgentApp: missing references are Degraded with a reason, then Ready once
   t.equal(cm?.metadata?.ownerReferences?.[0]?.uid, ready.metadata.uid);
   const config = JSON.parse(cm?.data?.[APP_CONFIG_KEY] ?? "{}") as AppConfig;
   t.equal(config.systemPrompt, "You help.");
-  t.same(config.enginePool, { name: "later-engine" });
+  t.same(config.enginePool, { name: "later" });
   t.same(config.tools.map((x) => `${x.pool?.name}/${x.name}`), ["web/calculator", "files/read_file"]);
 
   // A spec change re-renders the config and moves observedGeneration.
