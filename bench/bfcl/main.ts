@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench -- bfcl [--quick] [--workload parallel|multistep|interrupts]
  * [--questions FILE --answers FILE] [--json FILE] [--seed N] [--tasks N]
- * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--task-timeout-s N] [--tool-docs all|called]
+ * [--modes sync,async,...] [--sweep 0.5,1,2|none] [--tool-scale F] [--task-timeout-s N] [--tool-docs all|called]
  * [--backend openai [--upstream-url URL --upstream-model NAME]]
  * [--policy script|model [--model GGUF] [--adapter GGUF] [--split eval|tuning|all] [--max-tokens N]]`
  *
@@ -57,6 +57,7 @@ import type { BfclEntry, SingleTurnEntry } from "./bfcl-reader.js";
 import { GEMMA_PATH } from "../../hack/real-models.js";
 import { existsSync } from "node:fs";
 import { taskBound, tokenCounter, type TaskBound } from "./task-bound.js";
+import { sameWork } from "./same-work.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -90,6 +91,8 @@ interface Config {
   seed: number;
   sweepScales: number[];
   sweepTasks: number;
+  /** Multiplies every tool duration of the main runs (where E/G sits: slow tools, or a fast GPU's short generations). */
+  toolScale: number;
   questions?: string;
   answers?: string;
   json?: string;
@@ -113,6 +116,12 @@ interface Config {
 /** Modes a model-decided run cannot take: async-naive restarts from client-side history, and the no-reuse row is secondary. */
 function unscriptedModesRefused(modes: string | undefined): string[] {
   return (modes?.split(",") ?? []).filter((m) => m === "asyncNaive" || m === "syncNoReuse");
+}
+
+function positiveNumber(v: string, flag: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} must be a positive number`);
+  return n;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -146,6 +155,7 @@ function parseConfig(argv: string[]): Config {
     seed: Number(flags.get("seed") ?? 1),
     sweepScales: sweep === "none" || policy === "model" ? [] : sweep.split(",").map(Number),
     sweepTasks: Number(flags.get("sweep-tasks") ?? (quick ? 2 : 8)),
+    toolScale: positiveNumber(flags.get("tool-scale") ?? "1", "--tool-scale"),
     ...(flags.get("questions") !== undefined ? { questions: flags.get("questions")! } : {}),
     ...(flags.get("answers") !== undefined ? { answers: flags.get("answers")! } : {}),
     ...(flags.get("json") !== undefined ? { json: flags.get("json")! } : {}),
@@ -244,7 +254,7 @@ export async function run(argv: string[]): Promise<void> {
   const skipped: (SkippedTask & { workload: WorkloadName })[] = [];
   const phases = config.workloads
     .map((w) => {
-      const { runnable, skipped: left } = splitByGroundTruth(buildTasks(entries, w, { seed: config.seed, maxTasks: config.tasks[w], toolDocs: config.toolDocs }));
+      const { runnable, skipped: left } = splitByGroundTruth(buildTasks(entries, w, { seed: config.seed, maxTasks: config.tasks[w], latencyScale: config.toolScale, toolDocs: config.toolDocs }));
       for (const s of left) skipped.push({ ...s, workload: w });
       return { workload: w, tasks: runnable };
     })
@@ -408,6 +418,20 @@ export async function run(argv: string[]): Promise<void> {
       }
 
     const table = markdownTable(rows);
+    // With the model deciding, the modes may do different work: also pair only the tasks with the same calls.
+    const sameWorkRows = byModel
+      ? (["sync", "syncParallel"] as const).flatMap((baseline) =>
+          config.modes.includes(baseline) && config.modes.includes("async")
+            ? [{ mode: "async", baseline, ...sameWork(taskRuns.filter((r) => r.mode === baseline), taskRuns.filter((r) => r.mode === "async")) }]
+            : [],
+        )
+      : [];
+    const sameWorkTable =
+      sameWorkRows.length === 0
+        ? ""
+        : "| mode | against | tasks with the same calls | median per-task speedup | min | max |\n| --- | --- | --- | --- | --- | --- |\n" +
+          sameWorkRows.map((w) => `| ${w.mode} | ${w.baseline} | ${w.tasks} of ${w.paired} | ${w.medianRatio.toFixed(2)}x | ${w.minRatio.toFixed(2)}x | ${w.maxRatio.toFixed(2)}x |`).join("\n");
+    if (sameWorkTable !== "") console.log(`\nThe same work (tasks where the model made the same calls in both modes; time of the other mode / async's):\n\n${sameWorkTable}`);
     const sweepTable =
       "| tool-latency scale | E/G | sync p50 ms | async p50 ms | speedup | 1 + E/G (Thm 6.2, large \\|F\\|) | measured / (1 + E/G) | exact analytic (App. A, these tasks) | measured / analytic | async bound ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n" +
       sweep
@@ -425,7 +449,7 @@ export async function run(argv: string[]): Promise<void> {
       split: config.split,
       call_style: config.callStyle,
       tool_docs: config.toolDocs === "all" ? "every tool of the task's BFCL entries" : "only the tools the task calls (--quick: a shorter context)",
-      tool_latency: "seeded 30–500 ms, mean ≈110 ms (min + truncated exponential), replayed by 2 tool runners over NATS",
+      tool_latency: `seeded 30–500 ms, mean ≈110 ms (min + truncated exponential)${config.toolScale !== 1 ? `, each ×${config.toolScale} (--tool-scale)` : ""}, replayed by 2 tool runners over NATS`,
       baseline: "speedup_vs_sync is over sync with prefix reuse; syncNoReuse is secondary",
       modes: config.modes,
       failed_runs: failures.length,
@@ -438,12 +462,12 @@ export async function run(argv: string[]): Promise<void> {
     if (failures.length > 0) console.log(`\nFailed runs (left out of their mode's figures; ratios pair only tasks that succeeded in both modes):\n${failedLines}`);
     console.log("\nSweep (parallel workload, tool durations scaled):\n");
     console.log(sweepTable);
-    const json = { results: rows, breakdown: breakdowns, sweep, config: resultConfig, runs: taskRuns, failures, skipped };
+    const json = { results: rows, breakdown: breakdowns, same_work: sameWorkRows, sweep, config: resultConfig, runs: taskRuns, failures, skipped };
     // `--json FILE` names the run: its markdown and charts go beside it, and the default bfcl.* results stay as they are.
     const base = config.json !== undefined ? config.json.replace(/\.json$/, "") : join(config.outDir, "bfcl");
     mkdirSync(dirname(base), { recursive: true });
     writeFileSync(`${base}.json`, JSON.stringify(json, null, 2));
-    writeFileSync(`${base}.md`, `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}${skippedLines === "" ? "" : `\n## Left out\n\n${skippedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
+    writeFileSync(`${base}.md`, `# BFCL benchmark results\n\n${Object.entries(resultConfig).map(([k, v]) => `- ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join("\n")}\n\n${table}\n${sameWorkTable === "" ? "" : `\n## The same work\n\nTasks where the model made the same calls in both modes; time of the other mode / async's.\n\n${sameWorkTable}\n`}\n## Where the time goes\n\nMeans per task, ms; e2e = decode steps + injection/fill steps + trap waits + the rest.\n\n${partsTable}\n${failedLines === "" ? "" : `\n## Failed runs\n\n${failedLines}\n`}${skippedLines === "" ? "" : `\n## Left out\n\n${skippedLines}\n`}\n## Sweep\n\n${sweepTable}\n`);
     const written = [`${base}.json`, `${base}.md`, `${base}-latency.svg`];
     writeFileSync(`${base}-latency.svg`, await renderLatencyChart(rows.filter((r) => r.tasks > 0), allModes));
     if (sweep.length > 0) {
