@@ -392,6 +392,9 @@ function summarize(
   const client = measured.get("client")!;
   const draftRuns = client.runs.reduce((a, r) => a + (r.done.speculation?.draftRuns ?? 0), 0);
   const g = draftRuns === 0 ? 0 : client.runs.reduce((a, r) => a + (r.done.speculation?.draftMs ?? 0), 0) / draftRuns;
+  // A real draft (α not set): the equations at the hit rate it reached.
+  const clientRate = hitRateOf(client.runs);
+  const alphaUsed = Number.isNaN(s.alpha) ? clientRate : s.alpha;
   // Eq. 5/6 inputs from the no-speculation runs: δ = TPOT, φ = TTFT per prompt token, o = 0 (the engine keeps KV resident).
   const delta = mean(none.runs.map((r) => r.done.timings.tpotMs));
   const phi = mean(none.runs.map((r) => r.done.timings.ttftMs / Math.max(1, r.done.usage.promptTokens)));
@@ -399,7 +402,7 @@ function summarize(
     const K = r.task.calls.length;
     const callTokens = Math.max(1, (r.done.usage.decodedTokens - s.thinkTokens * K) / K);
     return {
-      alpha: Number.isNaN(s.alpha) ? clientRate : s.alpha,
+      alpha: alphaUsed,
       overhead: 0,
       prefillPerToken: phi,
       decodePerToken: delta,
@@ -413,9 +416,6 @@ function summarize(
   // 0.5T and 1.5T, the re-entry; at T ≈ G the mean of max{G_i, g + T_i} is well above
   // max{G, g + T}); client+engine, Eq. 6 with Eq. 1's overlap: here the draft, not the client,
   // fills the cache, so a hit still waits for g + T_i.
-  // A real draft (α not set): the equations at the hit rate it reached.
-  const clientRate = hitRateOf(client.runs);
-  const alphaUsed = Number.isNaN(s.alpha) ? clientRate : s.alpha;
   const clientPerTurn = (alpha: number): number => clientSideTurnsTimeSaved(none.runs.map((r) => r.segments), alpha, g);
   const overlapPerTurn = (alpha: number): number => mean(engineParams.map((p) => engineOverlapTimeSaved({ ...p, alpha, draftTime: g })));
   return SPECULATION.map((spec) => {
