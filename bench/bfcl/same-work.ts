@@ -6,7 +6,7 @@
  * in both (same tools with the same arguments, in any order), as the median
  * of the per-task ratios (baseline time over the mode's).
  */
-import { canonicalJson } from "../../common/src/builtin-tools/index.js";
+import { toolCallKey } from "../../common/src/index.js";
 import { median } from "../lib/stats.js";
 import type { TaskRun } from "./session-modes.js";
 
@@ -21,9 +21,9 @@ export interface SameWork {
   maxRatio: number;
 }
 
-/** The model's calls as a sorted list of canonical `tool arguments` strings. */
+/** The model's calls as the sorted list of their keys (the tool cache's: tool + canonical arguments). */
 function callsKey(run: Pick<TaskRun, "modelCalls">): string {
-  return JSON.stringify((run.modelCalls ?? []).map((c) => `${c.tool} ${canonicalJson(c.arguments)}`).sort());
+  return JSON.stringify((run.modelCalls ?? []).map((c) => toolCallKey(c.tool, c.arguments)).sort());
 }
 
 export function sameWork(baseline: readonly TaskRun[], runs: readonly TaskRun[]): SameWork {
