@@ -10,6 +10,13 @@ import { bfclSources, type DatasetOptions, type DatasetStats } from "./dataset.j
 /** Gemma 3 270M, as hack/tools/50-gemma.sh fetches it. */
 export const DEFAULT_BASE_MODEL = (): string => GEMMA_PATH;
 
+/** `cml` (default): CML samples; `native`: the same tasks in the model's own tool-call format (for the comparison row). */
+export function parseFormatFlag(flags: Map<string, string>): "cml" | "native" {
+  const format = flags.get("format") ?? "cml";
+  if (format !== "cml" && format !== "native") throw new Error("--format must be cml or native");
+  return format;
+}
+
 /** Parses the dataset flags shared by `gen-finetune` and `finetune`. */
 export function parseDatasetFlags(flags: Map<string, string>): DatasetOptions {
   const list = (v: string | undefined): string[] => (v === undefined ? [] : v.split(",").map((s) => s.trim()).filter((s) => s !== ""));

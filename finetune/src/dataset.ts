@@ -23,6 +23,7 @@ import { buildTasks, readEntries } from "../../bench/bfcl/load-tasks.js";
 import { mulberry32 } from "../../bench/bfcl/seeded-random.js";
 import { argumentVariant, fanOutVariant } from "./argument-variants.js";
 import { buildSample, type FinetuneSample, type TrainingTask } from "./build-samples.js";
+import { NativeSampleTokenizer, type NativeSample } from "./native-samples.js";
 import type { SampleTokenizer, TokenizedSample } from "./sample-tokens.js";
 import { validateSample } from "./validate.js";
 
@@ -150,8 +151,47 @@ export function buildDataset(o: DatasetOptions, tokenizer?: SampleTokenizer): { 
   return { samples, stats };
 }
 
+/**
+ * The same tasks in the model's own tool-call format (native-samples.ts), for
+ * a fine-tune compared with the CML one on the same tasks; samples whose
+ * renderings give no exact loss spans are left out and counted.
+ */
+export function buildNativeDataset(o: DatasetOptions, tokenizer: SampleTokenizer): { samples: NativeSample[]; stats: DatasetStats } {
+  const entries = o.sources.flatMap((s) => readEntries(s)).filter((e) => inSplit(e.id, o.split));
+  const tasks = trainingTasks(entries, o);
+  const native = new NativeSampleTokenizer(tokenizer.model);
+  const rng = mulberry32(o.seed);
+  const samples: NativeSample[] = [];
+  const stats: DatasetStats = { samples: 0, byOrigin: {}, byShape: {}, tasks: tasks.length, sources: [...new Set(entries.map((e) => e.id))], interrupts: 0, traps: 0, retries: 0, tooLong: 0 };
+  let unrendered = 0;
+  for (const task of tasks) {
+    for (let r = 0; r < o.runs; r++) {
+      const sample = native.sample(task, rng);
+      if (sample === undefined) {
+        unrendered++;
+        continue;
+      }
+      if (sample.tokens.input_ids.length > o.maxTokens) {
+        stats.tooLong++;
+        continue;
+      }
+      samples.push(sample);
+      stats.byOrigin[task.origin] = (stats.byOrigin[task.origin] ?? 0) + 1;
+      stats.byShape[`native (${native.wrapperName})`] = (stats.byShape[`native (${native.wrapperName})`] ?? 0) + 1;
+    }
+  }
+  if (unrendered > 0) stats.byShape["left out: no exact loss spans"] = unrendered;
+  stats.samples = samples.length;
+  if (samples.length > 0) {
+    const lengths = samples.map((s) => s.tokens.input_ids.length);
+    const loss = samples.map((s) => s.tokens.loss_spans.reduce((n, [a, b]) => n + b - a, 0));
+    stats.tokens = { mean: Math.round(lengths.reduce((a, b) => a + b, 0) / lengths.length), max: Math.max(...lengths), lossMean: Math.round(loss.reduce((a, b) => a + b, 0) / loss.length) };
+  }
+  return { samples, stats };
+}
+
 /** JSON Lines of the samples, and their SHA-256 (the data's identity in an adapter's provenance). */
-export function serializeDataset(samples: readonly DatasetSample[]): { text: string; sha256: string } {
+export function serializeDataset(samples: readonly (DatasetSample | NativeSample)[]): { text: string; sha256: string } {
   const text = samples.map((s) => JSON.stringify(s)).join("\n") + "\n";
   return { text, sha256: createHash("sha256").update(text).digest("hex") };
 }

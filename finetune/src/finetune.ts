@@ -1,7 +1,7 @@
 /**
  * @module `npm run finetune -- [--base GGUF] [--out DIR] [--device cpu|cuda]
  * [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N]
- * [--threads N] [--time-budget-s S] [--seed N] [dataset flags of gen-finetune]`:
+ * [--threads N] [--time-budget-s S] [--seed N] [--format cml|native] [dataset flags of gen-finetune]`:
  * LoRA fine-tuning of a model on CML (AsyncLM §3.3), from the base GGUF the
  * engine serves to a GGUF LoRA adapter an EnginePool loads.
  * 1. installs the toolchain if needed (hack/tools/80-finetune.sh: PyTorch,
@@ -17,6 +17,8 @@
  *    hyper-parameters, loss curve, versions) and `loss.svg`, and checks the
  *    adapter against the base model the way the engine will.
  * The same command trains a bigger model on a GPU: `--base PATH --device cuda`.
+ * `--format native` trains on the same tasks in the model's own tool-call
+ * format instead (the accuracy bench's comparison row; the engine serves CML).
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -25,8 +27,8 @@ import type { TopLevelSpec } from "vega-lite";
 import { parseArgv } from "../../common/src/index.js";
 import { checkModel } from "../../engine-pod/src/engine/model-check.js";
 import { renderSvg } from "../../bench/lib/output.js";
-import { buildDataset, serializeDataset } from "./dataset.js";
-import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags } from "./dataset-flags.js";
+import { buildDataset, buildNativeDataset, serializeDataset } from "./dataset.js";
+import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags, parseFormatFlag } from "./dataset-flags.js";
 import { SampleTokenizer } from "./sample-tokens.js";
 import { CACHE, FINETUNE_PACKAGE_DIR, FINETUNE_PYTHON, INSTALL_SCRIPT, LLAMA_CONVERTER } from "./toolchain.js";
 
@@ -62,7 +64,8 @@ async function main(): Promise<void> {
   const flags = parseArgv(process.argv.slice(2));
   const base = resolve(flags.get("base") ?? DEFAULT_BASE_MODEL());
   if (!existsSync(base)) throw new Error(`base model not found: ${base} (run \`bash hack/tools/50-gemma.sh\` for Gemma 3 270M, or pass --base PATH)`);
-  const out = resolve(flags.get("out") ?? join(CACHE, "adapters", `${basename(base, ".gguf")}-cml`));
+  const format = parseFormatFlag(flags);
+  const out = resolve(flags.get("out") ?? join(CACHE, "adapters", `${basename(base, ".gguf")}-${format}`));
   const seed = flags.get("seed") ?? "1";
   mkdirSync(out, { recursive: true });
   const started = performance.now();
@@ -74,7 +77,7 @@ async function main(): Promise<void> {
   const data = join(out, "data.jsonl");
   let stats;
   try {
-    const built = buildDataset(options, tokenizer);
+    const built = format === "native" ? buildNativeDataset(options, tokenizer) : buildDataset(options, tokenizer);
     stats = built.stats;
     const { text, sha256 } = serializeDataset(built.samples);
     writeFileSync(data, text);
@@ -84,7 +87,9 @@ async function main(): Promise<void> {
   }
 
   const metadata = join(out, "metadata.json");
-  writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} CML LoRA (Interlace)`, "interlace.prompt.examples": "none", "interlace.prompt.instructions": options.instructions, "interlace.prompt.call_style": options.callStyle }, null, 2));
+  // A CML adapter tells the engine how to prompt its model; a native one is prompted by its chat wrapper's own format.
+  const prompt = format === "cml" ? { "interlace.prompt.examples": "none", "interlace.prompt.instructions": options.instructions, "interlace.prompt.call_style": options.callStyle } : { "interlace.prompt.format": "native" };
+  writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} ${format === "cml" ? "CML" : "native tool-call"} LoRA (Interlace)`, ...prompt }, null, 2));
   const trainArgs = ["-m", "interlace_finetune.train", "--base", base, "--data", data, "--out", out, "--seed", seed, "--converter", LLAMA_CONVERTER, "--metadata", metadata];
   for (const f of TRAIN_FLAGS) if (flags.has(f)) trainArgs.push(`--${f}`, flags.get(f)!);
   await run(FINETUNE_PYTHON, trainArgs, FINETUNE_PACKAGE_DIR);

@@ -2,7 +2,7 @@
  * @module `npm run gen-finetune -- --out FILE [--model GGUF]
  * [--questions FILE[,FILE..] [--answers FILE[,FILE..]]] [--split tuning|eval|all]
  * [--variants N] [--multi-call-variants N] [--fan-outs N] [--runs N] [--sync-share F] [--multistep N] [--seed N]
- * [--call-style json|python] [--instructions brief|full] [--max-tokens N]`: CML fine-tuning data
+ * [--call-style json|python] [--instructions brief|full] [--max-tokens N] [--format cml|native]`: CML fine-tuning data
  * (AsyncLM §4.2) from BFCL tasks, as JSON Lines. Each line holds `messages`
  * (the role/content chat format LlamaFactory, TRL and most fine-tuning tools
  * read), `segments` (which spans the model wrote and which the engine
@@ -16,8 +16,8 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgv } from "../../common/src/index.js";
-import { buildDataset, serializeDataset } from "./dataset.js";
-import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags } from "./dataset-flags.js";
+import { buildDataset, buildNativeDataset, serializeDataset } from "./dataset.js";
+import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags, parseFormatFlag } from "./dataset-flags.js";
 import { SampleTokenizer } from "./sample-tokens.js";
 
 async function main(): Promise<void> {
@@ -28,11 +28,13 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const options = parseDatasetFlags(flags);
+  const format = parseFormatFlag(flags);
   const modelPath = flags.get("model") ?? DEFAULT_BASE_MODEL();
   const tokenizer = existsSync(modelPath) ? await SampleTokenizer.load(modelPath) : undefined;
   if (tokenizer === undefined) console.warn(`${modelPath} not found: time is counted in estimated tokens and no token ids are written`);
+  if (format === "native" && tokenizer === undefined) throw new Error("--format native renders samples with the model's chat wrapper: --model must name a GGUF");
   try {
-    const { samples, stats } = buildDataset(options, tokenizer);
+    const { samples, stats } = format === "native" ? buildNativeDataset(options, tokenizer!) : buildDataset(options, tokenizer);
     const { text, sha256 } = serializeDataset(samples);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, text);
