@@ -86,7 +86,6 @@ export async function helmInstall(cluster: Cluster, extraSets: string[] = []): P
 
 /** The model server: a Deployment + Service serving one generated GGUF from a hostPath over HTTP. */
 export function modelServerManifests(image: string, hostFile: string, fileName: string): Manifest[] {
-  const labels = { "app.kubernetes.io/name": "interlace-models" };
   const server = [
     "const http = require('node:http'); const fs = require('node:fs');",
     "const file = '/models/' + process.argv[1];",
@@ -98,8 +97,29 @@ export function modelServerManifests(image: string, hostFile: string, fileName: 
     "}).listen(8080);",
     "process.on('SIGTERM', () => process.exit(0));",
   ].join("\n");
+  return singlePodService(MODEL_SERVICE, {
+    name: "models",
+    image,
+    imagePullPolicy: "IfNotPresent",
+    command: ["node", "-e", server, fileName],
+    ports: [{ name: "http", containerPort: 8080 }],
+    readinessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 2 },
+    resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "128Mi" } },
+    volumeMounts: [{ name: "models", mountPath: `/models/${fileName}`, readOnly: true }],
+  }, [{ name: "models", hostPath: { path: hostFile, type: "File" } }]);
+}
+
+/**
+ * A hardened single-pod Deployment (non-root, read-only root filesystem, no
+ * capabilities, no service-account token) and its Service on the container's
+ * `http` port 8080, in the app namespace: the test cluster's helpers (the
+ * model server, the gateway).
+ */
+export function singlePodService(name: string, container: Record<string, unknown>, volumes: Record<string, unknown>[]): Manifest[] {
+  const labels = { "app.kubernetes.io/name": name };
   // (A variable, not a literal: Manifest's metadata type names only name and namespace.)
-  const metadata = { name: MODEL_SERVICE, namespace: APP_NS, labels };
+  const metadata = { name, namespace: APP_NS, labels };
+  const hardened = { ...container, securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } } };
   return [
     {
       apiVersion: "apps/v1",
@@ -113,30 +133,13 @@ export function modelServerManifests(image: string, hostFile: string, fileName: 
           spec: {
             automountServiceAccountToken: false,
             securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
-            containers: [
-              {
-                name: "models",
-                image,
-                imagePullPolicy: "IfNotPresent",
-                command: ["node", "-e", server, fileName],
-                ports: [{ name: "http", containerPort: 8080 }],
-                readinessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 2 },
-                resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "128Mi" } },
-                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
-                volumeMounts: [{ name: "models", mountPath: `/models/${fileName}`, readOnly: true }],
-              },
-            ],
-            volumes: [{ name: "models", hostPath: { path: hostFile, type: "File" } }],
+            containers: [hardened],
+            volumes,
           },
         },
       },
     },
-    {
-      apiVersion: "v1",
-      kind: "Service",
-      metadata,
-      spec: { selector: labels, ports: [{ name: "http", port: 8080, targetPort: "http" }] },
-    },
+    { apiVersion: "v1", kind: "Service", metadata, spec: { selector: labels, ports: [{ name: "http", port: 8080, targetPort: "http" }] } },
   ];
 }
 
@@ -185,48 +188,29 @@ export const GATEWAY = "gateway";
  * picker names. A ConfigMap with the bootstrap, a Deployment, a Service.
  */
 export function gatewayManifests(image: string, picker: { address: string; port: number }): Manifest[] {
-  const labels = { "app.kubernetes.io/name": GATEWAY };
   const bootstrap = envoyBootstrap({ listen: { address: "0.0.0.0", port: 8080 }, admin: { address: "127.0.0.1", port: 9901 }, pickers: [picker] });
-  const metadata = { name: GATEWAY, namespace: APP_NS, labels };
   return [
-    { apiVersion: "v1", kind: "ConfigMap", metadata, data: { "envoy.json": JSON.stringify(bootstrap, null, 2) } },
-    {
-      apiVersion: "apps/v1",
-      kind: "Deployment",
-      metadata,
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            automountServiceAccountToken: false,
-            securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
-            containers: [
-              {
-                name: "envoy",
-                image,
-                imagePullPolicy: "IfNotPresent",
-                args: ["-c", "/etc/envoy/envoy.json", "--log-level", "warning", "--concurrency", "1"],
-                ports: [{ name: "http", containerPort: 8080 }],
-                readinessProbe: { tcpSocket: { port: "http" }, periodSeconds: 2 },
-                resources: { requests: { cpu: "50m", memory: "64Mi" }, limits: { memory: "256Mi" } },
-                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
-                volumeMounts: [
-                  { name: "config", mountPath: "/etc/envoy", readOnly: true },
-                  { name: "tmp", mountPath: "/tmp" },
-                ],
-              },
-            ],
-            volumes: [
-              { name: "config", configMap: { name: GATEWAY } },
-              { name: "tmp", emptyDir: {} },
-            ],
-          },
-        },
+    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: GATEWAY, namespace: APP_NS }, data: { "envoy.json": JSON.stringify(bootstrap, null, 2) } },
+    ...singlePodService(
+      GATEWAY,
+      {
+        name: "envoy",
+        image,
+        imagePullPolicy: "IfNotPresent",
+        args: ["-c", "/etc/envoy/envoy.json", "--log-level", "warning", "--concurrency", "1"],
+        ports: [{ name: "http", containerPort: 8080 }],
+        readinessProbe: { tcpSocket: { port: "http" }, periodSeconds: 2 },
+        resources: { requests: { cpu: "50m", memory: "64Mi" }, limits: { memory: "256Mi" } },
+        volumeMounts: [
+          { name: "config", mountPath: "/etc/envoy", readOnly: true },
+          { name: "tmp", mountPath: "/tmp" },
+        ],
       },
-    },
-    { apiVersion: "v1", kind: "Service", metadata, spec: { selector: labels, ports: [{ name: "http", port: 8080, targetPort: "http" }] } },
+      [
+        { name: "config", configMap: { name: GATEWAY } },
+        { name: "tmp", emptyDir: {} },
+      ],
+    ),
   ];
 }
 

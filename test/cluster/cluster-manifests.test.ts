@@ -1,0 +1,38 @@
+/**
+ * @module The real-cluster test's helper workloads (the model server and
+ * the Envoy gateway), without a cluster: each is a hardened single-pod
+ * Deployment with its Service on port 8080, in the app namespace.
+ */
+import t, { type Test } from "tap";
+import { APP_NS, gatewayManifests, modelServerManifests } from "../../hack/cluster-interlace.js";
+
+type Doc = { kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, any>; data?: Record<string, string> };
+
+function check(t: Test, docs: Doc[], name: string): Record<string, any> {
+  const deploy = docs.find((d) => d.kind === "Deployment")!;
+  const svc = docs.find((d) => d.kind === "Service")!;
+  t.equal(deploy.metadata.name, name);
+  t.equal(deploy.metadata.namespace, APP_NS);
+  const pod = deploy.spec!["template"].spec;
+  t.equal(pod.automountServiceAccountToken, false, "no service-account token");
+  t.match(pod.securityContext, { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+  const container = pod.containers[0];
+  t.match(container.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } }, "a hardened container");
+  t.same(svc.spec!["selector"], deploy.spec!["selector"].matchLabels, "the Service selects the pod");
+  t.same(svc.spec!["ports"], [{ name: "http", port: 8080, targetPort: "http" }]);
+  return pod;
+}
+
+t.test("the model server serves the host's GGUF read-only", async (t) => {
+  const pod = check(t, modelServerManifests("interlace:dev", "/var/models/m.gguf", "m.gguf") as unknown as Doc[], "models");
+  t.same(pod.volumes, [{ name: "models", hostPath: { path: "/var/models/m.gguf", type: "File" } }]);
+  t.match(pod.containers[0].volumeMounts, [{ mountPath: "/models/m.gguf", readOnly: true }]);
+});
+
+t.test("the gateway runs Envoy on its bootstrap, with the picker as its ext_proc server", async (t) => {
+  const docs = gatewayManifests("envoy:dev", { address: "10.0.0.7", port: 9002 }) as unknown as Doc[];
+  const pod = check(t, docs, "gateway");
+  const config = docs.find((d) => d.kind === "ConfigMap")!;
+  t.match(config.data!["envoy.json"], /10\.0\.0\.7/, "the bootstrap names the picker's address");
+  t.same(pod.volumes.map((v: { name: string }) => v.name), ["config", "tmp"]);
+});
