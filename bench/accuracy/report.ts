@@ -129,6 +129,7 @@ export const FORMAT_LABEL: Record<FormatName, string> = {
   cmlAsync: "CML async",
   cmlSync: "CML sync",
   openaiTools: "OpenAI tools (CML underneath)",
+  native: "native tool calls (node-llama-cpp)",
 };
 
 const pct = (x: number | null): string => (x === null ? "n/a" : `${(x * 100).toFixed(1)}%`);

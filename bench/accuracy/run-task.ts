@@ -5,14 +5,18 @@
  *   while the model decodes);
  * - `cmlSync`: the same session in sync mode (stop at each call, re-enter);
  * - `openaiTools`: one `/v1/chat/completions` request in the OpenAI tools
- *   format (CML underneath), scored on its `tool_calls`.
+ *   format (CML underneath), scored on its `tool_calls`;
+ * - `native`: the model's own tool-call format, not CML (native-format.ts;
+ *   not an engine session, so not run here).
  * Latency is client-side wall time, request to last byte, for every row.
  */
 import { SessionClient, type ChatMessage, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
 import type { ModelCall } from "./ast-scorer.js";
 
-export type FormatName = "cmlAsync" | "cmlSync" | "openaiTools";
-export const FORMATS: readonly FormatName[] = ["cmlAsync", "cmlSync", "openaiTools"];
+export type FormatName = "cmlAsync" | "cmlSync" | "openaiTools" | "native";
+export const FORMATS: readonly FormatName[] = ["cmlAsync", "cmlSync", "openaiTools", "native"];
+/** The formats an engine session serves (the rest run beside the engine). */
+export type EngineFormatName = Exclude<FormatName, "native">;
 
 export interface AccuracyTask {
   id: string;
@@ -40,7 +44,7 @@ export interface RunOptions {
   grammar?: boolean;
 }
 
-export async function runFormat(task: AccuracyTask, format: FormatName, o: RunOptions): Promise<FormatOutcome> {
+export async function runFormat(task: AccuracyTask, format: EngineFormatName, o: RunOptions): Promise<FormatOutcome> {
   return format === "openaiTools" ? runOpenAi(task, o) : runSession(task, format === "cmlAsync" ? "async" : "sync", o);
 }
 

@@ -95,12 +95,12 @@ async function main(): Promise<void> {
   await run(FINETUNE_PYTHON, trainArgs, FINETUNE_PACKAGE_DIR);
 
   const adapter = join(out, "adapter.gguf");
-  const check = await checkModel(base, [{ path: adapter, scale: 1 }]);
+  const check = await checkModel(base, [{ path: adapter, scale: 1 }], format);
   const provenance = JSON.parse(readFileSync(join(out, "provenance.json"), "utf8")) as Record<string, unknown>;
   const dataset = { ...options, sources: options.sources.map((s) => basename(s.questions)), stats: { ...stats, sources: stats.sources.length } };
   writeFileSync(join(out, "provenance.json"), JSON.stringify({ ...provenance, dataset, command: `npm run finetune -- ${process.argv.slice(2).join(" ")}`.trim() }, null, 2));
   const loss = JSON.parse(readFileSync(join(out, "loss.json"), "utf8")) as Parameters<typeof lossChart>[0];
-  writeFileSync(join(out, "loss.svg"), await renderSvg(lossChart(loss, `LoRA fine-tuning on CML: ${basename(base)}`)));
+  writeFileSync(join(out, "loss.svg"), await renderSvg(lossChart(loss, `LoRA fine-tuning on ${format === "cml" ? "CML" : "the native tool-call format"}: ${basename(base)}`)));
   const size = readFileSync(adapter).length;
   console.log(`adapter ${adapter} (${(size / 1_048_576).toFixed(1)} MiB, rank ${check.adapters[0]?.rank}, checked against ${basename(base)}); provenance.json and loss.svg beside it; ${Math.round((performance.now() - started) / 1000)} s in all`);
 }

