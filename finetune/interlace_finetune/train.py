@@ -5,7 +5,7 @@ tokens the model writes only.
         [--device cpu|cuda] [--epochs N] [--max-steps N] [--lr 2e-4] [--rank 16]
         [--alpha 32] [--dropout 0.05] [--targets q_proj,...] [--accum 8]
         [--holdout 0.05] [--seed 1] [--threads N] [--dtype bf16|fp32]
-        [--time-budget-s S] [--converter DIR]
+        [--time-budget-s S] [--converter DIR] [--resume-from ADAPTER_DIR]
 
 Writes into DIR: `adapter/` (peft), `adapter.gguf` (llama.cpp's LoRA format,
 with the provenance in its metadata), `base-config/`, `loss.json` and
@@ -17,6 +17,7 @@ much as the rest of the model.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -55,6 +56,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16", help="the frozen base weights' type (LoRA weights stay fp32)")
     p.add_argument("--time-budget-s", type=float, default=0, help="stop after this many seconds of training (0: no limit)")
     p.add_argument("--converter", type=Path, help="llama.cpp's convert_lora_to_gguf.py folder (with gguf-py); omitted: no GGUF adapter")
+    p.add_argument("--resume-from", type=Path, help="a peft adapter folder (DIR/adapter of an earlier run) to go on training; its rank, alpha and targets are kept")
     p.add_argument("--metadata", type=Path, help="JSON object of extra GGUF metadata (string values) for the adapter")
     return p.parse_args(argv)
 
@@ -101,7 +103,7 @@ class LossModel:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from peft import LoraConfig, get_peft_model  # imported late: --help stays fast
+    from peft import LoraConfig, PeftModel, get_peft_model  # imported late: --help stays fast
 
     random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -117,14 +119,28 @@ def main(argv: list[str] | None = None) -> int:
     vocab = base.get_input_embeddings().weight.shape[0]
     samples, data_sha = read_samples(args.data, vocab)
     save_base_config(base, args.out / "base-config")
-    lora = LoraConfig(
-        r=args.rank,
-        lora_alpha=args.alpha,
-        lora_dropout=args.dropout,
-        target_modules=[t for t in args.targets.split(",") if t],
-        task_type="CAUSAL_LM",
-    )
-    model = get_peft_model(base, lora)
+    resumed = None
+    if args.resume_from is not None:
+        # Going on from an earlier run's adapter: its LoRA shape is kept, the optimizer starts afresh.
+        model = PeftModel.from_pretrained(base, str(args.resume_from), is_trainable=True)
+        lora = model.peft_config["default"]
+        args.rank, args.alpha, args.dropout = lora.r, lora.lora_alpha, lora.lora_dropout
+        weights = args.resume_from / "adapter_model.safetensors"
+        previous = args.resume_from.parent / "provenance.json"
+        resumed = {
+            "adapter": str(args.resume_from),
+            "sha256": hashlib.sha256(weights.read_bytes()).hexdigest() if weights.exists() else None,
+            "provenance": json.loads(previous.read_text()) if previous.exists() else None,
+        }
+    else:
+        lora = LoraConfig(
+            r=args.rank,
+            lora_alpha=args.alpha,
+            lora_dropout=args.dropout,
+            target_modules=[t for t in args.targets.split(",") if t],
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(base, lora)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total_params = sum(p.numel() for p in model.parameters())
     print(f"base {args.base} loaded in {load_s:.0f} s ({total_params / 1e6:.0f} M parameters, {trainable / 1e6:.2f} M trainable); {len(samples)} samples", flush=True)
@@ -227,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             "base_dtype": args.dtype,
             "loss": "cross-entropy on the model-written tokens only (calls, traps, text, end of turn)",
         },
+        **({"resumed_from": resumed} if resumed is not None else {}),
         "trainable_parameters": trainable,
         "training": {"device": device, "threads": torch.get_num_threads(), "seconds": round(train_s, 1), "load_seconds": round(load_s, 1), "stopped_by": stopped_by},
         "loss": {"first": curve[0]["loss"] if curve else None, "last": curve[-1]["loss"] if curve else None, "held_out": evals},

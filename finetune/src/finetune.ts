@@ -1,7 +1,8 @@
 /**
  * @module `npm run finetune -- [--base GGUF] [--out DIR] [--device cpu|cuda]
  * [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N]
- * [--threads N] [--time-budget-s S] [--seed N] [--format cml|native] [dataset flags of gen-finetune]`:
+ * [--threads N] [--time-budget-s S] [--seed N] [--format cml|native]
+ * [--resume-from DIR/adapter] [dataset flags of gen-finetune]`:
  * LoRA fine-tuning of a model on CML (AsyncLM §3.3), from the base GGUF the
  * engine serves to a GGUF LoRA adapter an EnginePool loads.
  * 1. installs the toolchain if needed (hack/tools/80-finetune.sh: PyTorch,
@@ -33,7 +34,7 @@ import { SampleTokenizer } from "./sample-tokens.js";
 import { CACHE, FINETUNE_PACKAGE_DIR, FINETUNE_PYTHON, INSTALL_SCRIPT, LLAMA_CONVERTER } from "./toolchain.js";
 
 /** Training flags passed through to train.py as they are. */
-const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dropout", "targets", "accum", "holdout", "threads", "dtype", "time-budget-s"];
+const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dropout", "targets", "accum", "holdout", "threads", "dtype", "time-budget-s", "resume-from"];
 
 function run(cmd: string, args: string[], cwd: string): Promise<void> {
   return new Promise((done, fail) => {
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
   const prompt = format === "cml" ? { "interlace.prompt.examples": "none", "interlace.prompt.instructions": options.instructions, "interlace.prompt.call_style": options.callStyle } : { "interlace.prompt.format": "native" };
   writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} ${format === "cml" ? "CML" : "native tool-call"} LoRA (Interlace)`, ...prompt }, null, 2));
   const trainArgs = ["-m", "interlace_finetune.train", "--base", base, "--data", data, "--out", out, "--seed", seed, "--converter", LLAMA_CONVERTER, "--metadata", metadata];
-  for (const f of TRAIN_FLAGS) if (flags.has(f)) trainArgs.push(`--${f}`, flags.get(f)!);
+  for (const f of TRAIN_FLAGS) if (flags.has(f)) trainArgs.push(`--${f}`, f === "resume-from" ? resolve(flags.get(f)!) : flags.get(f)!);
   await run(FINETUNE_PYTHON, trainArgs, FINETUNE_PACKAGE_DIR);
 
   const adapter = join(out, "adapter.gguf");

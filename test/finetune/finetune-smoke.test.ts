@@ -74,6 +74,14 @@ t.test("a tiny Gemma-3 model: samples → LoRA training → GGUF adapter → the
   const check = await checkModel(tiny, [{ path: adapter, scale: 1 }]);
   t.match(check.adapters[0], { architecture: "gemma3", rank: 8, promptExamples: "none", promptInstructions: "brief" }, "the engine's check accepts the adapter and reads its metadata");
 
+  // Going on from that adapter: its LoRA shape is kept, the training starts where it ended, and the provenance says so.
+  const again = join(dir, "again");
+  await python(["-m", "interlace_finetune.train", "--base", tiny, "--data", data, "--out", again, "--max-steps", "5", "--accum", "1", "--lr", "1e-3", "--rank", "4", "--holdout", "0", "--dtype", "fp32", "--threads", "1", "--resume-from", join(out, "adapter")]);
+  const resumed = JSON.parse(readFileSync(join(again, "provenance.json"), "utf8")) as { hyperparameters: { rank: number }; loss: { first: number }; resumed_from?: { sha256: string; provenance: { data: { sha256: string } } } };
+  t.equal(resumed.hyperparameters.rank, 8, "the resumed adapter keeps its rank");
+  t.ok(resumed.loss.first < provenance.loss.first / 2, `training goes on from the trained weights (first loss ${resumed.loss.first} against ${provenance.loss.first} from scratch)`);
+  t.match(resumed.resumed_from, { sha256: /^[0-9a-f]{64}$/, provenance: { data: { sha256: provenance.data.sha256 } } }, "the provenance names the adapter it went on from, and that run's provenance");
+
   const greedy = async (withAdapter: boolean): Promise<string> => {
     const engine = await createEngine(
       { modelPath: tiny, ...(withAdapter ? { adapters: [{ path: adapter, scale: 1 }] } : { promptExamples: "none", promptInstructions: "brief" }), gpu: false, sequences: 1, contextSize: 2048, threads: 1, kvPolicy: "keep", maxTokens: 24, prefixCache: false },
