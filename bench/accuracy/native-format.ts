@@ -77,10 +77,26 @@ export class NativeToolCaller {
       session.setChatHistory(history);
       const before = sequence.tokenMeter.usedOutputTokens;
       const t0 = performance.now();
-      const out = await session.promptWithMeta(last.content, { functions, documentFunctionParams: true, maxTokens: o.maxTokens, temperature: 0, seed: o.seed });
+      // The budget covers the whole turn, calls included. node-llama-cpp's own maxTokens is per
+      // generation and 0 means unlimited once a call used it up, so the budget is kept here.
+      const budget = new AbortController();
+      let generated = 0;
+      const out = await session.promptWithMeta(last.content, {
+        functions,
+        documentFunctionParams: true,
+        maxTokens: o.maxTokens,
+        temperature: 0,
+        seed: o.seed,
+        signal: budget.signal,
+        stopOnAbortSignal: true,
+        onToken: (tokens) => {
+          generated += tokens.length;
+          if (generated >= o.maxTokens) budget.abort();
+        },
+      });
       const latencyMs = performance.now() - t0;
-      const eos = out.stopReason === "eogToken" || out.stopReason === "stopGenerationTrigger";
-      return { calls, invalidCalls: null, latencyMs, tokensGenerated: sequence.tokenMeter.usedOutputTokens - before, eos, endReason: out.stopReason };
+      const eos = !budget.signal.aborted && (out.stopReason === "eogToken" || out.stopReason === "stopGenerationTrigger");
+      return { calls, invalidCalls: null, latencyMs, tokensGenerated: sequence.tokenMeter.usedOutputTokens - before, eos, endReason: budget.signal.aborted ? "maxTokens" : out.stopReason };
     } finally {
       session.dispose();
     }
