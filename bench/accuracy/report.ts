@@ -102,6 +102,8 @@ export function aggregateRuns(runs: readonly ScoredRun[], formats: readonly Form
         const right = these.filter((x) => x.valid).length;
         const failed = these.filter((x) => !x.valid);
         const noGrammar = all.filter((x) => !x.grammar);
+        // The native format runs without a call grammar: its invalid-call rate is a grammar-off one.
+        const unconstrained = format === "native";
         rows.push({
           category,
           model,
@@ -109,8 +111,8 @@ export function aggregateRuns(runs: readonly ScoredRun[], formats: readonly Form
           tasks: these.length,
           accuracy: r(right / these.length, 3),
           accuracy_ci95: wilsonInterval(right, these.length).map((v) => r(v, 3)) as [number, number],
-          invalid_call_rate: invalidRate(these),
-          invalid_call_rate_no_grammar: noGrammar.length > 0 ? invalidRate(noGrammar) : null,
+          invalid_call_rate: unconstrained ? null : invalidRate(these),
+          invalid_call_rate_no_grammar: unconstrained ? invalidRate(these) : noGrammar.length > 0 ? invalidRate(noGrammar) : null,
           eos_rate: r(these.filter((x) => x.eos).length / these.length, 3),
           calls_per_task: r(mean(these.map((x) => x.calls + (x.invalidCalls ?? 0))), 2),
           tokens_per_task: r(mean(these.map((x) => x.tokensGenerated)), 1),
