@@ -17,13 +17,13 @@
  * server's tool parser parses them (vLLM's, for one), so the row's
  * invalid-call rate is a grammar-off rate, beside the CML rows' grammar-off
  * runs. Parameters follow node-llama-cpp's convention
- * (finetune/src/native-functions.ts): every one in schema order, null for
+ * (bench/accuracy/native-functions.ts): every one in schema order, null for
  * one left out, dropped before scoring.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ChatMLChatWrapper, getLlama, LlamaLogLevel, LlamaText, resolveChatWrapper, type ChatHistoryItem, type ChatModelResponse, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import { checkModel } from "../../engine-pod/src/engine/model-check.js";
-import { fromNativeParams, nativeFunctions } from "../../finetune/src/native-functions.js";
+import { fromNativeParams, nativeFunctions } from "./native-functions.js";
 import type { ModelCall } from "./ast-scorer.js";
 import type { AccuracyTask, FormatOutcome } from "./run-task.js";
 

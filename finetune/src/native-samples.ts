@@ -12,7 +12,7 @@
  */
 import { resolveChatWrapper, ChatMLChatWrapper, LlamaText, SpecialToken, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type ChatWrapper, type LlamaModel } from "node-llama-cpp";
 import type { TrainingTask } from "./build-samples.js";
-import { nativeFunctions, toNativeParams } from "./native-functions.js";
+import { nativeFunctions, toNativeParams } from "../../bench/accuracy/native-functions.js";
 import { endOfTurnToken, type TokenizedSample } from "./sample-tokens.js";
 import { reportSentence, successResult, type Rng } from "./tool-results.js";
 

@@ -16,7 +16,7 @@ import { defaultBfclDir } from "../../bench/bfcl/load-tasks.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 import type { TrainingTask } from "../../finetune/src/build-samples.js";
 import { bfclSources, buildNativeDataset } from "../../finetune/src/dataset.js";
-import { fromNativeParams, nativeFunctions, nativeParamsSchema, toNativeParams } from "../../finetune/src/native-functions.js";
+import { fromNativeParams, nativeFunctions, nativeParamsSchema, toNativeParams } from "../../bench/accuracy/native-functions.js";
 import { NativeSampleTokenizer } from "../../finetune/src/native-samples.js";
 import { SampleTokenizer } from "../../finetune/src/sample-tokens.js";
 
