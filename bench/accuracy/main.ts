@@ -305,7 +305,7 @@ export async function run(argv: string[]): Promise<void> {
     sampling: "temperature 0",
     tools: `neutral ${TOOL_OUTPUT} after a seeded 30–500 ms (in-process replay builtins)`,
     latency: "client wall time, request to last byte (CML: whole session incl. tool waits; OpenAI: one request; native: the whole turn incl. tool waits)",
-    invalid_calls: "call blocks the engine rejected (parse/schema); the OpenAI response carries only accepted tool_calls, (n/a); native calls are parsed from free text with no grammar, so their rate is a grammar-off one",
+    invalid_calls: "call blocks the engine rejected (parse/schema); the OpenAI response carries only accepted tool_calls (n/a); native calls are parsed from free text with no grammar, so their rate is a grammar-off one",
     accuracy_ci95: "Wilson score interval",
     eos_rate: "share of turns that ended by themselves, not at the token budget",
     load_average: loadavg().map((x) => r2(x)),
