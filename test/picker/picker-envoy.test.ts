@@ -213,6 +213,9 @@ t.test("a data plane that walks the fallback list (Envoy's override-host balance
   await streamEvents(walking.url, "gamma", first.id);
   const gammaPrefix = prefixHashChain({ messages: [{ role: "system", content: gamma.systemPrompt }], tools: gamma.tools })[1]!;
   t.ok(await eventually(() => listing.engines.loads(pool.namespace, pool.name).find((e) => e.pod === first.engine)?.prefixes.has(gammaPrefix) === true, 5_000));
+  // Both idle in the picker's view: a heartbeat still showing the first session running would let the
+  // load bound put the other engine first (seen on a loaded machine), and nothing would need a retry.
+  t.ok(await eventually(() => listing.engines.loads(pool.namespace, pool.name).every((e) => e.load === 0 && e.free === e.capacity), 10_000), "the picker sees both engines idle");
   // The engine holding it dies; its heartbeat is still fresh, so the picker still lists it first.
   stack.engines.get(first.engine)!.child.kill("SIGKILL");
   const res = await fetch(`${walking.url}/v1/apps/default/gamma/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(QUICK) });
