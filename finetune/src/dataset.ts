@@ -144,9 +144,7 @@ export function buildDataset(o: DatasetOptions, tokenizer?: SampleTokenizer): { 
   }
   stats.samples = samples.length;
   if (tokenizer !== undefined && samples.length > 0) {
-    const lengths = samples.map((s) => s.tokens!.input_ids.length);
-    const loss = samples.map((s) => s.tokens!.loss_spans.reduce((n, [a, b]) => n + b - a, 0));
-    stats.tokens = { mean: Math.round(lengths.reduce((a, b) => a + b, 0) / lengths.length), max: Math.max(...lengths), lossMean: Math.round(loss.reduce((a, b) => a + b, 0) / loss.length) };
+    stats.tokens = tokenStats(samples.map((s) => s.tokens!));
   }
   return { samples, stats };
 }
@@ -183,11 +181,16 @@ export function buildNativeDataset(o: DatasetOptions, tokenizer: SampleTokenizer
   if (unrendered > 0) stats.byShape["left out: no exact loss spans"] = unrendered;
   stats.samples = samples.length;
   if (samples.length > 0) {
-    const lengths = samples.map((s) => s.tokens.input_ids.length);
-    const loss = samples.map((s) => s.tokens.loss_spans.reduce((n, [a, b]) => n + b - a, 0));
-    stats.tokens = { mean: Math.round(lengths.reduce((a, b) => a + b, 0) / lengths.length), max: Math.max(...lengths), lossMean: Math.round(loss.reduce((a, b) => a + b, 0) / loss.length) };
+    stats.tokens = tokenStats(samples.map((s) => s.tokens));
   }
   return { samples, stats };
+}
+
+/** Mean and longest sample, and the mean tokens in the loss, of a non-empty set of tokenized samples. */
+function tokenStats(tokenized: readonly TokenizedSample[]): NonNullable<DatasetStats["tokens"]> {
+  const lengths = tokenized.map((t) => t.input_ids.length);
+  const loss = tokenized.map((t) => t.loss_spans.reduce((n, [a, b]) => n + b - a, 0));
+  return { mean: Math.round(lengths.reduce((a, b) => a + b, 0) / lengths.length), max: Math.max(...lengths), lossMean: Math.round(loss.reduce((a, b) => a + b, 0) / loss.length) };
 }
 
 /** JSON Lines of the samples, and their SHA-256 (the data's identity in an adapter's provenance). */
