@@ -21,9 +21,9 @@
  * one left out, dropped before scoring.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ChatMLChatWrapper, getLlama, LlamaLogLevel, LlamaText, resolveChatWrapper, type ChatHistoryItem, type ChatModelResponse, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, LlamaText, type ChatHistoryItem, type ChatModelResponse, type ChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import { checkModel } from "../../engine-pod/src/engine/model-check.js";
-import { fromNativeParams, nativeFunctions } from "./native-functions.js";
+import { fromNativeParams, nativeChatWrapper, nativeFunctions } from "./native-functions.js";
 import type { ModelCall } from "./ast-scorer.js";
 import type { AccuracyTask, FormatOutcome } from "./run-task.js";
 
@@ -132,7 +132,7 @@ export class NativeToolCaller {
       failedCreationRemedy: false,
       ...(check.adapters.length > 0 ? { lora: { adapters: check.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } } : {}),
     });
-    return new NativeToolCaller(model, context, context.getSequence(), resolveChatWrapper(model, { warningLogs: false }) ?? new ChatMLChatWrapper());
+    return new NativeToolCaller(model, context, context.getSequence(), nativeChatWrapper(model));
   }
 
   /** One task: the model calls the tools it chooses, reads each neutral result, and answers. */

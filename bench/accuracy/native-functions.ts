@@ -7,7 +7,7 @@
  * null means "left out": the samples write omitted parameters as null, in
  * schema order, and the bench drops nulls before scoring.
  */
-import type { ChatModelFunctions } from "node-llama-cpp";
+import { ChatMLChatWrapper, resolveChatWrapper, type ChatModelFunctions, type ChatWrapper, type LlamaModel } from "node-llama-cpp";
 import type { ToolSpec } from "../../common/src/index.js";
 
 type Schema = { type?: unknown; properties?: Record<string, unknown>; required?: readonly string[]; [k: string]: unknown };
@@ -21,6 +21,11 @@ export function nativeParamsSchema(parameters: ToolSpec["parameters"]): Schema {
     Object.entries(schema.properties).map(([k, v]) => [k, required.has(k) ? v : { oneOf: [v, { type: "null" }], ...((v as Schema).description !== undefined ? { description: (v as Schema).description } : {}) }]),
   );
   return { ...schema, properties };
+}
+
+/** The chat wrapper that renders the model's conversations in its own format (ChatML where none is known): the one the samples and the bench both use. */
+export function nativeChatWrapper(model: LlamaModel): ChatWrapper {
+  return resolveChatWrapper(model, { warningLogs: false }) ?? new ChatMLChatWrapper();
 }
 
 /** The functions as the chat session documents them to the model and constrains their calls. */

@@ -10,9 +10,9 @@
  * The loss covers the calls the model writes, its final text and the end of
  * its turn; the results are the runtime's.
  */
-import { resolveChatWrapper, ChatMLChatWrapper, LlamaText, SpecialToken, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type ChatWrapper, type LlamaModel } from "node-llama-cpp";
+import { LlamaText, SpecialToken, type ChatHistoryItem, type ChatModelResponse, type ChatWrapper, type LlamaModel } from "node-llama-cpp";
 import type { TrainingTask } from "./build-samples.js";
-import { nativeFunctions, toNativeParams } from "../../bench/accuracy/native-functions.js";
+import { nativeChatWrapper, nativeFunctions, toNativeParams } from "../../bench/accuracy/native-functions.js";
 import { endOfTurnToken, type TokenizedSample } from "./sample-tokens.js";
 import { reportSentence, successResult, type Rng } from "./tool-results.js";
 
@@ -35,7 +35,7 @@ export class NativeSampleTokenizer {
   private readonly endOfTurn: number;
 
   constructor(private readonly model: LlamaModel) {
-    this.wrapper = resolveChatWrapper(model, { warningLogs: false }) ?? new ChatMLChatWrapper();
+    this.wrapper = nativeChatWrapper(model);
     this.endOfTurn = endOfTurnToken(model);
   }
 
