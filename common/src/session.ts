@@ -3,7 +3,7 @@
  * streamed by `GET /v1/sessions/{id}/events`. Plain JSON data only; the engine's
  * HTTP server, the router, tests and benchmarks all speak these.
  */
-import type { ToolSpec } from "./tools.js";
+import type { JsonSchema, ToolSpec } from "./tools.js";
 
 /**
  * How the engine treats tool calls (AsyncLM §6.1 baselines, all on one engine):
@@ -99,6 +99,9 @@ export interface SessionSpeculation {
 
 /** OpenAI `tool_choice`, as a session asks for it: let the model decide, no calls, some call, or this function. */
 export type ToolChoice = "auto" | "none" | "required" | { name: string };
+
+/** OpenAI `response_format` beyond text: the answer is any JSON object, or a value of this JSON Schema. */
+export type AnswerFormat = { type: "json_object" } | { type: "json_schema"; schema: JsonSchema };
 
 /** Body of `POST /v1/sessions`. */
 export interface CreateSessionRequest {

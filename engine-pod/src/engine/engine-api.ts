@@ -4,10 +4,12 @@
  * beside this file; callers import only these types (through `engine/index.ts`).
  */
 import type {
+  AnswerFormat,
   ChatMessage,
   CreateSessionRequest,
   InterruptKind,
   SessionEvent,
+  ToolChoice,
   ToolSpec,
 } from "../../../common/src/index.js";
 
@@ -92,6 +94,19 @@ export interface CompletionRequest {
   signal?: AbortSignal;
   /** Streaming callback for generated text (markers included when raw). */
   onText?: (text: string) => void;
+  /** Nucleus sampling (OpenAI `top_p`), in (0, 1]; default 1. */
+  topP?: number;
+  /** OpenAI `tool_choice`: `required` or a named tool forces the first call block (`none` is the caller's: it sends no tools). */
+  toolChoice?: ToolChoice;
+  /** The completion ends at this many calls (OpenAI `parallel_tool_calls: false` is 1, Responses' `max_tool_calls`). */
+  maxCalls?: number;
+  /** OpenAI's repetition penalties, -2..2, over the completion's generated tokens. */
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** The answer (text outside call blocks) is this JSON, under a grammar (OpenAI `response_format`). */
+  answerFormat?: AnswerFormat;
+  /** The text ends before the first of these, which the content does not include (OpenAI `stop`). */
+  stop?: string[];
 }
 
 export interface CompletionResult {

@@ -11,8 +11,8 @@
  * time (fill, pause, resume, re-entry, move, cleanup) run in the background
  * while the session sits in `busy`, so the batch never waits for them.
  */
-import type { Token } from "node-llama-cpp";
-import { CML, ErrorCode, type InterruptKind, type Logger } from "../../../common/src/index.js";
+import type { LlamaContextSequenceRepeatPenalty, Token, TokenBias } from "node-llama-cpp";
+import { CML, ErrorCode, type AnswerFormat, type InterruptKind, type Logger, type ToolSpec } from "../../../common/src/index.js";
 import { formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import { errorOutcome } from "../../../common/src/wire/index.js";
 import type { KvManager } from "../kv/index.js";
@@ -127,7 +127,19 @@ export class EngineCore {
     const source = fork?.filling === true ? [...this.live].find((x) => x.slot === fork.from && isPrefilling(x)) : undefined;
     this.sessions.set(s.id, s);
     this.live.add(s);
+    this.constrain(s);
     this.work.fill(s, admission, reuse, source !== undefined && fork !== null ? this.followers.follow(s, source, fork.tokens) : undefined);
+  }
+
+  /** Throws the request's error when its answer format cannot be compiled (the grammar is cached for its session). */
+  checkAnswerFormat(format: AnswerFormat, allowCall: boolean): void {
+    this.deps.sampling.answerGrammarState(format, allowCall);
+  }
+
+  /** What the request fixes about its samples from the start: the call opener a tool choice forces, the answer grammar. */
+  private constrain(s: SessionState): void {
+    if (s.config.toolChoice !== undefined && s.config.tools.size > 0) s.forced.push(...this.runtime.markerIds[CML.CALL]);
+    if (s.config.answerFormat !== undefined) s.kv.answerGrammar = this.deps.sampling.answerGrammarState(s.config.answerFormat, s.config.tools.size > 0);
   }
 
   /** A session (not a completion) announces itself once admitted. */
@@ -242,11 +254,12 @@ export class EngineCore {
         s.kv.gen = s.seq.evaluate(feed, {
           temperature: s.config.temperature,
           ...(s.config.seed !== undefined ? { seed: s.config.seed } : {}),
-          tokenBias: () => (s.kv.grammarState !== undefined ? this.deps.sampling.callBlockBias : this.deps.sampling.tokenBias),
-          // Plain temperature sampling over the whole vocabulary (OpenAI's defaults: no top-k, top-p 1).
+          tokenBias: () => this.bias(s),
+          // Plain temperature sampling over the whole vocabulary unless the request narrows it (OpenAI's defaults: no top-k, top-p 1).
           topK: 0,
-          topP: 1,
-          grammarEvaluationState: () => s.kv.grammarState,
+          topP: s.config.topP ?? 1,
+          grammarEvaluationState: () => s.kv.grammarState ?? s.kv.answerGrammar,
+          ...(s.config.penalties !== undefined ? { repeatPenalty: repeatPenalty(s, s.config.penalties) } : {}),
           yieldEogToken: true,
         });
         result = await s.kv.gen.next();
@@ -303,6 +316,11 @@ export class EngineCore {
       eos = step === "eos";
       if (step !== "eos") token = step;
     }
+    const forced = s.forced.shift();
+    if (forced !== undefined) {
+      token = forced;
+      eos = false;
+    }
     if (eos) {
       // The EOS token is never fed: a resumed sequence continues from before it.
       s.tokens.feed = [];
@@ -339,11 +357,13 @@ export class EngineCore {
   private onMonitorEvent(s: SessionState, ev: MonitorEvent): void {
     switch (ev.type) {
       case "text":
-        s.content += ev.text;
-        s.emit({ type: "text", text: ev.text, t: s.now() });
+        if (this.text(s, ev.text)) this.decide(s, [{ type: "finish", reason: "eos" }]);
         return;
       case "call_start":
-        if (s.config.grammar) s.kv.grammarState = this.deps.sampling.callGrammarState(s.config.tools);
+        // A turn that calls answers later: the answer grammar and held-back text end here.
+        s.kv.answerGrammar = undefined;
+        this.text(s, s.stop?.flush() ?? "");
+        if (s.config.grammar) s.kv.grammarState = this.deps.sampling.callGrammarState(callTools(s));
         // A scripted call carries an id (`[CALL] id [HEAD] body`): its body opens at [HEAD].
         if (s.script === undefined) this.proposeDraft(s);
         return;
@@ -385,6 +405,25 @@ export class EngineCore {
     }
   }
 
+  /**
+   * Text outside blocks reaches the content and the client through the
+   * completion's stop sequences; true when one of them ended the text.
+   */
+  private text(s: SessionState, text: string): boolean {
+    const out = s.stop === undefined ? { emit: text, stopped: false } : s.stop.push(text);
+    if (out.emit !== "") {
+      s.content += out.emit;
+      s.emit({ type: "text", text: out.emit, t: s.now() });
+    }
+    return out.stopped;
+  }
+
+  /** Inside a call block, and once a constrained answer has begun, no block may open. */
+  private bias(s: SessionState): TokenBias {
+    const answering = s.kv.answerGrammar !== undefined && s.content.trim() !== "";
+    return s.kv.grammarState !== undefined || answering ? this.deps.sampling.callBlockBias : this.deps.sampling.tokenBias;
+  }
+
   /** O2: a call body opens; propose the session's cached call as a draft for the next step. */
   private proposeDraft(s: SessionState): void {
     const body = this.deps.speculation?.draftBody(s.id);
@@ -411,7 +450,7 @@ export class EngineCore {
         ...(s.script?.peek !== undefined ? { expected: s.script.peek(s.view, Math.min(draft.length, hook.maxDraftTokens)) } : {}),
         temperature: s.config.temperature,
         ...(s.config.seed !== undefined ? { seed: s.config.seed } : {}),
-        tokenBias: s.kv.grammarState !== undefined ? this.deps.sampling.callBlockBias : this.deps.sampling.tokenBias,
+        tokenBias: this.bias(s),
       });
       hook.validated(s.id, v.proposed, v.accepted.length);
       if (v.accepted.length > 0 && s.kv.grammarState !== undefined && !acceptOnGrammar(s.kv.grammarState, v.accepted)) s.kv.grammarState = undefined;
@@ -560,12 +599,12 @@ export class EngineCore {
       const events = tail === "" ? [] : s.monitor.push(-1, tail);
       for (const ev of [...events, ...s.monitor.flush()]) {
         if (ev.type === "text") {
-          s.content += ev.text;
           s.raw += ev.text;
-          s.emit({ type: "text", text: ev.text, t: s.now() });
+          this.text(s, ev.text);
         }
       }
     }
+    this.text(s, s.stop?.flush() ?? "");
     if (reason === "cancelled" || reason === "error") s.abort.abort();
     clearTimeout(s.kv.prefetchTimer);
     const paused = s.kv.paused;
@@ -615,6 +654,21 @@ export class EngineCore {
       }
     }
   }
+}
+
+/** Tokens the penalties look back over (llama.cpp's window; OpenAI counts the whole completion). */
+const PENALTY_WINDOW = 1024;
+
+/** OpenAI's penalties as llama.cpp's: the count of each generated token, no multiplicative repeat penalty. */
+function repeatPenalty(s: SessionState, p: { frequency: number; presence: number }): LlamaContextSequenceRepeatPenalty {
+  return { punishTokens: () => s.tokens.generated.slice(-PENALTY_WINDOW), maxPunishTokens: PENALTY_WINDOW, penalty: 1, frequencyPenalty: p.frequency, presencePenalty: p.presence };
+}
+
+/** The tools a call block may name: only the chosen one for the first call under a named tool choice. */
+function callTools(s: SessionState): ReadonlyMap<string, ToolSpec> {
+  const choice = s.config.toolChoice;
+  const spec = typeof choice === "object" && s.usage.calls === 0 ? s.config.tools.get(choice.name) : undefined;
+  return spec !== undefined ? new Map([[spec.name, spec]]) : s.config.tools;
 }
 
 function round3(x: number): number {

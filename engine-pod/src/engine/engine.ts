@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
-import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type ToolSpec } from "../../../common/src/index.js";
+import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
 import { createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
@@ -117,11 +117,11 @@ class LlamaEngine implements Engine {
 
   createSession(request: CreateSessionRequest): EngineSession {
     this.ensureOpen();
-    const tools = validateTools(request.tools ?? []);
+    const declared = validateTools(request.tools ?? []);
     const mode = request.mode ?? "async";
-    if (request.toolChoice !== undefined && request.toolChoice !== "auto") {
-      throw new InterlaceError(ErrorCode.BadRequest, "toolChoice is the upstream's tool_choice: it needs --backend openai (this engine's model decides with CML)");
-    }
+    const toolChoice = checkToolChoice(request.toolChoice, declared, request.policy !== undefined);
+    // `none`: the model is told of no tools, so it writes no call.
+    const tools = request.toolChoice === "none" ? new Map<string, ToolSpec>() : declared;
     const turn = sessionTurnPolicy(mode);
     if (request.policy !== undefined) validatePolicy(request.policy, tools);
     const messages = toMessages(request.prompt, request.system);
@@ -147,6 +147,7 @@ class LlamaEngine implements Engine {
       prefixReuse,
       priority,
       ...(request.maxBatch !== undefined ? { maxBatch: request.maxBatch } : {}),
+      ...(toolChoice !== undefined ? { toolChoice } : {}),
     };
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     const s = this.admit({ id: randomUUID(), config, turn, prompt, ...(script !== undefined ? { script } : {}) }, { messages, tools: [...tools.values()] }, prefixReuse && this.options.prefixCache);
@@ -174,9 +175,18 @@ class LlamaEngine implements Engine {
 
   async complete(request: CompletionRequest): Promise<CompletionResult> {
     this.ensureOpen();
-    const tools = validateTools(request.tools);
-    if (request.policy !== undefined) validatePolicy(request.policy, tools);
+    const declared = validateTools(request.tools);
+    if (request.policy !== undefined) validatePolicy(request.policy, declared);
+    const toolChoice = checkToolChoice(request.toolChoice, declared, request.policy !== undefined);
+    // A named choice: every call of the completion is of that tool (the prompt still lists them all).
+    const tools = typeof toolChoice === "object" ? new Map([[toolChoice.name, declared.get(toolChoice.name)!]]) : declared;
     checkSampling(request.temperature, request.seed);
+    checkGeneration(request);
+    if (request.answerFormat !== undefined) {
+      if (request.policy !== undefined || request.stopAtCalls === "never") throw new InterlaceError(ErrorCode.BadRequest, "an answer format applies to the model's own answer: not with a scripted policy or raw CML output");
+      // Compiled here so that a schema llama.cpp cannot take is this request's 400, not a failed completion.
+      this.core.checkAnswerFormat(request.answerFormat, tools.size > 0);
+    }
     if (request.maxTokens !== undefined && (!Number.isInteger(request.maxTokens) || request.maxTokens < 1)) {
       throw new InterlaceError(ErrorCode.BadRequest, "maxTokens must be a positive integer");
     }
@@ -202,6 +212,13 @@ class LlamaEngine implements Engine {
       prefixReuse: true,
       priority: 0,
       ...(request.retainAs !== undefined ? { retainAs: request.retainAs } : {}),
+      ...(request.topP !== undefined ? { topP: request.topP } : {}),
+      ...(toolChoice !== undefined ? { toolChoice } : {}),
+      ...(request.answerFormat !== undefined ? { answerFormat: request.answerFormat } : {}),
+      ...(request.stop !== undefined ? { stop: request.stop } : {}),
+      ...(request.frequencyPenalty !== undefined || request.presencePenalty !== undefined
+        ? { penalties: { frequency: request.frequencyPenalty ?? 0, presence: request.presencePenalty ?? 0 } }
+        : {}),
     };
     const raw = request.stopAtCalls === "never";
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
@@ -210,7 +227,7 @@ class LlamaEngine implements Engine {
       {
         id: `cmpl-${randomUUID()}`,
         config,
-        turn: completionPolicy(request.stopAtCalls ?? "turn"),
+        turn: completionPolicy(request.stopAtCalls ?? "turn", request.maxCalls !== undefined ? { maxCalls: request.maxCalls } : {}),
         prompt,
         ...(script !== undefined ? { script, history: scriptHistory(messages) } : {}),
         // Raw output streams every token's text, markers included; otherwise the text outside blocks.
@@ -429,6 +446,29 @@ type AdmitInit = Omit<SessionInit, "monitor" | "detok" | "slot" | "seq" | "share
 interface PromptApp {
   messages: readonly ChatMessage[];
   tools: readonly ToolSpec[];
+}
+
+/** The completion's generation bounds that the HTTP layer checks too: an in-process caller gets the same errors. */
+function checkGeneration(request: CompletionRequest): void {
+  const inRange = (v: number | undefined, lo: number, hi: number, loOpen = false): boolean => v === undefined || (Number.isFinite(v) && (loOpen ? v > lo : v >= lo) && v <= hi);
+  if (!inRange(request.topP, 0, 1, true)) throw new InterlaceError(ErrorCode.BadRequest, "topP must be a number in (0, 1]");
+  if (!inRange(request.frequencyPenalty, -2, 2) || !inRange(request.presencePenalty, -2, 2)) throw new InterlaceError(ErrorCode.BadRequest, "frequencyPenalty and presencePenalty must be numbers in -2..2");
+  if (request.maxCalls !== undefined && !(Number.isInteger(request.maxCalls) && request.maxCalls >= 1)) throw new InterlaceError(ErrorCode.BadRequest, "maxCalls must be a positive integer");
+  if (request.stop !== undefined && (request.stop.length > 4 || request.stop.some((s) => typeof s !== "string" || s === ""))) throw new InterlaceError(ErrorCode.BadRequest, "stop takes at most 4 non-empty strings");
+}
+
+/**
+ * OpenAI `tool_choice` on this engine: `required` and a named tool are what
+ * the session forces (undefined: `auto` and `none`, which need nothing).
+ * A scripted policy writes its own calls, so it takes no forced one.
+ */
+function checkToolChoice(choice: ToolChoice | undefined, tools: ReadonlyMap<string, ToolSpec>, scripted: boolean): SessionConfig["toolChoice"] {
+  if (choice === undefined || choice === "auto" || choice === "none") return undefined;
+  if (scripted) throw new InterlaceError(ErrorCode.BadRequest, "toolChoice: a scripted policy writes its own calls; a call cannot be forced on it");
+  if (tools.size === 0) throw new InterlaceError(ErrorCode.BadRequest, "toolChoice forces a call, but the request has no tools");
+  if (choice === "required") return "required";
+  if (!tools.has(choice.name)) throw new InterlaceError(ErrorCode.UnknownTool, `toolChoice names "${choice.name}", which is not one of the request's tools`);
+  return { name: choice.name };
 }
 
 /** A completion's history as a script sees it: the calls and results after the last user message. */

@@ -3,11 +3,11 @@
  * `[INTR]` ban in every step; inside a call block also bans on `[CALL]` and
  * `[TRAP]`) and the call grammar per tool set (cached), active only between
  * `[CALL]` and `[END]`, advanced over drafted tokens that enter without
- * being sampled.
+ * being sampled; and a completion's answer grammar (`response_format`).
  */
 import { LlamaGrammar, LlamaGrammarEvaluationState, TokenBias, type Token } from "node-llama-cpp";
-import { CML, type Logger, type ToolSpec } from "../../../common/src/index.js";
-import { buildCallGrammar, INTR_LOGIT, intrLogitBias } from "../cml/index.js";
+import { CML, ErrorCode, InterlaceError, type AnswerFormat, type Logger, type ToolSpec } from "../../../common/src/index.js";
+import { buildAnswerGrammar, buildCallGrammar, INTR_LOGIT, intrLogitBias } from "../cml/index.js";
 import type { Runtime } from "./runtime.js";
 
 /**
@@ -62,6 +62,26 @@ export class Sampling {
       this.grammars.set(key, grammar);
     }
     return grammar === null ? undefined : new LlamaGrammarEvaluationState({ model: this.runtime.model, grammar });
+  }
+
+  /**
+   * A fresh answer-grammar state for one completion (the grammar is per
+   * format and cached). Unlike a call grammar it is never skipped: a format
+   * llama.cpp cannot take is the request's error.
+   */
+  answerGrammarState(format: AnswerFormat, allowCall: boolean): LlamaGrammarEvaluationState {
+    const key = JSON.stringify(["answer", format, allowCall]);
+    let grammar = this.grammars.get(key);
+    if (grammar === undefined || grammar === null) {
+      try {
+        grammar = new LlamaGrammar(this.runtime.llama, { grammar: buildAnswerGrammar(format, { markerTokens: this.runtime.markerTokens, allowCall }) });
+      } catch (err) {
+        throw new InterlaceError(ErrorCode.BadRequest, `response_format: llama.cpp refused the grammar built from it (${err instanceof Error ? err.message : String(err)})`);
+      }
+      if (this.grammars.size >= MAX_GRAMMARS) this.grammars.clear();
+      this.grammars.set(key, grammar);
+    }
+    return new LlamaGrammarEvaluationState({ model: this.runtime.model, grammar });
   }
 }
 

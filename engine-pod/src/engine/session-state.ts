@@ -7,7 +7,7 @@
  * view and return decisions); outside callers see it only as an `EngineSession`.
  */
 import type { LlamaContextSequence, LlamaGrammarEvaluationState, Token } from "node-llama-cpp";
-import type { CallingMode, KvPolicy, SessionEvent, SessionUsage, ToolSpec, TrapDecision } from "../../../common/src/index.js";
+import type { AnswerFormat, CallingMode, KvPolicy, SessionEvent, SessionUsage, ToolSpec, TrapDecision } from "../../../common/src/index.js";
 import type { TokenMonitor } from "../cml/index.js";
 import type { PausedSequence } from "../kv/index.js";
 import type { TokenPolicy } from "../policy/index.js";
@@ -16,6 +16,7 @@ import type { StreamDetokenizer } from "./detokenizer.js";
 import type { InterruptEvent } from "./interrupt-manager.js";
 import type { EngineSession, SessionSnapshot } from "./engine-api.js";
 import { checkedMove, type RunState } from "./run-state.js";
+import { StopSequences } from "./stop-sequences.js";
 import type { FinishReason, TurnCall, TurnPolicy } from "./turn/index.js";
 
 export type { RunState } from "./run-state.js";
@@ -44,6 +45,20 @@ export interface SessionConfig {
   readonly maxBatch?: number;
   /** Keep the finished sequence retained under this key (a Responses API response id). */
   readonly retainAs?: string;
+  /** Nucleus sampling (OpenAI `top_p`); absent: 1, the whole vocabulary. */
+  readonly topP?: number;
+  /**
+   * OpenAI `tool_choice` beyond `auto`: the session's first call block is
+   * opened for the model (`[CALL]` fed as its first token), and with a name
+   * that call's grammar admits only that tool.
+   */
+  readonly toolChoice?: "required" | { readonly name: string };
+  /** A completion's answer (text outside call blocks) is this JSON (OpenAI `response_format`). */
+  readonly answerFormat?: AnswerFormat;
+  /** A completion's text ends before the first of these (OpenAI `stop`). */
+  readonly stop?: readonly string[];
+  /** OpenAI's frequency and presence penalties over the generated tokens. */
+  readonly penalties?: { readonly frequency: number; readonly presence: number };
 }
 
 /** Tokens of one session, as the engine tracks them. */
@@ -78,6 +93,8 @@ export interface SessionKv {
   /** node-llama-cpp's generator on the sequence; null when none is open. */
   gen: AsyncGenerator<Token, void, Token | Token[] | void> | null;
   grammarState: LlamaGrammarEvaluationState | undefined;
+  /** The answer grammar (`answerFormat`), active outside call blocks until a block opens. */
+  answerGrammar: LlamaGrammarEvaluationState | undefined;
   paused: PausedSequence | undefined;
   trapDecision: TrapDecision | undefined;
   /** Time the trap's pause (and an early restore) took, until the resume reports the total. */
@@ -122,7 +139,7 @@ export class SessionState implements EngineSession {
   readonly tokens: TokenLog;
   readonly timing: SessionTiming = { acceptedAt: performance.now(), firstTokenAt: undefined, lastTokenAt: undefined, stepMs: [], decodeSteps: 0, decodeMs: 0, prefillMs: 0 };
   readonly usage: SessionUsage;
-  readonly kv: SessionKv = { gen: null, grammarState: undefined, paused: undefined, trapDecision: undefined, trapPauseMs: undefined, prefetchTimer: undefined };
+  readonly kv: SessionKv = { gen: null, grammarState: undefined, answerGrammar: undefined, paused: undefined, trapDecision: undefined, trapPauseMs: undefined, prefetchTimer: undefined };
   readonly outstanding = new Map<string, OutstandingCall>();
   /** Call blocks (valid or not) since the turn began; an `endTurn` decision resets it. */
   turnCalls = 0;
@@ -143,6 +160,10 @@ export class SessionState implements EngineSession {
   raw = "";
   /** Completions with raw output: every emitted token's text, markers included. */
   readonly onRaw: ((text: string) => void) | undefined;
+  /** Tokens fed in place of the next samples (the call opener a `toolChoice` forces). */
+  readonly forced: Token[] = [];
+  /** The completion's `stop` sequences over its text. */
+  readonly stop: StopSequences | undefined;
 
   readonly events: SessionEvent[] = [];
   private readonly listeners = new Set<(event: SessionEvent) => void>();
@@ -162,6 +183,7 @@ export class SessionState implements EngineSession {
     this.usage = { promptTokens: init.prompt.length, prefilledTokens: 0, decodedTokens: 0, injectedTokens: 0, calls: 0, interrupts: 0, traps: 0 };
     this.sharedPrefix = init.sharedPrefix;
     this.onRaw = init.onRaw;
+    this.stop = init.config.stop !== undefined && init.config.stop.length > 0 ? new StopSequences(init.config.stop) : undefined;
     for (const id of init.history?.emittedCalls ?? []) (this.view.emittedCalls.add(id), this.usedCallIds.add(id));
     for (const id of init.history?.injected ?? []) this.view.injected.add(id);
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));

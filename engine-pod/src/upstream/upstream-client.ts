@@ -40,6 +40,12 @@ export interface UpstreamRequest {
   maxTokens?: number;
   temperature?: number;
   seed?: number;
+  topP?: number;
+  stop?: string[];
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** OpenAI's `response_format`, as the client asked for it. */
+  responseFormat?: Record<string, unknown>;
   /**
    * A GBNF grammar the output must match (llama.cpp's `grammar` extension;
    * vLLM/SGLang take `guided_grammar`/`ebnf`). Used only to replay scripted
@@ -143,6 +149,11 @@ export class UpstreamClient {
       ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       ...(request.seed !== undefined ? { seed: request.seed } : {}),
+      ...(request.topP !== undefined ? { top_p: request.topP } : {}),
+      ...(request.stop !== undefined ? { stop: request.stop } : {}),
+      ...(request.frequencyPenalty !== undefined ? { frequency_penalty: request.frequencyPenalty } : {}),
+      ...(request.presencePenalty !== undefined ? { presence_penalty: request.presencePenalty } : {}),
+      ...(request.responseFormat !== undefined ? { response_format: request.responseFormat } : {}),
       ...(request.grammar !== undefined ? { grammar: request.grammar } : {}),
     };
   }

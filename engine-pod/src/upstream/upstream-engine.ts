@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { Counter, Histogram, type Registry } from "prom-client";
 import {
   ErrorCode,
+  type AnswerFormat,
   InterlaceError,
   type CreateSessionRequest,
   type Logger,
@@ -195,6 +196,11 @@ export class UpstreamEngine implements Engine {
     const raw = request.stopAtCalls === "never";
     const messages: UpstreamMessage[] = toUpstreamConversation(request.messages);
     const tools = raw ? [] : request.tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }));
+    if ((request.toolChoice !== undefined || request.maxCalls !== undefined) && tools.length === 0) {
+      throw new InterlaceError(ErrorCode.BadRequest, "tool_choice and parallel_tool_calls apply to the upstream's function calling, which a raw CML request does not use");
+    }
+    if (request.maxCalls !== undefined && request.maxCalls > 1) throw new InterlaceError(ErrorCode.BadRequest, "max_tool_calls above 1 has no upstream equivalent (parallel_tool_calls: false is 1)");
+    const choice = request.toolChoice;
     const started = performance.now();
     let turn: UpstreamTurn;
     try {
@@ -205,6 +211,14 @@ export class UpstreamEngine implements Engine {
           ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
           ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
           ...(request.seed !== undefined ? { seed: request.seed } : {}),
+          // The generation parameters go to the upstream as the client sent them: it applies them (or refuses them) itself.
+          ...(choice !== undefined ? { toolChoice: typeof choice === "string" ? choice : { type: "function" as const, function: { name: choice.name } } } : {}),
+          ...(request.maxCalls !== undefined ? { parallelToolCalls: false } : {}),
+          ...(request.topP !== undefined ? { topP: request.topP } : {}),
+          ...(request.stop !== undefined ? { stop: request.stop } : {}),
+          ...(request.frequencyPenalty !== undefined ? { frequencyPenalty: request.frequencyPenalty } : {}),
+          ...(request.presencePenalty !== undefined ? { presencePenalty: request.presencePenalty } : {}),
+          ...(request.answerFormat !== undefined ? { responseFormat: upstreamResponseFormat(request.answerFormat) } : {}),
         },
         { ...(request.signal !== undefined ? { signal: request.signal } : {}), ...(request.onText !== undefined ? { onText: request.onText } : {}) },
       );
@@ -266,4 +280,9 @@ export class UpstreamEngine implements Engine {
     for (const s of live) s.cancel();
     await Promise.allSettled(live.map((s) => s.finished));
   }
+}
+
+/** The answer format in OpenAI's `response_format` shape, for the upstream's own structured outputs. */
+function upstreamResponseFormat(format: AnswerFormat): Record<string, unknown> {
+  return format.type === "json_object" ? { type: "json_object" } : { type: "json_schema", json_schema: { name: "answer", schema: format.schema, strict: true } };
 }
