@@ -138,7 +138,17 @@ t.test("bad completion requests → 400 with the reason", async (t) => {
     [{ messages: [user], tool_choice: "required" }, /tool_choice/],
     [{ messages: [user, { role: "tool", content: "x" }] }, /tool_call_id/],
     [{ messages: [user], interlace_continue: true }, /last message to be the assistant's/],
-    [{ messages: [user], n: 2 }, /"n" must be 1/],
+    [{ messages: [user], n: 2 }, /"n" is not supported: one choice per request/],
+    [{ messages: [user], tools, tool_choice: { type: "function", function: { name: "nope" } } }, /names "nope"/],
+    [{ messages: [user], tool_choice: { type: "function", name: "get_weather" } }, /"tool_choice" must be/],
+    [{ messages: [user], logprobs: true }, /"logprobs" is not supported/],
+    [{ messages: [user], logit_bias: { "5": 10 } }, /"logit_bias" is not supported/],
+    [{ messages: [user], frobnicate: 1 }, /"frobnicate" is not a parameter of chat completions/],
+    [{ messages: [user], stop: ["a", "b", "c", "d", "e"] }, /"stop" must be/],
+    [{ messages: [user], top_p: 0 }, /"top_p" must be a number in \(0, 1\]/],
+    [{ messages: [user], presence_penalty: 2.5 }, /"presence_penalty" must be a number in -2..2/],
+    [{ messages: [user], response_format: { type: "json_schema", json_schema: { name: "x", schema: { $ref: "#/$defs/a" } } } }, /"\$ref" is not supported/],
+    [{ messages: [user], response_format: { type: "yaml" } }, /"response_format.type" must be/],
   ];
   for (const [body, message] of cases) {
     const res = await postJson(url, body);

@@ -15,6 +15,8 @@ import {
 } from "../../../common/src/index.js";
 import type { CompletionRequest, CompletionResult } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
+import { answerInstruction, checkToolChoice, optionalNumber, parseAnswerFormat, parseStop, parseToolChoice, samplingOptions } from "./generation-options.js";
+import { CHAT_COMPLETIONS_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
 import { checkCompletionTools } from "./resolve-tools.js";
 import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
 
@@ -120,45 +122,45 @@ export function toToolSpecs(value: unknown): ToolSpec[] {
   return checkCompletionTools(specs);
 }
 
-/** Validates a chat-completions body. */
+/** Validates a chat-completions body: every parameter is applied or refused (`openai-parameters.ts`). */
 export function parseChatCompletion(body: unknown, limits: { maxPromptBytes: number }): ChatCompletionInput {
   const b = requireObjectBody(body);
+  refuseUnsupported(b, CHAT_COMPLETIONS_PARAMETERS, "chat completions");
   const messages = toChatMessages(b["messages"]);
   const bytes = promptBytes(messages);
   if (bytes > limits.maxPromptBytes) {
     throw HttpError.of(ErrorCode.PayloadTooLarge, `messages of ${bytes} bytes exceed the limit of ${limits.maxPromptBytes} bytes (--max-prompt-bytes)`);
   }
   const tools = toToolSpecs(b["tools"]);
-  const toolChoice = b["tool_choice"];
-  if (toolChoice !== undefined && toolChoice !== "auto" && toolChoice !== "none" && toolChoice !== null) {
-    throw bad(`"tool_choice" supports only "auto" and "none"`);
-  }
-  if (b["n"] !== undefined && b["n"] !== 1) throw bad(`"n" must be 1`);
+  const toolChoice = parseToolChoice(b["tool_choice"], "chat");
+  checkToolChoice(toolChoice, tools);
+  const answerFormat = parseAnswerFormat(b["response_format"], "response_format", "chat");
+  const stop = parseStop(b["stop"]);
+  const flag = (key: string, fallback = false): boolean => {
+    const v = b[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== "boolean") throw bad(`"${key}" must be true or false`);
+    return v;
+  };
   const request: ChatCompletionInput["request"] = {
-    messages,
+    messages: answerFormat !== undefined ? withSystemText(messages, answerInstruction(answerFormat)) : messages,
+    // `none`: the model is shown no tools, so it writes no call.
     tools: toolChoice === "none" ? [] : tools,
+    ...(toolChoice !== undefined && toolChoice !== "auto" && toolChoice !== "none" ? { toolChoice } : {}),
+    ...(flag("parallel_tool_calls", true) ? {} : { maxCalls: 1 }),
+    ...(answerFormat !== undefined ? { answerFormat } : {}),
+    ...(stop !== undefined ? { stop } : {}),
+    ...samplingOptions(b),
   };
   const maxTokens = b["max_completion_tokens"] ?? b["max_tokens"];
   if (maxTokens !== undefined && maxTokens !== null) {
     if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens) || maxTokens < 1) throw bad(`"max_tokens" must be a positive integer`);
     request.maxTokens = maxTokens;
   }
-  const temperature = b["temperature"];
-  if (temperature !== undefined && temperature !== null) {
-    if (typeof temperature !== "number" || temperature < 0 || temperature > 2) throw bad(`"temperature" must be a number in 0..2`);
-    request.temperature = temperature;
-  }
-  const seed = b["seed"];
-  if (seed !== undefined && seed !== null) {
-    if (typeof seed !== "number" || !Number.isInteger(seed) || seed < 0) throw bad(`"seed" must be a non-negative integer`);
-    request.seed = seed;
-  }
-  const flag = (key: string): boolean => {
-    const v = b[key];
-    if (v === undefined || v === null) return false;
-    if (typeof v !== "boolean") throw bad(`"${key}" must be true or false`);
-    return v;
-  };
+  const temperature = optionalNumber(b, "temperature", (n) => n >= 0 && n <= 2, "a number in 0..2");
+  if (temperature !== undefined) request.temperature = temperature;
+  const seed = optionalNumber(b, "seed", (n) => Number.isInteger(n) && n >= 0, "a non-negative integer");
+  if (seed !== undefined) request.seed = seed;
   const raw = flag("interlace_raw_cml");
   if (raw) request.stopAtCalls = "never";
   if (flag("interlace_continue")) {
@@ -168,6 +170,7 @@ export function parseChatCompletion(body: unknown, limits: { maxPromptBytes: num
   const policy: ScriptedPolicySpec | undefined = validatePolicy(b["interlace_policy"], tools, "interlace_policy");
   if (policy !== undefined) request.policy = policy;
   const streamOptions = b["stream_options"];
+  if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw bad(`"stream_options" must be an object`);
   return {
     model: typeof b["model"] === "string" ? b["model"] : "interlace",
     stream: flag("stream"),
@@ -175,6 +178,13 @@ export function parseChatCompletion(body: unknown, limits: { maxPromptBytes: num
     raw,
     request,
   };
+}
+
+/** `text` appended to the system message (one is added first when there is none). */
+export function withSystemText<M extends ChatMessage>(messages: M[], text: string): M[] {
+  const first = messages[0];
+  if (first?.role === "system") return [{ ...first, content: first.content === "" ? text : `${first.content}\n\n${text}` }, ...messages.slice(1)];
+  return [{ role: "system", content: text } as M, ...messages];
 }
 
 export function openAiFinishReason(reason: CompletionResult["finishReason"]): "stop" | "length" | "tool_calls" {

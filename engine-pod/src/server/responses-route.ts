@@ -21,7 +21,9 @@ import type { Express, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
 import type { CompletionRequest, CompletionResult, Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
+import { answerInstruction } from "./generation-options.js";
 import { HttpError, toHttpError, type ErrorContext } from "./http-errors.js";
+import { withSystemText } from "./openai.js";
 import type { ResponseStore } from "./response-store.js";
 import {
   assistantTurn,
@@ -48,9 +50,12 @@ export interface ResponsesRoutesContext {
 
 /** The engine request for a parsed body, continuing `previous` when given. */
 function completionRequest(id: string, input: ResponsesInput, previous: ReturnType<ResponseStore["get"]>): { request: CompletionRequest; body: ConversationMessage[]; toolsKey: string } {
-  const toolsKey = JSON.stringify(input.tools);
+  // The answer format's instruction is part of the system text: a follow-up under another format starts afresh.
+  const answerFormat = input.generation.answerFormat;
+  const toolsKey = JSON.stringify(answerFormat === undefined ? input.tools : [input.tools, answerFormat]);
   const body = [...(previous?.conversation ?? []), ...input.input];
-  const system: ConversationMessage[] = input.instructions !== undefined ? [{ role: "system", content: input.instructions }] : [];
+  const instructed: ConversationMessage[] = input.instructions !== undefined ? [{ role: "system", content: input.instructions }] : [];
+  const system = answerFormat !== undefined ? withSystemText(instructed, answerInstruction(answerFormat)) : instructed;
   // The resident sequence was computed under the previous instructions and tools: continue it only under the same ones.
   const continuation = previous !== undefined && previous.instructions === input.instructions && previous.toolsKey === toolsKey ? { key: previous.id, appended: input.input.length } : undefined;
   const request: CompletionRequest = {
@@ -58,6 +63,7 @@ function completionRequest(id: string, input: ResponsesInput, previous: ReturnTy
     tools: input.tools,
     ...(input.maxOutputTokens !== undefined ? { maxTokens: input.maxOutputTokens } : {}),
     ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
+    ...input.generation,
     ...(input.policy !== undefined ? { policy: input.policy } : {}),
     ...(input.store ? { retainAs: id } : {}),
     ...(continuation !== undefined ? { continuation } : {}),

@@ -17,7 +17,9 @@ import {
 } from "../../../common/src/index.js";
 import type { CompletionResult } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
+import { checkToolChoice, parseAnswerFormat, parseToolChoice, samplingOptions, type GenerationOptions } from "./generation-options.js";
 import { interlaceExtension, toToolSpecs } from "./openai.js";
+import { RESPONSES_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
 import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
 
 /** A conversation message; a tool result carries the id of the call it answers. */
@@ -37,11 +39,16 @@ export interface ResponsesInput {
   tools: ToolSpec[];
   /** The tools as sent (echoed on the response object). */
   toolsEcho: unknown[];
-  toolChoice: "auto" | "none";
+  /** `tool_choice` and `text.format` as sent (echoed on the response object). */
+  toolChoiceEcho: unknown;
+  formatEcho: unknown;
   parallelToolCalls: boolean;
+  maxToolCalls?: number;
   maxOutputTokens?: number;
   temperature?: number;
   topP?: number;
+  /** The engine fields of `tool_choice`, `parallel_tool_calls`, `max_tool_calls`, `text.format` and `top_p`. */
+  generation: GenerationOptions;
   metadata: Record<string, unknown>;
   policy?: ScriptedPolicySpec;
 }
@@ -153,11 +160,14 @@ function toTools(value: unknown): { specs: ToolSpec[]; echo: unknown[] } {
 /** Validates a `POST /v1/responses` body. */
 export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: number }): ResponsesInput {
   const b = requireObjectBody(body);
-  if (b["conversation"] !== undefined && b["conversation"] !== null) throw bad(`"conversation" objects are not supported: chain turns with "previous_response_id"`);
-  if (b["background"] === true) throw bad(`"background" responses are not supported`);
-  if (b["prompt"] !== undefined && b["prompt"] !== null) throw bad(`stored "prompt" templates are not supported`);
-  const format = isObject(b["text"]) ? b["text"]["format"] : undefined;
-  if (isObject(format) && format["type"] !== "text") throw bad(`"text.format" supports only {"type": "text"}`);
+  refuseUnsupported(b, RESPONSES_PARAMETERS, "responses");
+  const text = b["text"];
+  if (text !== undefined && text !== null && !isObject(text)) throw bad(`"text" must be an object`);
+  if (isObject(text)) {
+    for (const key of Object.keys(text)) if (key !== "format" && text[key] !== null) throw bad(`"text.${key}" is not supported: only "text.format" is`);
+  }
+  const format = isObject(text) ? text["format"] : undefined;
+  const answerFormat = parseAnswerFormat(format, "text.format", "responses");
   const input = toConversation(b["input"]);
   const instructions = b["instructions"];
   if (instructions !== undefined && instructions !== null && typeof instructions !== "string") throw bad(`"instructions" must be a string`);
@@ -166,8 +176,8 @@ export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: n
     throw HttpError.of(ErrorCode.PayloadTooLarge, `input of ${bytes} bytes exceeds the limit of ${limits.maxPromptBytes} bytes (--max-prompt-bytes)`);
   }
   const { specs, echo } = toTools(b["tools"]);
-  const choice = b["tool_choice"];
-  if (choice !== undefined && choice !== null && choice !== "auto" && choice !== "none") throw bad(`"tool_choice" supports only "auto" and "none"`);
+  const choice = parseToolChoice(b["tool_choice"], "responses");
+  checkToolChoice(choice, specs);
   const previous = b["previous_response_id"];
   if (previous !== undefined && previous !== null && (typeof previous !== "string" || previous === "")) throw bad(`"previous_response_id" must be a response id`);
   const flag = (key: string, fallback: boolean): boolean => {
@@ -184,7 +194,10 @@ export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: n
   };
   const maxOutputTokens = number("max_output_tokens", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
   const temperature = number("temperature", (n) => n >= 0 && n <= 2, "a number in 0..2");
-  const topP = number("top_p", (n) => n > 0 && n <= 1, "a number in (0, 1]");
+  const maxToolCalls = number("max_tool_calls", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
+  const parallelToolCalls = flag("parallel_tool_calls", true);
+  const { topP } = samplingOptions(b);
+  const maxCalls = parallelToolCalls ? maxToolCalls : 1;
   const metadata = b["metadata"];
   if (metadata !== undefined && metadata !== null && !isObject(metadata)) throw bad(`"metadata" must be an object`);
   const policy = validatePolicy(b["interlace_policy"], specs, "interlace_policy");
@@ -197,8 +210,16 @@ export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: n
     input,
     tools: choice === "none" ? [] : specs,
     toolsEcho: echo,
-    toolChoice: choice === "none" ? "none" : "auto",
-    parallelToolCalls: flag("parallel_tool_calls", true),
+    toolChoiceEcho: b["tool_choice"] ?? "auto",
+    formatEcho: answerFormat !== undefined ? format : { type: "text" },
+    parallelToolCalls,
+    ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),
+    generation: {
+      ...(choice !== undefined && choice !== "auto" && choice !== "none" ? { toolChoice: choice } : {}),
+      ...(maxCalls !== undefined ? { maxCalls } : {}),
+      ...(answerFormat !== undefined ? { answerFormat } : {}),
+      ...(topP !== undefined ? { topP } : {}),
+    },
     ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
     ...(topP !== undefined ? { topP } : {}),
@@ -289,8 +310,9 @@ export function responseObject(shell: ResponseShell, result?: CompletionResult, 
     reasoning: { effort: null, summary: null },
     store: input.store,
     temperature: input.temperature ?? 0,
-    text: { format: { type: "text" } },
-    tool_choice: input.toolChoice,
+    text: { format: input.formatEcho },
+    tool_choice: input.toolChoiceEcho,
+    max_tool_calls: input.maxToolCalls ?? null,
     tools: input.toolsEcho,
     top_p: input.topP ?? 1,
     truncation: "disabled",
