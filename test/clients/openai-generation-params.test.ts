@@ -77,17 +77,43 @@ t.test("stop: the content ends before the stop sequence", async (t) => {
 
 t.test("Responses: a named tool_choice, text.format json_schema, both echoed", async (t) => {
   const flat = tools.map((x) => (x.type === "function" ? { type: "function" as const, name: x.function.name, description: x.function.description ?? "", parameters: x.function.parameters ?? {}, strict: false } : undefined)).filter((x) => x !== undefined);
-  const called = await client.responses.create({ model: "m", input: "Time in Paris?", tools: flat, tool_choice: { type: "function", name: "get_time" }, temperature: 0.8, max_output_tokens: 120 });
+  const called = await client.responses.create({ model: "m", input: "Time in Paris?", tools: flat, tool_choice: { type: "function", name: "get_time" }, temperature: 0, max_output_tokens: 120 });
   const calls = called.output.filter((o) => o.type === "function_call");
   t.ok(calls.length >= 1 && calls.every((c) => c.name === "get_time"), calls.map((c) => c.name).join(","));
   t.same(called.tool_choice, { type: "function", name: "get_time" });
   const format = { type: "json_schema" as const, name: "forecast", schema: FORECAST, strict: true };
-  const answered = await client.responses.create({ model: "m", input: "The forecast?", text: { format }, temperature: 1, max_output_tokens: 300 });
+  const answered = await client.responses.create({ model: "m", input: "The forecast?", text: { format }, temperature: 0, max_output_tokens: 300 });
   t.ok(valid(JSON.parse(answered.output_text)).ok, answered.output_text);
   t.same(answered.text?.format, format);
   const err = await client.responses.create({ model: "m", input: "x", truncation: "auto" }).catch((e: unknown) => e);
   t.ok(err instanceof OpenAI.BadRequestError);
   t.match((err as Error).message, /"truncation" is not supported/);
+});
+
+t.test("n = 3: three choices from one prefill (the others fork the first's cells)", async (t) => {
+  const { base: wide } = await startTestPod(t, ["--sequences", "4"]);
+  const many = new OpenAI({ baseURL: `${wide}/v1`, apiKey: "unused", maxRetries: 0 });
+  const long = [{ role: "user" as const, content: `Summarise: ${"the quick brown fox jumps over the lazy dog. ".repeat(12)}` }];
+  const r = await many.chat.completions.create({ model: "m", messages: long, n: 3, temperature: 1, seed: 7, max_tokens: 12 });
+  t.same(r.choices.map((c) => c.index), [0, 1, 2]);
+  t.equal(new Set(r.choices.map((c) => c.message.content)).size, 3, "three different samples (seed, seed + 1, seed + 2)");
+  const ext = (r as unknown as { interlace: { prefilled_tokens: number; prefill_saved_tokens: number } }).interlace;
+  const prompt = r.usage?.prompt_tokens ?? 0;
+  t.ok(ext.prefill_saved_tokens >= 2 * prompt * 0.9, `saved ${ext.prefill_saved_tokens} of ${3 * prompt} prompt tokens (prefilled ${ext.prefilled_tokens})`);
+  t.equal(r.usage?.completion_tokens, 36, "the completions summed, the prompt counted once");
+  const single = await many.chat.completions.create({ model: "m", messages: long, temperature: 1, seed: 8, max_tokens: 12 });
+  t.equal(single.choices[0]?.message.content, r.choices[1]?.message.content, "choice 1 is what seed + 1 gives alone");
+  const stream = await many.chat.completions.create({ model: "m", messages: long, n: 2, temperature: 1, seed: 7, max_tokens: 12, stream: true });
+  const texts = ["", ""];
+  const finished = new Set<number>();
+  for await (const c of stream) {
+    for (const choice of c.choices) {
+      texts[choice.index] += choice.delta.content ?? "";
+      if (choice.finish_reason !== null) finished.add(choice.index);
+    }
+  }
+  t.same(texts, [r.choices[0]?.message.content, r.choices[1]?.message.content], "streamed choices interleave by index");
+  t.same([...finished].sort(), [0, 1]);
 });
 
 t.test("the README's tables list every parameter with what the code does", async (t) => {

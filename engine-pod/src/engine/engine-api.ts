@@ -107,6 +107,13 @@ export interface CompletionRequest {
   answerFormat?: AnswerFormat;
   /** The text ends before the first of these, which the content does not include (OpenAI `stop`). */
   stop?: string[];
+  /**
+   * One of a request's `n` choices, all sent at once with the same prompt:
+   * it does not wait for running completions of that prompt (they are its
+   * siblings, not a superseded restart), so it follows the first one's fill
+   * and forks its cells instead of prefilling them again.
+   */
+  sibling?: boolean;
 }
 
 export interface CompletionResult {

@@ -222,7 +222,7 @@ class LlamaEngine implements Engine {
     };
     const raw = request.stopAtCalls === "never";
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
-    await this.settleSupersededCompletions(prompt);
+    if (request.sibling !== true) await this.settleSupersededCompletions(prompt);
     const s = this.admit(
       {
         id: `cmpl-${randomUUID()}`,

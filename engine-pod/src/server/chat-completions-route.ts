@@ -2,7 +2,8 @@
  * @module `POST /v1/chat/completions`: the OpenAI-compatible endpoint with
  * sync semantics (generation stops at the turn's tool calls →
  * `finish_reason: "tool_calls"`), streaming (`chat.completion.chunk` frames,
- * then `data: [DONE]`) or not. The stream opens with the first generated
+ * then `data: [DONE]`) or not. `n > 1` choices run at once on one prompt:
+ * the first prefills it and the others fork its cells. The stream opens with the first generated
  * text, so admission errors (429 capacity, 400 context overflow) still get a
  * proper status. A client that disconnects aborts the completion.
  */
@@ -12,7 +13,7 @@ import type { Logger } from "../../../common/src/index.js";
 import type { CompletionResult, Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
 import { errorBody, toHttpError, type ErrorContext } from "./http-errors.js";
-import { interlaceExtension, openAiFinishReason, openAiToolCalls, openAiUsage, parseChatCompletion } from "./openai.js";
+import { choicesExtension, choicesUsage, interlaceExtension, openAiFinishReason, openAiToolCalls, parseChatCompletion } from "./openai.js";
 import { openSse, type SseStream } from "./sse.js";
 
 export interface CompletionRoutesContext {
@@ -44,69 +45,78 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
       ctx.metrics.observeCompletion(result.finishReason, ttft, tpot);
     };
 
-    if (!input.stream) {
-      const result = await engine.complete({
-        ...input.request,
-        signal: abort.signal,
-        onText: () => (firstTextAt ??= performance.now()),
-      });
-      observe(result);
+    /** The request's `n` choices, sent at once: the first fills the prompt, the others follow it and fork its cells. */
+    const runAll = (onText: (index: number, text: string) => void): Promise<CompletionResult[]> => {
+      const seed = input.request.seed;
+      const runs = Array.from({ length: input.n }, (_, index) =>
+        engine.complete({
+          ...input.request,
+          ...(input.n > 1 ? { sibling: true, ...(seed !== undefined ? { seed: seed + index } : {}) } : {}),
+          signal: abort.signal,
+          onText: (text) => {
+            firstTextAt ??= performance.now();
+            onText(index, text);
+          },
+        }),
+      );
+      // One choice failing fails the request: the others stop too.
+      for (const run of runs) run.catch(() => abort.abort());
+      return Promise.all(runs);
+    };
+    const message = (result: CompletionResult): Record<string, unknown> => {
       const toolCalls = input.raw ? [] : openAiToolCalls(result);
+      return {
+        role: "assistant",
+        content: input.raw ? result.raw : result.content === "" && toolCalls.length > 0 ? null : result.content,
+        ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      };
+    };
+    const extension = (results: CompletionResult[]): Record<string, unknown> => (results.length === 1 ? interlaceExtension(results[0]!, scripted) : choicesExtension(results, scripted));
+
+    if (!input.stream) {
+      const results = await runAll(() => undefined);
+      results.forEach(observe);
       res.json({
         id,
         object: "chat.completion",
         created,
         model: input.model,
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: "assistant",
-              content: input.raw ? result.raw : result.content === "" && toolCalls.length > 0 ? null : result.content,
-              ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
-            },
-            finish_reason: openAiFinishReason(result.finishReason),
-          },
-        ],
-        usage: openAiUsage(result),
-        interlace: interlaceExtension(result, scripted),
+        choices: results.map((result, index) => ({ index, message: message(result), finish_reason: openAiFinishReason(result.finishReason) })),
+        usage: choicesUsage(results),
+        interlace: extension(results),
       });
       return;
     }
 
     let sse: SseStream | undefined;
-    const chunk = (delta: Record<string, unknown>, finishReason: string | null = null, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    const chunk = (index: number, delta: Record<string, unknown>, finishReason: string | null = null): Record<string, unknown> => ({
       id,
       object: "chat.completion.chunk",
       created,
       model: input.model,
-      choices: [{ index: 0, delta, finish_reason: finishReason }],
-      ...extra,
+      choices: [{ index, delta, finish_reason: finishReason }],
     });
     const open = (): SseStream => {
       if (sse === undefined) {
         sse = openSse(req, res);
-        sse.send(chunk({ role: "assistant", content: "" }));
+        for (let index = 0; index < input.n; index++) sse.send(chunk(index, { role: "assistant", content: "" }));
       }
       return sse;
     };
     try {
-      const result = await engine.complete({
-        ...input.request,
-        signal: abort.signal,
-        onText: (text) => {
-          firstTextAt ??= performance.now();
-          if (text !== "") open().send(chunk({ content: text }));
-        },
+      const results = await runAll((index, text) => {
+        if (text !== "") open().send(chunk(index, { content: text }));
       });
-      observe(result);
+      results.forEach(observe);
       const stream = open();
-      if (!input.raw) {
-        const calls = openAiToolCalls(result);
-        if (calls.length > 0) stream.send(chunk({ tool_calls: calls.map((c, index) => ({ index, ...c })) }));
-      }
-      stream.send(chunk({}, openAiFinishReason(result.finishReason), { interlace: interlaceExtension(result, scripted) }));
-      if (input.includeUsage) stream.send({ id, object: "chat.completion.chunk", created, model: input.model, choices: [], usage: openAiUsage(result) });
+      results.forEach((result, index) => {
+        if (!input.raw) {
+          const calls = openAiToolCalls(result);
+          if (calls.length > 0) stream.send(chunk(index, { tool_calls: calls.map((c, i) => ({ index: i, ...c })) }));
+        }
+        stream.send(index === results.length - 1 ? { ...chunk(index, {}, openAiFinishReason(result.finishReason)), interlace: extension(results) } : chunk(index, {}, openAiFinishReason(result.finishReason)));
+      });
+      if (input.includeUsage) stream.send({ id, object: "chat.completion.chunk", created, model: input.model, choices: [], usage: choicesUsage(results) });
       stream.send("[DONE]");
       stream.end();
     } catch (err) {

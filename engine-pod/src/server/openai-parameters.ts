@@ -51,7 +51,7 @@ export const CHAT_COMPLETIONS_PARAMETERS: Readonly<Record<string, ParameterRow>>
   stop: { support: "implemented", note: "up to 4 strings; the text ends before the first, which is not returned" },
   response_format: { support: "implemented", note: "`text`, `json_object` and `json_schema`: the answer is generated under a grammar built from the schema" },
   stream_options: { support: "implemented", note: "`include_usage`" },
-  n: { support: "refused", note: "one choice per request", passes: (v) => v === 1 },
+  n: { support: "implemented", note: "1..8 choices, run at once: the first prefills the prompt and the others fork its cells (`interlace.prefill_saved_tokens`); with a `seed`, choice i samples with seed + i" },
   logprobs: { support: "refused", note: "log-probabilities are not exposed", passes: isFalse },
   logit_bias: { support: "refused", note: "not applied", passes: isEmpty },
   store: { support: "refused", note: "chat completions are not stored (use Responses)", passes: isFalse },

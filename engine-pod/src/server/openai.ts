@@ -32,10 +32,14 @@ export interface ChatCompletionInput {
   stream: boolean;
   includeUsage: boolean;
   raw: boolean;
+  /** Choices to generate (OpenAI `n`). */
+  n: number;
   request: Omit<CompletionRequest, "signal" | "onText">;
 }
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
+/** Most choices one request may ask for: each holds a sequence while it runs. */
+const MAX_CHOICES = 8;
 const CALL_ID = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** `content` as a string: OpenAI allows a string, null, or an array of `{type: "text", text}` parts. */
@@ -171,11 +175,14 @@ export function parseChatCompletion(body: unknown, limits: { maxPromptBytes: num
   if (policy !== undefined) request.policy = policy;
   const streamOptions = b["stream_options"];
   if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw bad(`"stream_options" must be an object`);
+  const n = optionalNumber(b, "n", (x) => Number.isInteger(x) && x >= 1 && x <= MAX_CHOICES, `an integer in 1..${MAX_CHOICES}`) ?? 1;
+  if (n > 1 && (policy !== undefined || raw)) throw bad(`"n" above 1 samples the model's own choices: not with interlace_policy or interlace_raw_cml`);
   return {
     model: typeof b["model"] === "string" ? b["model"] : "interlace",
     stream: flag("stream"),
     includeUsage: isObject(streamOptions) && streamOptions["include_usage"] === true,
     raw,
+    n,
     request,
   };
 }
@@ -195,11 +202,26 @@ export function openAiToolCalls(result: CompletionResult): OpenAiToolCall[] {
   return result.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
 }
 
-export function openAiUsage(result: CompletionResult): Record<string, number> {
+/** Usage of a request's choices, as OpenAI counts `n > 1`: the prompt once, the completions summed. */
+export function choicesUsage(results: readonly CompletionResult[]): Record<string, number> {
+  const prompt = results[0]?.usage.promptTokens ?? 0;
+  const completion = results.reduce((sum, r) => sum + r.usage.completionTokens, 0);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/**
+ * The extension block of `n > 1` choices: their prefill summed, and what
+ * sharing the prompt saved against prefilling it once per choice.
+ */
+export function choicesExtension(results: readonly CompletionResult[], scripted: boolean): Record<string, unknown> {
+  const prefilled = results.reduce((sum, r) => sum + r.usage.prefilledTokens, 0);
+  const prompt = results[0]?.usage.promptTokens ?? 0;
   return {
-    prompt_tokens: result.usage.promptTokens,
-    completion_tokens: result.usage.completionTokens,
-    total_tokens: result.usage.promptTokens + result.usage.completionTokens,
+    finish_reason: results.map((r) => r.finishReason),
+    prefilled_tokens: prefilled,
+    reused_prefix_tokens: results.reduce((sum, r) => sum + r.usage.reusedPrefixTokens, 0),
+    prefill_saved_tokens: results.length * prompt - prefilled,
+    scripted,
   };
 }
 
