@@ -50,6 +50,18 @@ export function parseDatasetFlags(flags: Map<string, string>): DatasetOptions {
   };
 }
 
+/** The flags `parseDatasetFlags` and `parseFormatFlag` read. */
+export const DATASET_FLAGS = ["format", "questions", "answers", "split", "call-style", "instructions", "seed", "variants", "multi-call-variants", "fan-outs", "runs", "sync-share", "multistep", "max-tokens"] as const;
+
+/**
+ * Refuses a flag the command does not read (a typo, `--help`): a run that
+ * ignored it would still write its output, perhaps over an earlier one.
+ */
+export function refuseUnknownFlags(flags: ReadonlyMap<string, string>, known: readonly string[], usage: string): void {
+  const unknown = [...flags.keys()].filter((f) => !known.includes(f));
+  if (unknown.length > 0) throw new Error(`${unknown.map((f) => `--${f}`).join(", ")}: not a flag of this command\nusage: ${usage}`);
+}
+
 export function describeStats(stats: DatasetStats): string {
   const parts = [
     `${stats.samples} samples from ${stats.tasks} tasks (${Object.entries(stats.byOrigin).map(([k, v]) => `${k} ${v}`).join(", ")}; ${Object.entries(stats.byShape).map(([k, v]) => `${k} ${v}`).join(", ")})`,

@@ -29,7 +29,7 @@ import { parseArgv } from "../../common/src/index.js";
 import { checkModel } from "../../engine-pod/src/engine/model-check.js";
 import { renderSvg } from "../../bench/lib/output.js";
 import { buildDataset, buildNativeDataset, serializeDataset } from "./dataset.js";
-import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags, parseFormatFlag } from "./dataset-flags.js";
+import { DATASET_FLAGS, DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags, parseFormatFlag, refuseUnknownFlags } from "./dataset-flags.js";
 import { SampleTokenizer } from "./sample-tokens.js";
 import { CACHE, FINETUNE_PACKAGE_DIR, FINETUNE_PYTHON, INSTALL_SCRIPT, LLAMA_CONVERTER } from "./toolchain.js";
 
@@ -61,13 +61,19 @@ function lossChart(loss: { train: { step: number; loss: number }[]; held_out: { 
   };
 }
 
+const USAGE =
+  "npm run finetune -- [--base GGUF] [--out DIR] [--force] [--device cpu|cuda] [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N] [--threads N] [--time-budget-s S] [--seed N] [--format cml|native] [--resume-from DIR/adapter] [dataset flags of gen-finetune]";
+
 async function main(): Promise<void> {
   const flags = parseArgv(process.argv.slice(2));
+  refuseUnknownFlags(flags, ["base", "out", "force", ...TRAIN_FLAGS, ...DATASET_FLAGS], USAGE);
   const base = resolve(flags.get("base") ?? DEFAULT_BASE_MODEL());
   if (!existsSync(base)) throw new Error(`base model not found: ${base} (run \`bash hack/tools/50-gemma.sh\` for Gemma 3 270M, or pass --base PATH)`);
   const format = parseFormatFlag(flags);
   const out = resolve(flags.get("out") ?? join(CACHE, "adapters", `${basename(base, ".gguf")}-${format}`));
   const seed = flags.get("seed") ?? "1";
+  // A finished adapter is a measured artefact (its provenance names its data): never trained over by accident.
+  if (existsSync(join(out, "adapter.gguf")) && flags.get("force") !== "true") throw new Error(`${out} already holds an adapter: pass another --out, or --force to train over it`);
   mkdirSync(out, { recursive: true });
   const started = performance.now();
 

@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgv } from "../../common/src/index.js";
 import { buildDataset, buildNativeDataset, serializeDataset } from "./dataset.js";
-import { DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags, parseFormatFlag } from "./dataset-flags.js";
+import { DATASET_FLAGS, DEFAULT_BASE_MODEL, describeStats, parseDatasetFlags, parseFormatFlag, refuseUnknownFlags } from "./dataset-flags.js";
 import { SampleTokenizer } from "./sample-tokens.js";
 
 async function main(): Promise<void> {
@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     console.error("usage: npm run gen-finetune -- --out FILE [--model GGUF] [--questions FILE[,FILE..]] [--split tuning|eval|all] [--variants N] [--multi-call-variants N] [--fan-outs N] [--runs N] [--sync-share F] [--multistep N] [--seed N] [--call-style json|python] [--instructions brief|full] [--max-tokens N]");
     process.exit(2);
   }
+  refuseUnknownFlags(flags, ["out", "model", ...DATASET_FLAGS], "npm run gen-finetune -- --out FILE [--model GGUF] [dataset flags]");
   const options = parseDatasetFlags(flags);
   const format = parseFormatFlag(flags);
   const modelPath = flags.get("model") ?? DEFAULT_BASE_MODEL();
