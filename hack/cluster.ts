@@ -20,7 +20,7 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { appendFile, chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, chmod, mkdir, mkdtemp, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { Resolver } from "node:dns/promises";
 import os from "node:os";
 import path from "node:path";
@@ -115,6 +115,23 @@ export async function readLocalImages(file = path.join(CACHE, "images", "images.
     throw new Error(`${file} is missing: run bash hack/images.sh`);
   });
   return JSON.parse(text) as LocalImages;
+}
+
+/** Room containerd needs per byte of image archive: its content store and the unpacked snapshots take about 2x; 3x leaves headroom. */
+const UNPACK_FACTOR = 3;
+
+/**
+ * Refuses to start on a disk that cannot hold the unpacked images: a full
+ * disk would otherwise fail deep inside containerd's import ("no space left
+ * on device") with the cluster half up.
+ */
+async function requireFreeSpace(folder: string, images: LocalImages): Promise<void> {
+  let archives = 0;
+  for (const img of Object.values(images)) archives += (await stat(img.archive).catch(() => ({ size: 0 }))).size;
+  const fs = await statfs(folder);
+  const free = fs.bavail * fs.bsize;
+  const need = archives * UNPACK_FACTOR;
+  if (free < need) throw new Error(`${folder} has ${(free / 2 ** 30).toFixed(1)} GiB free; the cluster's images need about ${(need / 2 ** 30).toFixed(1)} GiB there (${UNPACK_FACTOR}x their ${(archives / 2 ** 30).toFixed(1)} GiB of archives): free some space (old clones, podman images) and retry`);
 }
 
 export function imageRef(img: LocalImage): string {
@@ -288,6 +305,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     t0 = Date.now();
   };
 
+  await requireFreeSpace(os.tmpdir(), images);
   // A short folder name: containerd's socket paths must stay under 108 bytes.
   const dir = await mkdtemp(path.join(os.tmpdir(), "ilc-"));
   await writeFile(path.join(dir, "interlace-cluster"), `${process.pid}\n`);

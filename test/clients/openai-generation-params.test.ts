@@ -3,16 +3,20 @@
  * against a real engine pod on the generated `test` model (random weights:
  * it never calls a tool or writes JSON of its own accord): forced and named
  * tool calls, `parallel_tool_calls: false`, structured outputs on a nested
- * schema (streamed and not, chat completions and Responses), `stop`; and the
+ * schema (streamed and not, chat completions and Responses, and an Agents
+ * SDK agent's `outputType`), `stop`, `n`, streamed argument deltas; and the
  * README's parameter tables, checked against the code's.
  */
 import { readFile } from "node:fs/promises";
+import { Agent, run, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import t from "tap";
+import { z } from "zod";
 import { compileSchema } from "../../common/src/wire/validator.js";
 import { CHAT_COMPLETIONS_PARAMETERS, RESPONSES_PARAMETERS, type ParameterRow } from "../../engine-pod/src/server/openai-parameters.js";
 import { startTestPod } from "../server/helpers.js";
+import { chatModel, responsesModel } from "./weather-agent.js";
 
 const { base } = await startTestPod(t);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -90,6 +94,28 @@ t.test("Responses: a named tool_choice, text.format json_schema, both echoed", a
   t.match((err as Error).message, /"truncation" is not supported/);
 });
 
+t.test("Responses streaming: a forced call's arguments arrive as the model writes them, and the deltas add up", async (t) => {
+  const flat = [{ type: "function" as const, name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string", maxLength: 10 } }, required: ["city"] }, strict: false }];
+  const stream = await client.responses.create({ model: "m", input: "Weather in Paris?", tools: flat, tool_choice: "required", temperature: 0, max_output_tokens: 120, stream: true });
+  const order: string[] = [];
+  let deltas = "";
+  let count = 0;
+  let done: string | undefined;
+  let final: OpenAI.Responses.Response | undefined;
+  for await (const e of stream) {
+    if (e.type.startsWith("response.function_call_arguments") || e.type.startsWith("response.output_item")) order.push(e.type);
+    if (e.type === "response.function_call_arguments.delta") (deltas += e.delta), count++;
+    if (e.type === "response.function_call_arguments.done") done = e.arguments;
+    if (e.type === "response.completed") final = e.response;
+  }
+  t.ok(count > 1, `${count} deltas`);
+  t.equal(deltas, done, "the deltas concatenate to the final arguments");
+  t.same(JSON.parse(done ?? ""), JSON.parse(final?.output.find((o) => o.type === "function_call")?.type === "function_call" ? (final.output.find((o) => o.type === "function_call") as { arguments: string }).arguments : "null"));
+  t.equal(order[0], "response.output_item.added");
+  t.equal(order.at(-1), "response.output_item.done");
+  t.equal(order.at(-2), "response.function_call_arguments.done");
+});
+
 t.test("n = 3: three choices from one prefill (the others fork the first's cells)", async (t) => {
   const { base: wide } = await startTestPod(t, ["--sequences", "4"]);
   const many = new OpenAI({ baseURL: `${wide}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -114,6 +140,17 @@ t.test("n = 3: three choices from one prefill (the others fork the first's cells
   }
   t.same(texts, [r.choices[0]?.message.content, r.choices[1]?.message.content], "streamed choices interleave by index");
   t.same([...finished].sort(), [0, 1]);
+});
+
+t.test("Agents SDK: an agent's outputType is met by the answer grammar, through Responses and Chat Completions", async (t) => {
+  setTracingDisabled(true);
+  const Forecast = z.object({ city: z.string().max(10), days: z.array(z.object({ day: z.enum(["mon", "tue"]), high: z.number().int() })).max(3) });
+  for (const [name, model] of [["Responses", responsesModel(client)], ["Chat Completions", chatModel(client)]] as const) {
+    const agent = new Agent({ name: "forecaster", instructions: "Give the forecast.", model, modelSettings: { maxTokens: 300, temperature: 0 }, outputType: Forecast });
+    const result = await run(agent, "The forecast for Paris?");
+    const parsed = Forecast.safeParse(result.finalOutput);
+    t.ok(parsed.success, `${name}: finalOutput is a Forecast: ${JSON.stringify(result.finalOutput)}`);
+  }
 });
 
 t.test("the README's tables list every parameter with what the code does", async (t) => {

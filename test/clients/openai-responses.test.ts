@@ -101,11 +101,22 @@ t.test("openai SDK: a tool loop through previous_response_id never re-prefills i
     const types: string[] = [];
     const sequence: number[] = [];
     let done: OpenAI.Responses.Response | undefined;
+    const deltas = new Map<string, string[]>();
+    const argumentsDone = new Map<string, string>();
     for await (const event of stream) {
       types.push(event.type);
       sequence.push(event.sequence_number);
+      if (event.type === "response.function_call_arguments.delta") deltas.set(event.item_id, [...(deltas.get(event.item_id) ?? []), event.delta]);
+      if (event.type === "response.function_call_arguments.done") argumentsDone.set(event.item_id, event.arguments);
       if (event.type === "response.completed") done = event.response;
     }
+    for (const [item, parts] of deltas) {
+      t.ok(parts.length > 1, `${item}: the arguments streamed as the model wrote them (${parts.length} deltas)`);
+      t.equal(parts.join(""), argumentsDone.get(item), `${item}: the deltas add up to the arguments`);
+      const call = done?.output.find((o) => o.type === "function_call" && o.id === item);
+      t.equal(call?.type === "function_call" ? call.arguments : undefined, argumentsDone.get(item), `${item}: as in the final response`);
+    }
+    t.equal(deltas.size, 2);
     t.equal(types[0], "response.created");
     t.equal(types.at(-1), "response.completed");
     t.same(sequence, sequence.map((_, i) => i), "sequence_number counts every event");
@@ -169,7 +180,7 @@ t.test("OpenAI Agents SDK with its default Responses model: stateless, then chai
 t.test("the response store: TTL and cap", async (t) => {
   let now = 0;
   const store = new ResponseStore({ ttlMs: 100, maxEntries: 2 }, () => now);
-  const entry = (id: string) => ({ id, conversation: [], toolsKey: "[]", response: { id } });
+  const entry = (id: string) => ({ id, conversation: [], toolsKey: "[]", response: { id }, inputItems: [] });
   store.put(entry("a"));
   store.put(entry("b"));
   store.put(entry("c"));
@@ -178,4 +189,52 @@ t.test("the response store: TTL and cap", async (t) => {
   now = 101;
   t.equal(store.get("c"), undefined, "past the TTL");
   t.equal(store.size, 1);
+  now = 0;
+  store.put(entry("d"));
+  t.ok(store.delete("d"));
+  t.equal(store.get("d"), undefined, "deleted");
+  t.notOk(store.delete("d"), "a second delete finds nothing");
+});
+
+t.test("openai SDK: input_items, delete and cancel", async (t) => {
+  const { base } = await startTestPod(t, ["--sequences", "2"]);
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+  const r1 = await client.responses.create({ model: "interlace", input: "Weather and time in Paris?", tools, max_output_tokens: 200, interlace_policy: policy } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+  const first = await client.responses.inputItems.list(r1.id);
+  t.same(first.data.map((i) => (i.type === "message" ? [i.type, i.role, i.content] : [i.type])), [["message", "user", [{ type: "input_text", text: "Weather and time in Paris?" }]]]);
+  const calls = r1.output.filter((o): o is ResponseFunctionToolCall => o.type === "function_call");
+  const outputs = outputsFor(calls);
+  const r2 = await client.responses.create({ model: "interlace", previous_response_id: r1.id, input: outputs, tools, max_output_tokens: 200, interlace_policy: policy } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+  const items = await client.responses.inputItems.list(r2.id, { order: "asc" });
+  t.same(items.data.map((i) => (i.type === "function_call_output" ? i.call_id : i.type)), outputs.map((o) => (o as { call_id: string }).call_id), "a follow-up lists its own input items, in order");
+  t.ok(items.data.every((i) => typeof i.id === "string" && i.id.startsWith("fco_")), "each with an id");
+  const newest = await client.responses.inputItems.list(r2.id, { limit: 1 });
+  t.equal(newest.data[0]?.id, items.data.at(-1)?.id, "desc (the default) starts at the newest");
+  const paged = await client.responses.inputItems.list(r2.id, { order: "asc", limit: 1, after: items.data[0]!.id });
+  t.equal(paged.data[0]?.id, items.data[1]?.id, "after an id");
+
+  await client.responses.delete(r1.id);
+  const gone = await client.responses.retrieve(r1.id).catch((e: unknown) => e);
+  t.ok(gone instanceof OpenAI.NotFoundError, "a deleted response is gone");
+  const again = await client.responses.delete(r1.id).catch((e: unknown) => e);
+  t.ok(again instanceof OpenAI.NotFoundError, "and deleting it again is a 404");
+
+  const finished = await client.responses.cancel(r2.id).catch((e: unknown) => e);
+  t.ok(finished instanceof OpenAI.BadRequestError, "a finished response cannot be cancelled");
+  const pieces = Array.from({ length: 400 }, (_, i) => ` word ${i}`);
+  const stream = await client.responses.create({ model: "interlace", input: "Talk for a while.", max_output_tokens: 1500, stream: true, interlace_policy: { type: "text", pieces } } as OpenAI.Responses.ResponseCreateParamsStreaming);
+  const types: string[] = [];
+  let id: string | undefined;
+  let cancelled: OpenAI.Responses.Response | undefined;
+  let last: OpenAI.Responses.Response | undefined;
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === "response.created") id = event.response.id;
+    // Cancelled from another request while the text streams.
+    if (event.type === "response.output_text.delta" && cancelled === undefined) cancelled = await client.responses.cancel(id!);
+    if (event.type === "response.failed") last = event.response;
+  }
+  t.equal(cancelled?.status, "cancelled", "cancel answers with the cancelled response");
+  t.equal(last?.status, "cancelled", "and the stream ends with it");
+  t.ok(types.filter((x) => x === "response.output_text.delta").length < pieces.length, "generation stopped early");
 });

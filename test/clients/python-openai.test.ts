@@ -2,7 +2,8 @@
  * The official Python `openai` package (`hack/tools/75-python-openai.sh`, a
  * venv under .cache) against the engine's `/v1/chat/completions` on the
  * generated `test` model: a function-tool loop, streaming with tool-call
- * deltas and the usage chunk, and an error raised as `BadRequestError`
+ * deltas and the usage chunk, a named `tool_choice`, structured outputs
+ * parsed into nested pydantic models, and an error raised as `BadRequestError`
  * (`test/clients/python/openai_tool_loop.py`).
  */
 import { spawnSync } from "node:child_process";
@@ -38,6 +39,10 @@ t.test("Python openai client: tool loop, streaming, errors", async (t) => {
     ],
     stream_finish: "tool_calls",
     error: { status: 400, message: /messages/ },
+    forced: ["tool_calls", ["get_time"]],
   });
+  const [kind, forecast] = summary["parsed"] as [string, { city: string; days: { day: string; high: number }[] }];
+  t.equal(kind, "Forecast", "the client parsed the answer into its pydantic model");
+  t.ok(forecast.city.length <= 10 && forecast.days.length <= 3 && forecast.days.every((d) => ["mon", "tue"].includes(d.day) && Number.isInteger(d.high)), JSON.stringify(forecast));
   t.ok(typeof summary["stream_usage"] === "number" && summary["stream_usage"] > 0, "usage in the last chunk");
 });

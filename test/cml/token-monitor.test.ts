@@ -220,3 +220,26 @@ t.test("malformed blocks are reported and never crash", async (t) => {
   m.flush();
   t.equal(m.inCriticalSection, false, "flush closes an open block");
 });
+
+t.test("streamCallBody: the body's text as it arrives, after the id, never a marker", async (t) => {
+  const stream = (pieces: string[]): MonitorEvent[] => runText(pieces, createTokenMonitor({ streamCallBody: true }));
+  t.same(stream(["ok [CALL] c1 [HE", "AD] {\"a\":", " 1} [END] done"]), [
+    { type: "text", text: "ok " },
+    { type: "call_start" },
+    { type: "call_body", id: "c1" },
+    { type: "call_text", text: " {\"a\":" },
+    { type: "call_text", text: " 1} " },
+    { type: "call", id: "c1", body: " {\"a\": 1} " },
+    { type: "text", text: " done" },
+  ]);
+  t.same(stream(["[CALL]", " {\"n", "ame\"", "}[END]"]), [
+    { type: "call_start" },
+    { type: "call_body" },
+    { type: "call_text", text: "{\"n" },
+    { type: "call_text", text: "ame\"" },
+    { type: "call_text", text: "}" },
+    { type: "call", body: " {\"name\"}" },
+  ], "without an id the body opens at its first brace");
+  t.same(stream(["[CALL]", "f", "(x=1)[END]"]).slice(1, 3), [{ type: "call_body" }, { type: "call_text", text: "f(x=1)" }], "or at a Python call's parenthesis");
+  t.same(runText(["[CALL] c1 [HEAD] {} [END]"]).map((e) => e.type), ["call_start", "call"], "off by default");
+});

@@ -21,7 +21,7 @@ interface Completion {
 }
 interface Chunk {
   object: string;
-  choices: { delta: { role?: string; content?: string; tool_calls?: { index: number; id: string; function: { name: string; arguments: string } }[] }; finish_reason: string | null }[];
+  choices: { delta: { role?: string; content?: string; tool_calls?: { index: number; id?: string; function: { name?: string; arguments?: string } }[] }; finish_reason: string | null }[];
   usage?: { completion_tokens: number };
 }
 
@@ -81,10 +81,16 @@ t.test("streaming: chunks, tool_calls delta, finish reason, usage, [DONE]", asyn
   t.ok(chunks.every((c) => c.object === "chat.completion.chunk"));
   t.equal(chunks[0]?.choices[0]?.delta.role, "assistant", "the first chunk opens the assistant message");
   const calls = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
-  t.same(calls.map((c) => [c.index, c.id, c.function.name]), [
+  // Each call opens with its id and name, then its arguments arrive in pieces as the model writes them.
+  t.same(calls.filter((c) => c.id !== undefined).map((c) => [c.index, c.id, c.function.name]), [
     [0, "call_w", "get_weather"],
     [1, "call_t", "get_time"],
   ]);
+  for (const index of [0, 1]) {
+    const pieces = calls.filter((c) => c.index === index).map((c) => c.function.arguments ?? "");
+    t.ok(pieces.length > 2, `call ${index}: ${pieces.length} argument deltas`);
+    t.same(JSON.parse(pieces.join("")), { city: "Paris" });
+  }
   const finish = chunks.map((c) => c.choices[0]?.finish_reason).filter((r) => r !== null && r !== undefined);
   t.same(finish, ["tool_calls"], "one finish reason");
   const usage = chunks[chunks.length - 1];
@@ -138,7 +144,8 @@ t.test("bad completion requests → 400 with the reason", async (t) => {
     [{ messages: [user], tool_choice: "required" }, /tool_choice/],
     [{ messages: [user, { role: "tool", content: "x" }] }, /tool_call_id/],
     [{ messages: [user], interlace_continue: true }, /last message to be the assistant's/],
-    [{ messages: [user], n: 2 }, /"n" is not supported: one choice per request/],
+    [{ messages: [user], n: 9 }, /"n" must be an integer in 1..8/],
+    [{ messages: [user], tools, n: 2, interlace_policy: policy }, /"n" above 1/],
     [{ messages: [user], tools, tool_choice: { type: "function", function: { name: "nope" } } }, /names "nope"/],
     [{ messages: [user], tool_choice: { type: "function", name: "get_weather" } }, /"tool_choice" must be/],
     [{ messages: [user], logprobs: true }, /"logprobs" is not supported/],
@@ -147,7 +154,8 @@ t.test("bad completion requests → 400 with the reason", async (t) => {
     [{ messages: [user], stop: ["a", "b", "c", "d", "e"] }, /"stop" must be/],
     [{ messages: [user], top_p: 0 }, /"top_p" must be a number in \(0, 1\]/],
     [{ messages: [user], presence_penalty: 2.5 }, /"presence_penalty" must be a number in -2..2/],
-    [{ messages: [user], response_format: { type: "json_schema", json_schema: { name: "x", schema: { $ref: "#/$defs/a" } } } }, /"\$ref" is not supported/],
+    [{ messages: [user], response_format: { type: "json_schema", json_schema: { name: "x", schema: { $ref: "#/$defs/a" } } } }, /"\$ref" #\/\$defs\/a does not name one of the schema's own \$defs/],
+    [{ messages: [user], response_format: { type: "json_schema", json_schema: { name: "x", schema: { $defs: { n: { type: "object", properties: { next: { $ref: "#/$defs/n" } } } }, $ref: "#/$defs/n" } } } }, /is recursive/],
     [{ messages: [user], response_format: { type: "yaml" } }, /"response_format.type" must be/],
   ];
   for (const [body, message] of cases) {

@@ -11,6 +11,13 @@ export type MonitorEvent =
   | { type: "text"; text: string }
   /** `[CALL]` seen: a critical section begins. */
   | { type: "call_start" }
+  /**
+   * With `streamCallBody`: the open call block's body begins — at `[HEAD]`
+   * (with the id before it), or at the first `{` or `(` of a block without
+   * one — and then its text as it arrives (markers never included).
+   */
+  | { type: "call_body"; id?: string }
+  | { type: "call_text"; text: string }
   /** A complete call block (`[END]` seen); the critical section ends. */
   | { type: "call"; id?: string; body: string }
   /** `[TRAP] [END]` seen. */
@@ -43,6 +50,8 @@ export interface MonitorOptions {
    * with control tokens, marker-looking text stays text so it cannot be forged.
    */
   textMarkers?: boolean;
+  /** Report a call's body as it is generated (`call_body`, `call_text`): for clients that stream arguments. */
+  streamCallBody?: boolean;
 }
 
 export type ParsedCall =

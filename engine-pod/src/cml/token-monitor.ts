@@ -51,10 +51,14 @@ class CmlTokenMonitor implements TokenMonitor {
   private events: MonitorEvent[] = [];
   private readonly markerTokens: ReadonlyMap<number, CmlMarker>;
   private readonly textMarkers: boolean;
+  private readonly streamBody: boolean;
+  /** `streamCallBody`: the open call's body has begun (its text is being reported). */
+  private bodyOpen = false;
 
   constructor(options: MonitorOptions) {
     this.markerTokens = options.markerTokens ?? new Map();
     this.textMarkers = options.textMarkers ?? this.markerTokens.size === 0;
+    this.streamBody = options.streamCallBody ?? false;
   }
 
   get inCriticalSection(): boolean {
@@ -124,6 +128,13 @@ class CmlTokenMonitor implements TokenMonitor {
     }
     this.raw += text;
     this.content += text;
+    if (!this.streamBody || this.state !== "call") return;
+    if (this.bodyOpen) this.events.push({ type: "call_text", text });
+    else if (this.id === undefined && /[{(]/.test(this.content)) {
+      // No id: a JSON or Python call begins here (an id cannot hold these characters).
+      this.bodyOpen = true;
+      this.events.push({ type: "call_body" }, { type: "call_text", text: this.content.trimStart() });
+    }
   }
 
   private onMarker(marker: CmlMarker): void {
@@ -174,8 +185,13 @@ class CmlTokenMonitor implements TokenMonitor {
         const id = this.content.trim();
         if (this.id !== undefined) this.problem ??= "second [HEAD] in a call block";
         else if (id === "") this.problem ??= "empty call id before [HEAD]";
+        else if (this.bodyOpen) this.problem ??= "[HEAD] after the call body began";
         else this.id = id;
         this.content = "";
+        if (this.streamBody && !this.bodyOpen && this.id !== undefined) {
+          this.bodyOpen = true;
+          this.events.push({ type: "call_body", id: this.id });
+        }
         return;
       }
       case CML.END: {
@@ -228,6 +244,7 @@ class CmlTokenMonitor implements TokenMonitor {
     this.content = "";
     this.id = undefined;
     this.problem = undefined;
+    this.bodyOpen = false;
   }
 }
 

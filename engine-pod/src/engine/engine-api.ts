@@ -114,7 +114,20 @@ export interface CompletionRequest {
    * and forks its cells instead of prefilling them again.
    */
   sibling?: boolean;
+  /** The completion's call blocks as they are generated, for clients that stream arguments. */
+  onCallStream?: (event: CallStreamEvent) => void;
 }
+
+/**
+ * A call block of a completion while it is generated: its body opens (the
+ * call's id is known), its text arrives, and it ends as a valid call or a
+ * refused one. A block cut off by the token limit gets no end.
+ */
+export type CallStreamEvent =
+  | { type: "open"; id: string }
+  | { type: "text"; id: string; text: string }
+  | { type: "done"; id: string; name: string; arguments: Record<string, unknown> }
+  | { type: "refused"; id: string };
 
 export interface CompletionResult {
   /** Generated text outside call blocks. */

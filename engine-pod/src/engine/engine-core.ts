@@ -367,18 +367,29 @@ export class EngineCore {
         // A scripted call carries an id (`[CALL] id [HEAD] body`): its body opens at [HEAD].
         if (s.script === undefined) this.proposeDraft(s);
         return;
+      case "call_body":
+        // The id is taken as the body opens, so a streaming client can name the call before it ends.
+        s.openCallId = s.callId(ev.id);
+        s.onCallStream?.({ type: "open", id: s.openCallId });
+        return;
+      case "call_text":
+        if (s.openCallId !== undefined) s.onCallStream?.({ type: "text", id: s.openCallId, text: ev.text });
+        return;
       case "call": {
         s.kv.grammarState = undefined;
-        const id = s.callId(ev.id);
+        const id = s.openCallId ?? s.callId(ev.id);
+        s.openCallId = undefined;
         s.view.emittedCalls.add(id);
         s.turnCalls++;
         const parsed = parseCallBody(ev.body, s.config.tools);
         if (!parsed.ok) {
+          s.onCallStream?.({ type: "refused", id });
           this.refuseCall(s, id, parsed);
           return;
         }
         s.usage.calls++;
         const call = { id, tool: parsed.tool, arguments: parsed.arguments };
+        s.onCallStream?.({ type: "done", id, name: parsed.tool, arguments: parsed.arguments });
         // O3: the result is already cached: append it now; the sequence never leaves the batch.
         const cached = this.deps.speculation?.settledResult(s.id, call);
         if (cached !== undefined) {
@@ -400,7 +411,12 @@ export class EngineCore {
         }
         // A call block that cannot be parsed: the model reads why, as for an invalid call.
         s.turnCalls++;
-        this.refuseCall(s, s.callId(undefined), { code: ErrorCode.MalformedCall, message: `malformed_call: ${ev.reason}` });
+        {
+          const id = s.openCallId ?? s.callId(undefined);
+          s.openCallId = undefined;
+          s.onCallStream?.({ type: "refused", id });
+          this.refuseCall(s, id, { code: ErrorCode.MalformedCall, message: `malformed_call: ${ev.reason}` });
+        }
         return;
     }
   }

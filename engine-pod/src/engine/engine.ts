@@ -232,6 +232,7 @@ class LlamaEngine implements Engine {
         ...(script !== undefined ? { script, history: scriptHistory(messages) } : {}),
         // Raw output streams every token's text, markers included; otherwise the text outside blocks.
         ...(raw && request.onText !== undefined ? { onRaw: request.onText } : {}),
+        ...(request.onCallStream !== undefined ? { onCallStream: request.onCallStream } : {}),
       },
       { messages, tools: request.tools },
       this.options.prefixCache,
@@ -427,7 +428,7 @@ class LlamaEngine implements Engine {
     const shared = config.prefixReuse ? this.sharedPrefix(app, prompt, chain) : undefined;
     const s = new SessionState({
       ...init,
-      monitor: createTokenMonitor({ markerTokens: this.runtime.markerTokens }),
+      monitor: createTokenMonitor({ markerTokens: this.runtime.markerTokens, streamCallBody: init.onCallStream !== undefined }),
       detok: new StreamDetokenizer(this.runtime.model, this.runtime.markerTokens),
       slot: admission.slot,
       seq: this.runtime.sequences[admission.slot]!,

@@ -14,7 +14,7 @@ import type { TokenPolicy } from "../policy/index.js";
 import type { OfferedPrefix } from "../scheduler/index.js";
 import type { StreamDetokenizer } from "./detokenizer.js";
 import type { InterruptEvent } from "./interrupt-manager.js";
-import type { EngineSession, SessionSnapshot } from "./engine-api.js";
+import type { CallStreamEvent, EngineSession, SessionSnapshot } from "./engine-api.js";
 import { checkedMove, type RunState } from "./run-state.js";
 import { StopSequences } from "./stop-sequences.js";
 import type { FinishReason, TurnCall, TurnPolicy } from "./turn/index.js";
@@ -123,6 +123,8 @@ export interface SessionInit {
   readonly history?: { emittedCalls: Iterable<string>; injected: Iterable<string> };
   /** Completions with raw output: every emitted token's text, markers included. */
   readonly onRaw?: (text: string) => void;
+  /** Completions that stream their calls' arguments. */
+  readonly onCallStream?: (event: CallStreamEvent) => void;
 }
 
 export class SessionState implements EngineSession {
@@ -164,6 +166,9 @@ export class SessionState implements EngineSession {
   readonly forced: Token[] = [];
   /** The completion's `stop` sequences over its text. */
   readonly stop: StopSequences | undefined;
+  readonly onCallStream: ((event: CallStreamEvent) => void) | undefined;
+  /** The id of the call block whose body is being generated (taken when the body opens). */
+  openCallId: string | undefined;
 
   readonly events: SessionEvent[] = [];
   private readonly listeners = new Set<(event: SessionEvent) => void>();
@@ -183,6 +188,7 @@ export class SessionState implements EngineSession {
     this.usage = { promptTokens: init.prompt.length, prefilledTokens: 0, decodedTokens: 0, injectedTokens: 0, calls: 0, interrupts: 0, traps: 0 };
     this.sharedPrefix = init.sharedPrefix;
     this.onRaw = init.onRaw;
+    this.onCallStream = init.onCallStream;
     this.stop = init.config.stop !== undefined && init.config.stop.length > 0 ? new StopSequences(init.config.stop) : undefined;
     for (const id of init.history?.emittedCalls ?? []) (this.view.emittedCalls.add(id), this.usedCallIds.add(id));
     for (const id of init.history?.injected ?? []) this.view.injected.add(id);

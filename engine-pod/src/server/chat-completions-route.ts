@@ -10,10 +10,11 @@
 import { randomUUID } from "node:crypto";
 import type { Express, Request, RequestHandler, Response } from "express";
 import type { Logger } from "../../../common/src/index.js";
-import type { CompletionResult, Engine } from "../engine/index.js";
+import type { CallStreamEvent, CompletionResult, Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
 import { errorBody, toHttpError, type ErrorContext } from "./http-errors.js";
 import { choicesExtension, choicesUsage, interlaceExtension, openAiFinishReason, openAiToolCalls, parseChatCompletion } from "./openai.js";
+import { CallArgumentsStream } from "./call-arguments-stream.js";
 import { openSse, type SseStream } from "./sse.js";
 
 export interface CompletionRoutesContext {
@@ -46,7 +47,7 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
     };
 
     /** The request's `n` choices, sent at once: the first fills the prompt, the others follow it and fork its cells. */
-    const runAll = (onText: (index: number, text: string) => void): Promise<CompletionResult[]> => {
+    const runAll = (onText: (index: number, text: string) => void, onCallStream?: (index: number, e: CallStreamEvent) => void): Promise<CompletionResult[]> => {
       const seed = input.request.seed;
       const runs = Array.from({ length: input.n }, (_, index) =>
         engine.complete({
@@ -57,6 +58,7 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
             firstTextAt ??= performance.now();
             onText(index, text);
           },
+          ...(onCallStream !== undefined ? { onCallStream: (e: CallStreamEvent) => onCallStream(index, e) } : {}),
         }),
       );
       // One choice failing fails the request: the others stop too.
@@ -104,15 +106,47 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
       return sse;
     };
     try {
-      const results = await runAll((index, text) => {
-        if (text !== "") open().send(chunk(index, { content: text }));
-      });
+      // Each choice's calls stream as the model writes them: id and name first, then the arguments in pieces.
+      const streaming = Array.from({ length: input.n }, () => new Map<string, { stream: CallArgumentsStream; index: number; named: boolean; done: boolean }>());
+      const onCallStream = (choice: number, e: CallStreamEvent): void => {
+        const calls = streaming[choice]!;
+        if (e.type === "open") {
+          calls.set(e.id, { stream: new CallArgumentsStream(), index: calls.size, named: false, done: false });
+          return;
+        }
+        const call = calls.get(e.id);
+        if (call === undefined || e.type === "refused") return;
+        const send = (fn: Record<string, unknown>, head = false): void => {
+          open().send(chunk(choice, { tool_calls: [{ index: call.index, ...(head ? { id: e.id, type: "function" } : {}), function: fn }] }));
+        };
+        const name = e.type === "done" ? e.name : call.stream.name;
+        const delta = e.type === "text" ? call.stream.push(e.text) : call.stream.finish();
+        if (!call.named && (name ?? call.stream.name) !== undefined) {
+          call.named = true;
+          send({ name: name ?? call.stream.name, arguments: "" }, true);
+        }
+        if (delta !== "") send({ arguments: delta });
+        if (e.type === "done") {
+          call.done = true;
+          // A body whose arguments could not be followed sends them whole.
+          if (call.stream.streamed === "") send({ arguments: JSON.stringify(e.arguments) });
+        }
+      };
+      const results = await runAll(
+        (index, text) => {
+          if (text !== "") open().send(chunk(index, { content: text }));
+        },
+        input.raw ? undefined : onCallStream,
+      );
       results.forEach(observe);
       const stream = open();
       results.forEach((result, index) => {
         if (!input.raw) {
-          const calls = openAiToolCalls(result);
-          if (calls.length > 0) stream.send(chunk(index, { tool_calls: calls.map((c, i) => ({ index: i, ...c })) }));
+          // Calls no stream announced (a backend without call streaming) go out whole.
+          const calls = openAiToolCalls(result)
+            .map((c, i) => ({ index: i, ...c }))
+            .filter((c) => streaming[index]!.get(c.id)?.done !== true);
+          if (calls.length > 0) stream.send(chunk(index, { tool_calls: calls }));
         }
         stream.send(index === results.length - 1 ? { ...chunk(index, {}, openAiFinishReason(result.finishReason)), interlace: extension(results) } : chunk(index, {}, openAiFinishReason(result.finishReason)));
       });

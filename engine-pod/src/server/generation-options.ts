@@ -58,12 +58,39 @@ export function parseAnswerFormat(value: unknown, where: string, shape: "chat" |
       if (typeof spec["name"] !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(spec["name"])) throw bad(`"${path}.name" must be 1 to 64 letters, digits, _ or -`);
       const schema = spec["schema"];
       if (!isObject(schema)) throw bad(`"${path}.schema" must be a JSON Schema object`);
-      if (JSON.stringify(schema).includes('"$ref"')) throw bad(`"${path}.schema": "$ref" is not supported; write the schema inline`);
-      return { type: "json_schema", schema: schema as JsonSchema };
+      return { type: "json_schema", schema: inlineRefs(schema, `${path}.schema`) };
     }
     default:
       throw bad(`"${where}.type" must be "text", "json_object" or "json_schema"`);
   }
+}
+
+/** Deepest chain of `$ref`s followed: a recursive schema has no finite grammar. */
+const MAX_REF_DEPTH = 16;
+
+/**
+ * The schema with its local `$ref`s (`#/$defs/X`, `#/definitions/X`, as
+ * pydantic and zod write nested models) replaced by what they name, so the
+ * grammar builder sees one tree. A reference elsewhere, or a recursive one,
+ * is a 400.
+ */
+export function inlineRefs(schema: Record<string, unknown>, where: string): JsonSchema {
+  const defs = { ...(isObject(schema["definitions"]) ? schema["definitions"] : {}), ...(isObject(schema["$defs"]) ? schema["$defs"] : {}) };
+  const walk = (node: unknown, depth: number): unknown => {
+    if (Array.isArray(node)) return node.map((x) => walk(x, depth));
+    if (!isObject(node)) return node;
+    const ref = node["$ref"];
+    if (typeof ref === "string") {
+      const m = /^#\/(?:\$defs|definitions)\/([^/]+)$/.exec(ref);
+      const target = m !== null ? defs[m[1]!] : undefined;
+      if (target === undefined) throw bad(`"${where}": "$ref" ${ref} does not name one of the schema's own $defs`);
+      if (depth >= MAX_REF_DEPTH) throw bad(`"${where}": "$ref" ${ref} is recursive; a grammar needs a finite schema`);
+      const { $ref: _, ...rest } = node;
+      return walk({ ...(target as Record<string, unknown>), ...rest }, depth + 1);
+    }
+    return Object.fromEntries(Object.entries(node).filter(([k]) => k !== "$defs" && k !== "definitions").map(([k, v]) => [k, walk(v, depth)]));
+  };
+  return walk(schema, 0) as JsonSchema;
 }
 
 /** `stop`: a string or up to 4 non-empty strings. */

@@ -123,6 +123,17 @@ export const OPENAPI_DOCUMENT = {
     },
     "/v1/responses/{id}": {
       get: { summary: "A stored response (until --response-store-ttl-ms)", parameters: [id], responses: { "200": { description: "The response object" }, "404": error } },
+      delete: { summary: "Forgets a stored response", parameters: [id], responses: { "200": { description: "{id, object: response, deleted: true}" }, "404": error } },
+    },
+    "/v1/responses/{id}/input_items": {
+      get: {
+        summary: "The input items of a stored response, paged (order asc|desc, default desc; limit 1..100, default 20; after an item id)",
+        parameters: [id, { name: "order", in: "query", schema: { enum: ["asc", "desc"] } }, { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 100 } }, { name: "after", in: "query", schema: { type: "string" } }],
+        responses: { "200": { description: "{object: list, data, first_id, last_id, has_more}" }, "400": error, "404": error },
+      },
+    },
+    "/v1/responses/{id}/cancel": {
+      post: { summary: "Cancels a response being generated; its request ends with status cancelled", parameters: [id], responses: { "200": { description: "The cancelled response object" }, "400": error, "404": error } },
     },
     "/openapi.json": { get: { summary: "This document", responses: { "200": { description: "OpenAPI 3.1" } } } },
     "/healthz": { get: { summary: "Liveness", responses: { "200": { description: "Alive" } } } },

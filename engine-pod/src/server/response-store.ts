@@ -4,7 +4,8 @@
  * follow-up can be rendered again when its KV is no longer retained), the
  * instructions and tools it ran with (a follow-up with other ones cannot
  * continue the resident sequence), and the response object. Bounded by a
- * TTL and an entry cap (oldest first); an expired or evicted id is unknown.
+ * TTL and an entry cap (oldest first); an expired, evicted or deleted id is
+ * unknown.
  */
 import type { ConversationMessage } from "./responses.js";
 
@@ -16,6 +17,8 @@ export interface StoredResponse {
   /** Canonical JSON of the tools it ran with. */
   toolsKey: string;
   response: Record<string, unknown>;
+  /** The request's own input items, each with an id (`GET /v1/responses/{id}/input_items`). */
+  inputItems: Record<string, unknown>[];
 }
 
 export interface ResponseStoreLimits {
@@ -46,6 +49,11 @@ export class ResponseStore {
       if (this.entries.size <= this.limits.maxEntries) break;
       this.entries.delete(id);
     }
+  }
+
+  /** Forgets a response (`DELETE /v1/responses/{id}`); false when it was unknown or expired. */
+  delete(id: string): boolean {
+    return this.get(id) !== undefined && this.entries.delete(id);
   }
 
   /** The stored response, or undefined when unknown, expired or evicted. */

@@ -19,12 +19,13 @@
 import { randomUUID } from "node:crypto";
 import type { Express, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
-import type { CompletionRequest, CompletionResult, Engine } from "../engine/index.js";
+import type { CallStreamEvent, CompletionRequest, CompletionResult, Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
 import { answerInstruction } from "./generation-options.js";
+import { CallArgumentsStream } from "./call-arguments-stream.js";
 import { HttpError, toHttpError, type ErrorContext } from "./http-errors.js";
 import { withSystemText } from "./openai.js";
-import type { ResponseStore } from "./response-store.js";
+import type { ResponseStore, StoredResponse } from "./response-store.js";
 import {
   assistantTurn,
   messageItem,
@@ -34,6 +35,7 @@ import {
   responseObject,
   type ConversationMessage,
   type FunctionCallItem,
+  type OutputItem,
   type ResponseShell,
   type ResponsesInput,
 } from "./responses.js";
@@ -71,12 +73,44 @@ function completionRequest(id: string, input: ResponsesInput, previous: ReturnTy
   return { request, body, toolsKey };
 }
 
+/** Most input items one `input_items` page lists (OpenAI's bound). */
+const MAX_PAGE = 100;
+
 export function mountResponses(app: Express, json: RequestHandler, ctx: ResponsesRoutesContext): void {
-  app.get("/v1/responses/:id", (req: Request, res: Response) => {
+  /** Responses being generated, by id: `cancel` aborts one. */
+  const running = new Map<string, { abort: AbortController; shell: ResponseShell; cancelled: boolean }>();
+  const stored = (req: Request): StoredResponse => {
     const id = String(req.params["id"]);
-    const stored = ctx.store.get(id);
-    if (stored === undefined) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
-    res.json(stored.response);
+    const found = ctx.store.get(id);
+    if (found === undefined) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
+    return found;
+  };
+
+  app.get("/v1/responses/:id", (req: Request, res: Response) => {
+    res.json(stored(req).response);
+  });
+
+  app.get("/v1/responses/:id/input_items", (req: Request, res: Response) => {
+    const page = inputItemsPage(stored(req).inputItems, req.query);
+    res.json({ object: "list", data: page.items, first_id: page.items[0]?.["id"] ?? null, last_id: page.items.at(-1)?.["id"] ?? null, has_more: page.hasMore });
+  });
+
+  app.delete("/v1/responses/:id", (req: Request, res: Response) => {
+    const id = stored(req).id;
+    ctx.store.delete(id);
+    res.json({ id, object: "response", deleted: true });
+  });
+
+  app.post("/v1/responses/:id/cancel", (req: Request, res: Response) => {
+    const id = String(req.params["id"]);
+    const run = running.get(id);
+    if (run === undefined) {
+      if (ctx.store.get(id) !== undefined) throw HttpError.of(ErrorCode.BadRequest, `response ${id} has already finished; only a response being generated can be cancelled`);
+      throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
+    }
+    run.cancelled = true;
+    run.abort.abort();
+    res.json(cancelledObject(run.shell));
   });
 
   app.post("/v1/responses", json, async (req: Request, res: Response) => {
@@ -96,21 +130,36 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
+    const run = { abort, shell, cancelled: false };
+    running.set(shell.id, run);
+    res.on("close", () => running.delete(shell.id));
     const started = performance.now();
     let firstTextAt: number | undefined;
-    const finish = (result: CompletionResult, withMessage: boolean): Record<string, unknown> => {
+    /** The finished response (stored when asked); `streamedArguments`: a call's arguments as its deltas spelled them. */
+    const finish = (result: CompletionResult, withMessage: boolean, streamedArguments?: (callId: string) => string | undefined): Record<string, unknown> => {
       const end = performance.now();
       const n = result.usage.completionTokens;
       ctx.metrics.observeCompletion(result.finishReason, firstTextAt === undefined ? undefined : firstTextAt - started, firstTextAt !== undefined && n > 1 ? (end - firstTextAt) / (n - 1) : undefined);
-      const response = responseObject(shell, result, outputItems(result, messageId, withMessage));
+      const output = outputItems(result, messageId, withMessage).map((item) => (item.type === "function_call" ? { ...item, arguments: streamedArguments?.(item.call_id) ?? item.arguments } : item));
+      const response = responseObject(shell, result, output);
       if (input.store) {
-        ctx.store.put({ id: shell.id, conversation: [...body, assistantTurn(result)], ...(input.instructions !== undefined ? { instructions: input.instructions } : {}), toolsKey, response });
+        ctx.store.put({ id: shell.id, conversation: [...body, assistantTurn(result)], ...(input.instructions !== undefined ? { instructions: input.instructions } : {}), toolsKey, response, inputItems: input.inputItems });
       }
       return response;
     };
 
     if (!input.stream) {
-      const result = await engine.complete({ ...request, signal: abort.signal, onText: () => (firstTextAt ??= performance.now()) });
+      let result: CompletionResult;
+      try {
+        result = await engine.complete({ ...request, signal: abort.signal, onText: () => (firstTextAt ??= performance.now()) });
+      } catch (err) {
+        // Cancelled by `POST /v1/responses/{id}/cancel`: the caller gets the cancelled response, not an error.
+        if (run.cancelled) {
+          res.json(cancelledObject(shell));
+          return;
+        }
+        throw err;
+      }
       res.json(finish(result, result.content !== ""));
       return;
     }
@@ -127,7 +176,63 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
       send("response.in_progress", { response: responseObject(shell) });
     };
     let messageOpen = false;
+    let messageClosed = false;
+    let messageText = "";
     const part = { item_id: messageId, output_index: 0, content_index: 0 };
+    /** The message item ends when the first call opens (text never follows a completion's calls) or at the end. */
+    const closeMessage = (status: "completed" | "incomplete"): void => {
+      if (!messageOpen || messageClosed) return;
+      messageClosed = true;
+      send("response.output_text.done", { ...part, text: messageText, logprobs: [] });
+      send("response.content_part.done", { ...part, part: outputTextPart(messageText) });
+      send("response.output_item.done", { output_index: 0, item: messageItem(messageId, messageText, status) });
+    };
+    // Each call streams as the model writes it: added when its name is known, its arguments as deltas, done at its end.
+    const calls = new Map<string, { stream: CallArgumentsStream; index: number; added: boolean; final?: string }>();
+    const callItem = (id: string, name: string, args: string, status: FunctionCallItem["status"] | "incomplete"): Record<string, unknown> => ({ type: "function_call", id: `fc_${id}`, call_id: id, name, arguments: args, status });
+    const argumentsDelta = (id: string, index: number, delta: string): void => {
+      if (delta !== "") send("response.function_call_arguments.delta", { item_id: `fc_${id}`, output_index: index, delta });
+    };
+    const onCallStream = (e: CallStreamEvent): void => {
+      open();
+      if (e.type === "open") {
+        closeMessage("completed");
+        calls.set(e.id, { stream: new CallArgumentsStream(), index: (messageOpen ? 1 : 0) + calls.size, added: false });
+        return;
+      }
+      const call = calls.get(e.id);
+      if (call === undefined) return;
+      const add = (name: string): void => {
+        if (call.added) return;
+        call.added = true;
+        send("response.output_item.added", { output_index: call.index, item: callItem(e.id, name, "", "in_progress") });
+      };
+      switch (e.type) {
+        case "text": {
+          const delta = call.stream.push(e.text);
+          if (call.stream.name !== undefined) add(call.stream.name);
+          argumentsDelta(e.id, call.index, delta);
+          return;
+        }
+        case "done": {
+          add(e.name);
+          argumentsDelta(e.id, call.index, call.stream.finish());
+          const streamed = call.stream.streamed;
+          // The arguments as streamed, when they are what was parsed (a body the grammar did not shape may differ).
+          const final = streamed !== "" && sameJson(streamed, e.arguments) ? streamed : JSON.stringify(e.arguments);
+          if (streamed === "") argumentsDelta(e.id, call.index, final);
+          call.final = final;
+          send("response.function_call_arguments.done", { item_id: `fc_${e.id}`, output_index: call.index, name: e.name, arguments: final });
+          send("response.output_item.done", { output_index: call.index, item: callItem(e.id, e.name, final, "completed") });
+          return;
+        }
+        case "refused":
+          // Refused calls are not the response's output; an item already announced ends incomplete.
+          if (call.added) send("response.output_item.done", { output_index: call.index, item: callItem(e.id, call.stream.name ?? "", call.stream.streamed, "incomplete") });
+          calls.delete(e.id);
+          return;
+      }
+    };
     try {
       const result = await engine.complete({
         ...request,
@@ -141,29 +246,32 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
             send("response.output_item.added", { output_index: 0, item: messageItem(messageId, "", "in_progress") });
             send("response.content_part.added", { ...part, part: outputTextPart("") });
           }
+          messageText += text;
           send("response.output_text.delta", { ...part, delta: text, logprobs: [] });
         },
+        onCallStream,
       });
       open();
-      const response = finish(result, messageOpen);
-      const output = response["output"] as ReturnType<typeof outputItems>;
-      output.forEach((item, index) => {
-        if (item.type === "message") {
-          const text = item.content[0]?.text ?? "";
-          send("response.output_text.done", { ...part, text, logprobs: [] });
-          send("response.content_part.done", { ...part, part: outputTextPart(text) });
-          send("response.output_item.done", { output_index: index, item });
-          return;
-        }
-        const call: FunctionCallItem = item;
-        send("response.output_item.added", { output_index: index, item: { ...call, arguments: "", status: "in_progress" } });
-        send("response.function_call_arguments.delta", { item_id: call.id, output_index: index, delta: call.arguments });
-        send("response.function_call_arguments.done", { item_id: call.id, output_index: index, name: call.name, arguments: call.arguments });
-        send("response.output_item.done", { output_index: index, item: call });
+      const response = finish(result, messageOpen, (id) => calls.get(id)?.final);
+      closeMessage(response["status"] === "incomplete" ? "incomplete" : "completed");
+      // Calls no stream announced (a backend without call streaming) go out whole.
+      (response["output"] as OutputItem[]).forEach((item, index) => {
+        if (item.type !== "function_call" || calls.get(item.call_id)?.final !== undefined) return;
+        send("response.output_item.added", { output_index: index, item: { ...item, arguments: "", status: "in_progress" } });
+        argumentsDelta(item.call_id, index, item.arguments);
+        send("response.function_call_arguments.done", { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+        send("response.output_item.done", { output_index: index, item });
       });
       send(response["status"] === "incomplete" ? "response.incomplete" : "response.completed", { response });
       sse?.end();
     } catch (err) {
+      if (run.cancelled) {
+        // `response.failed` is the last event OpenAI's stream types allow; the response says it was cancelled.
+        open();
+        send("response.failed", { response: cancelledObject(shell) });
+        sse?.end();
+        return;
+      }
       if (sse === undefined) throw err;
       // Headers are out: the failure is reported in-band, then the stream ends.
       const httpError = toHttpError(err, ctx.errors);
@@ -174,4 +282,39 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
       sse.end();
     }
   });
+}
+
+/** A response cancelled while it was generated. */
+function cancelledObject(shell: ResponseShell): Record<string, unknown> {
+  return { ...responseObject(shell), status: "cancelled" };
+}
+
+/**
+ * One page of a response's input items, as OpenAI pages them: `order`
+ * (`desc`, newest first, by default, or `asc`), `limit` (1–100, default 20)
+ * and `after` (an item id: the page starts after it).
+ */
+export function inputItemsPage(items: readonly Record<string, unknown>[], query: Request["query"]): { items: Record<string, unknown>[]; hasMore: boolean } {
+  const order = query["order"] ?? "desc";
+  if (order !== "asc" && order !== "desc") throw HttpError.of(ErrorCode.BadRequest, `"order" must be "asc" or "desc"`);
+  const limit = query["limit"] === undefined ? 20 : Number(query["limit"]);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw HttpError.of(ErrorCode.BadRequest, `"limit" must be an integer in 1..${MAX_PAGE}`);
+  const ordered = order === "asc" ? [...items] : [...items].reverse();
+  const after = query["after"];
+  let start = 0;
+  if (after !== undefined) {
+    const at = ordered.findIndex((item) => item["id"] === after);
+    if (at < 0) throw HttpError.of(ErrorCode.BadRequest, `"after": ${String(after)} is not one of this response's input items`);
+    start = at + 1;
+  }
+  return { items: ordered.slice(start, start + limit), hasMore: start + limit < ordered.length };
+}
+
+/** Whether `text` is JSON for `value` (key order as written). */
+function sameJson(text: string, value: unknown): boolean {
+  try {
+    return JSON.stringify(JSON.parse(text)) === JSON.stringify(value);
+  } catch {
+    return false;
+  }
 }

@@ -8,6 +8,7 @@
  * object. Only what the engine can honour is accepted; the rest is a 400
  * naming the field.
  */
+import { randomUUID } from "node:crypto";
 import {
   ErrorCode,
   formatCallBlock,
@@ -36,6 +37,8 @@ export interface ResponsesInput {
   instructions?: string;
   /** The new input items as conversation messages. */
   input: ConversationMessage[];
+  /** The same items as OpenAI lists them back, each with an id. */
+  inputItems: Record<string, unknown>[];
   tools: ToolSpec[];
   /** The tools as sent (echoed on the response object). */
   toolsEcho: unknown[];
@@ -145,6 +148,21 @@ export function toConversation(value: unknown): ConversationMessage[] {
   return out;
 }
 
+/**
+ * The request's input as items with ids, as `input_items` lists them: a
+ * string is one user message of `input_text`; an item without an id gets one
+ * (`msg_…`, `fc_…`, `fco_…` by type).
+ */
+export function inputItemsOf(value: unknown): Record<string, unknown>[] {
+  const items: unknown[] = typeof value === "string" ? [{ type: "message", role: "user", content: [{ type: "input_text", text: value }] }] : Array.isArray(value) ? value : [];
+  return items.filter(isObject).map((item) => {
+    const type = typeof item["type"] === "string" ? item["type"] : "message";
+    const prefix = type === "function_call" ? "fc" : type === "function_call_output" ? "fco" : "msg";
+    const content = type === "message" && typeof item["content"] === "string" ? [{ type: item["role"] === "assistant" ? "output_text" : "input_text", text: item["content"] }] : item["content"];
+    return { id: `${prefix}_${randomUUID().replace(/-/g, "")}`, ...item, type, ...(content !== undefined ? { content } : {}), ...(type === "message" ? { status: "completed" } : {}) };
+  });
+}
+
 /** Flat Responses function tools (`{type, name, description, parameters}`) → ToolSpecs. */
 function toTools(value: unknown): { specs: ToolSpec[]; echo: unknown[] } {
   if (value === undefined || value === null) return { specs: [], echo: [] };
@@ -208,6 +226,7 @@ export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: n
     ...(typeof previous === "string" ? { previousResponseId: previous } : {}),
     ...(typeof instructions === "string" ? { instructions } : {}),
     input,
+    inputItems: inputItemsOf(b["input"]),
     tools: choice === "none" ? [] : specs,
     toolsEcho: echo,
     toolChoiceEcho: b["tool_choice"] ?? "auto",

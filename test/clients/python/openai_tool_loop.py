@@ -1,11 +1,14 @@
 """A function-tool loop with the official Python `openai` client, streaming
 and not, against an OpenAI-compatible base URL (argv[1]). The scripted policy
-rides in `extra_body`. Prints one JSON summary line; the TypeScript test
+rides in `extra_body`. Also a named `tool_choice` and structured outputs
+parsed into nested pydantic models. Prints one JSON summary line; the TypeScript test
 (`test/clients/python-openai.test.ts`) checks it."""
 import json
 import sys
+from typing import Literal
 
 import openai
+import pydantic
 
 client = openai.OpenAI(base_url=sys.argv[1], api_key="unused", max_retries=0)
 tools = [
@@ -63,6 +66,31 @@ for chunk in stream:
 summary["stream_calls"] = [[c["id"], c["name"], json.loads(c["args"])] for _, c in sorted(calls.items())]
 summary["stream_finish"] = finish
 summary["stream_usage"] = usage
+
+# A named tool_choice: the model (random weights: it never calls on its own) must call that function.
+forced = client.chat.completions.create(
+    model="interlace", messages=[{"role": "user", "content": "Time in Paris?"}], tools=tools, temperature=0, max_tokens=400,
+    tool_choice={"type": "function", "function": {"name": "get_time"}},
+)
+summary["forced"] = [forced.choices[0].finish_reason, [c.function.name for c in forced.choices[0].message.tool_calls or []]]
+
+
+# Structured outputs from nested pydantic models (their schema refers to the inner model by $ref).
+class Day(pydantic.BaseModel):
+    day: Literal["mon", "tue"]
+    high: int
+
+
+class Forecast(pydantic.BaseModel):
+    city: str = pydantic.Field(max_length=10)
+    days: list[Day] = pydantic.Field(max_length=3)
+
+
+parsed = client.chat.completions.parse(
+    model="interlace", messages=[{"role": "user", "content": "The forecast for Paris?"}], response_format=Forecast, temperature=0, max_tokens=300,
+)
+forecast = parsed.choices[0].message.parsed
+summary["parsed"] = [type(forecast).__name__, forecast.model_dump() if forecast is not None else None]
 
 # An error in OpenAI's shape becomes the client's own exception.
 try:
