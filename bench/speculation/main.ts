@@ -41,7 +41,8 @@
  * `--draft model` replaces the scripted draft with a real one: the main model
  * is a real model (default Gemma 3 270M) still driven by the ground-truth
  * calls, and the draft is the same model wearing its CML fine-tune
- * (`--adapter`, default the repository's), writing its own guess of the next
+ * (`--adapter`, default the repository's draft adapter, the CML fine-tune's
+ * first run: it guesses the next call best), writing its own guess of the next
  * call on the session's context (`speculation.draft.type: model`). Its hit
  * rate is the draft's real α, and the paper's equations are evaluated at it.
  */
@@ -54,7 +55,7 @@ import { canonicalJson } from "../../common/src/builtin-tools/index.js";
 import { parseArgv, SessionClient, type CallingMode, type CreateSessionRequest, type SessionEvent, type ToolSpec } from "../../common/src/index.js";
 import type { RunnerToolSpec, ToolRunnerConfig } from "../../common/src/protocol/index.js";
 import { ensureModel, PRESETS, type ModelPreset } from "../../engine-pod/src/model/index.js";
-import { GEMMA_PATH, SHIPPED_CML_ADAPTER } from "../../hack/real-models.js";
+import { GEMMA_PATH, SHIPPED_CML_DRAFT_ADAPTER } from "../../hack/real-models.js";
 import { scriptedPredictions } from "../../engine-pod/src/speculation/draft-policy.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
@@ -105,7 +106,7 @@ function parseConfig(argv: string[]): Config {
   const draft = f.get("draft") ?? "scripted";
   if (draft !== "scripted" && draft !== "model") throw new Error("--draft must be scripted or model");
   const model = draft === "model" ? (f.get("model") ?? GEMMA_PATH) : undefined;
-  const adapter = draft === "model" ? (f.get("adapter") ?? SHIPPED_CML_ADAPTER) : undefined;
+  const adapter = draft === "model" ? (f.get("adapter") ?? SHIPPED_CML_DRAFT_ADAPTER) : undefined;
   for (const file of [model, adapter]) if (file !== undefined && !existsSync(file)) throw new Error(`--draft model: ${file} not found (bash hack/tools/50-gemma.sh fetches Gemma; npm run finetune trains an adapter)`);
   const c: Config = {
     quick,
