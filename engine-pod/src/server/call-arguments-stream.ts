@@ -32,12 +32,20 @@ export class CallArgumentsStream {
     return this.take(end);
   }
 
-  /** At the call's end: the rest of the arguments (the call object's closing brace and whitespace left out). */
-  finish(): string {
-    if (this.start < 0) return "";
-    const body = this.body.trimEnd();
-    const close = body.endsWith("}") ? body.length - 1 : body.length;
-    return this.take(this.start + this.body.slice(this.start, close).trimEnd().length);
+  /**
+   * At the call's end, given the arguments the engine parsed: the last delta
+   * to send, and the arguments as the deltas spell them. A body streamed in
+   * another shape, or not at all, sends them whole as JSON instead.
+   */
+  finish(parsed: Record<string, unknown>): { delta: string; final: string } {
+    if (this.start >= 0) {
+      const body = this.body.trimEnd();
+      const close = body.endsWith("}") ? body.length - 1 : body.length;
+      const delta = this.take(this.start + this.body.slice(this.start, close).trimEnd().length);
+      if (sameJson(this.streamed, parsed)) return { delta, final: this.streamed };
+    }
+    const whole = JSON.stringify(parsed);
+    return { delta: this.streamed === "" ? whole : "", final: whole };
   }
 
   /** The arguments text sent so far: every delta, concatenated. */
@@ -50,5 +58,14 @@ export class CallArgumentsStream {
     const delta = this.body.slice(this.sent, end);
     this.sent = end;
     return delta;
+  }
+}
+
+/** Whether `text` is JSON for `value` (key order as written). */
+function sameJson(text: string, value: unknown): boolean {
+  try {
+    return JSON.stringify(JSON.parse(text)) === JSON.stringify(value);
+  } catch {
+    return false;
   }
 }

@@ -119,18 +119,14 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
         const send = (fn: Record<string, unknown>, head = false): void => {
           open().send(chunk(choice, { tool_calls: [{ index: call.index, ...(head ? { id: e.id, type: "function" } : {}), function: fn }] }));
         };
+        const delta = e.type === "text" ? call.stream.push(e.text) : call.stream.finish(e.arguments).delta;
         const name = e.type === "done" ? e.name : call.stream.name;
-        const delta = e.type === "text" ? call.stream.push(e.text) : call.stream.finish();
-        if (!call.named && (name ?? call.stream.name) !== undefined) {
+        if (!call.named && name !== undefined) {
           call.named = true;
-          send({ name: name ?? call.stream.name, arguments: "" }, true);
+          send({ name, arguments: "" }, true);
         }
         if (delta !== "") send({ arguments: delta });
-        if (e.type === "done") {
-          call.done = true;
-          // A body whose arguments could not be followed sends them whole.
-          if (call.stream.streamed === "") send({ arguments: JSON.stringify(e.arguments) });
-        }
+        if (e.type === "done") call.done = true;
       };
       const results = await runAll(
         (index, text) => {

@@ -216,11 +216,8 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
         }
         case "done": {
           add(e.name);
-          argumentsDelta(e.id, call.index, call.stream.finish());
-          const streamed = call.stream.streamed;
-          // The arguments as streamed, when they are what was parsed (a body the grammar did not shape may differ).
-          const final = streamed !== "" && sameJson(streamed, e.arguments) ? streamed : JSON.stringify(e.arguments);
-          if (streamed === "") argumentsDelta(e.id, call.index, final);
+          const { delta, final } = call.stream.finish(e.arguments);
+          argumentsDelta(e.id, call.index, delta);
           call.final = final;
           send("response.function_call_arguments.done", { item_id: `fc_${e.id}`, output_index: call.index, name: e.name, arguments: final });
           send("response.output_item.done", { output_index: call.index, item: callItem(e.id, e.name, final, "completed") });
@@ -308,13 +305,4 @@ export function inputItemsPage(items: readonly Record<string, unknown>[], query:
     start = at + 1;
   }
   return { items: ordered.slice(start, start + limit), hasMore: start + limit < ordered.length };
-}
-
-/** Whether `text` is JSON for `value` (key order as written). */
-function sameJson(text: string, value: unknown): boolean {
-  try {
-    return JSON.stringify(JSON.parse(text)) === JSON.stringify(value);
-  } catch {
-    return false;
-  }
 }
