@@ -18,7 +18,7 @@ import {
 } from "../../../common/src/index.js";
 import type { CompletionResult } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
-import { checkToolChoice, parseAnswerFormat, parseToolChoice, samplingOptions, type GenerationOptions } from "./generation-options.js";
+import { checkToolChoice, optionalNumber, parseAnswerFormat, parseToolChoice, samplingOptions, type GenerationOptions } from "./generation-options.js";
 import { interlaceExtension, toToolSpecs } from "./openai.js";
 import { RESPONSES_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
 import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
@@ -204,15 +204,9 @@ export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: n
     if (typeof v !== "boolean") throw bad(`"${key}" must be true or false`);
     return v;
   };
-  const number = (key: string, check: (n: number) => boolean, rule: string): number | undefined => {
-    const v = b[key];
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== "number" || !check(v)) throw bad(`"${key}" must be ${rule}`);
-    return v;
-  };
-  const maxOutputTokens = number("max_output_tokens", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
-  const temperature = number("temperature", (n) => n >= 0 && n <= 2, "a number in 0..2");
-  const maxToolCalls = number("max_tool_calls", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
+  const maxOutputTokens = optionalNumber(b, "max_output_tokens", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
+  const temperature = optionalNumber(b, "temperature", (n) => n >= 0 && n <= 2, "a number in 0..2");
+  const maxToolCalls = optionalNumber(b, "max_tool_calls", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
   const parallelToolCalls = flag("parallel_tool_calls", true);
   const { topP } = samplingOptions(b);
   const maxCalls = parallelToolCalls ? maxToolCalls : 1;
