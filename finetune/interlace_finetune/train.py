@@ -6,12 +6,19 @@ tokens the model writes only.
         [--alpha 32] [--dropout 0.05] [--targets q_proj,...] [--accum 8]
         [--holdout 0.05] [--seed 1] [--threads N] [--dtype bf16|fp32]
         [--time-budget-s S] [--converter DIR] [--resume-from ADAPTER_DIR]
+        [--micro-batch N]
 
 Writes into DIR: `adapter/` (peft), `adapter.gguf` (llama.cpp's LoRA format,
 with the provenance in its metadata), `base-config/`, `loss.json` and
 `provenance.json`. Logits are computed only where the loss is taken: with
 Gemma's 262k-token vocabulary the LM head over every position would cost as
 much as the rest of the model.
+
+On a GPU, `--micro-batch 8` runs that many samples in one forward pass
+(padded to the longest): the same loss as one at a time, a fraction of the
+kernel launches. Without `--converter` no GGUF is written: a machine without
+llama.cpp's converter (a GPU host) trains, and `python -m
+interlace_finetune.export DIR` converts the adapter where the converter is.
 """
 
 from __future__ import annotations
@@ -20,7 +27,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import platform
 import random
 import sys
@@ -50,6 +56,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.05)
     p.add_argument("--targets", default=DEFAULT_TARGETS, help="comma-separated module names LoRA adapts")
     p.add_argument("--accum", type=int, default=8, help="samples per optimizer step")
+    p.add_argument("--micro-batch", type=int, default=1, help="samples per forward pass (a divisor of --accum; more than 1 pays on a GPU)")
     p.add_argument("--holdout", type=float, default=0.05, help="share of samples kept out of training to measure held-out loss")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: all cores)")
@@ -89,16 +96,27 @@ class LossModel:
         self.cap = getattr(base.config, "final_logit_softcapping", None)
         self.device = device
 
-    def loss(self, sample: Sample) -> torch.Tensor:
-        n = len(sample.input_ids)
-        padded = sample.input_ids + [0] * (-n % PAD_TO)
-        ids = torch.tensor([padded], device=self.device)
-        hidden = self.decoder(input_ids=ids, use_cache=False).last_hidden_state[0]
-        pos = torch.tensor(sample.positions, device=self.device)
-        logits = self.head(hidden[pos]).float()
+    def loss(self, batch: list[Sample]) -> torch.Tensor:
+        """The mean over `batch` of each sample's mean token loss. Samples are
+        right-padded to the longest: causal attention keeps the padding out of
+        every real position, so batching changes nothing but speed."""
+        longest = max(len(s.input_ids) for s in batch)
+        width = longest + (-longest % PAD_TO)
+        ids = torch.tensor([s.input_ids + [0] * (width - len(s.input_ids)) for s in batch], device=self.device)
+        hidden = self.decoder(input_ids=ids, use_cache=False).last_hidden_state
+        rows = torch.tensor([b for b, s in enumerate(batch) for _ in s.positions], device=self.device)
+        cols = torch.tensor([p for s in batch for p in s.positions], device=self.device)
+        logits = self.head(hidden[rows, cols]).float()
         if self.cap:
             logits = torch.tanh(logits / self.cap) * self.cap
-        return F.cross_entropy(logits, ids[0, pos + 1])
+        per_token = F.cross_entropy(logits, ids[rows, cols + 1], reduction="none")
+        sums = torch.zeros(len(batch), device=self.device).index_add(0, rows, per_token)
+        counts = torch.tensor([len(s.positions) for s in batch], device=self.device, dtype=sums.dtype)
+        return (sums / counts).mean()
+
+
+def chunks(items: list[Sample], size: int) -> list[list[Sample]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.micro_batch < 1 or args.accum % args.micro_batch != 0:
+        raise SystemExit(f"--micro-batch must divide --accum ({args.accum})")
     args.out.mkdir(parents=True, exist_ok=True)
     device = args.device
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
@@ -166,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             return None
         model.eval()
         with torch.no_grad():
-            losses = [lm.loss(s).item() for s in held]
+            total = sum(lm.loss(batch).item() * len(batch) for batch in chunks(held, args.micro_batch))
         model.train()
-        return sum(losses) / len(losses)
+        return total / len(held)
 
     curve: list[dict[str, float]] = []
     evals: list[dict[str, float]] = []
@@ -190,16 +210,17 @@ def main(argv: list[str] | None = None) -> int:
             group["lr"] = lr_at(step, total_steps, args.lr)
         optimizer.zero_grad(set_to_none=True)
         losses = []
-        tokens = 0
+        picked = []
         for _ in range(args.accum):
             if cursor % len(train) == 0:
                 rng.shuffle(epoch_order)
-            sample = train[epoch_order[cursor % len(train)]]
+            picked.append(train[epoch_order[cursor % len(train)]])
             cursor += 1
-            loss = lm.loss(sample) / args.accum
+        for batch in chunks(picked, args.micro_batch):
+            loss = lm.loss(batch) * len(batch) / args.accum
             loss.backward()
-            losses.append(loss.item() * args.accum)
-            tokens += len(sample.input_ids)
+            losses.append(loss.item() * args.accum / len(batch))
+        tokens = sum(len(sample.input_ids) for sample in picked)
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
         optimizer.step()
         step += 1
@@ -238,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             "schedule": "linear warm-up 5%, cosine to 10%",
             "optimizer": "AdamW (weight decay 0), gradient clip 1.0",
             "samples_per_step": args.accum,
+            "micro_batch": args.micro_batch,
             "epochs": round(cursor / len(train), 3),
             "steps": step,
             "base_dtype": args.dtype,
@@ -245,17 +267,15 @@ def main(argv: list[str] | None = None) -> int:
         },
         **({"resumed_from": resumed} if resumed is not None else {}),
         "trainable_parameters": trainable,
-        "training": {"device": device, "threads": torch.get_num_threads(), "seconds": round(train_s, 1), "load_seconds": round(load_s, 1), "stopped_by": stopped_by},
+        "training": {"device": device, **({"accelerator": torch.cuda.get_device_name(device)} if device.startswith("cuda") else {}), "threads": torch.get_num_threads(), "seconds": round(train_s, 1), "load_seconds": round(load_s, 1), "stopped_by": stopped_by},
         "loss": {"first": curve[0]["loss"] if curve else None, "last": curve[-1]["loss"] if curve else None, "held_out": evals},
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
     }
-    if args.converter is not None:
-        from .export import export_gguf
-
-        extra = json.loads(args.metadata.read_text()) if args.metadata is not None else {}
-        gguf_path = export_gguf(args.out / "adapter", args.out / "base-config", args.out / "adapter.gguf", args.converter, {**extra, "interlace.provenance": json.dumps(provenance, sort_keys=True)})
-        provenance["adapter"] = {"path": str(gguf_path), "bytes": os.path.getsize(gguf_path)}
     (args.out / "provenance.json").write_text(json.dumps(provenance, indent=2))
+    if args.converter is not None:
+        from .export import export_run
+
+        provenance = export_run(args.out, args.converter, args.metadata)
     print(json.dumps({"steps": step, "seconds": round(train_s, 1), "loss_first": provenance["loss"]["first"], "loss_last": provenance["loss"]["last"], "held_out": evals[-1] if evals else None}), flush=True)
     return 0
 

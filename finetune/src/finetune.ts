@@ -17,7 +17,12 @@
  * 4. writes `provenance.json` (base model and data hashes, seed,
  *    hyper-parameters, loss curve, versions) and `loss.svg`, and checks the
  *    adapter against the base model the way the engine will.
- * The same command trains a bigger model on a GPU: `--base PATH --device cuda`.
+ * The same command trains a bigger model on a GPU: `--base PATH --device cuda
+ * --micro-batch 8`. A GPU host without Node.js runs the steps apart:
+ * `--stage prepare` writes the data and prints the one Python command to run
+ * there (train.py needs only PyTorch, transformers, peft and gguf); with the
+ * run's folder copied back, `--stage finish --out DIR` converts, checks and
+ * records it here.
  * `--format native` trains on the same tasks in the model's own tool-call
  * format instead (the accuracy bench's comparison row; the engine serves CML).
  */
@@ -34,7 +39,10 @@ import { SampleTokenizer } from "./sample-tokens.js";
 import { CACHE, FINETUNE_PACKAGE_DIR, FINETUNE_PYTHON, INSTALL_SCRIPT, LLAMA_CONVERTER } from "./toolchain.js";
 
 /** Training flags passed through to train.py as they are. */
-const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dropout", "targets", "accum", "holdout", "threads", "dtype", "time-budget-s", "resume-from"];
+const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dropout", "targets", "accum", "micro-batch", "holdout", "threads", "dtype", "time-budget-s", "resume-from"];
+
+/** `all`: data, training, conversion; `prepare`: the data only, and the training command for another machine; `finish`: conversion and checks of a run trained elsewhere. */
+type Stage = "all" | "prepare" | "finish";
 
 function run(cmd: string, args: string[], cwd: string): Promise<void> {
   return new Promise((done, fail) => {
@@ -62,50 +70,71 @@ function lossChart(loss: { train: { step: number; loss: number }[]; held_out: { 
 }
 
 const USAGE =
-  "npm run finetune -- [--base GGUF] [--out DIR] [--force] [--device cpu|cuda] [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N] [--threads N] [--time-budget-s S] [--seed N] [--format cml|native] [--resume-from DIR/adapter] [dataset flags of gen-finetune]";
+  "npm run finetune -- [--stage all|prepare|finish] [--base GGUF] [--out DIR] [--force] [--device cpu|cuda] [--micro-batch N] [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N] [--threads N] [--time-budget-s S] [--seed N] [--format cml|native] [--resume-from DIR/adapter] [dataset flags of gen-finetune]";
 
 async function main(): Promise<void> {
   const flags = parseArgv(process.argv.slice(2));
-  refuseUnknownFlags(flags, ["base", "out", "force", ...TRAIN_FLAGS, ...DATASET_FLAGS], USAGE);
+  refuseUnknownFlags(flags, ["stage", "base", "out", "force", ...TRAIN_FLAGS, ...DATASET_FLAGS], USAGE);
+  const stage = (flags.get("stage") ?? "all") as Stage;
+  if (!["all", "prepare", "finish"].includes(stage)) throw new Error(`--stage must be all, prepare or finish\nusage: ${USAGE}`);
   const base = resolve(flags.get("base") ?? DEFAULT_BASE_MODEL());
   if (!existsSync(base)) throw new Error(`base model not found: ${base} (run \`bash hack/tools/50-gemma.sh\` for Gemma 3 270M, or pass --base PATH)`);
   const format = parseFormatFlag(flags);
   const out = resolve(flags.get("out") ?? join(CACHE, "adapters", `${basename(base, ".gguf")}-${format}`));
   const seed = flags.get("seed") ?? "1";
   // A finished adapter is a measured artefact (its provenance names its data): never trained over by accident.
-  if (existsSync(join(out, "adapter.gguf")) && flags.get("force") !== "true") throw new Error(`${out} already holds an adapter: pass another --out, or --force to train over it`);
+  if (existsSync(join(out, "adapter.gguf")) && flags.get("force") !== "true") throw new Error(`${out} already holds an adapter: pass another --out, or --force to ${stage === "finish" ? "convert" : "train"} over it`);
   mkdirSync(out, { recursive: true });
   const started = performance.now();
+  const command = `npm run finetune -- ${process.argv.slice(2).join(" ")}`.trim();
 
   if (!existsSync(FINETUNE_PYTHON) || !existsSync(join(LLAMA_CONVERTER, "convert_lora_to_gguf.py"))) await run("bash", [INSTALL_SCRIPT], FINETUNE_PACKAGE_DIR);
 
-  const options = parseDatasetFlags(flags);
-  const tokenizer = await SampleTokenizer.load(base);
   const data = join(out, "data.jsonl");
-  let stats;
-  try {
-    const built = format === "native" ? buildNativeDataset(options, tokenizer) : buildDataset(options, tokenizer);
-    stats = built.stats;
-    const { text, sha256 } = serializeDataset(built.samples);
-    writeFileSync(data, text);
-    console.log(`data: ${data} (sha256 ${sha256}): ${describeStats(stats)}`);
-  } finally {
-    await tokenizer.close();
-  }
-
   const metadata = join(out, "metadata.json");
-  // A CML adapter tells the engine how to prompt its model; a native one is prompted by its chat wrapper's own format.
-  const prompt = format === "cml" ? { "interlace.prompt.examples": "none", "interlace.prompt.instructions": options.instructions, "interlace.prompt.call_style": options.callStyle } : { "interlace.prompt.format": "native" };
-  writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} ${format === "cml" ? "CML" : "native tool-call"} LoRA (Interlace)`, ...prompt }, null, 2));
-  const trainArgs = ["-m", "interlace_finetune.train", "--base", base, "--data", data, "--out", out, "--seed", seed, "--converter", LLAMA_CONVERTER, "--metadata", metadata];
+  const datasetFile = join(out, "dataset.json");
+  if (stage !== "finish") {
+    const options = parseDatasetFlags(flags);
+    const tokenizer = await SampleTokenizer.load(base);
+    try {
+      const built = format === "native" ? buildNativeDataset(options, tokenizer) : buildDataset(options, tokenizer);
+      const { text, sha256 } = serializeDataset(built.samples);
+      writeFileSync(data, text);
+      console.log(`data: ${data} (sha256 ${sha256}): ${describeStats(built.stats)}`);
+      // The command that made the data; a run finished elsewhere records it beside the finishing one.
+      writeFileSync(datasetFile, JSON.stringify({ ...(stage === "prepare" ? { prepared_by: command } : {}), ...options, sources: options.sources.map((s) => basename(s.questions)), stats: { ...built.stats, sources: built.stats.sources.length } }, null, 2));
+    } finally {
+      await tokenizer.close();
+    }
+    // A CML adapter tells the engine how to prompt its model; a native one is prompted by its chat wrapper's own format.
+    const prompt = format === "cml" ? { "interlace.prompt.examples": "none", "interlace.prompt.instructions": options.instructions, "interlace.prompt.call_style": options.callStyle } : { "interlace.prompt.format": "native" };
+    writeFileSync(metadata, JSON.stringify({ "general.name": `${basename(base, ".gguf")} ${format === "cml" ? "CML" : "native tool-call"} LoRA (Interlace)`, ...prompt }, null, 2));
+  }
+  const trainArgs = ["-m", "interlace_finetune.train", "--base", base, "--data", data, "--out", out, "--seed", seed];
   for (const f of TRAIN_FLAGS) if (flags.has(f)) trainArgs.push(`--${f}`, f === "resume-from" ? resolve(flags.get(f)!) : flags.get(f)!);
-  await run(FINETUNE_PYTHON, trainArgs, FINETUNE_PACKAGE_DIR);
+  if (stage === "prepare") {
+    console.log(
+      [
+        `prepared ${out}. On the training machine (PyTorch, transformers, peft, gguf; no Node.js), from a copy of finetune/, with the base model and this folder copied to the same paths:`,
+        `  python3 ${trainArgs.join(" ")}`,
+        `then copy ${out}/{adapter,base-config,loss.json,provenance.json} back and run: npm run finetune -- --stage finish --out ${out}${flags.has("base") ? ` --base ${base}` : ""}${format === "native" ? " --format native" : ""}`,
+      ].join("\n"),
+    );
+    return;
+  }
+  if (stage === "all") await run(FINETUNE_PYTHON, [...trainArgs, "--converter", LLAMA_CONVERTER, "--metadata", metadata], FINETUNE_PACKAGE_DIR);
+  else {
+    for (const needed of ["adapter", "base-config", "loss.json", "provenance.json", "metadata.json", "dataset.json"]) {
+      if (!existsSync(join(out, needed))) throw new Error(`--stage finish: ${join(out, needed)} is missing (--stage prepare writes the data files; the training run writes the rest)`);
+    }
+    await run(FINETUNE_PYTHON, ["-m", "interlace_finetune.export", out, "--converter", LLAMA_CONVERTER, "--metadata", metadata], FINETUNE_PACKAGE_DIR);
+  }
 
   const adapter = join(out, "adapter.gguf");
   const check = await checkModel(base, [{ path: adapter, scale: 1 }], format);
   const provenance = JSON.parse(readFileSync(join(out, "provenance.json"), "utf8")) as Record<string, unknown>;
-  const dataset = { ...options, sources: options.sources.map((s) => basename(s.questions)), stats: { ...stats, sources: stats.sources.length } };
-  writeFileSync(join(out, "provenance.json"), JSON.stringify({ ...provenance, dataset, command: `npm run finetune -- ${process.argv.slice(2).join(" ")}`.trim() }, null, 2));
+  const dataset = JSON.parse(readFileSync(datasetFile, "utf8")) as Record<string, unknown>;
+  writeFileSync(join(out, "provenance.json"), JSON.stringify({ ...provenance, dataset, command }, null, 2));
   const loss = JSON.parse(readFileSync(join(out, "loss.json"), "utf8")) as Parameters<typeof lossChart>[0];
   writeFileSync(join(out, "loss.svg"), await renderSvg(lossChart(loss, `LoRA fine-tuning on ${format === "cml" ? "CML" : "the native tool-call format"}: ${basename(base)}`)));
   const size = readFileSync(adapter).length;

@@ -74,9 +74,35 @@ t.test("a tiny Gemma-3 model: samples → LoRA training → GGUF adapter → the
   const check = await checkModel(tiny, [{ path: adapter, scale: 1 }]);
   t.match(check.adapters[0], { architecture: "gemma3", rank: 8, promptExamples: "none", promptInstructions: "brief" }, "the engine's check accepts the adapter and reads its metadata");
 
+  // Samples batched into one forward pass (padded to the longest) give the loss they give one at a time.
+  const { stdout: losses } = await python([
+    "-c",
+    [
+      "import json, sys, torch",
+      "from pathlib import Path",
+      "from peft import PeftModel",
+      "from interlace_finetune.base_model import load_base",
+      "from interlace_finetune.data import read_samples",
+      "from interlace_finetune.train import LossModel",
+      `base = load_base(Path(${JSON.stringify(tiny)}), "cpu", torch.float32)`,
+      `model = PeftModel.from_pretrained(base, ${JSON.stringify(join(out, "adapter"))}).eval()`,
+      `samples, _ = read_samples(Path(${JSON.stringify(data)}), base.get_input_embeddings().weight.shape[0])`,
+      "lm = LossModel(model, 'cpu')",
+      "with torch.no_grad(): print(json.dumps([sum(lm.loss([s]).item() for s in samples) / len(samples), lm.loss(samples).item()]))",
+    ].join("\n"),
+  ]);
+  const [oneByOne, batched] = JSON.parse(losses.trim().split("\n").at(-1)!) as [number, number];
+  t.ok(Math.abs(oneByOne - batched) < 1e-4 * Math.max(1, oneByOne), `a padded batch has the samples' mean loss (${batched} against ${oneByOne} one at a time)`);
+  t.not(new Set(lines.map((l) => (JSON.parse(l) as { tokens: { input_ids: number[] } }).tokens.input_ids.length)).size, 1, "the samples differ in length, so the batch is padded");
+
   // Going on from that adapter: its LoRA shape is kept, the training starts where it ended, and the provenance says so.
+  // Trained in batches of two and without the converter (as on a GPU host), then converted on its own.
   const again = join(dir, "again");
-  await python(["-m", "interlace_finetune.train", "--base", tiny, "--data", data, "--out", again, "--max-steps", "5", "--accum", "1", "--lr", "1e-3", "--rank", "4", "--holdout", "0", "--dtype", "fp32", "--threads", "1", "--resume-from", join(out, "adapter")]);
+  await python(["-m", "interlace_finetune.train", "--base", tiny, "--data", data, "--out", again, "--max-steps", "5", "--accum", "2", "--micro-batch", "2", "--lr", "1e-3", "--rank", "4", "--holdout", "0", "--dtype", "fp32", "--threads", "1", "--resume-from", join(out, "adapter")]);
+  t.notOk(existsSync(join(again, "adapter.gguf")), "without --converter no GGUF is written");
+  await python(["-m", "interlace_finetune.export", again, "--converter", LLAMA_CONVERTER, "--metadata", metadata]);
+  t.match((await checkModel(tiny, [{ path: join(again, "adapter.gguf"), scale: 1 }])).adapters[0], { rank: 8, promptExamples: "none" }, "the adapter converted apart is one the engine accepts");
+  t.match(JSON.parse(readFileSync(join(again, "provenance.json"), "utf8")), { hyperparameters: { micro_batch: 2 }, adapter: { bytes: Number } }, "its provenance records the batching and the converted file");
   const resumed = JSON.parse(readFileSync(join(again, "provenance.json"), "utf8")) as { hyperparameters: { rank: number }; loss: { first: number }; resumed_from?: { sha256: string; provenance: { data: { sha256: string } } } };
   t.equal(resumed.hyperparameters.rank, 8, "the resumed adapter keeps its rank");
   t.ok(resumed.loss.first < provenance.loss.first / 2, `training goes on from the trained weights (first loss ${resumed.loss.first} against ${provenance.loss.first} from scratch)`);
