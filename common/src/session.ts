@@ -103,6 +103,26 @@ export type ToolChoice = "auto" | "none" | "required" | { name: string };
 /** OpenAI `response_format` beyond text: the answer is any JSON object, or a value of this JSON Schema. */
 export type AnswerFormat = { type: "json_object" } | { type: "json_schema"; schema: JsonSchema };
 
+/**
+ * Which paused session gives its KV cells up when a request finds every
+ * sequence held (the engine's `--kv-retention`, an EnginePool's
+ * `kvRetention.policy`); engine-pod/src/kv/retention.ts says what each does.
+ */
+export const KV_RETENTION_POLICIES = ["eta", "ttl", "lru", "pin", "discard"] as const;
+export type KvRetentionPolicy = (typeof KV_RETENTION_POLICIES)[number];
+
+/**
+ * How long a paused session's KV cells are worth keeping while its tools run,
+ * from the caller who knows its tools (SGLang's `retention_seconds`, Dynamo's
+ * agent hints). The engine uses them where it knows no better.
+ */
+export interface RetentionHint {
+  /** Expected duration of this session's calls, ms: the wait estimate for a call whose tool declares no `estimatedLatencyMs`. */
+  expectedToolMs?: number;
+  /** Keep the cells at least this long after each pause: the `ttl` retention policy's TTL for this session. */
+  retentionSeconds?: number;
+}
+
 /** Body of `POST /v1/sessions`. */
 export interface CreateSessionRequest {
   /** The user input; or a full message list (a system message overrides `system`). */
@@ -118,6 +138,8 @@ export interface CreateSessionRequest {
   /** Constrain call bodies with a GBNF grammar built from the tools' schemas (default true). */
   grammar?: boolean;
   kvPolicy?: KvPolicy;
+  /** KV retention across this session's tool waits (validated: a bad hint is a 400). */
+  retention?: RetentionHint;
   policy?: ScriptedPolicySpec;
   /**
    * Admission priority, higher first (the router sends 1 for AgentApps whose

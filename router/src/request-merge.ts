@@ -14,6 +14,7 @@ import {
   type CreateSessionRequest,
   type KvPolicy,
   type PostInterruptRequest,
+  type RetentionHint,
 } from "../../common/src/index.js";
 import type { AppConfig } from "../../common/src/protocol/index.js";
 import { badRequest } from "./errors.js";
@@ -26,7 +27,7 @@ export interface Merged<T> {
 }
 
 const ROLES = ["user", "assistant", "tool"] as const;
-const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "policy", "mode", "grammar", "prefixReuse"];
+const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "retention", "policy", "mode", "grammar", "prefixReuse"];
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -97,6 +98,9 @@ export function mergeSessionRequest(app: AppConfig, body: unknown): Merged<Creat
   if (body["temperature"] !== undefined) request.temperature = body["temperature"] as number;
   if (body["seed"] !== undefined) request.seed = body["seed"] as number;
   if (body["kvPolicy"] !== undefined) request.kvPolicy = body["kvPolicy"] as KvPolicy;
+  // The request's own hint, else the app's (spec.kvRetention).
+  const retention = body["retention"] ?? app.retention;
+  if (retention !== undefined) request.retention = retention as RetentionHint;
   if (body["policy"] !== undefined) request.policy = body["policy"] as NonNullable<CreateSessionRequest["policy"]>;
   if (body["grammar"] !== undefined) request.grammar = body["grammar"] as boolean;
   if (body["prefixReuse"] !== undefined) request.prefixReuse = body["prefixReuse"] as boolean;

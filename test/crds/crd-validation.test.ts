@@ -147,6 +147,16 @@ const invalid: Record<string, Case> = {
     obj: variant(engine, "bad-kv", (o) => (o.spec.kvPolicy = "sometimes")),
     messages: ["spec.kvPolicy", 'Unsupported value: "sometimes"', '"keep"', '"swap"', '"recompute"', '"auto"'],
   },
+  "unknown kvRetention policy": {
+    kind: EnginePool,
+    obj: variant(engine, "bad-retention", (o) => (o.spec.kvRetention = { policy: "forever" })),
+    messages: ["spec.kvRetention.policy", 'Unsupported value: "forever"', '"eta"', '"ttl"', '"lru"', '"pin"', '"discard"'],
+  },
+  "negative retention TTL": {
+    kind: EnginePool,
+    obj: variant(engine, "bad-ttl", (o) => (o.spec.kvRetention = { ttlSeconds: -1 })),
+    messages: ["spec.kvRetention.ttlSeconds", "greater than or equal to 0"],
+  },
   "unknown backend": {
     kind: EnginePool,
     obj: variant(engine, "bad-backend", (o) => (o.spec.runtime.backend = "tensorrt")),
@@ -247,6 +257,11 @@ const invalid: Record<string, Case> = {
     kind: AgentApp,
     obj: variant(app, "bad-ref", (o) => (o.spec.enginePool.name = "Qwen_Small")),
     messages: ["spec.enginePool.name", "should match"],
+  },
+  "retention hint out of range": {
+    kind: AgentApp,
+    obj: variant(app, "bad-hint", (o) => (o.spec.kvRetention = { expectedToolMs: -5, retentionSeconds: 1e9 })),
+    messages: ["spec.kvRetention.expectedToolMs", "spec.kvRetention.retentionSeconds"],
   },
   "unknown calling mode": {
     kind: AgentApp,

@@ -2,7 +2,9 @@
  * @module A trapped session paused with swap or recompute holds no sequence:
  * its slot is lent to other sessions and it resumes into whichever slot is
  * free when its result arrives, continuing exactly as if it had never paused.
- * With keep it holds its slot, and the engine is full.
+ * With keep it holds its slot, and (under the `pin` retention policy, which
+ * never takes cells from a paused session) the engine is full; the other
+ * policies are engine-kv-retention.test.ts's.
  */
 import t from "tap";
 import { ErrorCode, type CreateSessionRequest, type KvPolicy } from "../../common/src/index.js";
@@ -14,7 +16,7 @@ import { eventsOf, sequenceOf, startEngine, TOOLS } from "./engine-fixture.js";
 // The engine keeps its swap files in a directory of its own under this root.
 const swapRoot = mkdtempSync(join(tmpdir(), "trap-lending-"));
 t.teardown(() => rmSync(swapRoot, { recursive: true, force: true }));
-const { engine, runtime } = await startEngine(t, { sequences: 1, swapDir: swapRoot });
+const { engine, runtime } = await startEngine(t, { sequences: 1, swapDir: swapRoot, kvRetention: "pin" });
 
 /** State files the engine holds in its swap directory now. */
 function swapFiles(): number {

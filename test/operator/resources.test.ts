@@ -73,7 +73,10 @@ t.test("engine Deployment: args parse with the engine's own option parser", asyn
   t.equal(parsed.executor.kind, "nats");
   t.equal(parsed.executor.natsUrl, "nats://nats:4222");
   t.equal(parsed.podName, "qwen-engine-abc12");
-  t.match(parsed.engine, { contextSize: 8192, sequences: 16, threads: 6, kvPolicy: "swap", prefixStore: 3 });
+  t.match(parsed.engine, { contextSize: 8192, sequences: 16, threads: 6, kvPolicy: "swap", prefixStore: 3, kvRetention: "eta", kvRetentionTtlMs: 30_000 });
+  // The retention policy and TTL an EnginePool names reach the engine's own parser.
+  const ttlPool = buildEngineDeployment(enginePool({ kvRetention: { policy: "ttl", ttlSeconds: 90 } }), build).spec?.template.spec?.containers[0]!;
+  t.match(parseEnginePodOptions({ flags: parseArgv((ttlPool.args ?? []).map((a) => (a === "$(POD_NAME)" ? "p" : a))), env: {} }).engine, { kvRetention: "ttl", kvRetentionTtlMs: 90_000 });
   // Swapped KV state goes to /dev/shm: a memory-backed volume, not the container's 64 MiB default.
   const shm = c.volumeMounts?.find((m) => m.mountPath === "/dev/shm");
   t.ok(shm, "/dev/shm is mounted");
@@ -275,6 +278,14 @@ t.test("AgentApp: references resolve into a config, or a Degraded reason", async
   t.equal(cm.metadata?.ownerReferences?.[0]?.kind, "AgentApp");
   t.same(JSON.parse(cm.data?.[APP_CONFIG_KEY] ?? "") as AppConfig, ok.config);
   t.equal(appEndpoint(app(), "http://router:8080/"), "http://router:8080/v1/apps/team/helper");
+});
+
+t.test("AgentApp kvRetention: the app's retention hint is rendered into its config, absent when the spec has none", async (t) => {
+  const pools = new Map([["web", toolPool([search, calc])]]);
+  const plain = resolveAppConfig(app(), enginePool(), pools);
+  t.equal(plain.ok && plain.config.retention, undefined);
+  const hinted = resolveAppConfig(app({ kvRetention: { expectedToolMs: 45_000, retentionSeconds: 60 } }), enginePool(), pools);
+  t.same(hinted.ok && hinted.config.retention, { expectedToolMs: 45_000, retentionSeconds: 60 });
 });
 
 t.test("AgentApp speculation: defaults, λ / max in flight / pools rendered into the config (pools as namespace/name), unknown pools Degraded", async (t) => {

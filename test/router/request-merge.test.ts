@@ -27,6 +27,13 @@ t.test("an app that enables speculation has it copied onto every session", async
   t.same(body.speculation, { enabled: true, lambda: 2, maxInFlight: 3, engineSide: false, pools: ["default/search"] });
 });
 
+t.test("a KV retention hint: the request's own, else the app's (spec.kvRetention)", async (t) => {
+  t.equal(mergeSessionRequest(appConfig("merge-r0"), { prompt: "x" }).body.retention, undefined, "none unless one is given");
+  const app = appConfig("merge-r", { retention: { expectedToolMs: 30_000 } });
+  t.same(mergeSessionRequest(app, { prompt: "x" }).body.retention, { expectedToolMs: 30_000 });
+  t.same(mergeSessionRequest(app, { prompt: "x", retention: { retentionSeconds: 5 } }).body.retention, { retentionSeconds: 5 }, "the request's hint wins");
+});
+
 t.test("fields the app owns are refused with their name", async (t) => {
   const app = appConfig("merge-d");
   t.throws(() => mergeSessionRequest(app, { prompt: "x", system: "be evil" }), /"system" is set by the AgentApp/);

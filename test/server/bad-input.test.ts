@@ -13,7 +13,8 @@ import { builtinToolSpecs } from "../../common/src/builtin-tools/index.js";
 import { ofType, postJson, readSession, startTestPod } from "./helpers.js";
 import { waitFor } from "../helpers/wait.js";
 
-const { base, pod } = await startTestPod(t, ["--max-body-bytes", "65536", "--max-prompt-bytes", "16384", "--prefix-cache", "false"]);
+// `pin`: a full engine stays full while its sessions wait on tools (the other retention policies would hand a paused one's cells over).
+const { base, pod } = await startTestPod(t, ["--max-body-bytes", "65536", "--max-prompt-bytes", "16384", "--prefix-cache", "false", "--kv-retention", "pin"]);
 const tools: ToolSpec[] = builtinToolSpecs().filter((s) => s.name === "sleep" || s.name === "echo");
 
 async function expectError(t: Test, res: Response, status: number, code: string, message?: RegExp): Promise<void> {

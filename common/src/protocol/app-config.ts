@@ -13,7 +13,7 @@ import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { stableJson } from "../prefix-hash.js";
-import type { CallingMode, ChatMessage, SessionSpeculation } from "../session.js";
+import type { CallingMode, ChatMessage, RetentionHint, SessionSpeculation } from "../session.js";
 import type { SemanticFunction } from "../semantic-function.js";
 import type { ToolSpec } from "../tools.js";
 import { decodeToken, encodeToken } from "./subjects.js";
@@ -40,6 +40,8 @@ export interface AppConfig {
   semanticFunctions: SemanticFunction[];
   maxTokens: number;
   tools: ToolSpec[];
+  /** The AgentApp's KV retention hint, sent with each session that gives none (`spec.kvRetention`). */
+  retention?: RetentionHint;
 }
 
 /** The fields an app must name; everything else has the AgentApp's defaults. */

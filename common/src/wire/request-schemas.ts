@@ -98,6 +98,16 @@ const samplingProperties = {
   seed: { type: "integer", minimum: 0, maximum: 0xffffffff },
 } as const;
 
+/** A session's KV retention hint (common/src/session.ts `RetentionHint`): at most a day either way. */
+export const retentionHintSchema: JsonSchema = {
+  type: "object",
+  properties: {
+    expectedToolMs: { type: "number", minimum: 0, maximum: 86_400_000 },
+    retentionSeconds: { type: "number", minimum: 0, maximum: 86_400 },
+  },
+  additionalProperties: false,
+};
+
 /** `POST /v1/sessions`; `tools` entries are resolved (builtin names, full specs) after this check. */
 export const createSessionBodySchema: JsonSchema = {
   type: "object",
@@ -111,6 +121,7 @@ export const createSessionBodySchema: JsonSchema = {
     ...samplingProperties,
     grammar: { type: "boolean" },
     kvPolicy: { enum: KV_POLICIES },
+    retention: retentionHintSchema,
     policy: scriptedPolicySchema,
     /** Admission priority, higher first (the router maps the AgentApp's objective onto it). */
     priority: { type: "integer", minimum: -1000, maximum: 1000 },

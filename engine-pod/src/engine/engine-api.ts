@@ -163,6 +163,8 @@ export interface EngineStats {
   /** Interrupts that had to wait for a critical section (call block) to end. */
   interruptsDeferred: number;
   trapsByDecision: { keep: number; swap: number; recompute: number };
+  /** KV retention across tool waits (kv/retention.ts); absent on engines that hold no KV (upstream). */
+  retention?: RetentionStats;
   /** Sessions moved to a lower sequence id so batches stay contiguous. */
   compactions: number;
   /** Prompt prefixes copied from another resident sequence instead of being prefilled, and their tokens. */
@@ -216,4 +218,21 @@ export interface Engine {
   readonly contextSize: number;
   readonly ready: boolean;
   close(): Promise<void>;
+}
+
+/** What KV retention across tool waits has done. */
+export interface RetentionStats {
+  policy: string;
+  /** Cells (tokens) held now by sessions paused with their cells kept. */
+  keptCells: number;
+  /** Paused sessions that gave their cells to a waiting request, by how. */
+  evictionsByDecision: { swap: number; recompute: number };
+  /** Bytes of KV state written to host memory (traps and evictions). */
+  bytesSwappedOut: number;
+  /** Tokens re-evaluated on resume, by why the cells had gone. */
+  tokensRecomputedByCause: { trap: number; eviction: number };
+  /** Requests admitted into a paused session's sequence (each waited for its eviction). */
+  admissionsDelayed: number;
+  /** Requests refused because every sequence was held and the policy freed none. */
+  admissionsRefused: number;
 }

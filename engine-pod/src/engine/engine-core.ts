@@ -20,7 +20,7 @@ import type { Admission, PrefixStore, Scheduler, SessionView, StepPlan } from ".
 import type { Executor, ToolCall, ToolResult } from "./executor.js";
 import type { SpeculationHook } from "./speculation-hook.js";
 import { InterruptManager } from "./interrupt-manager.js";
-import { KvWork } from "./kv-work.js";
+import { KvWork, type Handover, type RetentionSettings } from "./kv-work.js";
 import { isPrefilling, PrefixFollowers } from "./prefix-followers.js";
 import { RateWindow } from "./rate-window.js";
 import type { Runtime } from "./runtime.js";
@@ -45,6 +45,8 @@ export interface EngineCoreDeps {
   prefixStore: PrefixStore;
   /** Engine-side speculation (O2 draft validation, O3 append on a cache hit); absent: none. */
   speculation?: SpeculationHook;
+  /** Which paused session gives its cells up when a request finds every sequence held. */
+  retention: RetentionSettings;
 }
 
 export class EngineCore {
@@ -77,7 +79,7 @@ export class EngineCore {
       inject: (s) => this.inject(s),
       finish: (s, reason) => this.finish(s, reason),
       countPrefill: (s, n) => this.countPrefill(s, n),
-    }, deps.prefixStore);
+    }, deps.prefixStore, deps.retention);
   }
 
   start(): void {
@@ -121,14 +123,23 @@ export class EngineCore {
     return prompts;
   }
 
-  /** Takes in an admitted session; its sequence is prepared in the background (after the fill it follows, if any). */
-  add(s: SessionState, admission: Admission, reuse: boolean): void {
+  /**
+   * Takes in an admitted session; its sequence is prepared in the background
+   * (after the fill it follows, if any, or once a paused session handing its
+   * sequence over has left it).
+   */
+  add(s: SessionState, admission: Admission, reuse: boolean, handover?: Handover): void {
     const fork = admission.fork;
     const source = fork?.filling === true ? [...this.live].find((x) => x.slot === fork.from && isPrefilling(x)) : undefined;
     this.sessions.set(s.id, s);
     this.live.add(s);
     this.constrain(s);
-    this.work.fill(s, admission, reuse, source !== undefined && fork !== null ? this.followers.follow(s, source, fork.tokens) : undefined);
+    this.work.fill(s, admission, reuse, source !== undefined && fork !== null ? this.followers.follow(s, source, fork.tokens) : undefined, handover?.ready);
+  }
+
+  /** A paused session's sequence for a request that found every one held, or null; see `KvWork.handOver`. */
+  handOver(priority: number): Handover | null {
+    return this.work.handOver(this.live, priority, (s) => this.interrupts.pending(s));
   }
 
   /** Throws the request's error when its answer format cannot be compiled (the grammar is cached for its session). */

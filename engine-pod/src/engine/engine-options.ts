@@ -12,6 +12,7 @@ import {
   type KvPolicy,
   type Source,
 } from "../../../common/src/index.js";
+import { RETENTION_POLICIES, type RetentionPolicy } from "../kv/index.js";
 import { PROMPT_EXAMPLES, PROMPT_INSTRUCTIONS, type PromptExamples, type PromptInstructions } from "../prompt/index.js";
 
 export type GpuOption = false | "cuda" | "auto";
@@ -47,6 +48,14 @@ export interface EngineOptions {
   threads: number;
   /** Pool-wide trap decision override; `auto` asks the KV cost model. */
   kvPolicy: KvPolicy;
+  /**
+   * Which paused session gives its cells up when a request finds every
+   * sequence held (`eta`: the one expected to wait longest; see
+   * kv/retention.ts for `ttl`, `lru`, `pin` and `discard`). Default `eta`.
+   */
+  kvRetention?: RetentionPolicy;
+  /** The `ttl` policy's TTL when a request gives no `retentionSeconds`, ms. Default 30 s. */
+  kvRetentionTtlMs?: number;
   /** Default generated-token limit of a session or completion. */
   maxTokens: number;
   /** Idle finished sequences kept resident as a prefix cache (LRU, bounded by free sequences). */
@@ -111,7 +120,7 @@ export function parseAdapterList(value: string, flag: string): AdapterOption[] {
     });
 }
 
-/** Reads `--model`, `--adapters`, `--prompt-examples`, `--prompt-instructions`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
+/** Reads `--model`, `--adapters`, `--prompt-examples`, `--prompt-instructions`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--kv-retention`, `--kv-retention-ttl-ms`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
@@ -131,6 +140,8 @@ export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions>
     contextSize: intOpt(src, "context-size", d.contextSize, { min: 64 }),
     threads: intOpt(src, "threads", d.threads, { min: 0, max: 256 }),
     kvPolicy: enumOpt(src, "kv-policy", ["keep", "swap", "recompute", "auto"] as const, d.kvPolicy),
+    kvRetention: enumOpt(src, "kv-retention", RETENTION_POLICIES, d.kvRetention ?? "eta"),
+    kvRetentionTtlMs: intOpt(src, "kv-retention-ttl-ms", d.kvRetentionTtlMs ?? 30_000, { min: 0 }),
     maxTokens: intOpt(src, "max-tokens", d.maxTokens, { min: 1 }),
     prefixCache: boolOpt(src, "prefix-cache", d.prefixCache),
     prefixStore: intOpt(src, "prefix-store", d.prefixStore ?? 0, { min: 0, max: 64 }),

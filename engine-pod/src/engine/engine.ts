@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
-import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
+import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type RetentionHint, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
 import { createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
@@ -83,6 +83,7 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
     prefixCache: options.prefixCache,
     prefixStore,
     ...(extras.speculation !== undefined ? { speculation: extras.speculation } : {}),
+    retention: { policy: options.kvRetention ?? "eta", ttlMs: options.kvRetentionTtlMs ?? 30_000 },
   });
   const engine = new LlamaEngine(options, runtime, kv, scheduler, prefixStore, core, extras.inbox);
   core.start();
@@ -93,6 +94,8 @@ class LlamaEngine implements Engine {
   private closed = false;
   /** Prompts whose KV cells are resident, as prefix-hash chains (engine heartbeats). */
   private readonly resident: ResidentPrefixes;
+  /** Admissions that found every sequence held: given a paused session's cells (delayed by its eviction), or refused. */
+  private readonly retentionCounters = { admissionsDelayed: 0, admissionsRefused: 0 };
 
   constructor(
     private readonly options: EngineOptions,
@@ -136,6 +139,7 @@ class LlamaEngine implements Engine {
       throw new InterlaceError(ErrorCode.BadRequest, "maxBatch must be a positive integer");
     }
     const prefixReuse = request.prefixReuse ?? true;
+    const retention = checkRetentionHint(request.retention);
     const config: SessionConfig = {
       mode,
       tools,
@@ -144,6 +148,7 @@ class LlamaEngine implements Engine {
       ...(request.seed !== undefined ? { seed: request.seed } : {}),
       grammar: (request.grammar ?? true) && request.policy === undefined,
       kvPolicy: request.kvPolicy ?? "auto",
+      ...(retention !== undefined ? { retention } : {}),
       prefixReuse,
       priority,
       ...(request.maxBatch !== undefined ? { maxBatch: request.maxBatch } : {}),
@@ -295,6 +300,14 @@ class LlamaEngine implements Engine {
       interruptsInjected: interrupts.interruptsInjected,
       interruptsDeferred: interrupts.interruptsDeferred,
       trapsByDecision: { ...kv.trapsByDecision },
+      retention: {
+        policy: this.options.kvRetention ?? "eta",
+        keptCells: kv.keptCells,
+        evictionsByDecision: { swap: kv.evictionsByDecision.swap, recompute: kv.evictionsByDecision.recompute },
+        bytesSwappedOut: kv.bytesSwappedOut,
+        tokensRecomputedByCause: { ...kv.tokensRecomputedByCause },
+        ...this.retentionCounters,
+      },
       compactions: kv.moves,
       prefixForks: kv.prefixForks,
       prefixForkedTokens: kv.prefixForkedTokens,
@@ -419,8 +432,16 @@ class LlamaEngine implements Engine {
     const inputs = reuse
       ? { resident: this.allSequences().map((seq) => seq.contextTokens), filling: this.core.fillingPrompts(), ...(continues !== undefined ? { continues } : {}) }
       : undefined;
-    const admission = this.scheduler.admit(prompt, config.priority, this.core.views(), inputs);
+    const views = this.core.views();
+    let admission = this.scheduler.admit(prompt, config.priority, views, inputs);
+    // Every sequence held: a paused session may give its cells up (retention policy), unless a resumed one waits for a slot first.
+    const handover = admission === null && this.scheduler.queued(views) === 0 ? this.core.handOver(config.priority) : null;
+    if (handover !== null) {
+      admission = { slot: handover.slot, reusePrefix: 0, fork: null };
+      this.retentionCounters.admissionsDelayed++;
+    }
     if (admission === null) {
+      this.retentionCounters.admissionsRefused++;
       throw new InterlaceError(ErrorCode.Capacity, `all ${this.scheduler.size} sequences are busy; retry later`);
     }
     if (admission.fork !== null) this.store.used(admission.fork.from);
@@ -435,7 +456,7 @@ class LlamaEngine implements Engine {
       ...(shared !== undefined ? { sharedPrefix: shared } : {}),
     });
     this.resident.record(s.id, prompt, chain);
-    this.core.add(s, admission, reuse);
+    this.core.add(s, admission, reuse && handover === null, handover ?? undefined);
     return s;
   }
 }
@@ -470,6 +491,21 @@ function checkToolChoice(choice: ToolChoice | undefined, tools: ReadonlyMap<stri
   if (choice === "required") return "required";
   if (!tools.has(choice.name)) throw new InterlaceError(ErrorCode.UnknownTool, `toolChoice names "${choice.name}", which is not one of the request's tools`);
   return { name: choice.name };
+}
+
+/** A session's retention hint, checked here too: an in-process caller gets the HTTP layer's errors. */
+function checkRetentionHint(hint: RetentionHint | undefined): SessionConfig["retention"] {
+  if (hint === undefined) return undefined;
+  const within = (v: number | undefined, max: number): boolean => v === undefined || (typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= max);
+  if (typeof hint !== "object" || hint === null || Object.keys(hint).some((k) => k !== "expectedToolMs" && k !== "retentionSeconds")) {
+    throw new InterlaceError(ErrorCode.BadRequest, "retention takes only expectedToolMs and retentionSeconds");
+  }
+  if (!within(hint.expectedToolMs, 86_400_000)) throw new InterlaceError(ErrorCode.BadRequest, "retention.expectedToolMs must be a number of ms in 0..86400000");
+  if (!within(hint.retentionSeconds, 86_400)) throw new InterlaceError(ErrorCode.BadRequest, "retention.retentionSeconds must be a number of seconds in 0..86400");
+  return {
+    ...(hint.expectedToolMs !== undefined ? { expectedToolMs: hint.expectedToolMs } : {}),
+    ...(hint.retentionSeconds !== undefined ? { retentionMs: hint.retentionSeconds * 1000 } : {}),
+  };
 }
 
 /** A completion's history as a script sees it: the calls and results after the last user message. */

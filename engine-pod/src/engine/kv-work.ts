@@ -8,7 +8,7 @@
  * the prefix store first).
  */
 import type { Logger } from "../../../common/src/index.js";
-import { expectedWaitMs, type DraftValidation, type KvManager, type PausedSequence, type ValidateDraftOptions } from "../kv/index.js";
+import { chooseEviction, estimateTrapCosts, expectedWaitMs, trapRule, type DraftValidation, type Eviction, type KvManager, type PausedSequence, type RetentionPolicy, type ValidateDraftOptions } from "../kv/index.js";
 import { commonPrefix, type Admission, type PrefixStore, type Scheduler } from "../scheduler/index.js";
 import type { LlamaContextSequence } from "node-llama-cpp";
 import type { InterruptManager } from "./interrupt-manager.js";
@@ -25,6 +25,19 @@ export interface KvWorkHost {
   countPrefill(s: SessionState, n: number): void;
 }
 
+/** The engine's retention policy under pressure (kv/retention.ts) and the `ttl` policy's default TTL. */
+export interface RetentionSettings {
+  readonly policy: RetentionPolicy;
+  readonly ttlMs: number;
+}
+
+/** A sequence handed from a paused session to an admission: free once the paused state has left it. */
+export interface Handover {
+  readonly slot: number;
+  readonly eviction: Eviction;
+  readonly ready: Promise<void>;
+}
+
 export class KvWork {
   constructor(
     private readonly runtime: Runtime,
@@ -34,6 +47,7 @@ export class KvWork {
     private readonly log: Logger,
     private readonly host: KvWorkHost,
     private readonly store: PrefixStore,
+    private readonly retention: RetentionSettings,
   ) {}
 
   /** A sequence by id: a session slot, or a prefix-store sequence after them. */
@@ -48,9 +62,11 @@ export class KvWork {
    * holds (once `following` resolves with the session still prefilling it),
    * reuse its own resident prefix, or clear it.
    */
-  fill(s: SessionState, admission: Admission, reuse: boolean, following?: Promise<SessionState>): void {
+  fill(s: SessionState, admission: Admission, reuse: boolean, following?: Promise<SessionState>, handover?: Promise<void>): void {
     const prompt = s.tokens.prompt;
     this.host.background(s, async () => {
+      // A sequence handed over by a paused session is the admission's once that state has left it (cleared below either way).
+      if (handover !== undefined) await handover.catch(() => undefined);
       let evaluated = 0;
       if (reuse && admission.fork !== null) {
         // Copy the prefix's cells rather than prefilling them again; a session followed may have moved slots meanwhile.
@@ -81,16 +97,19 @@ export class KvWork {
       startedAt: c.startedAt,
       ...(c.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: c.estimatedLatencyMs } : {}),
     }));
-    const wait = expectedWaitMs(pending, Date.now());
+    const wait = this.expectedWait(s, pending, Date.now());
     const pressure = this.scheduler.busy / this.scheduler.size;
     const contextTokens = s.seq.nextTokenIndex;
+    s.kv.pausedAt = Date.now();
     s.transition("trapped");
+    // The session's own decision, else the pool's, else what the retention policy does at a trap.
+    const override = s.config.kvPolicy !== "auto" ? s.config.kvPolicy : this.kv.policy !== "auto" ? this.kv.policy : trapRule(this.retention.policy);
     this.host.background(s, async () => {
       const outcome = await this.kv.trap({
         sequence: s.seq,
         expectedWaitMs: wait,
         kvPressure: pressure,
-        override: s.config.kvPolicy,
+        override,
         // The KV manager requires no live generator on a sequence whose cells leave it.
         release: () => this.closeGenerator(s),
       });
@@ -102,15 +121,73 @@ export class KvWork {
         // The state lives outside the context now: lend the slot to other sessions until resume.
         this.scheduler.release(s.slot);
         s.slot = -1;
-        // Restore ahead of the expected interrupt, so the restore adds no latency (AsyncLM §5.4).
-        if (Number.isFinite(wait)) {
-          const lead = Math.max(0, wait - outcome.pauseMs - outcome.verdict.restoreLeadMs);
-          s.kv.prefetchTimer = setTimeout(() => this.prefetch(s), lead);
-          s.kv.prefetchTimer.unref();
-        }
+        this.schedulePrefetch(s, wait - outcome.pauseMs - outcome.verdict.restoreLeadMs);
       }
       s.transition("trapped");
     });
+  }
+
+  /** Expected time until the session's next interrupt: its pending calls' estimates, the request's hint where a tool gives none. */
+  private expectedWait(s: SessionState, pending: Parameters<typeof expectedWaitMs>[0], now: number): number {
+    return expectedWaitMs(pending, now, s.config.retention?.expectedToolMs);
+  }
+
+  /** Restore ahead of the expected interrupt, so the restore adds no latency (AsyncLM §5.4). */
+  private schedulePrefetch(s: SessionState, leadMs: number): void {
+    if (!Number.isFinite(leadMs)) return;
+    s.kv.prefetchTimer = setTimeout(() => this.prefetch(s), Math.max(0, leadMs));
+    s.kv.prefetchTimer.unref();
+  }
+
+  /**
+   * Retention under pressure: a request finds every sequence held. Among the
+   * sessions paused with their cells kept (no interrupt waiting, priority no
+   * higher than the request's), the policy picks one to give them up; its
+   * slot is the admission's at once, and `ready` resolves when its state has
+   * left the sequence. Null: none is picked (the request is refused).
+   */
+  handOver(sessions: Iterable<SessionState>, priority: number, queued: (s: SessionState) => number): Handover | null {
+    const now = Date.now();
+    const held = [...sessions].filter((s) => s.state === "trapped" && s.slot >= 0 && s.kv.paused?.decision === "keep" && queued(s) === 0 && s.config.priority <= priority);
+    const candidates = held.map((s) => {
+      const costs = estimateTrapCosts(this.kv.costModel, s.seq.nextTokenIndex);
+      const pending = [...s.outstanding.values()].map((c) => ({ startedAt: c.startedAt, ...(c.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: c.estimatedLatencyMs } : {}) }));
+      return {
+        id: s.id,
+        pausedAt: s.kv.pausedAt ?? now,
+        expectedWaitMs: this.expectedWait(s, pending, now),
+        swapMs: costs.swapMs,
+        recomputeMs: costs.recomputeMs,
+        ...(s.config.retention?.retentionMs !== undefined ? { retentionMs: s.config.retention.retentionMs } : {}),
+      };
+    });
+    const eviction = chooseEviction(this.retention.policy, candidates, now, { ttlMs: this.retention.ttlMs });
+    if (eviction === null) return null;
+    const s = held.find((x) => x.id === eviction.id)!;
+    const slot = s.slot;
+    const paused = s.kv.paused!;
+    const wait = candidates.find((c) => c.id === s.id)!.expectedWaitMs;
+    // The slot is the admission's from now on; the paused session resumes into whichever slot it is granted.
+    s.slot = -1;
+    const ready = new Promise<void>((resolve, reject) => {
+      this.host.background(s, async () => {
+        try {
+          const next = await this.kv.evict(paused, eviction.decision, () => this.closeGenerator(s));
+          s.kv.paused = next;
+          s.kv.trapDecision = next.decision;
+          s.kv.trapPauseMs = (s.kv.trapPauseMs ?? 0) + next.pauseMs;
+          this.log.debug({ session: s.id, decision: next.decision, reason: eviction.reason, contextTokens: next.contextTokens, expectedWaitMs: wait }, "paused session gave its cells to a waiting request");
+          const restore = estimateTrapCosts(this.kv.costModel, next.contextTokens);
+          this.schedulePrefetch(s, wait - (Date.now() - now) - (next.decision === "swap" ? restore.swapInMs : restore.recomputeMs));
+          s.transition("trapped");
+          resolve();
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+          throw err;
+        }
+      });
+    });
+    return { slot, eviction, ready };
   }
 
   /** The expected interrupt is near: take a slot and restore the paused state now, still trapped. */

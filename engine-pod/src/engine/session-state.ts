@@ -37,6 +37,8 @@ export interface SessionConfig {
   readonly seed?: number;
   readonly grammar: boolean;
   readonly kvPolicy: KvPolicy;
+  /** The request's retention hint, checked: a call's wait estimate where its tool gives none, and its TTL. */
+  readonly retention?: { readonly expectedToolMs?: number; readonly retentionMs?: number };
   /** The session's cells may be reused as a prefix (its own re-entries, later requests). */
   readonly prefixReuse: boolean;
   /** Admission priority, higher first (0 when the request gave none). */
@@ -101,6 +103,8 @@ export interface SessionKv {
   trapPauseMs: number | undefined;
   /** Restores a paused state shortly before its expected interrupt. */
   prefetchTimer: NodeJS.Timeout | undefined;
+  /** When the session last paused (its last activity), epoch ms. */
+  pausedAt: number | undefined;
 }
 
 type DoneEvent = Extract<SessionEvent, { type: "done" }>;
@@ -141,7 +145,7 @@ export class SessionState implements EngineSession {
   readonly tokens: TokenLog;
   readonly timing: SessionTiming = { acceptedAt: performance.now(), firstTokenAt: undefined, lastTokenAt: undefined, stepMs: [], decodeSteps: 0, decodeMs: 0, prefillMs: 0 };
   readonly usage: SessionUsage;
-  readonly kv: SessionKv = { gen: null, grammarState: undefined, answerGrammar: undefined, paused: undefined, trapDecision: undefined, trapPauseMs: undefined, prefetchTimer: undefined };
+  readonly kv: SessionKv = { gen: null, grammarState: undefined, answerGrammar: undefined, paused: undefined, trapDecision: undefined, trapPauseMs: undefined, prefetchTimer: undefined, pausedAt: undefined };
   readonly outstanding = new Map<string, OutstandingCall>();
   /** Call blocks (valid or not) since the turn began; an `endTurn` decision resets it. */
   turnCalls = 0;

@@ -68,6 +68,12 @@ export interface KvStats {
   prefixForkedTokens: number;
   /** Sequences moved to another slot (compaction). */
   moves: number;
+  /** Kept pauses whose cells went to a waiting request (retention under pressure), by how they were given up. */
+  evictionsByDecision: Record<TrapDecision, number>;
+  /** Tokens re-evaluated on resume, by why the cells had gone: dropped at the trap, or given up to a waiting request. */
+  tokensRecomputedByCause: { trap: number; eviction: number };
+  /** Cells (tokens) held now by sessions paused with keep. */
+  keptCells: number;
 }
 
 /** One per engine (one llama context). Not thread-safe by design: the decode loop is its only caller. */
@@ -86,7 +92,12 @@ export class KvManager {
     prefixForks: 0,
     prefixForkedTokens: 0,
     moves: 0,
+    evictionsByDecision: { keep: 0, swap: 0, recompute: 0 },
+    tokensRecomputedByCause: { trap: 0, eviction: 0 },
+    keptCells: 0,
   };
+  /** Pauses that came from an eviction rather than a trap (for the recompute cause). */
+  private readonly evicted = new WeakSet<PausedSequence>();
 
   constructor(options: KvManagerOptions = {}) {
     this.options = options;
@@ -147,6 +158,7 @@ export class KvManager {
       this.options.log?.warn({ decision: paused.fallbackFrom, reason: paused.fallbackReason }, "trap decision could not be carried out; kept the cells");
     }
     this.paused.add(paused);
+    if (paused.decision === "keep") this.counters.keptCells += paused.contextTokens;
     this.counters.trapsByDecision[paused.decision] += 1;
     this.counters.pausedByDecision[paused.decision] += 1;
     this.counters.costMsByDecision[paused.decision] += paused.pauseMs;
@@ -158,21 +170,52 @@ export class KvManager {
     return { verdict, paused, pauseMs: paused.pauseMs };
   }
 
+  /**
+   * Gives up the cells of a session paused with keep, for a request that
+   * needs its sequence: swap or recompute, as a trap would have. A swap that
+   * cannot be written falls back to recompute (the cells must go either way).
+   * `release` runs first (no generator may be live on the sequence).
+   */
+  async evict(paused: PausedSequence, decision: "swap" | "recompute", release?: () => Promise<void>): Promise<PausedSequence> {
+    if (paused.decision !== "keep" || !this.paused.delete(paused)) throw new Error("evict: not a kept pause this manager holds");
+    this.unhold(paused);
+    await release?.();
+    let next = await pauseSequence(paused.sequence, decision, this.swapDir);
+    if (next.decision === "keep") {
+      this.options.log?.warn({ reason: next.fallbackReason }, "eviction swap failed; recomputing instead");
+      next = await pauseSequence(paused.sequence, "recompute", this.swapDir);
+    }
+    this.paused.add(next);
+    this.evicted.add(next);
+    this.counters.pausedByDecision[next.decision] += 1;
+    this.counters.evictionsByDecision[next.decision] += 1;
+    this.counters.costMsByDecision[next.decision] += next.pauseMs;
+    if (next.decision === "swap") this.counters.bytesSwappedOut += next.bytes;
+    return next;
+  }
+
   /** Restores a paused sequence (into `target`, default the one it was paused from). */
   async resume(paused: PausedSequence, target?: LlamaContextSequence): Promise<ResumeResult> {
     if (!this.paused.delete(paused)) throw new Error("resume of a state this manager does not hold (already resumed?)");
-    this.counters.pausedByDecision[paused.decision] -= 1;
+    this.unhold(paused);
     const result = await resumeSequence(paused, target);
     this.counters.costMsByDecision[paused.decision] += result.resumeMs;
     this.counters.tokensRecomputed += result.evaluatedTokens;
+    this.counters.tokensRecomputedByCause[this.evicted.has(paused) ? "eviction" : "trap"] += result.evaluatedTokens;
     return result;
   }
 
   /** Drops a paused state without resuming it (session cancelled). */
   async discard(paused: PausedSequence): Promise<void> {
     if (!this.paused.delete(paused)) return;
-    this.counters.pausedByDecision[paused.decision] -= 1;
+    this.unhold(paused);
     await discardPaused(paused);
+  }
+
+  /** A pause leaves the manager's hands: its counts go down. */
+  private unhold(paused: PausedSequence): void {
+    this.counters.pausedByDecision[paused.decision] -= 1;
+    if (paused.decision === "keep") this.counters.keptCells -= paused.contextTokens;
   }
 
   /** Keeps the longest prefix of `tokens` the sequence holds, erases the rest; see `reusePrefix`. */

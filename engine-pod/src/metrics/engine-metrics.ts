@@ -91,6 +91,34 @@ export class EngineMetrics {
     gauge("prefix_store_entries", "Apps' shared prefixes held in the prefix store now.", (s) => s.prefixStoreEntries);
     gauge("prefix_store_size", "Sequences of the prefix store.", (s) => s.prefixStoreSize);
     gauge("batch_size", "Sequences in the last decode step.", (s) => s.lastBatchSize);
+    gauge("kv_paused_cells", "KV cells held by sessions paused across a tool wait with their cells kept.", (s) => s.retention?.keptCells ?? 0);
+
+    // Labelled counters over the engine's retention totals (kv/retention.ts), advanced by their growth since the last scrape.
+    const labelled = (name: string, help: string, label: string, read: (s: EngineStats) => Record<string, number> | undefined): void => {
+      const last = new Map<string, number>();
+      new Counter({
+        name: `${PREFIX}${name}`,
+        help,
+        labelNames: [label],
+        registers,
+        collect() {
+          const s = stats();
+          const values = s === undefined ? undefined : read(s);
+          if (values === undefined) return;
+          for (const [value, total] of Object.entries(values)) {
+            const delta = total - (last.get(value) ?? 0);
+            if (delta > 0 || !last.has(value)) this.inc({ [label]: value }, Math.max(0, delta));
+            last.set(value, total);
+          }
+        },
+      });
+    };
+    labelled("kv_evictions_total", "Paused sessions that gave their KV cells to a waiting request, by how (swap, recompute).", "decision", (s) => s.retention?.evictionsByDecision);
+    labelled("kv_recomputed_tokens_total", "Tokens re-evaluated on resume, by why the cells had gone (trap: dropped at the trap; eviction: given to a waiting request).", "cause", (s) => s.retention?.tokensRecomputedByCause);
+    labelled("kv_swapped_bytes_total", "Bytes of KV state written to host memory, by the retention policy in force.", "policy", (s) => (s.retention === undefined ? undefined : { [s.retention.policy]: s.retention.bytesSwappedOut }));
+    labelled("retention_admissions_total", "Requests that found every sequence held: admitted into a paused session's cells after its eviction (delayed), or refused.", "outcome", (s) =>
+      s.retention === undefined ? undefined : { delayed: s.retention.admissionsDelayed, refused: s.retention.admissionsRefused },
+    );
 
     // Counters advanced by the growth of the engine's own totals since the last scrape.
     const counter = (name: string, help: string, key: Exclude<keyof StatTotals, "traps">): void => {

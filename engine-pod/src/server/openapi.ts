@@ -166,6 +166,12 @@ export const OPENAPI_DOCUMENT = {
           seed: { type: "integer", minimum: 0 },
           grammar: { type: "boolean" },
           kvPolicy: { enum: ["keep", "swap", "recompute", "auto"] },
+          retention: {
+            description: "KV retention across tool waits: expectedToolMs (the wait estimate for calls whose tool declares no latency) and retentionSeconds (the ttl policy's TTL for this session)",
+            type: "object",
+            properties: { expectedToolMs: { type: "number", minimum: 0, maximum: 86400000 }, retentionSeconds: { type: "number", minimum: 0, maximum: 86400 } },
+            additionalProperties: false,
+          },
           policy: { type: "object" },
           toolChoice: { description: "OpenAI tool_choice for the session's first call: required or a named function forces it (--backend openai: sync/syncParallel, the first request's tool_choice)", oneOf: [{ enum: ["auto", "none", "required"] }, { type: "object", properties: { name: { type: "string" } }, required: ["name"] }] },
         },

@@ -5,7 +5,7 @@
  * TypeScript types and kubectl columns. The CRD YAML in `crds/` is generated
  * from this file.
  */
-import type { CallingMode, ChatMessage } from "../../../common/src/index.js";
+import type { CallingMode, ChatMessage, RetentionHint } from "../../../common/src/index.js";
 import { SEMANTIC_FUNCTION_LIMITS } from "../../../common/src/semantic-function.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
@@ -87,6 +87,8 @@ export interface AgentAppSpec {
   objective?: Objective;
   interrupts?: InterruptSettings;
   speculation?: SpeculationSettings;
+  /** KV retention across tool waits, sent with every session of the app unless the request gives its own. */
+  kvRetention?: RetentionHint;
   semanticFunctions?: SemanticFunctionSpec[];
   /** Default cap on generated tokens per session. Default 1024. */
   maxTokens?: number;
@@ -170,6 +172,10 @@ const specSchema = object(
         items: str("ToolPool name (one of spec.toolPools).", { minLength: 1, maxLength: 63, pattern: DNS_LABEL_PATTERN }),
       },
       engineSide: bool("Engine-side speculation too: one-pass validation of cached calls and appending cached results without a trap.", true),
+    }),
+    kvRetention: object("KV retention hint for the app's sessions: how long their tools take and how long a paused session's KV cache is worth keeping (a request's own retention wins).", {
+      expectedToolMs: { type: "number", description: "Expected duration of the app's tool calls, ms: the engine's wait estimate for calls whose tool declares no latency.", minimum: 0, maximum: 86_400_000 },
+      retentionSeconds: { type: "number", description: "Keep a paused session's KV cache at least this long (the EnginePool's ttl retention policy).", minimum: 0, maximum: 86_400 },
     }),
     semanticFunctions: {
       type: "array",

@@ -3,7 +3,7 @@
  * rules next to the fields), TypeScript types and kubectl columns. The CRD
  * YAML in `crds/` is generated from this file.
  */
-import { SPECULATION_LIMITS as L, type KvPolicy } from "../../../common/src/index.js";
+import { KV_RETENTION_POLICIES, SPECULATION_LIMITS as L, type KvPolicy, type KvRetentionPolicy } from "../../../common/src/index.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import {
@@ -114,6 +114,8 @@ export interface EnginePoolSpec {
   runtime: EngineRuntime;
   /** What the trap handler does with a paused sequence's KV cache. Default `auto`. */
   kvPolicy?: KvPolicy;
+  /** Which paused session gives its KV cache up when a request finds every sequence held. */
+  kvRetention?: { policy?: KvRetentionPolicy; ttlSeconds?: number };
   draftModel?: DraftModel;
   /** Bounds of the engine's tool cache. */
   toolCache?: ToolCacheSpec;
@@ -237,6 +239,10 @@ const specSchema = object(
     }),
     runtime: runtimeSchema,
     kvPolicy: oneOf("What the trap handler does with a paused sequence's KV cache.", KV_POLICIES, "auto"),
+    kvRetention: object("KV retention under memory pressure: which paused session gives its KV cache up when a request finds every sequence held.", {
+      policy: oneOf("eta: the one expected to wait longest (restore hidden in its wait); ttl: pinned for ttlSeconds, then the longest-paused; lru: the least recently active; pin: none (the request is refused); discard: none kept across a tool wait.", KV_RETENTION_POLICIES, "eta"),
+      ttlSeconds: int("The ttl policy's TTL when a session gives no retentionSeconds.", 0, 86_400, { default: 30 }),
+    }),
     draftModel: object(
       "Optional draft model for speculative tool calls.",
       {

@@ -117,6 +117,7 @@ export function resolveAppConfig(
         engineSide: spec?.engineSide ?? true,
         ...(spec?.pools !== undefined ? { pools: spec.pools.map((p) => `${namespace}/${p}`) } : {}),
       },
+      ...(app.spec.kvRetention !== undefined ? { retention: { ...app.spec.kvRetention } } : {}),
       semanticFunctions: functions,
       maxTokens,
       tools,

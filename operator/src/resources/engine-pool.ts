@@ -155,6 +155,7 @@ export function engineArgs(pool: EnginePool, model: ResolvedModel | undefined, d
   if (rt.backend === "llama-cpp") args.push("--gpu", rt.device === "cuda" ? "cuda" : "false");
   if (rt.prefixStore !== undefined && rt.prefixStore > 0) args.push("--prefix-store", String(rt.prefixStore));
   args.push("--kv-policy", pool.spec.kvPolicy ?? "auto");
+  args.push("--kv-retention", pool.spec.kvRetention?.policy ?? "eta", "--kv-retention-ttl-ms", String((pool.spec.kvRetention?.ttlSeconds ?? 30) * 1000));
   if (draft !== undefined) {
     const d = pool.spec.draftModel;
     args.push("--draft-model", draft.model.path, "--max-draft-tokens", String(d?.maxDraftTokens ?? SPECULATION_LIMITS.maxDraftTokens.default));
