@@ -12,6 +12,7 @@ const suites: Record<string, () => Promise<{ run(argv: string[]): Promise<void> 
   accuracy: () => import("./accuracy/main.js"),
   speculation: () => import("./speculation/main.js"),
   programs: () => import("./programs/main.js"),
+  "kv-retention": () => import("./kv-retention/main.js"),
 };
 
 const [name, ...argv] = process.argv.slice(2);
