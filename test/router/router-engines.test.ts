@@ -15,7 +15,8 @@ import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(240_000);
 
-const stack = await startStack(t, { engines: 2, routers: 2 });
+// `pin`: an engine whose sequences are all held stays full while its sessions wait on tools, so "every engine busy" below is a 429 (under the default `eta` a paused session would give its sequence up).
+const stack = await startStack(t, { engines: 2, routers: 2, engineArgs: ["--kv-retention", "pin"] });
 const [r0, r1] = [stack.url(0), stack.url(1)];
 const alpha = appConfig("alpha");
 const beta = appConfig("beta", { interrupts: { userInterrupts: false, maxQueued: 4 } });
