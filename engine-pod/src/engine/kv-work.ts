@@ -93,11 +93,7 @@ export class KvWork {
   /** Pauses the session until its next interrupt; the KV manager decides keep / swap / recompute, once. */
   trap(s: SessionState): void {
     s.usage.traps++;
-    const pending = [...s.outstanding.values()].map((c) => ({
-      startedAt: c.startedAt,
-      ...(c.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: c.estimatedLatencyMs } : {}),
-    }));
-    const wait = this.expectedWait(s, pending, Date.now());
+    const wait = this.expectedWait(s, Date.now());
     const pressure = this.scheduler.busy / this.scheduler.size;
     const contextTokens = s.seq.nextTokenIndex;
     s.kv.pausedAt = Date.now();
@@ -128,7 +124,8 @@ export class KvWork {
   }
 
   /** Expected time until the session's next interrupt: its pending calls' estimates, the request's hint where a tool gives none. */
-  private expectedWait(s: SessionState, pending: Parameters<typeof expectedWaitMs>[0], now: number): number {
+  private expectedWait(s: SessionState, now: number): number {
+    const pending = [...s.outstanding.values()].map((c) => ({ startedAt: c.startedAt, ...(c.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: c.estimatedLatencyMs } : {}) }));
     return expectedWaitMs(pending, now, s.config.retention?.expectedToolMs);
   }
 
@@ -151,11 +148,10 @@ export class KvWork {
     const held = [...sessions].filter((s) => s.state === "trapped" && s.slot >= 0 && s.kv.paused?.decision === "keep" && queued(s) === 0 && s.config.priority <= priority);
     const candidates = held.map((s) => {
       const costs = estimateTrapCosts(this.kv.costModel, s.seq.nextTokenIndex);
-      const pending = [...s.outstanding.values()].map((c) => ({ startedAt: c.startedAt, ...(c.estimatedLatencyMs !== undefined ? { estimatedLatencyMs: c.estimatedLatencyMs } : {}) }));
       return {
         id: s.id,
         pausedAt: s.kv.pausedAt ?? now,
-        expectedWaitMs: this.expectedWait(s, pending, now),
+        expectedWaitMs: this.expectedWait(s, now),
         swapMs: costs.swapMs,
         recomputeMs: costs.recomputeMs,
         ...(s.config.retention?.retentionMs !== undefined ? { retentionMs: s.config.retention.retentionMs } : {}),
