@@ -102,6 +102,29 @@ t.test("discard: every trap drops its cells, so the request takes a free sequenc
   t.equal(r.stats.tokensRecomputedByCause.eviction, 0);
 });
 
+t.test("a request given a paused session's sequence still forks the prefix another sequence holds", async (t) => {
+  const { engine } = await startEngine(t, { sequences: 2, kvRetention: "lru", prefixCache: true });
+  const system = "You are the team's build agent. ".repeat(12);
+  const paused = (name: string): EngineSession =>
+    engine.createSession({
+      system,
+      prompt: `paused ${name}`,
+      tools,
+      kvPolicy: "keep",
+      policy: { type: "lpt-dag", calls: [{ id: "w", tool: "wait", arguments: { ms: 1500 }, dependsOn: [] }], finalText: " ok" },
+    });
+  const a = paused("a");
+  await trapped(a);
+  const b = paused("b");
+  await trapped(b);
+  const forks = engine.stats().prefixForks;
+  const c = engine.createSession({ system, prompt: "a newcomer with the same system prompt", tools, maxTokens: 8 });
+  t.equal((await c.finished).reason, "max_tokens", "admitted into the oldest pause's sequence");
+  t.equal(engine.stats().prefixForks, forks + 1, "its shared prefix was copied from the other paused session's cells, not prefilled again");
+  t.equal(engine.stats().retention?.admissionsDelayed, 1);
+  for (const s of [a, b]) t.equal((await s.finished).reason, "eos");
+});
+
 t.test("a retention hint out of range is refused with the field named", async (t) => {
   const { engine } = await startEngine(t, { sequences: 1 });
   for (const retention of [{ expectedToolMs: -1 }, { retentionSeconds: 1e9 }, { other: 1 } as unknown as CreateSessionRequest["retention"]]) {

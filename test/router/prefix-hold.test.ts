@@ -14,7 +14,8 @@ import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(240_000);
 
-const stack = await startStack(t, { engines: 2, routers: 1, router: { prefixWaitMs: 60_000 } });
+// `pin`: the prefix engine, its sequences held by paused sessions, stays full, so the router's hold and spill are what is tested (under the default `eta` the engine would admit by taking a paused session's sequence).
+const stack = await startStack(t, { engines: 2, routers: 1, router: { prefixWaitMs: 60_000 }, engineArgs: ["--kv-retention", "pin"] });
 const holding = stack.url(0);
 const alpha = appConfig("alpha");
 const beta = appConfig("beta");

@@ -437,7 +437,7 @@ class LlamaEngine implements Engine {
     // Every sequence held: a paused session may give its cells up (retention policy), unless a resumed one waits for a slot first.
     const handover = admission === null && this.scheduler.queued(views) === 0 ? this.core.handOver(config.priority) : null;
     if (handover !== null) {
-      admission = { slot: handover.slot, reusePrefix: 0, fork: null };
+      admission = this.scheduler.handedOver(handover.slot, prompt, inputs);
       this.retentionCounters.admissionsDelayed++;
     }
     if (admission === null) {
@@ -456,7 +456,7 @@ class LlamaEngine implements Engine {
       ...(shared !== undefined ? { sharedPrefix: shared } : {}),
     });
     this.resident.record(s.id, prompt, chain);
-    this.core.add(s, admission, reuse && handover === null, handover ?? undefined);
+    this.core.add(s, admission, reuse, handover ?? undefined);
     return s;
   }
 }

@@ -110,22 +110,35 @@ export class Scheduler {
     if (waiting.some((v) => resumable(v) && v.slot < 0 && v.priority >= priority)) return null;
     const grant = this.slots.acquire(reuse !== undefined ? prompt : [], 1, reuse?.continues);
     if (grant === null) return null;
+    return { slot: grant.slot, reusePrefix: grant.reusePrefix, fork: reuse !== undefined ? this.bestFork(prompt, grant.slot, grant.reusePrefix, reuse) : null };
+  }
+
+  /**
+   * Where a request goes into a sequence a paused session hands over
+   * (retention under pressure): the slot stays held, its cells are the paused
+   * session's until they leave, so nothing of its own is reused; a prefix in
+   * another sequence is still forked.
+   */
+  handedOver(slot: number, prompt: readonly Token[], reuse?: ReuseInputs): Admission {
+    return { slot, reusePrefix: 0, fork: reuse !== undefined ? this.bestFork(prompt, slot, 0, reuse) : null };
+  }
+
+  /** The longest prefix of `prompt` another sequence holds (or is filling), worth copying into `slot` over the `own` tokens it keeps. */
+  private bestFork(prompt: readonly Token[], slot: number, own: number, reuse: ReuseInputs): Admission["fork"] {
     let fork: Admission["fork"] = null;
-    if (reuse !== undefined) {
-      // Keep at least one prompt token to evaluate: its logits are sampled from.
-      const limit = prompt.length - 1;
-      const min = this.options.minForkTokens ?? 16;
-      const consider = (from: number, tokens: readonly Token[] | undefined, filling: boolean): void => {
-        if (from === grant.slot || tokens === undefined) return;
-        const n = Math.min(commonPrefix(tokens, prompt), limit);
-        // Waiting for a fill is worth it only when it saves `min` tokens over the best prefix resident now.
-        const floor = filling ? Math.max(grant.reusePrefix, fork?.tokens ?? 0) : grant.reusePrefix;
-        if (n >= floor + min && n > (fork?.tokens ?? 0)) fork = { from, tokens: n, filling };
-      };
-      reuse.resident.forEach((tokens, i) => consider(i, tokens, false));
-      reuse.filling?.forEach((tokens, i) => consider(i, tokens, true));
-    }
-    return { slot: grant.slot, reusePrefix: grant.reusePrefix, fork };
+    // Keep at least one prompt token to evaluate: its logits are sampled from.
+    const limit = prompt.length - 1;
+    const min = this.options.minForkTokens ?? 16;
+    const consider = (from: number, tokens: readonly Token[] | undefined, filling: boolean): void => {
+      if (from === slot || tokens === undefined) return;
+      const n = Math.min(commonPrefix(tokens, prompt), limit);
+      // Waiting for a fill is worth it only when it saves `min` tokens over the best prefix resident now.
+      const floor = filling ? Math.max(own, fork?.tokens ?? 0) : own;
+      if (n >= floor + min && n > (fork?.tokens ?? 0)) fork = { from, tokens: n, filling };
+    };
+    reuse.resident.forEach((tokens, i) => consider(i, tokens, false));
+    reuse.filling?.forEach((tokens, i) => consider(i, tokens, true));
+    return fork;
   }
 
   /** A slot for a paused session's early restore (prefetch), or null. */
