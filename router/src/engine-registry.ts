@@ -161,7 +161,8 @@ export class EngineRegistry {
           pod: h.pod,
           load: busy + h.queuedSessions + r.pending.length + r.sending,
           capacity: h.totalSequences,
-          free: h.freeSequences - r.pending.length - r.sending,
+          // A sequence a paused session would give up is one a session may be sent to (the engine admits it by eviction).
+          free: h.freeSequences + (h.reclaimableSequences ?? 0) - r.pending.length - r.sending,
           prefixes: r.prefixes,
           filling: r.filling,
         };

@@ -43,6 +43,8 @@ async function scenario(t: Test, policy: RetentionPolicy, hints: { first?: Creat
   await trapped(first);
   const second = pausedSession(engine, "second", hints.second, policy !== "discard");
   await trapped(second);
+  // What the heartbeat advertises: the held sequences the policy would give a request now.
+  const reclaimable = engine.stats().retention!.reclaimableSequences;
   let newcomer: string;
   try {
     newcomer = (await engine.createSession({ prompt: "a request arriving under pressure", tools, maxTokens: 10, prefixReuse: false }).finished).reason;
@@ -51,13 +53,14 @@ async function scenario(t: Test, policy: RetentionPolicy, hints: { first?: Creat
   }
   const [a, b] = await Promise.all([first.finished, second.finished]);
   const resumed = (s: EngineSession) => eventsOf(s.events, "resume")[0]?.decision;
-  return { newcomer, first: { reason: a.reason, trap: eventsOf(first.events, "trap")[0]?.decision, resume: resumed(first) }, second: { reason: b.reason, resume: resumed(second) }, stats: engine.stats().retention! };
+  return { newcomer, reclaimable, first: { reason: a.reason, trap: eventsOf(first.events, "trap")[0]?.decision, resume: resumed(first) }, second: { reason: b.reason, resume: resumed(second) }, stats: engine.stats().retention! };
 }
 
 t.test("eta: the session expected to wait longest gives its cells; the one about to resume keeps them", async (t) => {
   // Paused first, but its tool should answer soon; paused second with a long tool ahead.
   const r = await scenario(t, "eta", { first: { expectedToolMs: 1500 }, second: { expectedToolMs: 60_000 } });
   t.equal(r.first.trap, "keep", "the traps kept the cells");
+  t.equal(r.reclaimable, 2, "both waits hide a restore: both sequences are advertised as reclaimable");
   t.equal(r.newcomer, "max_tokens", "the request was admitted and served");
   t.equal(r.first.resume, "keep", "the session about to resume kept its cells");
   t.match(r.second.resume, /^(swap|recompute)$/, "the long waiter gave them up and was restored");
@@ -79,6 +82,7 @@ t.test("lru: the least recently active gives its cells, whatever it waits for", 
 
 t.test("pin: paused sessions keep their cells until their results; the request is refused", async (t) => {
   const r = await scenario(t, "pin");
+  t.equal(r.reclaimable, 0, "nothing advertised");
   t.equal(r.newcomer, ErrorCode.Capacity);
   t.equal(r.first.resume, "keep");
   t.equal(r.second.resume, "keep");
@@ -87,6 +91,7 @@ t.test("pin: paused sessions keep their cells until their results; the request i
 
 t.test("ttl: pinned for the TTL (a request's retentionSeconds first); past it, the cells go", async (t) => {
   const r = await scenario(t, "ttl", { second: { retentionSeconds: 0 } });
+  t.equal(r.reclaimable, 1, "only the session past its TTL is advertised");
   t.equal(r.newcomer, "max_tokens", "the session whose hint allows 0 s gave its cells");
   t.equal(r.first.resume, "keep", "the engine's 30 s TTL pins the other");
   t.match(r.second.resume, /^(swap|recompute)$/);

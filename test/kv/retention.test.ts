@@ -3,7 +3,7 @@
  * paused sessions: which one gives its cells to a waiting request, and how.
  */
 import t from "tap";
-import { chooseEviction, trapRule, type RetentionCandidate } from "../../engine-pod/src/kv/index.js";
+import { chooseEviction, evictable, trapRule, type RetentionCandidate } from "../../engine-pod/src/kv/index.js";
 
 const now = 100_000;
 const paused = (id: string, pausedAgoMs: number, expectedWaitMs: number, extra: Partial<RetentionCandidate> = {}): RetentionCandidate => ({
@@ -55,6 +55,15 @@ t.test("ties are broken the same way every time", async (t) => {
   const b = paused("b", 1_000, 5_000);
   t.equal(chooseEviction("eta", [b, a], now, options)?.id, "a");
   t.equal(chooseEviction("lru", [b, a], now, options)?.id, "a");
+});
+
+t.test("how many sequences each policy would give up now (what heartbeats advertise)", async (t) => {
+  const ids = (p: Parameters<typeof evictable>[0]) => evictable(p, all, now, options).map((c) => c.id).sort();
+  t.same(ids("eta"), ["middle", "minute"], "every session whose restore hides in its wait");
+  t.same(ids("ttl"), ["soon"]);
+  t.same(ids("lru"), ["middle", "minute", "soon"]);
+  t.same(ids("pin"), []);
+  t.same(ids("discard"), []);
 });
 
 t.test("what each policy does at the trap itself", async (t) => {

@@ -9,7 +9,7 @@
  */
 import t, { type Test } from "tap";
 import { createLogger } from "../../common/src/index.js";
-import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { EngineRegistry } from "../../router/src/engine-registry.js";
 import { HttpError } from "../../router/src/errors.js";
 import { EndpointPicker, endpointOf } from "../../router/src/picker/endpoint-picker.js";
@@ -88,6 +88,17 @@ t.test("no free sequence anywhere: shed with 429 after the wait; a heartbeat tha
   const waiting = picker.place({ chain: [], affinityKey: "k" }, null);
   engines.update(heartbeat("b", "http://10.0.0.2:8080", { freeSequences: 1, activeSessions: 1 }));
   t.same((await waiting).pods[0], "b", "placed on the engine whose heartbeat freed a sequence");
+});
+
+t.test("a full engine that advertises a sequence a paused session would give up is placed on at once", async (t) => {
+  const { engines, picker } = setup(60_000);
+  engines.update(heartbeat("a", "http://10.0.0.1:8080", { freeSequences: 0, activeSessions: 2, reclaimableSequences: 1 }));
+  engines.update(heartbeat("b", "http://10.0.0.2:8080", { freeSequences: 0, activeSessions: 2 }));
+  t.same(engines.loads(pool.namespace, pool.name).map((e) => [e.pod, e.free, e.load]), [["a", 1, 2], ["b", 0, 2]], "counted as free, still as load");
+  const started = Date.now();
+  t.same((await picker.place({ chain: [], affinityKey: "k" }, null)).pods[0], "a");
+  t.ok(Date.now() - started < 5_000, "no wait for a heartbeat that frees one");
+  t.notOk(parseEngineHeartbeat({ ...heartbeat("c", "http://10.0.0.3:8080"), reclaimableSequences: -1 }).ok, "a negative count is refused");
 });
 
 t.test("the first engine counts as taken while its request is in flight", async (t) => {

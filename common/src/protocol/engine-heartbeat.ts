@@ -29,6 +29,12 @@ export interface EngineHeartbeat {
   /** Accepting sessions (model loaded, not shutting down). */
   ready: boolean;
   freeSequences: number;
+  /**
+   * Held sequences the engine would give a new session now, by taking a
+   * paused session's KV cells (its retention policy; absent: none). Placement
+   * counts them as free.
+   */
+  reclaimableSequences?: number;
   totalSequences: number;
   /** Sessions admitted but waiting for a sequence. */
   queuedSessions: number;
@@ -82,6 +88,7 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
     if (!isCount(h[k])) return { ok: false, reason: `${k} must be a non-negative number` };
   }
   if (!Array.isArray(h["prefixes"]) || !h["prefixes"].every((p) => typeof p === "string")) return { ok: false, reason: "prefixes must be a string array" };
+  if (h["reclaimableSequences"] !== undefined && !isCount(h["reclaimableSequences"])) return { ok: false, reason: "reclaimableSequences must be a non-negative number" };
   const filling = h["fillingPrefixes"];
   if (filling !== undefined && (!Array.isArray(filling) || !filling.every((p) => typeof p === "string"))) return { ok: false, reason: "fillingPrefixes must be a string array" };
   return { ok: true, value: data as EngineHeartbeat };

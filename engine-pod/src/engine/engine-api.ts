@@ -225,6 +225,8 @@ export interface RetentionStats {
   policy: string;
   /** Cells (tokens) held now by sessions paused with their cells kept. */
   keptCells: number;
+  /** Sequences those sessions hold that the policy would give a request now (advertised in heartbeats). */
+  reclaimableSequences: number;
   /** Paused sessions that gave their cells to a waiting request, by how. */
   evictionsByDecision: { swap: number; recompute: number };
   /** Bytes of KV state written to host memory (traps and evictions). */

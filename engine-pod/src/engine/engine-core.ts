@@ -137,6 +137,11 @@ export class EngineCore {
     this.work.fill(s, admission, reuse, source !== undefined && fork !== null ? this.followers.follow(s, source, fork.tokens) : undefined, handover?.ready);
   }
 
+  /** Sequences paused sessions hold that the retention policy would give a request now. */
+  reclaimable(): number {
+    return this.work.reclaimable(this.live, (s) => this.interrupts.pending(s));
+  }
+
   /** A paused session's sequence for a request that found every one held, or null; see `KvWork.handOver`. */
   handOver(priority: number): Handover | null {
     return this.work.handOver(this.live, priority, (s) => this.interrupts.pending(s));

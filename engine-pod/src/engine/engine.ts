@@ -303,6 +303,7 @@ class LlamaEngine implements Engine {
       retention: {
         policy: this.options.kvRetention ?? "eta",
         keptCells: kv.keptCells,
+        reclaimableSequences: this.core.reclaimable(),
         evictionsByDecision: { swap: kv.evictionsByDecision.swap, recompute: kv.evictionsByDecision.recompute },
         bytesSwappedOut: kv.bytesSwappedOut,
         tokensRecomputedByCause: { ...kv.tokensRecomputedByCause },

@@ -8,7 +8,7 @@
  * the prefix store first).
  */
 import type { Logger } from "../../../common/src/index.js";
-import { chooseEviction, estimateTrapCosts, expectedWaitMs, trapRule, type DraftValidation, type Eviction, type KvManager, type PausedSequence, type RetentionPolicy, type ValidateDraftOptions } from "../kv/index.js";
+import { chooseEviction, estimateTrapCosts, evictable, expectedWaitMs, trapRule, type DraftValidation, type Eviction, type KvManager, type PausedSequence, type RetentionPolicy, type ValidateDraftOptions } from "../kv/index.js";
 import { commonPrefix, type Admission, type PrefixStore, type Scheduler } from "../scheduler/index.js";
 import type { LlamaContextSequence } from "node-llama-cpp";
 import type { InterruptManager } from "./interrupt-manager.js";
@@ -129,6 +129,29 @@ export class KvWork {
     return expectedWaitMs(pending, now, s.config.retention?.expectedToolMs);
   }
 
+  /** Sequences paused sessions hold that the policy would give a request now (heartbeats add them to the free ones). */
+  reclaimable(sessions: Iterable<SessionState>, queued: (s: SessionState) => number): number {
+    const now = Date.now();
+    return evictable(this.retention.policy, this.candidates(sessions, Infinity, queued, now).candidates, now, { ttlMs: this.retention.ttlMs }).length;
+  }
+
+  /** Sessions paused with their cells kept, no interrupt waiting and priority no higher than `priority`, as the retention policy sees them. */
+  private candidates(sessions: Iterable<SessionState>, priority: number, queued: (s: SessionState) => number, now: number) {
+    const held = [...sessions].filter((s) => s.state === "trapped" && s.slot >= 0 && s.kv.paused?.decision === "keep" && queued(s) === 0 && s.config.priority <= priority);
+    const candidates = held.map((s) => {
+      const costs = estimateTrapCosts(this.kv.costModel, s.seq.nextTokenIndex);
+      return {
+        id: s.id,
+        pausedAt: s.kv.pausedAt ?? now,
+        expectedWaitMs: this.expectedWait(s, now),
+        swapMs: costs.swapMs,
+        recomputeMs: costs.recomputeMs,
+        ...(s.config.retention?.retentionMs !== undefined ? { retentionMs: s.config.retention.retentionMs } : {}),
+      };
+    });
+    return { held, candidates };
+  }
+
   /** Restore ahead of the expected interrupt, so the restore adds no latency (AsyncLM §5.4). */
   private schedulePrefetch(s: SessionState, leadMs: number): void {
     if (!Number.isFinite(leadMs)) return;
@@ -145,18 +168,7 @@ export class KvWork {
    */
   handOver(sessions: Iterable<SessionState>, priority: number, queued: (s: SessionState) => number): Handover | null {
     const now = Date.now();
-    const held = [...sessions].filter((s) => s.state === "trapped" && s.slot >= 0 && s.kv.paused?.decision === "keep" && queued(s) === 0 && s.config.priority <= priority);
-    const candidates = held.map((s) => {
-      const costs = estimateTrapCosts(this.kv.costModel, s.seq.nextTokenIndex);
-      return {
-        id: s.id,
-        pausedAt: s.kv.pausedAt ?? now,
-        expectedWaitMs: this.expectedWait(s, now),
-        swapMs: costs.swapMs,
-        recomputeMs: costs.recomputeMs,
-        ...(s.config.retention?.retentionMs !== undefined ? { retentionMs: s.config.retention.retentionMs } : {}),
-      };
-    });
+    const { held, candidates } = this.candidates(sessions, priority, queued, now);
     const eviction = chooseEviction(this.retention.policy, candidates, now, { ttlMs: this.retention.ttlMs });
     if (eviction === null) return null;
     const s = held.find((x) => x.id === eviction.id)!;

@@ -36,6 +36,7 @@ export function heartbeatOf(
     ...identity,
     ready: accepting && engine.ready,
     freeSequences: Math.max(0, stats.freeSequences ?? total - stats.activeSessions),
+    ...(stats.retention !== undefined && stats.retention.reclaimableSequences > 0 ? { reclaimableSequences: stats.retention.reclaimableSequences } : {}),
     totalSequences: total,
     queuedSessions: stats.queuedSessions ?? 0,
     activeSessions: stats.activeSessions,

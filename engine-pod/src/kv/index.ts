@@ -34,5 +34,5 @@ export {
 export { calibrateCostModel, fitLine, fitPrefill, theoreticalStateBytesPerToken, type CalibrateOptions } from "./calibrate.js";
 export { discardPaused, pauseSequence, resumeSequence, type PausedSequence, type ResumeResult } from "./sequence-state.js";
 export { FORK_TESTED_VERSION, forkPrefix, reusePrefix, type ForkResult, type PrefixReuse } from "./prefix.js";
-export { chooseEviction, RETENTION_POLICIES, trapRule, type Eviction, type RetentionCandidate, type RetentionOptions, type RetentionPolicy } from "./retention.js";
+export { chooseEviction, evictable, RETENTION_POLICIES, trapRule, type Eviction, type RetentionCandidate, type RetentionOptions, type RetentionPolicy } from "./retention.js";
 export { validateDraft, type DraftValidation, type ValidateDraftOptions } from "./draft-validation.js";

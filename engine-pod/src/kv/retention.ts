@@ -61,30 +61,32 @@ export function trapRule(policy: RetentionPolicy): "auto" | "keep" | "recompute"
   return policy === "discard" ? "recompute" : policy === "eta" ? "auto" : "keep";
 }
 
-/** The paused session that yields its cells to a waiting request, or null (the request is refused). */
-export function chooseEviction(policy: RetentionPolicy, candidates: readonly RetentionCandidate[], now: number, options: RetentionOptions): Eviction | null {
-  const way = (c: RetentionCandidate): Eviction["decision"] => (c.swapMs <= c.recomputeMs ? "swap" : "recompute");
-  const oldest = (list: readonly RetentionCandidate[]): RetentionCandidate | undefined => [...list].sort((a, b) => a.pausedAt - b.pausedAt || cmp(a.id, b.id))[0];
+/** The paused sessions the policy would let give their cells up now (pin and discard: none). */
+export function evictable(policy: RetentionPolicy, candidates: readonly RetentionCandidate[], now: number, options: RetentionOptions): RetentionCandidate[] {
   switch (policy) {
     case "pin":
     case "discard":
-      return null;
-    case "lru": {
-      const c = oldest(candidates);
-      return c === undefined ? null : { id: c.id, decision: way(c), reason: "least_recent" };
-    }
-    case "ttl": {
-      const c = oldest(candidates.filter((x) => now - x.pausedAt >= (x.retentionMs ?? options.ttlMs)));
-      return c === undefined ? null : { id: c.id, decision: way(c), reason: "ttl_expired" };
-    }
+      return [];
+    case "lru":
+      return [...candidates];
+    case "ttl":
+      return candidates.filter((x) => now - x.pausedAt >= (x.retentionMs ?? options.ttlMs));
     case "eta": {
       const f = options.hideFraction ?? 0.8;
       // Only a session whose restore hides in its wait: evicting one about to resume costs its restore on the critical path.
-      const worth = candidates.filter((x) => Math.min(x.swapMs, x.recomputeMs) <= f * x.expectedWaitMs);
-      const c = [...worth].sort((a, b) => b.expectedWaitMs - a.expectedWaitMs || a.pausedAt - b.pausedAt || cmp(a.id, b.id))[0];
-      return c === undefined ? null : { id: c.id, decision: way(c), reason: "longest_wait" };
+      return candidates.filter((x) => Math.min(x.swapMs, x.recomputeMs) <= f * x.expectedWaitMs);
     }
   }
+}
+
+/** The paused session that yields its cells to a waiting request, or null (the request is refused). */
+export function chooseEviction(policy: RetentionPolicy, candidates: readonly RetentionCandidate[], now: number, options: RetentionOptions): Eviction | null {
+  const list = evictable(policy, candidates, now, options);
+  // eta: the longest expected wait first; the others: the longest-paused (least recently active) first.
+  const c = [...list].sort((a, b) => (policy === "eta" ? b.expectedWaitMs - a.expectedWaitMs : 0) || a.pausedAt - b.pausedAt || cmp(a.id, b.id))[0];
+  if (c === undefined) return null;
+  const reason: Eviction["reason"] = policy === "eta" ? "longest_wait" : policy === "ttl" ? "ttl_expired" : "least_recent";
+  return { id: c.id, decision: c.swapMs <= c.recomputeMs ? "swap" : "recompute", reason };
 }
 
 function cmp(a: string, b: string): number {
