@@ -7,7 +7,7 @@
  * engine validates what any caller hands it with the same pieces.
  */
 import { ErrorCode } from "../errors.js";
-import type { CreateSessionRequest, PostInterruptRequest, ScriptedPolicySpec } from "../session.js";
+import type { CreateSessionRequest, PostInterruptRequest, RetentionHint, ScriptedPolicySpec } from "../session.js";
 import { TOOL_NAME_PATTERN, type JsonSchema } from "../tools.js";
 import { compileSchema } from "./validator.js";
 
@@ -153,6 +153,9 @@ export const interruptBodySchema: JsonSchema = {
   required: ["value"],
   additionalProperties: false,
 };
+
+/** The retention hint alone: the engine checks one from an in-process caller with the HTTP layer's rule. */
+export const validateRetentionHint = compileSchema<RetentionHint>(retentionHintSchema, "retention");
 
 export const validateCreateSessionBody = compileSchema<Omit<CreateSessionRequest, "tools"> & { tools?: unknown[] }>(createSessionBodySchema, "body");
 export const validateInterruptBody = compileSchema<PostInterruptRequest>(interruptBodySchema, "body");

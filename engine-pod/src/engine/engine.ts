@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type RetentionHint, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
+import { validateRetentionHint } from "../../../common/src/wire/index.js";
 import { createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
@@ -494,15 +495,11 @@ function checkToolChoice(choice: ToolChoice | undefined, tools: ReadonlyMap<stri
   return { name: choice.name };
 }
 
-/** A session's retention hint, checked here too: an in-process caller gets the HTTP layer's errors. */
+/** A session's retention hint, checked here too with the wire schema: an in-process caller gets the HTTP layer's errors. */
 function checkRetentionHint(hint: RetentionHint | undefined): SessionConfig["retention"] {
   if (hint === undefined) return undefined;
-  const within = (v: number | undefined, max: number): boolean => v === undefined || (typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= max);
-  if (typeof hint !== "object" || hint === null || Object.keys(hint).some((k) => k !== "expectedToolMs" && k !== "retentionSeconds")) {
-    throw new InterlaceError(ErrorCode.BadRequest, "retention takes only expectedToolMs and retentionSeconds");
-  }
-  if (!within(hint.expectedToolMs, 86_400_000)) throw new InterlaceError(ErrorCode.BadRequest, "retention.expectedToolMs must be a number of ms in 0..86400000");
-  if (!within(hint.retentionSeconds, 86_400)) throw new InterlaceError(ErrorCode.BadRequest, "retention.retentionSeconds must be a number of seconds in 0..86400");
+  const checked = validateRetentionHint(hint);
+  if (!checked.ok) throw new InterlaceError(ErrorCode.BadRequest, `retention: ${checked.error}`);
   return {
     ...(hint.expectedToolMs !== undefined ? { expectedToolMs: hint.expectedToolMs } : {}),
     ...(hint.retentionSeconds !== undefined ? { retentionMs: hint.retentionSeconds * 1000 } : {}),

@@ -21,9 +21,7 @@ export interface EngineMetricsOptions {
 }
 
 /** Where counters fed from `stats()` totals stand at the last scrape. */
-type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "prefixForks" | "prefixForkedTokens" | "prefixFillWaits" | "prefixStoreInserts" | "prefixStoreEvictions" | "prefixStoreHits" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred"> & {
-  traps: EngineStats["trapsByDecision"];
-};
+type StatTotals = Pick<EngineStats, "tokensDecoded" | "tokensPrefilled" | "prefixForks" | "prefixForkedTokens" | "prefixFillWaits" | "prefixStoreInserts" | "prefixStoreEvictions" | "prefixStoreHits" | "interruptsQueued" | "interruptsInjected" | "interruptsDeferred">;
 
 export class EngineMetrics {
   readonly registry = new Registry();
@@ -40,7 +38,6 @@ export class EngineMetrics {
     interruptsQueued: 0,
     interruptsInjected: 0,
     interruptsDeferred: 0,
-    traps: { keep: 0, swap: 0, recompute: 0 },
   };
 
   readonly ttft: Histogram<"kind">;
@@ -93,10 +90,10 @@ export class EngineMetrics {
     gauge("batch_size", "Sequences in the last decode step.", (s) => s.lastBatchSize);
     gauge("kv_paused_cells", "KV cells held by sessions paused across a tool wait with their cells kept.", (s) => s.retention?.keptCells ?? 0);
 
-    // Labelled counters over the engine's retention totals (kv/retention.ts), advanced by their growth since the last scrape.
-    const labelled = (name: string, help: string, label: string, read: (s: EngineStats) => Record<string, number> | undefined): void => {
+    // Labelled counters over the engine's totals by kind (trap decisions, retention in kv/retention.ts), advanced by their growth since the last scrape; `initial` values are exported at 0 from the start.
+    const labelled = (name: string, help: string, label: string, read: (s: EngineStats) => Record<string, number> | undefined, initial: readonly string[] = []): void => {
       const last = new Map<string, number>();
-      new Counter({
+      const counter = new Counter({
         name: `${PREFIX}${name}`,
         help,
         labelNames: [label],
@@ -112,6 +109,7 @@ export class EngineMetrics {
           }
         },
       });
+      for (const value of initial) counter.inc({ [label]: value }, 0);
     };
     labelled("kv_evictions_total", "Paused sessions that gave their KV cells to a waiting request, by how (swap, recompute).", "decision", (s) => s.retention?.evictionsByDecision);
     labelled("kv_recomputed_tokens_total", "Tokens re-evaluated on resume, by why the cells had gone (trap: dropped at the trap; eviction: given to a waiting request).", "cause", (s) => s.retention?.tokensRecomputedByCause);
@@ -121,7 +119,7 @@ export class EngineMetrics {
     );
 
     // Counters advanced by the growth of the engine's own totals since the last scrape.
-    const counter = (name: string, help: string, key: Exclude<keyof StatTotals, "traps">): void => {
+    const counter = (name: string, help: string, key: keyof StatTotals): void => {
       const self = this;
       new Counter({
         name: `${PREFIX}${name}`,
@@ -147,24 +145,8 @@ export class EngineMetrics {
     counter("interrupts_queued_total", "Interrupts queued for injection.", "interruptsQueued");
     counter("interrupts_injected_total", "Interrupts appended to a live sequence.", "interruptsInjected");
     counter("interrupts_deferred_total", "Interrupts that waited for a critical section (call block) to end.", "interruptsDeferred");
-    const self = this;
-    const traps = new Counter({
-      name: `${PREFIX}traps_total`,
-      help: "Traps by the KV decision taken.",
-      labelNames: ["decision"],
-      registers,
-      collect() {
-        const s = stats();
-        if (s === undefined) return;
-        for (const decision of ["keep", "swap", "recompute"] as const) {
-          const delta = s.trapsByDecision[decision] - self.last.traps[decision];
-          if (delta > 0) this.inc({ decision }, delta);
-          self.last.traps[decision] = s.trapsByDecision[decision];
-        }
-      },
-    });
     // Every decision is exported from the start, so rates work before the first trap.
-    for (const decision of ["keep", "swap", "recompute"] as const) traps.inc({ decision }, 0);
+    labelled("traps_total", "Traps by the KV decision taken.", "decision", (s) => s.trapsByDecision, ["keep", "swap", "recompute"]);
   }
 
   /** The engine whose `stats()` feed the gauges and counters. */
