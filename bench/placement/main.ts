@@ -34,6 +34,7 @@ import { routerOptions } from "../../router/src/config.js";
 import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
 import { pickerOptions, startPicker, type Picker } from "../../router/src/picker/index.js";
 import { EnvoyGateway, type ExtProcTiming } from "../../hack/envoy.js";
+import { parsePickTiming } from "../../router/src/server-timing.js";
 import { connect } from "@nats-io/transport-node";
 import { mean, quantile, r3 } from "../lib/stats.js";
 import { renderSvg } from "../lib/output.js";
@@ -152,6 +153,8 @@ interface SessionResult {
   retries: number;
   /** The attempt that opened it: POST to 201, ms (the front door's placement and proxying, and the engine's admission). */
   openMs?: number;
+  /** The front door's own pick for that attempt, from its `Server-Timing: pick;dur=` (body arrived to the engine chosen). */
+  pickMs?: number | undefined;
   ttftMs?: number;
   taskMs?: number;
   promptTokens?: number;
@@ -174,13 +177,13 @@ interface Run {
  * `patienceMs` after the arrival. The wait counts in the session's TTFT, so
  * an overloaded policy shows up as TTFT, the way its users would see it.
  */
-async function openSession(url: string, body: unknown, patienceMs: number): Promise<{ res: Response; retries: number; openMs: number }> {
+async function openSession(url: string, body: unknown, patienceMs: number): Promise<{ res: Response; retries: number; openMs: number; pickMs: number | undefined }> {
   const deadline = performance.now() + patienceMs;
   for (let retries = 0; ; retries++) {
     const sent = performance.now();
     const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     const openMs = performance.now() - sent;
-    if ((res.status !== 429 && res.status !== 503) || performance.now() >= deadline) return { res, retries, openMs };
+    if ((res.status !== 429 && res.status !== 503) || performance.now() >= deadline) return { res, retries, openMs, pickMs: parsePickTiming(res.headers.get("server-timing")) };
     const wait = Math.max(100, Number(res.headers.get("retry-after") ?? "1") * 1000);
     await res.body?.cancel();
     await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, deadline - performance.now()))));
@@ -190,7 +193,7 @@ async function openSession(url: string, body: unknown, patienceMs: number): Prom
 async function runSession(base: string, run: number, a: Arrival, patienceMs: number): Promise<SessionResult> {
   const start = performance.now();
   const app = appName(run, a.app);
-  const { res, retries, openMs } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
+  const { res, retries, openMs, pickMs } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
   if (res.status !== 201) return { app: a.app, at: a.at, ok: false, status: res.status, retries, error: (await res.text()).slice(0, 300) };
   const { id, engine, placement } = (await res.json()) as { id: string; engine: string; placement: { reason: string } };
   const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
@@ -215,6 +218,7 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
     placement: placement.reason,
     retries,
     openMs,
+    pickMs,
     ttftMs: ttft ?? performance.now() - start,
     taskMs: performance.now() - start,
     promptTokens,
@@ -396,6 +400,26 @@ function pickerTimings(run: Run): { opens: number; pick_p50_ms: number; pick_p99
   return { opens: opens.length, pick_p50_ms: ms(pick, 0.5), pick_p99_ms: ms(pick, 0.99), response_p50_ms: ms(response, 0.5), response_p99_ms: ms(response, 0.99), gateway_p50_ms: ms(gateway, 0.5), gateway_p99_ms: ms(gateway, 0.99) };
 }
 
+/**
+ * Each door's own pick, as it reports it (`Server-Timing: pick`): the router
+ * and the picker time the same span, the request's body arrived to the
+ * engine chosen and the request handed on. The target compares these.
+ */
+function ownPicks(runs: readonly Run[], rate: number): { router_p50_ms: number; router_p99_ms: number; picker_p50_ms: number; picker_p99_ms: number; paired_p50_ms: number; paired_p99_ms: number; pairs: number } | undefined {
+  const router = runs.find((r) => r.rate === rate && r.mode.front === "router" && r.mode.policy === "prefix-affinity");
+  const envoy = runs.find((r) => r.rate === rate && r.mode.front === "envoy");
+  if (router === undefined || envoy === undefined) return undefined;
+  const picks = (run: Run): number[] => run.sessions.flatMap((s) => (s.pickMs !== undefined ? [s.pickMs] : []));
+  const diffs: number[] = [];
+  router.sessions.forEach((s, i) => {
+    const e = envoy.sessions[i];
+    if (s.pickMs !== undefined && e?.pickMs !== undefined) diffs.push(e.pickMs - s.pickMs);
+  });
+  const ms = (xs: number[], q: number): number => r3(quantile(xs, q));
+  const [r, p] = [picks(router), picks(envoy)];
+  return { router_p50_ms: ms(r, 0.5), router_p99_ms: ms(r, 0.99), picker_p50_ms: ms(p, 0.5), picker_p99_ms: ms(p, 0.99), paired_p50_ms: ms(diffs, 0.5), paired_p99_ms: ms(diffs, 0.99), pairs: diffs.length };
+}
+
 function addedLatency(runs: readonly Run[], rate: number): { pairs: number; p50_ms: number; p99_ms: number } | undefined {
   const router = runs.find((r) => r.rate === rate && r.mode.front === "router" && r.mode.policy === "prefix-affinity");
   const envoy = runs.find((r) => r.rate === rate && r.mode.front === "envoy");
@@ -537,7 +561,7 @@ export async function run(argv: string[]): Promise<void> {
   for (const r of results) console.log(`| ${label(r)} | ${r.sustained_rate} | ${r.ttft_p50_ms} / ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} |`);
   const added = config.rates.map((rate) => {
     const envoyRun = runs.find((r) => r.rate === rate && r.mode.front === "envoy");
-    return { rate, paired_open_difference: addedLatency(runs, rate), picker: envoyRun === undefined ? undefined : pickerTimings(envoyRun) };
+    return { rate, own_pick: ownPicks(runs, rate), paired_open_difference: addedLatency(runs, rate), picker: envoyRun === undefined ? undefined : pickerTimings(envoyRun) };
   });
   if (config.front === "envoy") {
     console.log(`\nThe endpoint picker's added latency per session opened through Envoy, as Envoy timed its ext_proc calls (target: p99 within 2 ms of the router's own placement):`);
@@ -549,6 +573,13 @@ export async function run(argv: string[]): Promise<void> {
       const p = a.picker;
       const d = a.paired_open_difference;
       console.log(`| ${a.rate} | ${p?.opens ?? 0} | ${p === undefined ? "-" : `${p.pick_p50_ms} / ${p.pick_p99_ms}`} | ${p === undefined ? "-" : `${p.response_p50_ms} / ${p.response_p99_ms}`} | ${p === undefined ? "-" : `${p.gateway_p50_ms} / ${p.gateway_p99_ms}`} | ${d === undefined ? "-" : `${d.p50_ms} / ${d.p99_ms}`} |`);
+    }
+    console.log(`\nEach door's own pick, as it reports it in Server-Timing (the request's body arrived to the engine chosen and the request handed on; the same span in both):\n`);
+    console.log(`| rate /s | router pick p50 / p99 ms | picker pick p50 / p99 ms | paired (picker less router) p50 / p99 ms | pairs |`);
+    console.log(`| --- | --- | --- | --- | --- |`);
+    for (const a of added) {
+      const o = a.own_pick;
+      console.log(`| ${a.rate} | ${o === undefined ? "-" : `${o.router_p50_ms} / ${o.router_p99_ms}`} | ${o === undefined ? "-" : `${o.picker_p50_ms} / ${o.picker_p99_ms}`} | ${o === undefined ? "-" : `${o.paired_p50_ms} / ${o.paired_p99_ms}`} | ${o?.pairs ?? 0} |`);
     }
   }
   const pa = results.find((r) => r.policy === "prefix-affinity" && r.front === "router")!;
@@ -600,6 +631,7 @@ export async function run(argv: string[]): Promise<void> {
           placement: x.placement ?? null,
           retries: x.retries,
           open_ms: x.openMs === undefined ? null : r3(x.openMs),
+          pick_ms: x.pickMs === undefined ? null : r3(x.pickMs),
           ttft_ms: x.ttftMs === undefined ? null : Math.round(x.ttftMs),
           task_ms: x.taskMs === undefined ? null : Math.round(x.taskMs),
           prefilled_tokens: x.prefilledTokens ?? null,

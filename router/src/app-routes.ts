@@ -30,6 +30,7 @@ import { relayEventStream, type RelayOptions } from "./stream-relay.js";
 import { placeAndPost, type PlaceContext } from "./upstream.js";
 import { principalOf } from "../../common/src/security/http-auth.js";
 import type { SessionOwners } from "./session-owner.js";
+import { pickTiming } from "./server-timing.js";
 
 export interface AppRoutesContext extends PlaceContext {
   apps: AppRegistry;
@@ -101,7 +102,21 @@ async function callEngine(ctx: AppRoutesContext, engine: EngineHeartbeat, path: 
   }
 }
 
-export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoutesContext): void {
+/** When a request's body had arrived (parsed): where its pick starts, as the endpoint picker's does (server-timing.ts). */
+const received = (res: Response): number | undefined => res.locals["bodyReceivedAt"] as number | undefined;
+
+/** `Server-Timing: pick;dur=` on a placed request's answer: its body's arrival to the engine request that was answered. */
+function setPickTiming(res: Response, sentAt: number | undefined): void {
+  const at = received(res);
+  if (at !== undefined && sentAt !== undefined) res.setHeader("Server-Timing", pickTiming(sentAt - at));
+}
+
+export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: AppRoutesContext): void {
+  const json: RequestHandler = (req, res, next) =>
+    parseJson(req, res, (err?: unknown) => {
+      res.locals["bodyReceivedAt"] = performance.now();
+      next(err);
+    });
   app.get("/v1/apps/:ns/:app", (req, res) => {
     const served = appOf(ctx, req);
     const c = served.config;
@@ -128,6 +143,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     const merged = mergeSessionRequest(config, req.body);
     const pool = { namespace: config.namespace, name: config.enginePool.name };
     const placed = await placeAndPost(ctx, pool, merged, "/v1/sessions", merged.body);
+    setPickTiming(res, placed.sentAt);
     if (!placed.response.ok) return relayError(res, placed.response);
     const created = (await placed.response.json()) as { id: string };
     const base = routedSessionId(placed.engine.pod, created.id);
@@ -251,7 +267,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     const previous = merged.previousResponseId !== undefined ? responseOwner(ctx, config.namespace, merged.previousResponseId, res, "previous_response_id") : undefined;
     const body = previous !== undefined ? { ...merged.body, previous_response_id: previous.engineResponseId } : merged.body;
     const principal = principalOf(res);
-    const send = async (signal: AbortSignal): Promise<{ engine: EngineHeartbeat; response: globalThis.Response }> => {
+    const send = async (signal: AbortSignal): Promise<{ engine: EngineHeartbeat; response: globalThis.Response; sentAt?: number }> => {
       if (previous === undefined) return placeAndPost(ctx, pool, merged, "/v1/responses", body, signal);
       // No re-placement: only this engine holds the previous response; its 429 (no free sequence) goes back to the client.
       const response = await callEngine(ctx, previous.engine, "/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }, signal);
@@ -331,7 +347,7 @@ async function proxyOpenAi(
   res: Response,
   config: { namespace: string; name: string },
   stream: boolean,
-  send: (signal: AbortSignal) => Promise<{ engine: EngineHeartbeat; response: globalThis.Response }>,
+  send: (signal: AbortSignal) => Promise<{ engine: EngineHeartbeat; response: globalThis.Response; sentAt?: number }>,
   shape: { lost: (pod: string) => string; json?: (payload: unknown) => unknown } & RelayOptions,
 ): Promise<void> {
   const key = `${config.namespace}/${config.name}`;
@@ -350,6 +366,7 @@ async function proxyOpenAi(
       throw err;
     }
     res.setHeader("X-Interlace-Engine", placed.engine.pod);
+    setPickTiming(res, placed.sentAt);
     if (!placed.response.ok) return relayError(res, placed.response);
     if (!stream || placed.response.body === null) {
       if (shape.json !== undefined) res.status(200).json(shape.json(await placed.response.json()));

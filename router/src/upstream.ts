@@ -44,6 +44,8 @@ export interface PlacedResponse {
   matched: number;
   /** Engines that refused before this one took it (0: the placement's first choice). */
   retries: number;
+  /** performance.now() when the request went to the engine that answered (the end of the pick). */
+  sentAt: number;
 }
 
 type RefusalCause = "capacity" | "unavailable" | "unreachable" | "timeout";
@@ -115,11 +117,13 @@ export async function placeAndPost(
       const reservation = ctx.engines.reserve(pool.namespace, pool.name, pod);
       const timeout = AbortSignal.timeout(ctx.upstreamTimeoutMs);
       let cause: RefusalCause;
+      const payload = JSON.stringify(body);
+      const sentAt = performance.now();
       try {
         const response = await fetch(`${engine.endpoint}${path}`, {
           method: "POST",
           headers: { ...ctx.engineHeaders, "content-type": "application/json" },
-          body: JSON.stringify(body),
+          body: payload,
           signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
         });
         if (response.status !== 429 && response.status !== 503) {
@@ -130,11 +134,11 @@ export async function placeAndPost(
             ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
             ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
             ctx.metrics.placementSeconds.observe((performance.now() - started) / 1000);
-            return { engine, response, reason: decision.reason, matched: hits, retries: i };
+            return { engine, response, reason: decision.reason, matched: hits, retries: i, sentAt };
           }
           reservation.release();
           count(false);
-          return { engine, response, reason: decision.reason, matched: 0, retries: i };
+          return { engine, response, reason: decision.reason, matched: 0, retries: i, sentAt };
         }
         reservation.release();
         cause = response.status === 429 ? "capacity" : "unavailable";

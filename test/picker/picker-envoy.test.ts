@@ -24,6 +24,7 @@ import { EnvoyGateway } from "../../hack/envoy.js";
 import { pickerOptions, startPicker, type Picker, type PickerOptions } from "../../router/src/picker/index.js";
 import { appConfig, longSession, openSession, postJson, QUICK, startStack, streamEvents } from "../router/fixtures.js";
 import { eventually } from "../helpers/wait.js";
+import { parsePickTiming } from "../../router/src/server-timing.js";
 
 t.setTimeout(420_000);
 
@@ -89,6 +90,22 @@ t.test("sessions sharing a prefix go through Envoy to the engine holding it; its
   t.match(metrics, /interlace_picker_picks_total\{reason="prefix"\} [3-9]/);
   const stats = await envoy.stats("ext_proc");
   t.equal(stats.get("http.gateway.ext_proc.streams_failed") ?? 0, 0, "no ext_proc stream failed");
+  await eventually(idle, 5_000);
+});
+
+t.test("both front doors report their own pick in Server-Timing, the same span", async (t) => {
+  for (const [door, base] of [["envoy and the picker", gw], ["the router", router]] as const) {
+    const res = await postJson(`${base}/v1/apps/default/alpha/sessions`, QUICK);
+    t.equal(res.status, 201);
+    const pick = parsePickTiming(res.headers.get("server-timing"));
+    t.ok(pick !== undefined && pick >= 0, `${door}: Server-Timing ${res.headers.get("server-timing")}`);
+    const s = (await res.json()) as { id: string };
+    await streamEvents(base, "alpha", s.id);
+  }
+  // The picker tells only placed answers: its own refusals carry none.
+  const bad = await postJson(`${gw}/v1/apps/default/alpha/sessions`, { prompt: "x", system: "mine" });
+  t.equal(bad.status, 400);
+  t.equal(bad.headers.get("server-timing"), null);
   await eventually(idle, 5_000);
 });
 

@@ -22,6 +22,7 @@ import type { EndpointPicker, Pick } from "./endpoint-picker.js";
 import type { ProcessingRequest, ProcessingResponse } from "./ext-proc-service.js";
 import type { PickerMetrics } from "./metrics.js";
 import { ENGINE_HEADER, type PickerRequest, type PickerRoute } from "./picker-request.js";
+import { pickTiming } from "../server-timing.js";
 
 export interface ExchangeContext {
   picker: EndpointPicker;
@@ -50,6 +51,8 @@ export class ExtProcExchange {
   private bodyBytes = 0;
   private route: PickerRoute | undefined;
   private pick: Pick | undefined;
+  /** The pick's own time (the last body byte to the answer), told back to the client as `Server-Timing`. */
+  private pickMs: number | undefined;
   private principal = "";
   /** Set when the engine's answer is buffered to give it routed ids. */
   private rewrite: ((raw: Buffer) => Buffer) | undefined;
@@ -157,7 +160,8 @@ export class ExtProcExchange {
       else if (this.headers["authorization"] !== undefined) remove.push("authorization");
       if (route.body !== undefined && this.headers["content-length"] !== undefined) remove.push("content-length");
       this.send(pickedResponse(pick.endpoints, set, remove));
-      this.ctx.metrics.pickSeconds.observe((performance.now() - started) / 1000);
+      this.pickMs = performance.now() - started;
+      this.ctx.metrics.pickSeconds.observe(this.pickMs / 1000);
       if (hasBody) for (const r of streamedBody("requestBody", body, !trailers)) this.send(r);
     } catch (err) {
       if (this.abort.signal.aborted) return;
@@ -186,7 +190,10 @@ export class ExtProcExchange {
     }
     // The served endpoint is the data plane's note to the picker, not the client's business.
     const remove = headers[Gaie.ServedKey] !== undefined ? [Gaie.ServedKey] : [];
-    this.send({ responseHeaders: { response: { headerMutation: headerMutation(pod !== undefined ? { [ENGINE_HEADER]: pod } : {}, remove) } } });
+    const set: Record<string, string> = {};
+    if (pod !== undefined) set[ENGINE_HEADER] = pod;
+    if (this.pickMs !== undefined) set["server-timing"] = pickTiming(this.pickMs);
+    this.send({ responseHeaders: { response: { headerMutation: headerMutation(set, remove) } } });
   }
 
   /** A created session's answer with the routed id (owner-tagged as the router tags it) and the app-level events URL. */
