@@ -92,8 +92,18 @@ export interface CompletionRequest {
    */
   continuation?: { key: string; appended: number };
   signal?: AbortSignal;
-  /** Streaming callback for generated text (markers included when raw). */
-  onText?: (text: string) => void;
+  /**
+   * Streaming callback for generated text (markers included when raw). With
+   * `logprobs`, `logprobs` are the content tokens settled by this text (see
+   * `CompletionResult.logprobs`); a last call may carry only entries (`text` "").
+   */
+  onText?: (text: string, logprobs?: readonly TokenLogprob[]) => void;
+  /**
+   * Report each content token's log-probability, with this many most likely
+   * alternatives (OpenAI `logprobs: true` and `top_logprobs`, 0..20). Costs a
+   * vocabulary-sized distribution per token, so only when asked.
+   */
+  logprobs?: { top: number };
   /** Nucleus sampling (OpenAI `top_p`), in (0, 1]; default 1. */
   topP?: number;
   /** OpenAI `tool_choice`: `required` or a named tool forces the first call block (`none` is the caller's: it sends no tools). */
@@ -129,6 +139,18 @@ export type CallStreamEvent =
   | { type: "done"; id: string; name: string; arguments: Record<string, unknown> }
   | { type: "refused"; id: string };
 
+/** One content token's log-probability, in OpenAI's shape (`logprobs.content[]`, camel-cased). */
+export interface TokenLogprob {
+  /** The text the token put in the content ("" for a token that completes no character). */
+  token: string;
+  /** Natural log of its probability (see token-distribution.ts for which distribution); -9999 for none. */
+  logprob: number;
+  /** UTF-8 bytes of `token` (node-llama-cpp exposes no raw token bytes: an alternative that is part of a character reads U+FFFD). */
+  bytes: number[];
+  /** The most likely tokens at this position, most likely first. */
+  topLogprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
 export interface CompletionResult {
   /** Generated text outside call blocks. */
   content: string;
@@ -140,6 +162,11 @@ export interface CompletionResult {
   scripted?: boolean;
   /** The request continued a retained sequence (see `CompletionRequest.continuation`). */
   continued?: boolean;
+  /**
+   * With `CompletionRequest.logprobs`: one entry per token of `content`,
+   * whose texts concatenate to it (tokens in call blocks have none).
+   */
+  logprobs?: TokenLogprob[];
   usage: { promptTokens: number; completionTokens: number; prefilledTokens: number; reusedPrefixTokens: number };
 }
 

@@ -11,7 +11,7 @@
  * time (fill, pause, resume, re-entry, move, cleanup) run in the background
  * while the session sits in `busy`, so the batch never waits for them.
  */
-import type { LlamaContextSequenceRepeatPenalty, Token, TokenBias } from "node-llama-cpp";
+import type { LlamaContextSequenceRepeatPenalty, SequenceEvaluateOptions, Token, TokenBias } from "node-llama-cpp";
 import { CML, ErrorCode, type AnswerFormat, type InterruptKind, type Logger, type ToolSpec } from "../../../common/src/index.js";
 import { formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import { errorOutcome } from "../../../common/src/wire/index.js";
@@ -26,6 +26,7 @@ import { RateWindow } from "./rate-window.js";
 import type { Runtime } from "./runtime.js";
 import { acceptOnGrammar, type Sampling } from "./sampling.js";
 import { median, type SessionState } from "./session-state.js";
+import { TokenDistribution, withDistributions } from "./token-distribution.js";
 import type { CallFailure, DoneReason, TurnCall, TurnDecision, TurnView } from "./turn/index.js";
 
 /** Default time budget of one tool call when the spec gives no latency. */
@@ -267,7 +268,7 @@ export class EngineCore {
     let result: IteratorResult<Token, void>;
     try {
       if (s.kv.gen === null) {
-        s.kv.gen = s.seq.evaluate(feed, {
+        const options: SequenceEvaluateOptions = {
           temperature: s.config.temperature,
           ...(s.config.seed !== undefined ? { seed: s.config.seed } : {}),
           tokenBias: () => this.bias(s),
@@ -277,7 +278,12 @@ export class EngineCore {
           grammarEvaluationState: () => s.kv.grammarState ?? s.kv.answerGrammar,
           ...(s.config.penalties !== undefined ? { repeatPenalty: repeatPenalty(s, s.config.penalties) } : {}),
           yieldEogToken: true,
-        });
+        };
+        // Log-probabilities need each step's whole distribution: only completions that ask pay for it.
+        s.kv.gen =
+          s.logprobs === undefined
+            ? s.seq.evaluate(feed, options)
+            : withDistributions(s.seq.evaluateWithMetadata(feed, { probabilities: true }, options), (p) => (s.nextDistribution = new TokenDistribution(p, s.config.temperature)));
         result = await s.kv.gen.next();
       } else {
         result = await s.kv.gen.next(feed);
@@ -312,6 +318,9 @@ export class EngineCore {
   // ── the per-token path ────────────────────────────────────────────────────
 
   private onToken(s: SessionState, sampled: Token): void {
+    // The distribution this token was sampled from (none for drafted tokens, which are validated, not sampled).
+    const distribution = s.nextDistribution;
+    s.nextDistribution = undefined;
     s.timing.decodeSteps++;
     s.usage.decodedTokens++;
     this.counters.tokensDecoded++;
@@ -348,6 +357,7 @@ export class EngineCore {
     const wasCritical = s.monitor.inCriticalSection;
     const text = s.detok.push(token);
     const events = s.monitor.push(token, text);
+    if (s.logprobs !== undefined && distribution !== undefined) this.recordLogprob(s, token, distribution, wasCritical, events);
     const atToken = s.turn.atToken(this.turnView(s), wasCritical, events);
     if (atToken.length > 0) {
       // The policy ends the turn at this token: it is not fed.
@@ -443,11 +453,25 @@ export class EngineCore {
    */
   private text(s: SessionState, text: string): boolean {
     const out = s.stop === undefined ? { emit: text, stopped: false } : s.stop.push(text);
+    // Before the event: a stream's chunk carries the tokens this text settles.
+    s.logprobs?.consume(out.emit, out.stopped);
     if (out.emit !== "") {
       s.content += out.emit;
       s.emit({ type: "text", text: out.emit, t: s.now() });
     }
     return out.stopped;
+  }
+
+  /**
+   * A content token's log-probability: one that passed text on outside
+   * blocks, or that stayed outside without a marker (its text still held).
+   * The emitted token's, which a script or a forced opener may have put in
+   * place of the sample.
+   */
+  private recordLogprob(s: SessionState, token: Token, distribution: TokenDistribution, wasCritical: boolean, events: readonly MonitorEvent[]): void {
+    const claim = events.reduce((n, ev) => n + (ev.type === "text" ? ev.text.length : 0), 0);
+    const outside = !wasCritical && !s.monitor.inCriticalSection && events.length === 0 && !this.runtime.markerTokens.has(token);
+    if (claim > 0 || outside) s.logprobs?.add(token, distribution, claim);
   }
 
   /** Inside a call block, and once a constrained answer has begun, no block may open. */
@@ -637,6 +661,7 @@ export class EngineCore {
       }
     }
     this.text(s, s.stop?.flush() ?? "");
+    s.logprobs?.end();
     if (reason === "cancelled" || reason === "error") s.abort.abort();
     clearTimeout(s.kv.prefetchTimer);
     const paused = s.kv.paused;

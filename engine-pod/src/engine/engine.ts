@@ -13,6 +13,7 @@ import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
 import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
+import { LogprobLedger } from "./logprob-ledger.js";
 import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
 import { isPrefilling } from "./prefix-followers.js";
 import { EngineCore } from "./engine-core.js";
@@ -227,6 +228,8 @@ class LlamaEngine implements Engine {
         : {}),
     };
     const raw = request.stopAtCalls === "never";
+    if (raw && request.logprobs !== undefined) throw new InterlaceError(ErrorCode.BadRequest, "log-probabilities cover the content tokens, which raw CML output does not separate");
+    const logprobs = request.logprobs !== undefined ? new LogprobLedger(request.logprobs.top, (token) => this.runtime.model.detokenize([token], true)) : undefined;
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     if (request.sibling !== true) await this.settleSupersededCompletions(prompt);
     const s = this.admit(
@@ -239,6 +242,7 @@ class LlamaEngine implements Engine {
         // Raw output streams every token's text, markers included; otherwise the text outside blocks.
         ...(raw && request.onText !== undefined ? { onRaw: request.onText } : {}),
         ...(request.onCallStream !== undefined ? { onCallStream: request.onCallStream } : {}),
+        ...(logprobs !== undefined ? { logprobs } : {}),
       },
       { messages, tools: request.tools },
       this.options.prefixCache,
@@ -247,7 +251,7 @@ class LlamaEngine implements Engine {
     const onText = request.onText;
     if (!raw && onText !== undefined) {
       s.subscribe((e) => {
-        if (e.type === "text") onText(e.text);
+        if (e.type === "text") onText(e.text, logprobs?.drain());
       });
     }
     const signal = request.signal;
@@ -264,8 +268,12 @@ class LlamaEngine implements Engine {
       throw new InterlaceError(ErrorCode.Internal, err?.type === "error" ? err.message : "completion failed");
     }
     if (done.reason === "cancelled") throw new InterlaceError(ErrorCode.Cancelled, "completion cancelled");
+    // Tokens settled after the last text (trailing ones the end dropped never reach here).
+    const lastEntries = logprobs?.drain() ?? [];
+    if (!raw && onText !== undefined && lastEntries.length > 0) onText("", lastEntries);
     return {
       content: s.content,
+      ...(logprobs !== undefined ? { logprobs: [...logprobs.entries] } : {}),
       raw: s.raw,
       toolCalls: s.heldCalls.map((c) => ({ id: c.id, name: c.tool, arguments: c.arguments })),
       finishReason: s.finishReason ?? (done.reason === "max_tokens" ? "length" : "stop"),

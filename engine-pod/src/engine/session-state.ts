@@ -13,10 +13,12 @@ import type { PausedSequence } from "../kv/index.js";
 import type { TokenPolicy } from "../policy/index.js";
 import type { OfferedPrefix } from "../scheduler/index.js";
 import type { StreamDetokenizer } from "./detokenizer.js";
+import type { LogprobLedger } from "./logprob-ledger.js";
 import type { InterruptEvent } from "./interrupt-manager.js";
 import type { CallStreamEvent, EngineSession, SessionSnapshot } from "./engine-api.js";
 import { checkedMove, type RunState } from "./run-state.js";
 import { StopSequences } from "./stop-sequences.js";
+import type { TokenDistribution } from "./token-distribution.js";
 import type { FinishReason, TurnCall, TurnPolicy } from "./turn/index.js";
 
 export type { RunState } from "./run-state.js";
@@ -129,6 +131,8 @@ export interface SessionInit {
   readonly onRaw?: (text: string) => void;
   /** Completions that stream their calls' arguments. */
   readonly onCallStream?: (event: CallStreamEvent) => void;
+  /** Completions that report their content tokens' log-probabilities. */
+  readonly logprobs?: LogprobLedger;
 }
 
 export class SessionState implements EngineSession {
@@ -173,6 +177,10 @@ export class SessionState implements EngineSession {
   readonly onCallStream: ((event: CallStreamEvent) => void) | undefined;
   /** The id of the call block whose body is being generated (taken when the body opens). */
   openCallId: string | undefined;
+  /** The content tokens' log-probabilities, when the completion asked for them. */
+  readonly logprobs: LogprobLedger | undefined;
+  /** The distribution the last token was sampled from (set by the generator, taken by the token path). */
+  nextDistribution: TokenDistribution | undefined;
 
   readonly events: SessionEvent[] = [];
   private readonly listeners = new Set<(event: SessionEvent) => void>();
@@ -193,6 +201,7 @@ export class SessionState implements EngineSession {
     this.sharedPrefix = init.sharedPrefix;
     this.onRaw = init.onRaw;
     this.onCallStream = init.onCallStream;
+    this.logprobs = init.logprobs;
     this.stop = init.config.stop !== undefined && init.config.stop.length > 0 ? new StopSequences(init.config.stop) : undefined;
     for (const id of init.history?.emittedCalls ?? []) (this.view.emittedCalls.add(id), this.usedCallIds.add(id));
     for (const id of init.history?.injected ?? []) this.view.injected.add(id);

@@ -3,17 +3,19 @@
  * sync semantics (generation stops at the turn's tool calls →
  * `finish_reason: "tool_calls"`), streaming (`chat.completion.chunk` frames,
  * then `data: [DONE]`) or not. `n > 1` choices run at once on one prompt:
- * the first prefills it and the others fork its cells. The stream opens with the first generated
+ * the first prefills it and the others fork its cells. With `logprobs`, each
+ * choice carries its content tokens' log-probabilities, and each content chunk
+ * those its text completed. The stream opens with the first generated
  * text, so admission errors (429 capacity, 400 context overflow) still get a
  * proper status. A client that disconnects aborts the completion.
  */
 import { randomUUID } from "node:crypto";
 import type { Express, Request, RequestHandler, Response } from "express";
 import type { Logger } from "../../../common/src/index.js";
-import type { CallStreamEvent, CompletionResult, Engine } from "../engine/index.js";
+import type { CallStreamEvent, CompletionResult, Engine, TokenLogprob } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
 import { errorBody, toHttpError, type ErrorContext } from "./http-errors.js";
-import { choicesExtension, choicesUsage, interlaceExtension, openAiFinishReason, openAiToolCalls, parseChatCompletion } from "./openai.js";
+import { choicesExtension, choicesUsage, interlaceExtension, openAiFinishReason, openAiLogprobs, openAiToolCalls, parseChatCompletion } from "./openai.js";
 import { CallArgumentsStream } from "./call-arguments-stream.js";
 import { openSse, type SseStream } from "./sse.js";
 
@@ -47,16 +49,16 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
     };
 
     /** The request's `n` choices, sent at once: the first fills the prompt, the others follow it and fork its cells. */
-    const runAll = (onText: (index: number, text: string) => void, onCallStream?: (index: number, e: CallStreamEvent) => void): Promise<CompletionResult[]> => {
+    const runAll = (onText: (index: number, text: string, logprobs: readonly TokenLogprob[]) => void, onCallStream?: (index: number, e: CallStreamEvent) => void): Promise<CompletionResult[]> => {
       const seed = input.request.seed;
       const runs = Array.from({ length: input.n }, (_, index) =>
         engine.complete({
           ...input.request,
           ...(input.n > 1 ? { sibling: true, ...(seed !== undefined ? { seed: seed + index } : {}) } : {}),
           signal: abort.signal,
-          onText: (text) => {
+          onText: (text, entries) => {
             firstTextAt ??= performance.now();
-            onText(index, text);
+            onText(index, text, entries ?? []);
           },
           ...(onCallStream !== undefined ? { onCallStream: (e: CallStreamEvent) => onCallStream(index, e) } : {}),
         }),
@@ -73,6 +75,9 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
         ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
       };
     };
+    /** A choice's `logprobs` (OpenAI writes null when none were asked for); each choice has its own tokens. */
+    const choiceLogprobs = (entries: readonly TokenLogprob[] | undefined): Record<string, unknown> | null =>
+      input.request.logprobs === undefined ? null : { content: openAiLogprobs(entries ?? []), refusal: null };
     const extension = (results: CompletionResult[]): Record<string, unknown> => (results.length === 1 ? interlaceExtension(results[0]!, scripted) : choicesExtension(results, scripted));
 
     if (!input.stream) {
@@ -83,7 +88,7 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
         object: "chat.completion",
         created,
         model: input.model,
-        choices: results.map((result, index) => ({ index, message: message(result), finish_reason: openAiFinishReason(result.finishReason) })),
+        choices: results.map((result, index) => ({ index, message: message(result), logprobs: choiceLogprobs(result.logprobs), finish_reason: openAiFinishReason(result.finishReason) })),
         usage: choicesUsage(results),
         interlace: extension(results),
       });
@@ -91,12 +96,12 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
     }
 
     let sse: SseStream | undefined;
-    const chunk = (index: number, delta: Record<string, unknown>, finishReason: string | null = null): Record<string, unknown> => ({
+    const chunk = (index: number, delta: Record<string, unknown>, finishReason: string | null = null, entries?: readonly TokenLogprob[]): Record<string, unknown> => ({
       id,
       object: "chat.completion.chunk",
       created,
       model: input.model,
-      choices: [{ index, delta, finish_reason: finishReason }],
+      choices: [{ index, delta, ...(entries !== undefined ? { logprobs: choiceLogprobs(entries) } : {}), finish_reason: finishReason }],
     });
     const open = (): SseStream => {
       if (sse === undefined) {
@@ -129,8 +134,9 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
         if (e.type === "done") call.done = true;
       };
       const results = await runAll(
-        (index, text) => {
-          if (text !== "") open().send(chunk(index, { content: text }));
+        (index, text, entries) => {
+          // A content chunk carries the tokens its text settled (a last one may carry only tokens).
+          if (text !== "" || entries.length > 0) open().send(chunk(index, { content: text }, null, input.request.logprobs !== undefined ? entries : undefined));
         },
         input.raw ? undefined : onCallStream,
       );

@@ -13,7 +13,42 @@ import { isObject } from "./validate-request.js";
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
 
 /** The engine fields these parameters set. */
-export type GenerationOptions = Pick<CompletionRequest, "toolChoice" | "maxCalls" | "answerFormat" | "stop" | "topP" | "frequencyPenalty" | "presencePenalty">;
+export type GenerationOptions = Pick<CompletionRequest, "toolChoice" | "maxCalls" | "answerFormat" | "stop" | "topP" | "frequencyPenalty" | "presencePenalty" | "logprobs">;
+
+/** Most alternatives per token OpenAI's `top_logprobs` allows. */
+export const MAX_TOP_LOGPROBS = 20;
+/** The one `include` value Responses implements. */
+export const INCLUDE_LOGPROBS = "message.output_text.logprobs";
+
+const topLogprobs = (b: Record<string, unknown>): number | undefined =>
+  optionalNumber(b, "top_logprobs", (n) => Number.isInteger(n) && n >= 0 && n <= MAX_TOP_LOGPROBS, `an integer in 0..${MAX_TOP_LOGPROBS}`);
+
+/**
+ * Chat completions' `logprobs` (true: the content tokens' log-probabilities)
+ * and `top_logprobs` (alternatives per token), which OpenAI allows only
+ * with `logprobs: true`.
+ */
+export function parseChatLogprobs(b: Record<string, unknown>): { top: number } | undefined {
+  const on = b["logprobs"];
+  if (on !== undefined && on !== null && typeof on !== "boolean") throw bad(`"logprobs" must be true or false`);
+  const top = topLogprobs(b);
+  if (on === true) return { top: top ?? 0 };
+  if (top !== undefined) throw bad(`"top_logprobs" is only allowed when "logprobs" is true`);
+  return undefined;
+}
+
+/**
+ * Responses' `include` (only `message.output_text.logprobs`) and
+ * `top_logprobs`: either asks for the output text's log-probabilities
+ * (`top_logprobs` above 0 alone too, rather than being ignored).
+ */
+export function parseResponsesLogprobs(b: Record<string, unknown>): { top: number } | undefined {
+  const include = b["include"] ?? [];
+  if (!Array.isArray(include) || include.some((v) => typeof v !== "string")) throw bad(`"include" must be an array of strings`);
+  for (const value of include) if (value !== INCLUDE_LOGPROBS) throw bad(`"include" value ${JSON.stringify(value)} is not supported: only "${INCLUDE_LOGPROBS}" is`);
+  const top = topLogprobs(b);
+  return include.length > 0 || (top ?? 0) > 0 ? { top: top ?? 0 } : undefined;
+}
 
 /**
  * `tool_choice`: `auto`, `none`, `required`, or one function — chat

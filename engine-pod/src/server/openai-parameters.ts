@@ -37,7 +37,6 @@ const SHARED: Record<string, ParameterRow> = {
   service_tier: { support: "refused", note: "one tier: only `auto` and `default` are accepted", passes: (v) => v === "auto" || v === "default" },
   prompt_cache_key: { support: "refused", note: "placement finds shared prefixes by hashing them; there is no key to route by" },
   prompt_cache_retention: { support: "refused", note: "retention is the engine's `--response-retention-ms`" },
-  top_logprobs: { support: "refused", note: "log-probabilities are not exposed", passes: (v) => v === 0 },
 };
 
 export const CHAT_COMPLETIONS_PARAMETERS: Readonly<Record<string, ParameterRow>> = {
@@ -52,7 +51,8 @@ export const CHAT_COMPLETIONS_PARAMETERS: Readonly<Record<string, ParameterRow>>
   response_format: { support: "implemented", note: "`text`, `json_object` and `json_schema`: the answer is generated under a grammar built from the schema" },
   stream_options: { support: "implemented", note: "`include_usage`" },
   n: { support: "implemented", note: "1..8 choices, run at once: the first prefills the prompt and the others fork its cells (`interlace.prefill_saved_tokens`); with a `seed`, choice i samples with seed + i" },
-  logprobs: { support: "refused", note: "log-probabilities are not exposed", passes: isFalse },
+  logprobs: { support: "implemented", note: "`true`: each content token's log-probability (tool-call tokens have none; with `n`, per choice), streamed with its delta" },
+  top_logprobs: { support: "implemented", note: "0..20 most likely alternatives per token; only with `logprobs: true`" },
   logit_bias: { support: "refused", note: "not applied", passes: isEmpty },
   store: { support: "refused", note: "chat completions are not stored (use Responses)", passes: isFalse },
   metadata: { support: "refused", note: "chat completions are not stored (use Responses)", passes: isEmpty },
@@ -77,7 +77,8 @@ export const RESPONSES_PARAMETERS: Readonly<Record<string, ParameterRow>> = {
   metadata: { support: "implemented", note: "kept and echoed" },
   text: { support: "implemented", note: "`format`: `text`, `json_object` and `json_schema` (as `response_format` in chat completions)" },
   truncation: { support: "refused", note: "a conversation longer than the context is a 400", passes: (v) => v === "disabled" },
-  include: { support: "refused", note: "no extra output data", passes: isEmpty },
+  include: { support: "implemented", note: "`message.output_text.logprobs` (the output text's token log-probabilities, streamed with its deltas); other values are a 400" },
+  top_logprobs: { support: "implemented", note: "0..20 most likely alternatives per token; above 0 it asks for the log-probabilities too" },
   reasoning: { support: "refused", note: "the models served here do not reason in a separate channel", passes: asksNothing },
   stream_options: { support: "refused", note: "no stream options", passes: asksNothing },
   background: { support: "refused", note: "responses run in the request", passes: isFalse },

@@ -13,9 +13,9 @@ import {
   type ScriptedPolicySpec,
   type ToolSpec,
 } from "../../../common/src/index.js";
-import type { CompletionRequest, CompletionResult } from "../engine/index.js";
+import type { CompletionRequest, CompletionResult, TokenLogprob } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
-import { answerInstruction, checkToolChoice, optionalNumber, parseAnswerFormat, parseStop, parseToolChoice, samplingOptions } from "./generation-options.js";
+import { answerInstruction, checkToolChoice, optionalNumber, parseAnswerFormat, parseChatLogprobs, parseStop, parseToolChoice, samplingOptions } from "./generation-options.js";
 import { CHAT_COMPLETIONS_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
 import { checkCompletionTools } from "./resolve-tools.js";
 import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
@@ -175,6 +175,11 @@ export function parseChatCompletion(body: unknown, limits: { maxPromptBytes: num
   if (policy !== undefined) request.policy = policy;
   const streamOptions = b["stream_options"];
   if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw bad(`"stream_options" must be an object`);
+  const logprobs = parseChatLogprobs(b);
+  if (logprobs !== undefined) {
+    if (raw) throw bad(`"logprobs" covers the content tokens: not with interlace_raw_cml`);
+    request.logprobs = logprobs;
+  }
   const n = optionalNumber(b, "n", (x) => Number.isInteger(x) && x >= 1 && x <= MAX_CHOICES, `an integer in 1..${MAX_CHOICES}`) ?? 1;
   if (n > 1 && (policy !== undefined || raw)) throw bad(`"n" above 1 samples the model's own choices: not with interlace_policy or interlace_raw_cml`);
   return {
@@ -196,6 +201,18 @@ export function withSystemText<M extends ChatMessage>(messages: M[], text: strin
 
 export function openAiFinishReason(reason: CompletionResult["finishReason"]): "stop" | "length" | "tool_calls" {
   return reason === "trap" ? "stop" : reason;
+}
+
+/** A token's log-probability as OpenAI writes it (chat's `logprobs.content[]` and Responses' `output_text.logprobs[]` alike). */
+export interface OpenAiTokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+export function openAiLogprobs(entries: readonly TokenLogprob[]): OpenAiTokenLogprob[] {
+  return entries.map((e) => ({ token: e.token, logprob: e.logprob, bytes: e.bytes, top_logprobs: e.topLogprobs }));
 }
 
 export function openAiToolCalls(result: CompletionResult): OpenAiToolCall[] {

@@ -75,7 +75,7 @@ export const OPENAPI_DOCUMENT = {
     "/v1/chat/completions": {
       post: {
         summary: "OpenAI-compatible chat completions (sync semantics; stream or not; interlace_* extension fields). Every OpenAI parameter is applied or refused with a 400 naming it (README: OpenAI parameters)",
-        requestBody: { required: true, content: { "application/json": { schema: { type: "object", properties: { messages: { type: "array" }, tools: { type: "array" }, stream: { type: "boolean" } }, required: ["messages"] } } } },
+        requestBody: { required: true, content: { "application/json": { schema: { type: "object", properties: { messages: { type: "array" }, tools: { type: "array" }, stream: { type: "boolean" }, logprobs: { type: "boolean" }, top_logprobs: { type: "integer", minimum: 0, maximum: 20, description: "only with logprobs: true" } }, required: ["messages"] } } } },
         responses: { "200": { description: "chat.completion, or chat.completion.chunk frames then [DONE]" }, "400": error, "413": error, "429": error, "502": error, "503": error, "504": error },
       },
     },
@@ -103,6 +103,8 @@ export const OPENAPI_DOCUMENT = {
                   top_p: { type: "number", exclusiveMinimum: 0, maximum: 1 },
                   store: { type: "boolean" },
                   stream: { type: "boolean" },
+                  include: { type: "array", items: { const: "message.output_text.logprobs" } },
+                  top_logprobs: { type: "integer", minimum: 0, maximum: 20 },
                 },
                 required: ["input"],
               },

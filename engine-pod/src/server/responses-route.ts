@@ -24,7 +24,7 @@ import type { EngineMetrics } from "../metrics/index.js";
 import { answerInstruction } from "./generation-options.js";
 import { CallArgumentsStream } from "./call-arguments-stream.js";
 import { HttpError, toHttpError, type ErrorContext } from "./http-errors.js";
-import { withSystemText } from "./openai.js";
+import { openAiLogprobs, withSystemText, type OpenAiTokenLogprob } from "./openai.js";
 import type { ResponseStore, StoredResponse } from "./response-store.js";
 import {
   assistantTurn,
@@ -178,14 +178,16 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
     let messageOpen = false;
     let messageClosed = false;
     let messageText = "";
+    /** The message's token log-probabilities as streamed (with `include`). */
+    const messageLogprobs: OpenAiTokenLogprob[] = [];
     const part = { item_id: messageId, output_index: 0, content_index: 0 };
     /** The message item ends when the first call opens (text never follows a completion's calls) or at the end. */
     const closeMessage = (status: "completed" | "incomplete"): void => {
       if (!messageOpen || messageClosed) return;
       messageClosed = true;
-      send("response.output_text.done", { ...part, text: messageText, logprobs: [] });
-      send("response.content_part.done", { ...part, part: outputTextPart(messageText) });
-      send("response.output_item.done", { output_index: 0, item: messageItem(messageId, messageText, status) });
+      send("response.output_text.done", { ...part, text: messageText, logprobs: messageLogprobs });
+      send("response.content_part.done", { ...part, part: outputTextPart(messageText, messageLogprobs) });
+      send("response.output_item.done", { output_index: 0, item: messageItem(messageId, messageText, status, messageLogprobs) });
     };
     // Each call streams as the model writes it: added when its name is known, its arguments as deltas, done at its end.
     const calls = new Map<string, { stream: CallArgumentsStream; index: number; added: boolean; final?: string }>();
@@ -234,9 +236,11 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
       const result = await engine.complete({
         ...request,
         signal: abort.signal,
-        onText: (text) => {
+        onText: (text, entries) => {
           firstTextAt ??= performance.now();
-          if (text === "") return;
+          const logprobs = openAiLogprobs(entries ?? []);
+          // A delta carries the tokens its text settled; a last call may bring only tokens, for the open message.
+          if (text === "" && (logprobs.length === 0 || !messageOpen || messageClosed)) return;
           open();
           if (!messageOpen) {
             messageOpen = true;
@@ -244,7 +248,8 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
             send("response.content_part.added", { ...part, part: outputTextPart("") });
           }
           messageText += text;
-          send("response.output_text.delta", { ...part, delta: text, logprobs: [] });
+          messageLogprobs.push(...logprobs);
+          send("response.output_text.delta", { ...part, delta: text, logprobs });
         },
         onCallStream,
       });

@@ -18,8 +18,8 @@ import {
 } from "../../../common/src/index.js";
 import type { CompletionResult } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
-import { checkToolChoice, optionalNumber, parseAnswerFormat, parseToolChoice, samplingOptions, type GenerationOptions } from "./generation-options.js";
-import { interlaceExtension, toToolSpecs } from "./openai.js";
+import { checkToolChoice, optionalNumber, parseAnswerFormat, parseResponsesLogprobs, parseToolChoice, samplingOptions, type GenerationOptions } from "./generation-options.js";
+import { interlaceExtension, openAiLogprobs, toToolSpecs, type OpenAiTokenLogprob } from "./openai.js";
 import { RESPONSES_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
 import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
 
@@ -50,7 +50,7 @@ export interface ResponsesInput {
   maxOutputTokens?: number;
   temperature?: number;
   topP?: number;
-  /** The engine fields of `tool_choice`, `parallel_tool_calls`, `max_tool_calls`, `text.format` and `top_p`. */
+  /** The engine fields of `tool_choice`, `parallel_tool_calls`, `max_tool_calls`, `text.format`, `top_p`, `include` and `top_logprobs`. */
   generation: GenerationOptions;
   metadata: Record<string, unknown>;
   policy?: ScriptedPolicySpec;
@@ -213,6 +213,7 @@ export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: n
   const metadata = b["metadata"];
   if (metadata !== undefined && metadata !== null && !isObject(metadata)) throw bad(`"metadata" must be an object`);
   const policy = validatePolicy(b["interlace_policy"], specs, "interlace_policy");
+  const logprobs = parseResponsesLogprobs(b);
   return {
     model: typeof b["model"] === "string" ? b["model"] : "interlace",
     stream: flag("stream", false),
@@ -232,6 +233,7 @@ export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: n
       ...(maxCalls !== undefined ? { maxCalls } : {}),
       ...(answerFormat !== undefined ? { answerFormat } : {}),
       ...(topP !== undefined ? { topP } : {}),
+      ...(logprobs !== undefined ? { logprobs } : {}),
     },
     ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
@@ -246,7 +248,7 @@ export interface MessageItem {
   id: string;
   status: "in_progress" | "completed" | "incomplete";
   role: "assistant";
-  content: { type: "output_text"; text: string; annotations: never[]; logprobs: never[] }[];
+  content: { type: "output_text"; text: string; annotations: never[]; logprobs: OpenAiTokenLogprob[] }[];
 }
 
 export interface FunctionCallItem {
@@ -260,18 +262,19 @@ export interface FunctionCallItem {
 
 export type OutputItem = MessageItem | FunctionCallItem;
 
-export function messageItem(id: string, text: string, status: MessageItem["status"]): MessageItem {
-  return { type: "message", id, status, role: "assistant", content: status === "in_progress" && text === "" ? [] : [outputTextPart(text)] };
+export function messageItem(id: string, text: string, status: MessageItem["status"], logprobs: OpenAiTokenLogprob[] = []): MessageItem {
+  return { type: "message", id, status, role: "assistant", content: status === "in_progress" && text === "" ? [] : [outputTextPart(text, logprobs)] };
 }
 
-export function outputTextPart(text: string): MessageItem["content"][number] {
-  return { type: "output_text", text, annotations: [], logprobs: [] };
+/** An `output_text` part; `logprobs` its tokens' (empty unless `include` asked for them). */
+export function outputTextPart(text: string, logprobs: OpenAiTokenLogprob[] = []): MessageItem["content"][number] {
+  return { type: "output_text", text, annotations: [], logprobs };
 }
 
 /** The output items of a finished completion: its text (when any, or when a stream already opened it), then its calls. */
 export function outputItems(result: CompletionResult, messageId: string, withMessage = result.content !== ""): OutputItem[] {
   const items: OutputItem[] = [];
-  if (withMessage) items.push(messageItem(messageId, result.content, result.finishReason === "length" ? "incomplete" : "completed"));
+  if (withMessage) items.push(messageItem(messageId, result.content, result.finishReason === "length" ? "incomplete" : "completed", openAiLogprobs(result.logprobs ?? [])));
   for (const c of result.toolCalls) {
     items.push({ type: "function_call", id: `fc_${c.id}`, call_id: c.id, name: c.name, arguments: JSON.stringify(c.arguments), status: "completed" });
   }

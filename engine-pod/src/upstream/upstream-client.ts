@@ -1,6 +1,7 @@
 /**
  * @module One streaming `POST {upstream}/chat/completions` at a time: text
- * deltas as they arrive, tool-call deltas assembled by index, the finish
+ * deltas as they arrive (with their tokens' `logprobs` when asked for, relayed
+ * as the upstream sends them), tool-call deltas assembled by index, the finish
  * reason and the usage of the last chunk. Every failure becomes an
  * `InterlaceError` with a code the session and the HTTP layer understand:
  * `upstream_unavailable` (connection refused or reset before a response),
@@ -13,6 +14,7 @@
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { ErrorCode, InterlaceError, type Logger } from "../../../common/src/index.js";
+import type { TokenLogprob } from "../engine/index.js";
 import type { UpstreamOptions } from "./upstream-options.js";
 
 /** A message in OpenAI's chat format, as sent upstream. */
@@ -44,6 +46,8 @@ export interface UpstreamRequest {
   stop?: string[];
   frequencyPenalty?: number;
   presencePenalty?: number;
+  /** OpenAI's `logprobs: true` with this `top_logprobs`; the upstream's come back on the turn. */
+  logprobs?: { top: number };
   /** OpenAI's `response_format`, as the client asked for it. */
   responseFormat?: Record<string, unknown>;
   /**
@@ -68,18 +72,21 @@ export interface UpstreamTurn {
   usage?: UpstreamUsage;
   /** Attempts this turn took (1 without retries). */
   attempts: number;
+  /** The content tokens' log-probabilities, as the upstream sent them (when asked for). */
+  logprobs?: TokenLogprob[];
 }
 
 export interface StreamHandlers {
   signal?: AbortSignal;
-  /** Each text delta, as it arrives. */
-  onText?: (text: string) => void;
+  /** Each text delta, as it arrives, with its tokens' log-probabilities when asked for. */
+  onText?: (text: string, logprobs?: readonly TokenLogprob[]) => void;
 }
 
 interface ChunkShape {
   choices?: {
     delta?: { content?: string | null; tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[] };
     finish_reason?: string | null;
+    logprobs?: { content?: unknown } | null;
   }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null;
   error?: { message?: string; code?: unknown } | string;
@@ -153,6 +160,7 @@ export class UpstreamClient {
       ...(request.stop !== undefined ? { stop: request.stop } : {}),
       ...(request.frequencyPenalty !== undefined ? { frequency_penalty: request.frequencyPenalty } : {}),
       ...(request.presencePenalty !== undefined ? { presence_penalty: request.presencePenalty } : {}),
+      ...(request.logprobs !== undefined ? { logprobs: true, top_logprobs: request.logprobs.top } : {}),
       ...(request.responseFormat !== undefined ? { response_format: request.responseFormat } : {}),
       ...(request.grammar !== undefined ? { grammar: request.grammar } : {}),
     };
@@ -196,6 +204,7 @@ export class UpstreamClient {
     if (res.body === null) throw new Attempt(new InterlaceError(ErrorCode.UpstreamError, `${where} sent no body`), true);
 
     let content = "";
+    const logprobs: TokenLogprob[] = [];
     const calls: UpstreamToolCall[] = [];
     let finishReason: UpstreamTurn["finishReason"] | undefined;
     let usage: UpstreamUsage | undefined;
@@ -235,9 +244,12 @@ export class UpstreamClient {
       const choice = chunk.choices?.[0];
       if (choice === undefined) return;
       const delta = choice.delta ?? {};
-      if (typeof delta.content === "string" && delta.content !== "") {
-        content += delta.content;
-        handlers.onText?.(delta.content);
+      const text = typeof delta.content === "string" ? delta.content : "";
+      const entries = request.logprobs !== undefined ? relayedLogprobs(choice.logprobs?.content, malformed) : [];
+      logprobs.push(...entries);
+      if (text !== "" || entries.length > 0) {
+        content += text;
+        handlers.onText?.(text, entries);
       }
       for (const tc of delta.tool_calls ?? []) {
         const index = tc.index ?? calls.length;
@@ -271,8 +283,27 @@ export class UpstreamClient {
         !produced,
       );
     }
-    return { content, toolCalls: calls.filter((c) => c !== undefined), finishReason, ...(usage !== undefined ? { usage } : {}) };
+    if (request.logprobs !== undefined && content !== "" && logprobs.length === 0) {
+      throw new Attempt(new InterlaceError(ErrorCode.UpstreamError, `${where} sent no logprobs for its content (does it support "logprobs"?)`), false);
+    }
+    return { content, toolCalls: calls.filter((c) => c !== undefined), finishReason, ...(usage !== undefined ? { usage } : {}), ...(request.logprobs !== undefined ? { logprobs } : {}) };
   }
+}
+
+/** A chunk's `logprobs.content` (OpenAI's shape) as the engine's entries; anything else is a malformed stream. */
+function relayedLogprobs(value: unknown, malformed: (why: string) => never): TokenLogprob[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) return malformed(`"logprobs.content" is not an array`);
+  const token = (v: unknown): { token: string; logprob: number; bytes: number[] } => {
+    const e = v as { token?: unknown; logprob?: unknown; bytes?: unknown } | null;
+    if (typeof e?.token !== "string" || typeof e.logprob !== "number") return malformed(`a "logprobs.content" entry is not {token, logprob, bytes}`);
+    const bytes = Array.isArray(e.bytes) && e.bytes.every((b) => typeof b === "number") ? (e.bytes as number[]) : [...Buffer.from(e.token, "utf8")];
+    return { token: e.token, logprob: e.logprob, bytes };
+  };
+  return value.map((v) => {
+    const top = (v as { top_logprobs?: unknown } | null)?.top_logprobs;
+    return { ...token(v), topLogprobs: Array.isArray(top) ? top.map(token) : [] };
+  });
 }
 
 /** The message of an OpenAI-shaped error body, or the body's start. */

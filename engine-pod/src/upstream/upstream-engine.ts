@@ -219,6 +219,8 @@ export class UpstreamEngine implements Engine {
           ...(request.frequencyPenalty !== undefined ? { frequencyPenalty: request.frequencyPenalty } : {}),
           ...(request.presencePenalty !== undefined ? { presencePenalty: request.presencePenalty } : {}),
           ...(request.answerFormat !== undefined ? { responseFormat: upstreamResponseFormat(request.answerFormat) } : {}),
+          // Relayed as the upstream computes them (its model, its sampler); a server that sends none fails the turn.
+          ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
         },
         { ...(request.signal !== undefined ? { signal: request.signal } : {}), ...(request.onText !== undefined ? { onText: request.onText } : {}) },
       );
@@ -231,6 +233,7 @@ export class UpstreamEngine implements Engine {
     const u = turn.usage;
     return {
       content: turn.content,
+      ...(turn.logprobs !== undefined ? { logprobs: turn.logprobs } : {}),
       raw: turn.content,
       toolCalls,
       finishReason: toolCalls.length > 0 ? "tool_calls" : turn.finishReason === "length" ? "length" : "stop",
