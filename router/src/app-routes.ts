@@ -304,6 +304,37 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     res.setHeader("X-Interlace-Engine", engine.pod);
     res.json(clientResponse(ctx, await upstream.json(), engine.pod, principalOf(res)));
   });
+
+  // A stored response's input items (paged by item ids, which need no routing), its deletion and a running one's cancel: on the engine that holds it.
+  app.get("/v1/apps/:ns/:app/responses/:id/input_items", async (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, param(req, "id"), res, "response");
+    const query = new URLSearchParams(Object.entries(req.query).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
+    const search = query.size > 0 ? `?${query.toString()}` : "";
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/input_items${search}`, { method: "GET" });
+    if (!upstream.ok) return relayError(res, upstream);
+    res.setHeader("X-Interlace-Engine", engine.pod);
+    res.json(await upstream.json());
+  });
+
+  app.delete("/v1/apps/:ns/:app/responses/:id", async (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const id = param(req, "id");
+    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, id, res, "response");
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "DELETE" });
+    if (!upstream.ok) return relayError(res, upstream);
+    res.setHeader("X-Interlace-Engine", engine.pod);
+    res.json({ ...((await upstream.json()) as Record<string, unknown>), id });
+  });
+
+  app.post("/v1/apps/:ns/:app/responses/:id/cancel", async (req: Request, res: Response) => {
+    const { config } = appOf(ctx, req);
+    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, param(req, "id"), res, "response");
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/cancel`, { method: "POST" });
+    if (!upstream.ok) return relayError(res, upstream);
+    res.setHeader("X-Interlace-Engine", engine.pod);
+    res.json(clientResponse(ctx, await upstream.json(), engine.pod, principalOf(res)));
+  });
 }
 
 /**

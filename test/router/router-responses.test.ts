@@ -173,6 +173,37 @@ t.test("openai SDK: a tool loop through previous_response_id stays on its engine
   });
 });
 
+t.test("openai SDK: input_items, delete and cancel through either replica reach the engine holding the response", async (t) => {
+  const r1 = await create(c0, { model: "interlace", input: "Weather and time in Paris?", tools, interlace_policy: policy });
+  const items = await c1.responses.inputItems.list(r1.r.id);
+  t.same(items.data.map((i) => (i.type === "message" ? [i.type, i.role] : [i.type])), [["message", "user"]], "the stored input items, through the other replica");
+  const bob = await clientOf(1, BOB).responses.inputItems.list(r1.r.id).catch((e: unknown) => e);
+  t.ok(bob instanceof OpenAI.PermissionDeniedError, "another key's response's items: 403");
+
+  const finished = await c1.responses.cancel(r1.r.id).catch((e: unknown) => e);
+  t.ok(finished instanceof OpenAI.BadRequestError, "a finished response cannot be cancelled (the engine's 400, relayed)");
+  const deleted = await c1.responses.delete(r1.r.id).catch((e: unknown) => e);
+  t.notOk(deleted instanceof Error, "deleted through the other replica");
+  const gone = await c0.responses.retrieve(r1.r.id).catch((e: unknown) => e);
+  t.ok(gone instanceof OpenAI.NotFoundError, "and gone for every replica");
+
+  const pieces = Array.from({ length: 400 }, (_, i) => ` word ${i}`);
+  // The app's maxTokens (256) caps the length: a cancelled, not an incomplete, response is the proof.
+  const stream = await c0.responses.create({ model: "interlace", input: "Talk for a while.", max_output_tokens: 256, stream: true, interlace_policy: { type: "text", pieces } } as OpenAI.Responses.ResponseCreateParamsStreaming);
+  let id: string | undefined;
+  let cancelled: OpenAI.Responses.Response | undefined;
+  let last: OpenAI.Responses.Response | undefined;
+  let deltas = 0;
+  for await (const event of stream) {
+    if (event.type === "response.created") id = event.response.id;
+    if (event.type === "response.output_text.delta" && deltas++ === 0) cancelled = await c1.responses.cancel(id!);
+    if (event.type === "response.failed") last = event.response;
+  }
+  t.equal(cancelled?.status, "cancelled", "cancel through the other replica answers with the cancelled response");
+  t.equal(cancelled?.id, id, "under the routed id the client knows");
+  t.equal(last?.status, "cancelled", `and the stream ends with it (${deltas} deltas)`);
+});
+
 t.test("OpenAI Agents SDK pointed at the app's base URL: stateless, then chained", async (t) => {
   const ran: string[] = [];
   const agent = weatherAgent(responsesModel(c0), ran);
