@@ -239,7 +239,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
     const merged = mergeChatRequest(config, req.body);
     const pool = { namespace: config.namespace, name: config.enginePool.name };
     await proxyOpenAi(ctx, res, config, merged.stream, (signal) => placeAndPost(ctx, pool, merged, "/v1/chat/completions", merged.body, signal), {
-      lost: (pod) => `data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-completion` } })}\n\n`,
+      lost: (pod) => `data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-completion`, type: "server_error", param: null } })}\n\n`,
     });
   });
 
@@ -258,6 +258,8 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       return { engine: previous.engine, response };
     };
     let engine = "";
+    // The `error` event the router adds when the engine goes continues the stream's numbering.
+    let nextSequence = 0;
     const rewrite = (data: string): string => {
       let event: unknown;
       try {
@@ -265,7 +267,9 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       } catch {
         return data;
       }
-      if (!isObject(event) || !isObject(event["response"])) return data;
+      if (!isObject(event)) return data;
+      if (typeof event["sequence_number"] === "number") nextSequence = event["sequence_number"] + 1;
+      if (!isObject(event["response"])) return data;
       return JSON.stringify({ ...event, response: clientResponse(ctx, event["response"], engine, principal) });
     };
     await proxyOpenAi(ctx, res, config, merged.stream, async (signal) => {
@@ -276,7 +280,7 @@ export function mountAppRoutes(app: Express, json: RequestHandler, ctx: AppRoute
       json: (payload) => clientResponse(ctx, payload, engine, principal),
       rewrite,
       ends: (e) => ["response.completed", "response.incomplete", "response.failed", "error"].includes(e.event ?? ""),
-      lost: (pod) => `event: error\ndata: ${JSON.stringify({ type: "error", code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-response`, param: null })}\n\n`,
+      lost: (pod) => `event: error\ndata: ${JSON.stringify({ type: "error", code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-response`, param: null, sequence_number: nextSequence })}\n\n`,
     });
   });
 

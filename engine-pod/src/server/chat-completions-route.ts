@@ -70,6 +70,8 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
       return {
         role: "assistant",
         content: input.raw ? result.raw : result.content === "" && toolCalls.length > 0 ? null : result.content,
+        // Required by OpenAI's schema; the model never refuses apart from its text.
+        refusal: null,
         ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
       };
     };
@@ -83,7 +85,7 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
         object: "chat.completion",
         created,
         model: input.model,
-        choices: results.map((result, index) => ({ index, message: message(result), finish_reason: openAiFinishReason(result.finishReason) })),
+        choices: results.map((result, index) => ({ index, message: message(result), logprobs: null, finish_reason: openAiFinishReason(result.finishReason) })),
         usage: choicesUsage(results),
         interlace: extension(results),
       });
