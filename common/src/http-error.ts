@@ -1,7 +1,8 @@
 /**
  * @module HTTP errors as every component sends them: one body shape
- * (`{"error": {"code", "message", "type"}}` — OpenAI SDKs read `message`, our
- * clients match on `code`), the status each {@link ErrorCode} maps to, and the
+ * (`{"error": {"code", "message", "type", "param"}}`, OpenAI's `ErrorResponse`
+ * — OpenAI SDKs read `message`, our clients match on `code`; `param` is
+ * required there and null here, the message naming the field), the status each {@link ErrorCode} maps to, and the
  * translation of body-parser failures (invalid JSON, oversized body).
  */
 import type { Response } from "express";
@@ -93,8 +94,8 @@ function fromBodyParser(err: unknown): HttpError | undefined {
   }
 }
 
-export function errorBody(err: HttpError): { error: { code: string; message: string; type: string } } {
-  return { error: { code: err.code, message: err.message, type: err.status >= 500 ? "server_error" : "invalid_request_error" } };
+export function errorBody(err: HttpError): { error: { code: string; message: string; type: string; param: null } } {
+  return { error: { code: err.code, message: err.message, type: err.status >= 500 ? "server_error" : "invalid_request_error", param: null } };
 }
 
 /** Sends an error response (headers included), unless the response already started. */

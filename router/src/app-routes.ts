@@ -255,7 +255,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     const merged = mergeChatRequest(config, req.body);
     const pool = { namespace: config.namespace, name: config.enginePool.name };
     await proxyOpenAi(ctx, res, config, merged.stream, (signal) => placeAndPost(ctx, pool, merged, "/v1/chat/completions", merged.body, signal), {
-      lost: (pod) => `data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-completion` } })}\n\n`,
+      lost: (pod) => `data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-completion`, type: "server_error", param: null } })}\n\n`,
     });
   });
 
@@ -274,6 +274,8 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
       return { engine: previous.engine, response };
     };
     let engine = "";
+    // The `error` event the router adds when the engine goes continues the stream's numbering.
+    let nextSequence = 0;
     const rewrite = (data: string): string => {
       let event: unknown;
       try {
@@ -281,7 +283,9 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
       } catch {
         return data;
       }
-      if (!isObject(event) || !isObject(event["response"])) return data;
+      if (!isObject(event)) return data;
+      if (typeof event["sequence_number"] === "number") nextSequence = event["sequence_number"] + 1;
+      if (!isObject(event["response"])) return data;
       return JSON.stringify({ ...event, response: clientResponse(ctx, event["response"], engine, principal) });
     };
     await proxyOpenAi(ctx, res, config, merged.stream, async (signal) => {
@@ -292,7 +296,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
       json: (payload) => clientResponse(ctx, payload, engine, principal),
       rewrite,
       ends: (e) => ["response.completed", "response.incomplete", "response.failed", "error"].includes(e.event ?? ""),
-      lost: (pod) => `event: error\ndata: ${JSON.stringify({ type: "error", code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-response`, param: null })}\n\n`,
+      lost: (pod) => `event: error\ndata: ${JSON.stringify({ type: "error", code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-response`, param: null, sequence_number: nextSequence })}\n\n`,
     });
   });
 

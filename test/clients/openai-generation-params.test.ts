@@ -16,10 +16,14 @@ import { z } from "zod";
 import { compileSchema } from "../../common/src/wire/validator.js";
 import { CHAT_COMPLETIONS_PARAMETERS, RESPONSES_PARAMETERS, type ParameterRow } from "../../engine-pod/src/server/openai-parameters.js";
 import { startTestPod } from "../server/helpers.js";
+import { ConformanceRecorder } from "../helpers/openai-conformance.js";
+
+// Every answer the SDK gets is checked against OpenAI's published schemas (the last test asserts it).
+const conformance = new ConformanceRecorder();
 import { chatModel, responsesModel } from "./weather-agent.js";
 
 const { base } = await startTestPod(t);
-const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0, fetch: conformance.fetch });
 
 const tools: ChatCompletionTool[] = [
   { type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string", maxLength: 10 } }, required: ["city"] } } },
@@ -118,7 +122,7 @@ t.test("Responses streaming: a forced call's arguments arrive as the model write
 
 t.test("n = 3: three choices from one prefill (the others fork the first's cells)", async (t) => {
   const { base: wide } = await startTestPod(t, ["--sequences", "4"]);
-  const many = new OpenAI({ baseURL: `${wide}/v1`, apiKey: "unused", maxRetries: 0 });
+  const many = new OpenAI({ baseURL: `${wide}/v1`, apiKey: "unused", maxRetries: 0, fetch: conformance.fetch });
   const long = [{ role: "user" as const, content: `Summarise: ${"the quick brown fox jumps over the lazy dog. ".repeat(12)}` }];
   const r = await many.chat.completions.create({ model: "m", messages: long, n: 3, temperature: 1, seed: 7, max_tokens: 12 });
   t.same(r.choices.map((c) => c.index), [0, 1, 2]);
@@ -169,3 +173,5 @@ t.test("the README's tables list every parameter with what the code does", async
   check("Chat completions", CHAT_COMPLETIONS_PARAMETERS);
   check("Responses", RESPONSES_PARAMETERS);
 });
+
+t.test("every answer conformed to OpenAI's published schemas", async (t) => conformance.assertConforms(t));

@@ -19,6 +19,10 @@ import t from "tap";
 import { outputsFor, responsesModel, WEATHER_POLICY, weatherAgent } from "./weather-agent.js";
 import { ResponseStore } from "../../engine-pod/src/server/response-store.js";
 import { postJson, startTestPod } from "../server/helpers.js";
+import { ConformanceRecorder } from "../helpers/openai-conformance.js";
+
+// Every answer the SDK gets is checked against OpenAI's published schemas (the last test asserts it).
+const conformance = new ConformanceRecorder();
 
 setTracingDisabled(true);
 
@@ -31,7 +35,7 @@ type Interlace = { interlace: { continued: boolean; prefilled_tokens: number } }
 
 t.test("openai SDK: a tool loop through previous_response_id never re-prefills its history", async (t) => {
   const { base, pod } = await startTestPod(t, ["--sequences", "2"]);
-  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0, fetch: conformance.fetch });
   const prefilled = (): number => pod.engine.stats().tokensPrefilled;
 
   const r1 = await client.responses.create({ model: "interlace", input: "Weather and time in Paris?", tools, max_output_tokens: 200, interlace_policy: policy } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
@@ -93,6 +97,7 @@ t.test("openai SDK: a tool loop through previous_response_id never re-prefills i
       const payload = (await res.json()) as { error: { code: string; message: string; type: string } };
       t.equal(res.status, status, JSON.stringify(body).slice(0, 80));
       t.match(payload.error, { code: String, message, type: "invalid_request_error" });
+      conformance.check("ErrorResponse", `POST /v1/responses ${JSON.stringify(body).slice(0, 40)}`, payload);
     }
   });
 
@@ -140,7 +145,7 @@ t.test("openai SDK: a tool loop through previous_response_id never re-prefills i
 
 t.test("retention off (--response-retention-ms 0): the follow-up re-prefills its history", async (t) => {
   const { base, pod } = await startTestPod(t, ["--sequences", "2", "--response-retention-ms", "0"]);
-  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0, fetch: conformance.fetch });
   const r1 = await client.responses.create({ model: "interlace", input: "Weather and time in Paris?", tools, max_output_tokens: 200, interlace_policy: policy } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
   await client.chat.completions.create({ model: "interlace", messages: [{ role: "user", content: "Tell me a story." }], max_tokens: 4 });
   const calls = r1.output.filter((o): o is ResponseFunctionToolCall => o.type === "function_call");
@@ -154,7 +159,7 @@ t.test("retention off (--response-retention-ms 0): the follow-up re-prefills its
 
 t.test("OpenAI Agents SDK with its default Responses model: stateless, then chained by previousResponseId", async (t) => {
   const { base } = await startTestPod(t, ["--sequences", "2"]);
-  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0, fetch: conformance.fetch });
   const ran: string[] = [];
   const agent = weatherAgent(responsesModel(client), ran, "Answer with the tools.");
   const first = await run(agent, "Weather and time in Paris?");
@@ -198,7 +203,7 @@ t.test("the response store: TTL and cap", async (t) => {
 
 t.test("openai SDK: input_items, delete and cancel", async (t) => {
   const { base } = await startTestPod(t, ["--sequences", "2"]);
-  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0, fetch: conformance.fetch });
   const r1 = await client.responses.create({ model: "interlace", input: "Weather and time in Paris?", tools, max_output_tokens: 200, interlace_policy: policy } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
   const first = await client.responses.inputItems.list(r1.id);
   t.same(first.data.map((i) => (i.type === "message" ? [i.type, i.role, i.content] : [i.type])), [["message", "user", [{ type: "input_text", text: "Weather and time in Paris?" }]]]);
@@ -238,3 +243,5 @@ t.test("openai SDK: input_items, delete and cancel", async (t) => {
   t.equal(last?.status, "cancelled", "and the stream ends with it");
   t.ok(types.filter((x) => x === "response.output_text.delta").length < pieces.length, "generation stopped early");
 });
+
+t.test("every answer conformed to OpenAI's published schemas", async (t) => conformance.assertConforms(t));

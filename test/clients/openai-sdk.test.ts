@@ -13,9 +13,13 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import t from "tap";
 import { chatModel, runWeatherTool, WEATHER_POLICY, weatherAgent } from "./weather-agent.js";
 import { startTestPod } from "../server/helpers.js";
+import { ConformanceRecorder } from "../helpers/openai-conformance.js";
+
+// Every answer the SDK gets is checked against OpenAI's published schemas (the last test asserts it).
+const conformance = new ConformanceRecorder();
 
 const { base } = await startTestPod(t);
-const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0, fetch: conformance.fetch });
 setTracingDisabled(true);
 
 const tools: ChatCompletionTool[] = [
@@ -111,3 +115,5 @@ t.test("OpenAI Agents SDK: an agent with function tools, streaming", async (t) =
   t.match(text, /sunny at noon/);
   t.same(agent.ran.sort(), ["get_time", "get_weather"]);
 });
+
+t.test("every answer conformed to OpenAI's published schemas", async (t) => conformance.assertConforms(t));

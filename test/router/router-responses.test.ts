@@ -26,6 +26,10 @@ import { routedResponseId, routedSessionId } from "../../router/src/session-id.j
 import { SessionOwners } from "../../router/src/session-owner.js";
 import { appConfig, startStack } from "./fixtures.js";
 import { eventually } from "../helpers/wait.js";
+import { ConformanceRecorder } from "../helpers/openai-conformance.js";
+
+// Every answer the SDK gets is checked against OpenAI's published schemas (the last test asserts it).
+const conformance = new ConformanceRecorder();
 
 t.setTimeout(300_000);
 setTracingDisabled(true);
@@ -50,7 +54,7 @@ const owners = SessionOwners.from(apiKeys, undefined);
 const stack = await startStack(t, { engines: 2, routers: 2, router: { placement: "round-robin", security: { apiKeys, nats: {} } } });
 await stack.putApp(app);
 const appBase = (router: number): string => `${stack.url(router)}/v1/apps/default/weather`;
-const clientOf = (router: number, key = ALICE): OpenAI => new OpenAI({ baseURL: appBase(router), apiKey: key, maxRetries: 0 });
+const clientOf = (router: number, key = ALICE): OpenAI => new OpenAI({ baseURL: appBase(router), apiKey: key, maxRetries: 0, fetch: conformance.fetch });
 const [c0, c1] = [clientOf(0), clientOf(1)];
 
 /** The engine's own prefill counter, from its /metrics. */
@@ -257,3 +261,5 @@ t.test("the engine dies mid-stream: the stream ends with an engine_lost error; i
   const fresh = await create(c0, { input: "Weather and time in Paris?", tools, interlace_policy: policy });
   t.not(fresh.engine, first.engine, "new first turns go to the live engine");
 });
+
+t.test("every answer conformed to OpenAI's published schemas", async (t) => conformance.assertConforms(t));

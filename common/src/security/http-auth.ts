@@ -51,7 +51,7 @@ export const ANONYMOUS = "anonymous";
 
 function reject(res: Response, status: 401 | 403, message: string): void {
   if (status === 401) res.set("WWW-Authenticate", 'Bearer realm="interlace"');
-  res.status(status).json({ error: { code: status === 401 ? "unauthorized" : "forbidden", message, type: status === 401 ? "authentication_error" : "permission_error" } });
+  res.status(status).json({ error: { code: status === 401 ? "unauthorized" : "forbidden", message, type: status === 401 ? "authentication_error" : "permission_error", param: null } });
 }
 
 /**

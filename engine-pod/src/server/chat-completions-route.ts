@@ -72,6 +72,8 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
       return {
         role: "assistant",
         content: input.raw ? result.raw : result.content === "" && toolCalls.length > 0 ? null : result.content,
+        // Required by OpenAI's schema; the model never refuses apart from its text.
+        refusal: null,
         ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
       };
     };

@@ -148,7 +148,7 @@ export const OPENAPI_DOCUMENT = {
         description: "An error with a stable code",
         content: {
           "application/json": {
-            schema: { type: "object", properties: { error: { type: "object", properties: { code: { type: "string" }, message: { type: "string" }, type: { type: "string" } }, required: ["code", "message", "type"] } }, required: ["error"] },
+            schema: { type: "object", properties: { error: { type: "object", properties: { code: { type: "string" }, message: { type: "string" }, type: { type: "string" }, param: { type: ["string", "null"] } }, required: ["code", "message", "type", "param"] } }, required: ["error"] },
           },
         },
       },

@@ -32,6 +32,7 @@ import {
   outputItems,
   outputTextPart,
   parseResponsesRequest,
+  responseError,
   responseObject,
   type ConversationMessage,
   type FunctionCallItem,
@@ -92,7 +93,8 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
 
   app.get("/v1/responses/:id/input_items", (req: Request, res: Response) => {
     const page = inputItemsPage(stored(req).inputItems, req.query);
-    res.json({ object: "list", data: page.items, first_id: page.items[0]?.["id"] ?? null, last_id: page.items.at(-1)?.["id"] ?? null, has_more: page.hasMore });
+    // OpenAI's schema has the ids as required strings: an empty page (past the last item) names none.
+    res.json({ object: "list", data: page.items, first_id: page.items[0]?.["id"] ?? "", last_id: page.items.at(-1)?.["id"] ?? "", has_more: page.hasMore });
   });
 
   app.delete("/v1/responses/:id", (req: Request, res: Response) => {
@@ -278,9 +280,8 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
       // Headers are out: the failure is reported in-band, then the stream ends.
       const httpError = toHttpError(err, ctx.errors);
       if (!abort.signal.aborted) ctx.log.warn({ err, response: shell.id }, "response failed mid-stream");
-      const error = { code: httpError.code, message: httpError.message };
-      send("response.failed", { response: { ...responseObject(shell), status: "failed", error } });
-      send("error", { ...error, param: null });
+      send("response.failed", { response: { ...responseObject(shell), status: "failed", error: responseError(httpError) } });
+      send("error", { code: httpError.code, message: httpError.message, param: null });
       sse.end();
     }
   });

@@ -149,21 +149,28 @@ export function toConversation(value: unknown): ConversationMessage[] {
 }
 
 /**
- * The request's input as items with ids, as `input_items` lists them: a
- * string is one user message of `input_text`; an item without an id gets one
- * (`msg_…`, `fc_…`, `fco_…` by type).
+ * The request's input as items with ids, as `input_items` lists them (the
+ * item resources of OpenAI's schema): a string is one user message of
+ * `input_text`; a message's text parts are `input_text`, the assistant's
+ * `output_text` with its (empty) annotations and logprobs; every item has a
+ * status, and an id unless it came with one (`msg_…`, `fc_…`, `fco_…` by type).
+ * `input` was checked by {@link toConversation} already.
  */
 export function inputItemsOf(value: unknown): Record<string, unknown>[] {
-  const items: unknown[] = typeof value === "string" ? [{ type: "message", role: "user", content: [{ type: "input_text", text: value }] }] : Array.isArray(value) ? value : [];
+  const items: unknown[] = typeof value === "string" ? [{ type: "message", role: "user", content: value }] : Array.isArray(value) ? value : [];
   return items.filter(isObject).map((item) => {
     const type = typeof item["type"] === "string" ? item["type"] : "message";
     const prefix = type === "function_call" ? "fc" : type === "function_call_output" ? "fco" : "msg";
-    const content = type === "message" && typeof item["content"] === "string" ? [{ type: item["role"] === "assistant" ? "output_text" : "input_text", text: item["content"] }] : item["content"];
-    return { id: `${prefix}_${randomUUID().replace(/-/g, "")}`, ...item, type, ...(content !== undefined ? { content } : {}), ...(type === "message" ? { status: "completed" } : {}) };
+    const resource: Record<string, unknown> = { id: `${prefix}_${randomUUID().replace(/-/g, "")}`, ...item, type, status: "completed" };
+    if (type === "message") {
+      const parts: unknown[] = typeof item["content"] === "string" ? [{ text: item["content"] }] : Array.isArray(item["content"]) ? item["content"] : [];
+      const text = (part: unknown): string => (isObject(part) && typeof part["text"] === "string" ? part["text"] : "");
+      resource["content"] = parts.map((part) => (item["role"] === "assistant" ? outputTextPart(text(part)) : { type: "input_text", text: text(part) }));
+    }
+    return resource;
   });
 }
 
-/** Flat Responses function tools (`{type, name, description, parameters}`) → ToolSpecs. */
 function toTools(value: unknown): { specs: ToolSpec[]; echo: unknown[] } {
   if (value === undefined || value === null) return { specs: [], echo: [] };
   if (!Array.isArray(value)) throw bad(`"tools" must be an array`);
@@ -293,11 +300,23 @@ export function responsesUsage(result: CompletionResult): Record<string, unknown
   const output = result.usage.completionTokens;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: result.usage.reusedPrefixTokens },
+    // OpenAI counts the prompt-cache writes it bills; cells kept resident here cost nothing more.
+    input_tokens_details: { cached_tokens: result.usage.reusedPrefixTokens, cache_write_tokens: 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: input + output,
   };
+}
+
+/**
+ * A failed response's `error`: its code is one of the few OpenAI's schema
+ * allows (a capacity refusal is `rate_limit_exceeded`, a request the engine
+ * cannot serve `invalid_prompt`, the rest `server_error`); the stream's
+ * `error` event that follows carries Interlace's own code.
+ */
+export function responseError(err: HttpError): { code: "rate_limit_exceeded" | "invalid_prompt" | "server_error"; message: string } {
+  const code = err.status === 429 ? "rate_limit_exceeded" : err.status < 500 ? "invalid_prompt" : "server_error";
+  return { code, message: err.message };
 }
 
 export interface ResponseShell {
@@ -332,7 +351,8 @@ export function responseObject(shell: ResponseShell, result?: CompletionResult, 
     tools: input.toolsEcho,
     top_p: input.topP ?? 1,
     truncation: "disabled",
-    usage: result === undefined ? null : responsesUsage(result),
+    // Optional and not nullable in OpenAI's schema: absent until there is a result.
+    ...(result !== undefined ? { usage: responsesUsage(result) } : {}),
     metadata: input.metadata,
     ...(result !== undefined ? { interlace: { ...interlaceExtension(result, input.policy !== undefined), continued: result.continued === true } } : {}),
   };
