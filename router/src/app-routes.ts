@@ -313,7 +313,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
   app.get("/v1/apps/:ns/:app/responses/:id/input_items", async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
     const { engine, engineResponseId } = responseOwner(ctx, config.namespace, param(req, "id"), res, "response");
-    const query = new URLSearchParams(Object.entries(req.query).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
+    const query = new URLSearchParams(Object.entries(req.query).flatMap(([k, v]): [string, string][] => (typeof v === "string" ? [[k, v]] : [])));
     const search = query.size > 0 ? `?${query.toString()}` : "";
     const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/input_items${search}`, { method: "GET" });
     if (!upstream.ok) return relayError(res, upstream);
