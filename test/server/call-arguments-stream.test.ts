@@ -35,3 +35,13 @@ t.test("a body whose streamed arguments are not what the engine parsed ends with
   const r = stream(['{"name": "f", "arguments": {"a": 1}, "extra": 2}'], { a: 1 });
   t.equal(r.final, '{"a":1}');
 });
+
+t.test("arguments pushed bare (an upstream's tool_calls) go out as they come, a closing brace included", async (t) => {
+  const s = new CallArgumentsStream();
+  const deltas = ['{"ci', 'ty": "Par', 'is"}'].map((p) => s.pushArguments("get_time", p));
+  t.equal(s.name, "get_time");
+  t.same(deltas, ['{"ci', 'ty": "Par', 'is"}'], "nothing held back: there is no call object around them");
+  const end = s.finish({ city: "Paris" });
+  t.equal(end.delta, "");
+  t.equal(end.final, '{"city": "Paris"}', "the final arguments are the pieces, as written");
+});

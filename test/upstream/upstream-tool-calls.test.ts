@@ -8,8 +8,13 @@
  * upstream, run it on a real tool runner over a real nats-server, send the
  * result back as a `tool` message and finish. Also: `POST /v1/responses` on
  * the openai backend re-sends the conversation to the upstream's chat
- * completions (a `previous_response_id` follow-up included).
+ * completions (a `previous_response_id` follow-up included). And the
+ * upstream's call, streamed in pieces (one per token), reaches the official
+ * `openai` SDK in pieces: chat completions' tool_call deltas and Responses'
+ * `function_call_arguments.delta` events, which add up to the final
+ * arguments.
  */
+import OpenAI from "openai";
 import t from "tap";
 import { createLogger, ErrorCode, InterlaceError, type CallingMode, type ToolSpec } from "../../common/src/index.js";
 import { UpstreamEngine } from "../../engine-pod/src/upstream/index.js";
@@ -61,11 +66,13 @@ t.test("native tool_calls from llama.cpp's server (chatml-function-calling)", as
     t.throws(() => engine.createSession({ prompt: "x", tools: [ECHO], mode: "sync", toolChoice: { name: "nope" } }), new InterlaceError(ErrorCode.UnknownTool, `toolChoice names "nope", which is not one of the session's tools`));
   });
 
+  const http = new EngineServer({ engine, catalog: { builtins: new Map(), pools: true }, limits: DEFAULT_SERVER_LIMITS, metrics: new EngineMetrics(), log });
+  const port = await http.listen(0, "127.0.0.1");
+  t.teardown(() => http.close());
+  const base = `http://127.0.0.1:${port}/v1`;
+  const client = new OpenAI({ baseURL: base, apiKey: "unused", maxRetries: 0 });
+
   await t.test("POST /v1/responses on the openai backend: the conversation is re-sent to the upstream", async (t) => {
-    const http = new EngineServer({ engine, catalog: { builtins: new Map(), pools: true }, limits: DEFAULT_SERVER_LIMITS, metrics: new EngineMetrics(), log });
-    const port = await http.listen(0, "127.0.0.1");
-    t.teardown(() => http.close());
-    const base = `http://127.0.0.1:${port}/v1`;
     const first = await postJson(`${base}/responses`, { model: server.model, input: "Hello there.", max_output_tokens: 6, temperature: 0 });
     t.equal(first.status, 200, await first.clone().text());
     const r1 = (await first.json()) as { id: string; output: { type: string }[]; usage: { input_tokens: number } };
@@ -76,5 +83,68 @@ t.test("native tool_calls from llama.cpp's server (chatml-function-calling)", as
     t.equal(r2.previous_response_id, r1.id);
     t.ok(r2.usage.input_tokens > r1.usage.input_tokens, "the first turn was sent again with the new input");
     t.equal(r2.interlace.continued, false, "no resident sequence here: the upstream's prefix cache is all there is");
+  });
+
+  await t.test("a streamed chat completion: the upstream's argument pieces reach the SDK as tool_call deltas", async (t) => {
+    const stream = await client.chat.completions.create({
+      model: server.model,
+      messages: [{ role: "user", content: "Say a word with the echo tool." }],
+      tools: [{ type: "function", function: { name: ECHO.name, description: ECHO.description, parameters: ECHO.parameters } }],
+      tool_choice: { type: "function", function: { name: "echo" } },
+      max_tokens: 48,
+      temperature: 0,
+      stream: true,
+    });
+    const indexes = new Set<number>();
+    const heads: (string | undefined)[] = [];
+    const pieces: string[] = [];
+    let headless = 0;
+    let finishReason: string | null | undefined;
+    for await (const chunk of stream) {
+      const choice = chunk.choices[0];
+      for (const call of choice?.delta.tool_calls ?? []) {
+        indexes.add(call.index);
+        if (call.id !== undefined) heads.push(call.function?.name);
+        if (call.function?.arguments === undefined || call.function.arguments === "") continue;
+        if (heads.length === 0) headless++;
+        pieces.push(call.function.arguments);
+      }
+      finishReason = choice?.finish_reason ?? finishReason;
+    }
+    t.same([...indexes], [0], "one call");
+    t.same(heads, ["echo"], "its id and name once");
+    t.equal(headless, 0, "no arguments before the id and name");
+    t.ok(pieces.length > 1, `the arguments arrived in ${pieces.length} pieces: ${JSON.stringify(pieces)}`);
+    const word = (JSON.parse(pieces.join("")) as { text?: string }).text;
+    t.ok(word === "hello" || word === "world", `the pieces add up to arguments held to the schema: ${pieces.join("")}`);
+    t.equal(finishReason, "tool_calls");
+  });
+
+  await t.test("a streamed response: function_call_arguments.delta events as the upstream streams, .done with their sum", async (t) => {
+    const stream = await client.responses.create({
+      model: server.model,
+      input: "Say a word with the echo tool.",
+      tools: [{ type: "function", name: ECHO.name, description: ECHO.description, parameters: ECHO.parameters, strict: false }],
+      tool_choice: { type: "function", name: "echo" },
+      max_output_tokens: 48,
+      temperature: 0,
+      stream: true,
+    });
+    const order: string[] = [];
+    const deltas: string[] = [];
+    let done: string | undefined;
+    let final: OpenAI.Responses.Response | undefined;
+    for await (const e of stream) {
+      if (e.type.startsWith("response.function_call_arguments") || e.type.startsWith("response.output_item")) order.push(e.type);
+      if (e.type === "response.function_call_arguments.delta") deltas.push(e.delta);
+      if (e.type === "response.function_call_arguments.done") done = e.arguments;
+      if (e.type === "response.completed") final = e.response;
+    }
+    t.ok(deltas.length > 1, `the arguments arrived in ${deltas.length} deltas: ${JSON.stringify(deltas)}`);
+    t.equal(deltas.join(""), done, "the deltas concatenate to the final arguments");
+    const call = final?.output.find((o) => o.type === "function_call");
+    t.equal(call?.type === "function_call" ? call.arguments : undefined, done, "the completed response carries the same arguments");
+    t.equal(call?.type === "function_call" ? call.name : undefined, "echo");
+    t.same([order[0], order.at(-2), order.at(-1)], ["response.output_item.added", "response.function_call_arguments.done", "response.output_item.done"]);
   });
 });

@@ -131,11 +131,14 @@ export interface CompletionRequest {
 /**
  * A call block of a completion while it is generated: its body opens (the
  * call's id is known), its text arrives, and it ends as a valid call or a
- * refused one. A block cut off by the token limit gets no end.
+ * refused one. A block cut off by the token limit gets no end. A backend
+ * whose calls arrive as a name and argument pieces (an upstream's streamed
+ * `tool_calls`) sends `arguments` instead of `text`.
  */
 export type CallStreamEvent =
   | { type: "open"; id: string }
   | { type: "text"; id: string; text: string }
+  | { type: "arguments"; id: string; name: string; text: string }
   | { type: "done"; id: string; name: string; arguments: Record<string, unknown> }
   | { type: "refused"; id: string };
 

@@ -5,7 +5,8 @@
  * deltas, holding back what may be the call object's closing brace. The
  * deltas concatenate to the arguments exactly as the model wrote them. A
  * body of another shape (a Python-style call) streams nothing: its arguments
- * come whole at the end.
+ * come whole at the end. A backend that streams the arguments apart from the
+ * name (an upstream's `tool_calls`) pushes them bare: nothing is held back.
  */
 const NAME = /^\s*\{\s*"name"\s*:\s*"([^"\\]*)"\s*,\s*"arguments"\s*:\s*/;
 
@@ -14,6 +15,8 @@ export class CallArgumentsStream {
   /** Where the arguments begin in `body` (-1: not yet), and how far they were sent. */
   private start = -1;
   private sent = 0;
+  /** The body is the arguments alone (`pushArguments`): no call object around them. */
+  private bare = false;
   /** The function's name, once the body has named it. */
   name: string | undefined;
 
@@ -32,6 +35,17 @@ export class CallArgumentsStream {
     return this.take(end);
   }
 
+  /** Adds a piece of the arguments themselves, the name already known; returns it (all of it can go out now). */
+  pushArguments(name: string, text: string): string {
+    if (this.start < 0) {
+      this.name = name;
+      this.bare = true;
+      this.start = this.sent = this.body.length;
+    }
+    this.body += text;
+    return this.take(this.body.length);
+  }
+
   /**
    * At the call's end, given the arguments the engine parsed: the last delta
    * to send, and the arguments as the deltas spell them. A body streamed in
@@ -40,7 +54,7 @@ export class CallArgumentsStream {
   finish(parsed: Record<string, unknown>): { delta: string; final: string } {
     if (this.start >= 0) {
       const body = this.body.trimEnd();
-      const close = body.endsWith("}") ? body.length - 1 : body.length;
+      const close = !this.bare && body.endsWith("}") ? body.length - 1 : body.length;
       const delta = this.take(this.start + this.body.slice(this.start, close).trimEnd().length);
       if (sameJson(this.streamed, parsed)) return { delta, final: this.streamed };
     }

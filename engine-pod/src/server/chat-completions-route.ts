@@ -126,7 +126,7 @@ export function mountChatCompletions(app: Express, json: RequestHandler, ctx: Co
         const send = (fn: Record<string, unknown>, head = false): void => {
           open().send(chunk(choice, { tool_calls: [{ index: call.index, ...(head ? { id: e.id, type: "function" } : {}), function: fn }] }));
         };
-        const delta = e.type === "text" ? call.stream.push(e.text) : call.stream.finish(e.arguments).delta;
+        const delta = e.type === "text" ? call.stream.push(e.text) : e.type === "arguments" ? call.stream.pushArguments(e.name, e.text) : call.stream.finish(e.arguments).delta;
         const name = e.type === "done" ? e.name : call.stream.name;
         if (!call.named && name !== undefined) {
           call.named = true;

@@ -212,8 +212,9 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
         send("response.output_item.added", { output_index: call.index, item: callItem(e.id, name, "", "in_progress") });
       };
       switch (e.type) {
-        case "text": {
-          const delta = call.stream.push(e.text);
+        case "text":
+        case "arguments": {
+          const delta = e.type === "text" ? call.stream.push(e.text) : call.stream.pushArguments(e.name, e.text);
           if (call.stream.name !== undefined) add(call.stream.name);
           argumentsDelta(e.id, call.index, delta);
           return;

@@ -1,9 +1,10 @@
 /**
  * @module One streaming `POST {upstream}/chat/completions` at a time: text
  * deltas as they arrive (with their tokens' `logprobs` when asked for, relayed
- * as the upstream sends them), tool-call deltas assembled by index, the finish
- * reason and the usage of the last chunk. Every failure becomes an
- * `InterlaceError` with a code the session and the HTTP layer understand:
+ * as the upstream sends them), tool-call deltas assembled by index (and
+ * reported as they arrive), the finish reason and the usage of the last
+ * chunk. Every failure becomes an `InterlaceError` with a code the session
+ * and the HTTP layer understand:
  * `upstream_unavailable` (connection refused or reset before a response),
  * `upstream_error` (5xx, in-band error, malformed or truncated stream),
  * `upstream_timeout` (past `--upstream-timeout-ms`), `capacity` (upstream
@@ -80,6 +81,11 @@ export interface StreamHandlers {
   signal?: AbortSignal;
   /** Each text delta, as it arrives, with its tokens' log-probabilities when asked for. */
   onText?: (text: string, logprobs?: readonly TokenLogprob[]) => void;
+  /**
+   * After each tool-call delta: the call as assembled so far, to read, not to
+   * change (the same object ends in the turn's `toolCalls`).
+   */
+  onToolCall?: (call: UpstreamToolCall) => void;
 }
 
 interface ChunkShape {
@@ -259,7 +265,8 @@ export class UpstreamClient {
         // OpenAI and vLLM send the name once; llama-cpp-python repeats the whole name in every delta.
         const name = tc.function?.name;
         if (name !== undefined && name !== call.function.name) call.function.name += name;
-        if (tc.function?.arguments !== undefined) call.function.arguments += tc.function.arguments;
+        if (typeof tc.function?.arguments === "string") call.function.arguments += tc.function.arguments;
+        handlers.onToolCall?.(call);
       }
       if (choice.finish_reason !== undefined && choice.finish_reason !== null) {
         const r = choice.finish_reason;

@@ -19,11 +19,12 @@ import { checkSampling, toMessages, validatePolicy, validateTools } from "../eng
 import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "../engine/index.js";
 import type { Executor } from "../executor/index.js";
 import { ScriptedTurns } from "./scripted-turns.js";
-import { UpstreamClient, type UpstreamMessage, type UpstreamRequest, type UpstreamTurn } from "./upstream-client.js";
+import { UpstreamCallStream } from "./upstream-call-stream.js";
+import { UpstreamClient, type UpstreamMessage, type UpstreamRequest, type UpstreamToolCall, type UpstreamTurn } from "./upstream-client.js";
 import type { UpstreamOptions } from "./upstream-options.js";
 import { ASYNC_NEEDS_OWN_ENGINE, upstreamMode } from "./upstream-modes.js";
 import { UpstreamSession } from "./upstream-session.js";
-import { fromUpstreamCalls, toUpstreamConversation } from "./upstream-messages.js";
+import { fromUpstreamCalls, toUpstreamConversation, UpstreamCallIds } from "./upstream-messages.js";
 
 export interface UpstreamEngineOptions {
   upstream: UpstreamOptions;
@@ -187,7 +188,11 @@ export class UpstreamEngine implements Engine {
     return true;
   }
 
-  /** The OpenAI-compatible endpoint, passed through to the upstream (tool calls stay the client's). */
+  /**
+   * The OpenAI-compatible endpoint, passed through to the upstream (tool
+   * calls stay the client's). The upstream's text and calls stream to the
+   * client as they arrive (`onText`, `onCallStream`).
+   */
   async complete(request: CompletionRequest): Promise<CompletionResult> {
     if (this.closed) throw new InterlaceError(ErrorCode.Cancelled, "engine is shutting down");
     if (request.policy !== undefined) throw new InterlaceError(ErrorCode.BadRequest, "interlace_policy needs the llama-cpp backend");
@@ -202,6 +207,10 @@ export class UpstreamEngine implements Engine {
     if (request.maxCalls !== undefined && request.maxCalls > 1) throw new InterlaceError(ErrorCode.BadRequest, "max_tool_calls above 1 has no upstream equivalent (parallel_tool_calls: false is 1)");
     const choice = request.toolChoice;
     const started = performance.now();
+    const ids = new UpstreamCallIds();
+    // Calls stream to the client as the upstream sends them; without tools there are none to stream.
+    const onCallStream = request.onCallStream;
+    const callStream = onCallStream !== undefined && tools.length > 0 ? new UpstreamCallStream(ids, onCallStream) : undefined;
     let turn: UpstreamTurn;
     try {
       turn = await this.client.stream(
@@ -222,14 +231,19 @@ export class UpstreamEngine implements Engine {
           // Relayed as the upstream computes them (its model, its sampler); a server that sends none fails the turn.
           ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
         },
-        { ...(request.signal !== undefined ? { signal: request.signal } : {}), ...(request.onText !== undefined ? { onText: request.onText } : {}) },
+        {
+          ...(request.signal !== undefined ? { signal: request.signal } : {}),
+          ...(request.onText !== undefined ? { onText: request.onText } : {}),
+          ...(callStream !== undefined ? { onToolCall: (call: UpstreamToolCall) => callStream.update(call) } : {}),
+        },
       );
     } catch (err) {
       this.onTurn(undefined, err instanceof InterlaceError ? err.code : "error", performance.now() - started);
       throw err;
     }
     this.onTurn(turn, "ok", performance.now() - started);
-    const toolCalls = fromUpstreamCalls(turn.toolCalls);
+    callStream?.finish();
+    const toolCalls = fromUpstreamCalls(turn.toolCalls, ids);
     const u = turn.usage;
     return {
       content: turn.content,

@@ -34,19 +34,37 @@ export function toUpstreamConversation(messages: readonly (ChatMessage & { toolC
   });
 }
 
-export function fromUpstreamCalls(calls: readonly UpstreamToolCall[]): CompletionResult["toolCalls"] {
-  const used = new Set<string>();
-  return calls.map((c, i) => {
-    let id = c.id.replace(/[^A-Za-z0-9_]/g, "_");
-    if (!/^[A-Za-z_]/.test(id) || used.has(id)) id = `call_${i + 1}`;
-    used.add(id);
-    let args: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = c.function.arguments.trim() === "" ? {} : JSON.parse(c.function.arguments);
-      if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) args = parsed as Record<string, unknown>;
-    } catch {
-      // Arguments that are not a JSON object become `{}`: the result type carries an object.
-    }
-    return { id, name: c.function.name, arguments: args };
-  });
+/**
+ * The identifier ids of a completion's upstream calls, each fixed the first
+ * time it is asked for: a call streamed as it arrives keeps the id it was
+ * announced with in the final result.
+ */
+export class UpstreamCallIds {
+  private readonly ids = new Map<UpstreamToolCall, string>();
+  private readonly used = new Set<string>();
+
+  of(call: UpstreamToolCall): string {
+    const known = this.ids.get(call);
+    if (known !== undefined) return known;
+    let id = call.id.replace(/[^A-Za-z0-9_]/g, "_");
+    for (let n = this.ids.size + 1; !/^[A-Za-z_]/.test(id) || this.used.has(id); n++) id = `call_${n}`;
+    this.ids.set(call, id);
+    this.used.add(id);
+    return id;
+  }
+}
+
+/** An upstream call's arguments text as the object a result carries: text that is not a JSON object becomes `{}`. */
+export function upstreamArguments(text: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = text.trim() === "" ? {} : JSON.parse(text);
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // not JSON: as below
+  }
+  return {};
+}
+
+export function fromUpstreamCalls(calls: readonly UpstreamToolCall[], ids = new UpstreamCallIds()): CompletionResult["toolCalls"] {
+  return calls.map((c) => ({ id: ids.of(c), name: c.function.name, arguments: upstreamArguments(c.function.arguments) }));
 }
