@@ -1,15 +1,25 @@
 /**
  * @module One schema source for the OpenAI-compatible request surface: the
  * body schemas of `common/src/wire/` list exactly the parameters of the
- * parameter table (`openai-parameters.ts`), and the parsers' 400s come from
- * the one validator and name the parameter. Pure: no engine is started.
+ * parameter table (`openai-parameters.ts`), the parsers' 400s come from the
+ * one validator and name the parameter, and the OpenAPI document serves
+ * those same schema objects, committed as `docs/openapi.json` from this
+ * source. Pure: no engine is started.
  */
 import t from "tap";
-import { chatCompletionBodySchema, responsesBodySchema } from "../../common/src/wire/index.js";
+import {
+  cacheToolOutputBodySchema,
+  chatCompletionBodySchema,
+  createSessionBodySchema,
+  interruptBodySchema,
+  responsesBodySchema,
+} from "../../common/src/wire/index.js";
 import type { JsonSchema } from "../../common/src/index.js";
+import { openApiUpToDate, renderOpenApi } from "../../engine-pod/src/server/generate-openapi.js";
 import { HttpError } from "../../engine-pod/src/server/http-errors.js";
 import { parseChatCompletion } from "../../engine-pod/src/server/openai.js";
 import { CHAT_COMPLETIONS_PARAMETERS, RESPONSES_PARAMETERS, type ParameterRow } from "../../engine-pod/src/server/openai-parameters.js";
+import { OPENAPI_DOCUMENT } from "../../engine-pod/src/server/openapi.js";
 import { parseResponsesRequest } from "../../engine-pod/src/server/responses.js";
 
 const limits = { maxPromptBytes: 1 << 20 };
@@ -69,4 +79,15 @@ t.test("Responses: the validator's 400s name the parameter", async (t) => {
     [{ input: "hi", tools: [{ type: "web_search" }] }, /"tools\[0\]" must be a function tool: only \{"type": "function"/],
   ];
   for (const [body, expected] of cases) t.match(refusal(parseResponsesRequest, body), expected, JSON.stringify(body));
+});
+
+t.test("the OpenAPI document's request schemas are the wire schemas, and docs/openapi.json is generated from them", async (t) => {
+  const schemas = OPENAPI_DOCUMENT.components.schemas;
+  t.equal(schemas.CreateSessionRequest, createSessionBodySchema);
+  t.equal(schemas.PostInterruptRequest, interruptBodySchema);
+  t.equal(schemas.ChatCompletionRequest, chatCompletionBodySchema);
+  t.equal(schemas.ResponsesRequest, responsesBodySchema);
+  t.equal(schemas.CacheToolOutputRequest, cacheToolOutputBodySchema);
+  t.ok(await openApiUpToDate(), "docs/openapi.json is what `npm run openapi` writes");
+  t.match(JSON.parse(renderOpenApi()), { paths: { "/v1/chat/completions": { post: { requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/ChatCompletionRequest" } } } } } } } });
 });
