@@ -5,18 +5,19 @@
  * request, and its objective becomes the engine's admission priority. Also
  * the request's prefix-hash chain and the affinity key placement uses on a
  * miss (the hash of the app's own prefix: system prompt, tools, few-shot).
- * Invalid bodies are 400s naming the field.
+ * Invalid bodies are 400s naming the field: session and interrupt bodies
+ * are checked with the engine's own wire schemas (`common/src/wire/`), so
+ * the router adds only what the app owns.
  */
 import {
   prefixHashChain,
   prefixSegments,
   type ChatMessage,
   type CreateSessionRequest,
-  type KvPolicy,
   type PostInterruptRequest,
-  type RetentionHint,
 } from "../../common/src/index.js";
 import type { AppConfig } from "../../common/src/protocol/index.js";
+import { createSessionBodySchema, SYSTEM_ROLES, validateCreateSessionBody, validateInterruptBody } from "../../common/src/wire/index.js";
 import { badRequest } from "./errors.js";
 
 export interface Merged<T> {
@@ -26,8 +27,14 @@ export interface Merged<T> {
   affinityKey: string;
 }
 
-const ROLES = ["user", "assistant", "tool"] as const;
-const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "retention", "policy", "mode", "grammar", "prefixReuse"];
+/** Session fields the app or the router set; a client's are refused (`system` and `tools` with the spec field that owns them). */
+const APP_OWNED_SESSION_FIELDS = new Set(["system", "tools", "priority", "maxBatch", "speculation", "toolChoice"]);
+/** The session fields a client may send: the rest of the engine's schema. */
+const SESSION_FIELDS = Object.keys(createSessionBodySchema["properties"] as object).filter((k) => !APP_OWNED_SESSION_FIELDS.has(k));
+/** Interrupt fields a client may send (`maxQueued` is the app's `interrupts.maxQueued`). */
+const INTERRUPT_FIELDS = ["value", "kind", "id"];
+
+const isSystemRole = (role: unknown): boolean => (SYSTEM_ROLES as readonly unknown[]).includes(role);
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -49,26 +56,13 @@ function chainAndKey(app: AppConfig, messages: ChatMessage[]): { chain: string[]
   return { chain, affinityKey: own > 0 && own <= chain.length ? chain[own - 1]! : `app:${app.namespace}/${app.name}` };
 }
 
-function clientMessages(value: unknown, field: string): ChatMessage[] {
-  if (typeof value === "string") {
-    if (value === "") throw badRequest(`"${field}" must not be empty`);
-    return [{ role: "user", content: value }];
-  }
-  if (!Array.isArray(value) || value.length === 0) throw badRequest(`"${field}" must be a non-empty string or a non-empty array of messages`);
-  return value.map((m, i) => {
-    if (!isObject(m)) throw badRequest(`${field}[${i}] must be {"role", "content"}`);
-    if (m["role"] === "system") throw badRequest(`${field}[${i}].role: "system" is not allowed; the AgentApp's systemPrompt is the system message`);
-    if (!(ROLES as readonly unknown[]).includes(m["role"])) throw badRequest(`${field}[${i}].role must be one of "user", "assistant", "tool"`);
-    if (typeof m["content"] !== "string") throw badRequest(`${field}[${i}].content must be a string`);
-    return { role: m["role"] as ChatMessage["role"], content: m["content"] };
+/** A schema-checked session `prompt` as messages; a system message is the app's alone. */
+function clientMessages(prompt: CreateSessionRequest["prompt"], field: string): ChatMessage[] {
+  if (typeof prompt === "string") return [{ role: "user", content: prompt }];
+  prompt.forEach((m, i) => {
+    if (isSystemRole(m.role)) throw badRequest(`${field}[${i}].role: "${m.role}" is not allowed; the AgentApp's systemPrompt is the system message`);
   });
-}
-
-function intField(b: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
-  const v = b[field];
-  if (v === undefined) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) throw badRequest(`"${field}" must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
-  return v;
+  return prompt.map((m) => ({ role: m.role, content: m.content }));
 }
 
 /** `POST /v1/apps/{ns}/{app}/sessions` body → the engine's `POST /v1/sessions` body. */
@@ -79,13 +73,17 @@ export function mergeSessionRequest(app: AppConfig, body: unknown): Merged<Creat
     if (key === "tools") throw badRequest(`"tools" are set by the AgentApp (spec.toolPools); leave them out`);
     if (!SESSION_FIELDS.includes(key)) throw badRequest(`unknown field "${key}"; expected ${SESSION_FIELDS.join(", ")}`);
   }
-  if (body["prompt"] === undefined) throw badRequest(`"prompt" is required`);
-  if (body["mode"] !== undefined && body["mode"] !== app.callingMode) {
-    throw badRequest(`"mode" is set by the AgentApp (spec.callingMode: ${app.callingMode}); got ${JSON.stringify(body["mode"])}`);
+  const checked = validateCreateSessionBody(body);
+  if (!checked.ok) throw badRequest(checked.error);
+  const { prompt, mode, maxTokens, ...rest } = checked.value;
+  if (mode !== undefined && mode !== app.callingMode) {
+    throw badRequest(`"mode" is set by the AgentApp (spec.callingMode: ${app.callingMode}); got ${JSON.stringify(mode)}`);
   }
-  const messages = [...appMessages(app), ...clientMessages(body["prompt"], "prompt")];
-  const maxTokens = intField(body, "maxTokens", 1, app.maxTokens);
+  if (maxTokens !== undefined && maxTokens > app.maxTokens) throw badRequest(`"maxTokens" must be an integer in 1..${app.maxTokens} (the AgentApp's maxTokens), got ${maxTokens}`);
+  const messages = [...appMessages(app), ...clientMessages(prompt, "prompt")];
+  // The client's other fields pass as given (the schema checked them), then the app's own.
   const request: CreateSessionRequest = {
+    ...(rest as Omit<CreateSessionRequest, "prompt">),
     prompt: messages,
     tools: app.tools,
     mode: app.callingMode,
@@ -94,32 +92,19 @@ export function mergeSessionRequest(app: AppConfig, body: unknown): Merged<Creat
   };
   // The app's speculation settings reach the engine with every session (spec.speculation).
   if (app.speculation.enabled) request.speculation = { ...app.speculation };
-  // Passed through as given: the engine validates them and names the field.
-  if (body["temperature"] !== undefined) request.temperature = body["temperature"] as number;
-  if (body["seed"] !== undefined) request.seed = body["seed"] as number;
-  if (body["kvPolicy"] !== undefined) request.kvPolicy = body["kvPolicy"] as KvPolicy;
   // The request's own hint, else the app's (spec.kvRetention).
-  const retention = body["retention"] ?? app.retention;
-  if (retention !== undefined) request.retention = retention as RetentionHint;
-  if (body["policy"] !== undefined) request.policy = body["policy"] as NonNullable<CreateSessionRequest["policy"]>;
-  if (body["grammar"] !== undefined) request.grammar = body["grammar"] as boolean;
-  if (body["prefixReuse"] !== undefined) request.prefixReuse = body["prefixReuse"] as boolean;
+  const retention = rest.retention ?? app.retention;
+  if (retention !== undefined) request.retention = retention;
   return { body: request, ...chainAndKey(app, messages) };
 }
 
 /** `POST .../sessions/{id}/interrupts`: the app's interrupt settings applied (403 is the caller's, on `userInterrupts: false`). */
 export function mergeInterruptRequest(app: AppConfig, body: unknown): PostInterruptRequest {
   if (!isObject(body)) throw badRequest("expected a JSON object body");
-  for (const key of Object.keys(body)) if (!["value", "kind", "id"].includes(key)) throw badRequest(`unknown field "${key}"; expected value, kind, id`);
-  if (typeof body["value"] !== "string" || body["value"] === "") throw badRequest(`"value" must be a non-empty string`);
-  const kind = body["kind"] ?? "user";
-  if (kind !== "user" && kind !== "agent") throw badRequest(`"kind" must be "user" or "agent", got ${JSON.stringify(kind)}`);
-  const request: PostInterruptRequest = { value: body["value"], kind, maxQueued: app.interrupts.maxQueued };
-  if (body["id"] !== undefined) {
-    if (typeof body["id"] !== "string") throw badRequest(`"id" must be a string`);
-    request.id = body["id"];
-  }
-  return request;
+  for (const key of Object.keys(body)) if (!INTERRUPT_FIELDS.includes(key)) throw badRequest(`unknown field "${key}"; expected ${INTERRUPT_FIELDS.join(", ")}`);
+  const checked = validateInterruptBody(body);
+  if (!checked.ok) throw badRequest(checked.error);
+  return { ...checked.value, kind: checked.value.kind ?? "user", maxQueued: app.interrupts.maxQueued };
 }
 
 /** OpenAI `content` (string, null or text parts) as text, for hashing. */
@@ -133,7 +118,7 @@ function contentText(value: unknown): string {
 function refuseSystemRoles(items: unknown[], field: string): void {
   items.forEach((m, i) => {
     if (!isObject(m)) throw badRequest(`${field}[${i}] must be an object`);
-    if (m["role"] === "system" || m["role"] === "developer") {
+    if (isSystemRole(m["role"])) {
       throw badRequest(`${field}[${i}].role: "${String(m["role"])}" is not allowed; the AgentApp's systemPrompt is the system message`);
     }
   });

@@ -5,7 +5,7 @@
  * owns refused with the field named.
  */
 import t from "tap";
-import { mergeChatRequest, mergeResponsesRequest, mergeSessionRequest } from "../../router/src/request-merge.js";
+import { mergeChatRequest, mergeInterruptRequest, mergeResponsesRequest, mergeSessionRequest } from "../../router/src/request-merge.js";
 import { appConfig } from "./fixtures.js";
 
 t.test("the app's prompt, tools, mode and objective reach the engine request", async (t) => {
@@ -62,4 +62,17 @@ t.test("a Responses body gets the app as chat completions do: instructions, few-
   t.throws(() => mergeResponsesRequest(app, { input: "x", tools: [{ type: "function", name: "rm" }] }), /tools\[0\]: the tools are set by the AgentApp \(spec.toolPools: sleep\)/);
   t.throws(() => mergeResponsesRequest(app, { input: [{ role: "developer", content: "x" }] }), /input\[0\].role: "developer" is not allowed/);
   t.throws(() => mergeResponsesRequest(app, { input: "x", max_output_tokens: 100_000 }), /"max_output_tokens" must be an integer in 1..256/);
+});
+
+t.test("session and interrupt bodies are checked with the engine's wire schemas before they leave the router", async (t) => {
+  const app = appConfig("merge-f");
+  t.throws(() => mergeSessionRequest(app, { prompt: "x", kvPolicy: "fast" }), /"kvPolicy" must be one of "auto", "keep", "swap", "recompute", got "fast"/);
+  t.throws(() => mergeSessionRequest(app, { prompt: "x", temperature: 3 }), /"temperature" must be a number in 0\.\.2/);
+  t.throws(() => mergeSessionRequest(app, { prompt: [{ role: "developer", content: "x" }] }), /"prompt\[0\]\.role" must be one of/);
+  t.throws(() => mergeSessionRequest(app, { prompt: [{ role: "system", content: "x" }] }), /prompt\[0\]\.role: "system" is not allowed/);
+  t.same(mergeSessionRequest(app, { prompt: "x", grammar: false, seed: 3 }).body, { ...mergeSessionRequest(app, { prompt: "x" }).body, grammar: false, seed: 3 }, "checked fields pass through");
+  t.throws(() => mergeInterruptRequest(app, { value: "x", kind: "robot" }), /"kind" must be one of "user", "agent", got "robot"/);
+  t.throws(() => mergeInterruptRequest(app, { value: "" }), /"value"/);
+  t.throws(() => mergeInterruptRequest(app, { value: "x", maxQueued: 1 }), /unknown field "maxQueued"/);
+  t.same(mergeInterruptRequest(app, { value: "x" }), { value: "x", kind: "user", maxQueued: app.interrupts.maxQueued });
 });

@@ -138,8 +138,8 @@ t.test("async-naive extensions: raw CML out, continue the assistant message in",
 t.test("bad completion requests → 400 with the reason", async (t) => {
   const cases: [unknown, RegExp][] = [
     [{ messages: [] }, /"messages" must be a non-empty array/],
-    [{ messages: [{ role: "robot", content: "x" }] }, /role must be one of/],
-    [{ messages: [user], tools: [{ type: "retrieval" }] }, /tools\[0\] must be/],
+    [{ messages: [{ role: "robot", content: "x" }] }, /"messages\[0\]\.role" must be one of/],
+    [{ messages: [user], tools: [{ type: "retrieval" }] }, /"tools\[0\]" must be/],
     [{ messages: [user], tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "wat" } } } } }] }, /not a valid JSON Schema/],
     [{ messages: [user], tool_choice: "required" }, /tool_choice/],
     [{ messages: [user, { role: "tool", content: "x" }] }, /tool_call_id/],

@@ -9,17 +9,22 @@
 import { ErrorCode } from "../errors.js";
 import type { CreateSessionRequest, PostInterruptRequest, RetentionHint, ScriptedPolicySpec } from "../session.js";
 import { TOOL_NAME_PATTERN, type JsonSchema } from "../tools.js";
+import { TOOL_CHOICE_MODES } from "./openai-shared-schema.js";
 import { compileSchema } from "./validator.js";
 
 /** Call and interrupt ids appear in `[INTR] id [HEAD]`: identifiers. */
 export const CALL_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Interrupt ids a client may choose (bounded). */
 export const INTERRUPT_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/** A call id as the engine writes it into `[CALL] id [HEAD]` and reads it back from tool results (OpenAI bodies). */
+export const callIdSchema: JsonSchema = { type: "string", pattern: CALL_ID_PATTERN.source, "x-expected": "an identifier ([A-Za-z_][A-Za-z0-9_]*)" };
 
 /** `asyncNaive` is served as a session mode by `--backend openai` only (the own engine refuses it). */
 export const CALLING_MODES = ["async", "sync", "syncParallel", "asyncNaive"] as const;
 export const KV_POLICIES = ["auto", "keep", "swap", "recompute"] as const;
 export const CHAT_ROLES = ["system", "user", "assistant", "tool"] as const;
+/** Who sent an interrupt. */
+export const INTERRUPT_KINDS = ["user", "agent"] as const;
 
 const chatMessageSchema: JsonSchema = {
   type: "object",
@@ -101,6 +106,7 @@ const samplingProperties = {
 /** A session's KV retention hint (common/src/session.ts `RetentionHint`): at most a day either way. */
 export const retentionHintSchema: JsonSchema = {
   type: "object",
+  description: "KV retention across tool waits: expectedToolMs (the wait estimate for calls whose tool declares no latency) and retentionSeconds (the ttl policy's TTL for this session)",
   properties: {
     expectedToolMs: { type: "number", minimum: 0, maximum: 86_400_000 },
     retentionSeconds: { type: "number", minimum: 0, maximum: 86_400 },
@@ -111,6 +117,7 @@ export const retentionHintSchema: JsonSchema = {
 /** `POST /v1/sessions`; `tools` entries are resolved (builtin names, full specs) after this check. */
 export const createSessionBodySchema: JsonSchema = {
   type: "object",
+  description: "common/src/session.ts CreateSessionRequest",
   properties: {
     prompt: { anyOf: [{ type: "string", minLength: 1 }, { type: "array", minItems: 1, items: chatMessageSchema }] },
     system: { type: "string" },
@@ -130,8 +137,9 @@ export const createSessionBodySchema: JsonSchema = {
     // Checked field by field by the engine (a scripted draft needs a scripted policy).
     speculation: { type: "object" },
     toolChoice: {
+      description: "OpenAI tool_choice for the session's first call: required or a named function forces it (--backend openai: sync/syncParallel, the first request's tool_choice)",
       anyOf: [
-        { enum: ["auto", "none", "required"] },
+        { enum: TOOL_CHOICE_MODES },
         { type: "object", properties: { name: { type: "string", minLength: 1 } }, required: ["name"], additionalProperties: false },
       ],
     },
@@ -145,7 +153,7 @@ export const interruptBodySchema: JsonSchema = {
   type: "object",
   properties: {
     value: { type: "string", minLength: 1 },
-    kind: { enum: ["user", "agent"] },
+    kind: { enum: INTERRUPT_KINDS },
     id: { type: "string", pattern: INTERRUPT_ID_PATTERN.source },
     /** Refuse (429) when this many interrupts are already queued for the session (the AgentApp's `interrupts.maxQueued`). */
     maxQueued: { type: "integer", minimum: 1, maximum: 1_000_000 },
@@ -157,8 +165,8 @@ export const interruptBodySchema: JsonSchema = {
 /** The retention hint alone: the engine checks one from an in-process caller with the HTTP layer's rule. */
 export const validateRetentionHint = compileSchema<RetentionHint>(retentionHintSchema, "retention");
 
-export const validateCreateSessionBody = compileSchema<Omit<CreateSessionRequest, "tools"> & { tools?: unknown[] }>(createSessionBodySchema, "body");
-export const validateInterruptBody = compileSchema<PostInterruptRequest>(interruptBodySchema, "body");
+export const validateCreateSessionBody = compileSchema<Omit<CreateSessionRequest, "tools"> & { tools?: unknown[] }>(createSessionBodySchema, "body", "request");
+export const validateInterruptBody = compileSchema<PostInterruptRequest>(interruptBodySchema, "body", "request");
 export const validateToolSpecShape = compileSchema<Record<string, unknown>>(toolSpecSchema, "tool");
 export const validateScriptedPolicy = compileSchema<ScriptedPolicySpec>(scriptedPolicySchema, "policy");
 export const validateSampling = compileSchema<{ temperature?: number; seed?: number }>(

@@ -12,7 +12,8 @@
  * over `--max-cached-output-bytes`.
  */
 import type { Express, Request, RequestHandler, Response } from "express";
-import { ErrorCode, TOOL_NAME_PATTERN } from "../../../common/src/index.js";
+import { ErrorCode } from "../../../common/src/index.js";
+import { MAX_CACHE_TOOL_OUTPUT_ENTRIES, validateCacheToolOutputEntry } from "../../../common/src/wire/index.js";
 import type { Engine } from "../engine/index.js";
 import type { ToolCache } from "../speculation/index.js";
 import { HttpError, SESSION_FINISHED } from "./http-errors.js";
@@ -34,39 +35,35 @@ export interface CacheToolOutputEntry {
   ttlMs?: number;
 }
 
-/** The most entries one request may carry. */
-const MAX_ENTRIES = 64;
-
 function bad(message: string): HttpError {
   return HttpError.of(ErrorCode.BadRequest, message);
 }
 
-/** Validates a `cache-tool-output` body; throws 400 / 413 {@link HttpError}s naming the entry. */
+/**
+ * Validates a `cache-tool-output` body, entry by entry against the wire
+ * schema (`common/src/wire/cache-tool-output-schema.ts`) so each error names
+ * its entry; throws 400 / 413 {@link HttpError}s.
+ */
 export function parseCacheToolOutput(body: unknown, limits: { maxOutputBytes: number; maxTtlMs: number }): CacheToolOutputEntry[] {
-  const items = Array.isArray(body) ? body : body !== null && typeof body === "object" ? [body] : undefined;
-  if (items === undefined) throw bad("body must be a JSON array of {name, params?, output, keep_alive?}");
+  const items: unknown[] = Array.isArray(body) ? body : [body];
+  // The schema's array bounds, checked here so that an empty or long list is named before any entry.
   if (items.length === 0) throw bad("body has no entries");
-  if (items.length > MAX_ENTRIES) throw bad(`at most ${MAX_ENTRIES} entries per request, got ${items.length}`);
-  return items.map((item: unknown, i) => {
-    if (item === null || typeof item !== "object" || Array.isArray(item)) throw bad(`entry ${i}: must be an object`);
-    const e = item as Record<string, unknown>;
-    for (const k of Object.keys(e)) if (!["name", "params", "output", "keep_alive"].includes(k)) throw bad(`entry ${i}: unknown field "${k}"`);
-    if (typeof e["name"] !== "string" || !TOOL_NAME_PATTERN.test(e["name"])) throw bad(`entry ${i}: "name" must be a tool name matching ${TOOL_NAME_PATTERN.source}`);
-    const params = e["params"];
-    if (params !== undefined && (params === null || typeof params !== "object" || Array.isArray(params))) throw bad(`entry ${i}: "params" must be an object of arguments`);
-    if (!("output" in e) || e["output"] === undefined) throw bad(`entry ${i}: "output" is required`);
-    const output = typeof e["output"] === "string" ? e["output"] : JSON.stringify(e["output"]);
+  if (items.length > MAX_CACHE_TOOL_OUTPUT_ENTRIES) throw bad(`at most ${MAX_CACHE_TOOL_OUTPUT_ENTRIES} entries per request, got ${items.length}`);
+  return items.map((item, i) => {
+    const checked = validateCacheToolOutputEntry(item);
+    if (!checked.ok) throw bad(`entry ${i}: ${checked.error}`);
+    const e = checked.value;
+    const output = typeof e.output === "string" ? e.output : JSON.stringify(e.output);
+    // Not a schema matter: the byte limit is the pod's flag.
     const bytes = Buffer.byteLength(output, "utf8");
     if (bytes > limits.maxOutputBytes) {
       throw HttpError.of(ErrorCode.PayloadTooLarge, `entry ${i}: output of ${bytes} bytes exceeds the limit of ${limits.maxOutputBytes} bytes (--max-cached-output-bytes)`);
     }
-    const keep = e["keep_alive"];
-    if (keep !== undefined && (typeof keep !== "number" || !Number.isFinite(keep) || keep <= 0)) throw bad(`entry ${i}: "keep_alive" must be a positive number of seconds`);
     return {
-      name: e["name"],
-      ...(params !== undefined ? { params: params as Record<string, unknown> } : {}),
+      name: e.name,
+      ...(e.params !== undefined ? { params: e.params } : {}),
       output,
-      ...(keep !== undefined ? { ttlMs: Math.min(limits.maxTtlMs, keep * 1000) } : {}),
+      ...(e.keep_alive !== undefined ? { ttlMs: Math.min(limits.maxTtlMs, e.keep_alive * 1000) } : {}),
     };
   });
 }

@@ -1,11 +1,14 @@
 /**
  * @module The generation parameters that chat completions and Responses
- * share, parsed once: `tool_choice` (each endpoint's shape), the answer
- * format (`response_format` / `text.format`), `stop`, nucleus sampling and
- * the repetition penalties. A value the engine cannot honour is a 400
+ * share, mapped once onto the engine's fields from bodies the wire schemas
+ * (`common/src/wire/`) have checked: `tool_choice` (each endpoint's shape),
+ * the answer format (`response_format` / `text.format`), `stop`, nucleus
+ * sampling and the repetition penalties. Left here: what a schema cannot
+ * say (a forced call needs its tool; a `$ref` must resolve), each a 400
  * naming the field.
  */
 import { ErrorCode, type AnswerFormat, type JsonSchema, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
+import type { ChatCompletionBody, ResponseFormatBody, ResponsesBody, TextFormat } from "../../../common/src/wire/index.js";
 import type { CompletionRequest } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
 import { isObject } from "./validate-request.js";
@@ -15,25 +18,17 @@ const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, m
 /** The engine fields these parameters set. */
 export type GenerationOptions = Pick<CompletionRequest, "toolChoice" | "maxCalls" | "answerFormat" | "stop" | "topP" | "frequencyPenalty" | "presencePenalty" | "logprobs">;
 
-/** Most alternatives per token OpenAI's `top_logprobs` allows. */
-export const MAX_TOP_LOGPROBS = 20;
 /** The one `include` value Responses implements. */
 export const INCLUDE_LOGPROBS = "message.output_text.logprobs";
 
-const topLogprobs = (b: Record<string, unknown>): number | undefined =>
-  optionalNumber(b, "top_logprobs", (n) => Number.isInteger(n) && n >= 0 && n <= MAX_TOP_LOGPROBS, `an integer in 0..${MAX_TOP_LOGPROBS}`);
-
 /**
  * Chat completions' `logprobs` (true: the content tokens' log-probabilities)
- * and `top_logprobs` (alternatives per token), which OpenAI allows only
- * with `logprobs: true`.
+ * and `top_logprobs` (alternatives per token, schema-bounded). Not a schema
+ * matter: OpenAI allows `top_logprobs` only with `logprobs: true`.
  */
-export function parseChatLogprobs(b: Record<string, unknown>): { top: number } | undefined {
-  const on = b["logprobs"];
-  if (on !== undefined && on !== null && typeof on !== "boolean") throw bad(`"logprobs" must be true or false`);
-  const top = topLogprobs(b);
-  if (on === true) return { top: top ?? 0 };
-  if (top !== undefined) throw bad(`"top_logprobs" is only allowed when "logprobs" is true`);
+export function chatLogprobsOf(b: Pick<ChatCompletionBody, "logprobs" | "top_logprobs">): { top: number } | undefined {
+  if (b.logprobs === true) return { top: b.top_logprobs ?? 0 };
+  if (b.top_logprobs !== undefined) throw bad(`"top_logprobs" is only allowed when "logprobs" is true`);
   return undefined;
 }
 
@@ -42,28 +37,20 @@ export function parseChatLogprobs(b: Record<string, unknown>): { top: number } |
  * `top_logprobs`: either asks for the output text's log-probabilities
  * (`top_logprobs` above 0 alone too, rather than being ignored).
  */
-export function parseResponsesLogprobs(b: Record<string, unknown>): { top: number } | undefined {
-  const include = b["include"] ?? [];
-  if (!Array.isArray(include) || include.some((v) => typeof v !== "string")) throw bad(`"include" must be an array of strings`);
+export function responsesLogprobsOf(b: Pick<ResponsesBody, "include" | "top_logprobs">): { top: number } | undefined {
+  const include = b.include ?? [];
   for (const value of include) if (value !== INCLUDE_LOGPROBS) throw bad(`"include" value ${JSON.stringify(value)} is not supported: only "${INCLUDE_LOGPROBS}" is`);
-  const top = topLogprobs(b);
-  return include.length > 0 || (top ?? 0) > 0 ? { top: top ?? 0 } : undefined;
+  return include.length > 0 || (b.top_logprobs ?? 0) > 0 ? { top: b.top_logprobs ?? 0 } : undefined;
 }
 
 /**
- * `tool_choice`: `auto`, `none`, `required`, or one function — chat
- * completions name it as `{type: "function", function: {name}}`, Responses
- * as `{type: "function", name}`.
+ * `tool_choice` (schema-checked): `auto`, `none`, `required`, or one function
+ * — chat completions name it as `{type: "function", function: {name}}`,
+ * Responses as `{type: "function", name}`.
  */
-export function parseToolChoice(value: unknown, shape: "chat" | "responses"): ToolChoice | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (value === "auto" || value === "none" || value === "required") return value;
-  if (isObject(value) && value["type"] === "function") {
-    const name = shape === "chat" ? (isObject(value["function"]) ? value["function"]["name"] : undefined) : value["name"];
-    if (typeof name === "string" && name !== "") return { name };
-  }
-  const named = shape === "chat" ? `{"type": "function", "function": {"name"}}` : `{"type": "function", "name"}`;
-  throw bad(`"tool_choice" must be "auto", "none", "required" or ${named}`);
+export function toolChoiceOf(value: ChatCompletionBody["tool_choice"] | ResponsesBody["tool_choice"]): ToolChoice | undefined {
+  if (value === undefined || typeof value === "string") return value;
+  return { name: "function" in value ? value.function.name : value.name };
 }
 
 /** A forcing `tool_choice` needs the tools it forces. */
@@ -74,30 +61,16 @@ export function checkToolChoice(choice: ToolChoice | undefined, tools: readonly 
 }
 
 /**
- * An answer format: `{type: "text"}` (none), `{type: "json_object"}`, or
- * `{type: "json_schema", ...}` whose schema sits under `json_schema` (chat
- * completions) or beside `type` (Responses' `text.format`).
+ * An answer format (schema-checked): `{type: "text"}` (none),
+ * `{type: "json_object"}`, or `{type: "json_schema", ...}` whose schema sits
+ * under `json_schema` (chat completions) or beside `type` (Responses'
+ * `text.format`). What the schema cannot say: its local `$ref`s must resolve.
  */
-export function parseAnswerFormat(value: unknown, where: string, shape: "chat" | "responses"): AnswerFormat | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!isObject(value)) throw bad(`"${where}" must be an object`);
-  switch (value["type"]) {
-    case "text":
-      return undefined;
-    case "json_object":
-      return { type: "json_object" };
-    case "json_schema": {
-      const spec = shape === "chat" ? value["json_schema"] : value;
-      const path = shape === "chat" ? `${where}.json_schema` : where;
-      if (!isObject(spec)) throw bad(`"${path}" must be {"name", "schema", "strict"}`);
-      if (typeof spec["name"] !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(spec["name"])) throw bad(`"${path}.name" must be 1 to 64 letters, digits, _ or -`);
-      const schema = spec["schema"];
-      if (!isObject(schema)) throw bad(`"${path}.schema" must be a JSON Schema object`);
-      return { type: "json_schema", schema: inlineRefs(schema, `${path}.schema`) };
-    }
-    default:
-      throw bad(`"${where}.type" must be "text", "json_object" or "json_schema"`);
-  }
+export function answerFormatOf(value: ResponseFormatBody | TextFormat | null | undefined, where: string): AnswerFormat | undefined {
+  if (value === undefined || value === null || value.type === "text") return undefined;
+  if (value.type === "json_object") return { type: "json_object" };
+  const [schema, path] = "json_schema" in value && value.json_schema !== undefined ? [value.json_schema.schema, `${where}.json_schema`] : [(value as TextFormat).schema ?? {}, where];
+  return { type: "json_schema", schema: inlineRefs(schema, `${path}.schema`) };
 }
 
 /** Deepest chain of `$ref`s followed: a recursive schema has no finite grammar. */
@@ -128,32 +101,18 @@ export function inlineRefs(schema: Record<string, unknown>, where: string): Json
   return walk(schema, 0) as JsonSchema;
 }
 
-/** `stop`: a string or up to 4 non-empty strings. */
-export function parseStop(value: unknown): string[] | undefined {
-  if (value === undefined || value === null) return undefined;
+/** `stop` (schema-checked) as a list; an empty one is none. */
+export function stopOf(value: string | string[] | undefined): string[] | undefined {
   const list = typeof value === "string" ? [value] : value;
-  if (!Array.isArray(list) || list.length > 4 || list.some((s) => typeof s !== "string" || s === "")) throw bad(`"stop" must be a non-empty string or an array of at most 4 of them`);
-  return list.length > 0 ? (list as string[]) : undefined;
+  return list !== undefined && list.length > 0 ? list : undefined;
 }
 
-/** An optional number in a range, or a 400 naming the field. */
-export function optionalNumber(b: Record<string, unknown>, key: string, check: (n: number) => boolean, rule: string): number | undefined {
-  const v = b[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isFinite(v) || !check(v)) throw bad(`"${key}" must be ${rule}`);
-  return v;
-}
-
-/** The sampling fields both endpoints name alike. */
-export function samplingOptions(b: Record<string, unknown>): GenerationOptions {
-  const topP = optionalNumber(b, "top_p", (n) => n > 0 && n <= 1, "a number in (0, 1]");
-  const penalty = (key: string): number | undefined => optionalNumber(b, key, (n) => n >= -2 && n <= 2, "a number in -2..2");
-  const frequencyPenalty = penalty("frequency_penalty");
-  const presencePenalty = penalty("presence_penalty");
+/** The sampling fields both endpoints name alike (schema-checked); a zero penalty is none. */
+export function samplingOptions(b: { top_p?: number; frequency_penalty?: number; presence_penalty?: number }): GenerationOptions {
   return {
-    ...(topP !== undefined ? { topP } : {}),
-    ...(frequencyPenalty !== undefined && frequencyPenalty !== 0 ? { frequencyPenalty } : {}),
-    ...(presencePenalty !== undefined && presencePenalty !== 0 ? { presencePenalty } : {}),
+    ...(b.top_p !== undefined ? { topP: b.top_p } : {}),
+    ...(b.frequency_penalty !== undefined && b.frequency_penalty !== 0 ? { frequencyPenalty: b.frequency_penalty } : {}),
+    ...(b.presence_penalty !== undefined && b.presence_penalty !== 0 ? { presencePenalty: b.presence_penalty } : {}),
   };
 }
 

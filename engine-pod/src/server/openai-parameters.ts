@@ -4,7 +4,8 @@
  * (a 400 naming it, unless the value is absent, null or the one value that
  * asks for nothing), or `no effect` (identifiers that change no output).
  * A parameter OpenAI does not document is a 400 as well, as OpenAI answers
- * it. The README's parameter tables are checked against these.
+ * it. The README's parameter tables, and the body schemas' properties
+ * (`common/src/wire/`), are checked against these.
  */
 import { ErrorCode } from "../../../common/src/index.js";
 import { HttpError } from "./http-errors.js";
@@ -88,14 +89,16 @@ export const RESPONSES_PARAMETERS: Readonly<Record<string, ParameterRow>> = {
 
 /**
  * Refuses what the endpoint does not do: a parameter it does not know and a
- * refused one that asks for something. `interlace_*` extension fields are
- * the parser's own.
+ * refused one that asks for something. `extensions` are Interlace's own
+ * fields (`interlace_*`), which the body schema lists and checks.
  */
-export function refuseUnsupported(body: Record<string, unknown>, table: Readonly<Record<string, ParameterRow>>, endpoint: string): void {
+export function refuseUnsupported(body: Record<string, unknown>, table: Readonly<Record<string, ParameterRow>>, endpoint: string, extensions: readonly string[]): void {
   for (const [key, value] of Object.entries(body)) {
-    if (key.startsWith("interlace_")) continue;
     const row = table[key];
-    if (row === undefined) throw HttpError.of(ErrorCode.BadRequest, `"${key}" is not a parameter of ${endpoint}`);
+    if (row === undefined) {
+      if (extensions.includes(key)) continue;
+      throw HttpError.of(ErrorCode.BadRequest, `"${key}" is not a parameter of ${endpoint}`);
+    }
     if (row.support === "refused" && value !== null && value !== undefined && row.passes?.(value) !== true) {
       throw HttpError.of(ErrorCode.BadRequest, `"${key}" is not supported: ${row.note}`);
     }

@@ -13,12 +13,20 @@ import {
   type ScriptedPolicySpec,
   type ToolSpec,
 } from "../../../common/src/index.js";
+import {
+  chatCompletionBodySchema,
+  engineRole,
+  presentFields,
+  validateChatCompletionBody,
+  type ChatCompletionBody,
+  type ChatCompletionMessage,
+} from "../../../common/src/wire/index.js";
 import type { CompletionRequest, CompletionResult, TokenLogprob } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
-import { answerInstruction, checkToolChoice, optionalNumber, parseAnswerFormat, parseChatLogprobs, parseStop, parseToolChoice, samplingOptions } from "./generation-options.js";
+import { answerFormatOf, answerInstruction, chatLogprobsOf, checkToolChoice, samplingOptions, stopOf, toolChoiceOf } from "./generation-options.js";
 import { CHAT_COMPLETIONS_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
 import { checkCompletionTools } from "./resolve-tools.js";
-import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
+import { promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
 
 export interface OpenAiToolCall {
   id: string;
@@ -38,154 +46,117 @@ export interface ChatCompletionInput {
 }
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
-/** Most choices one request may ask for: each holds a sequence while it runs. */
-const MAX_CHOICES = 8;
-const CALL_ID = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** `content` as a string: OpenAI allows a string, null, or an array of `{type: "text", text}` parts. */
-function contentText(value: unknown, where: string): string {
-  if (value === null || value === undefined) return "";
-  if (typeof value === "string") return value;
-  if (Array.isArray(value)) {
-    return value
-      .map((part, i) => {
-        if (isObject(part) && part["type"] === "text" && typeof part["text"] === "string") return part["text"];
-        throw bad(`${where}[${i}]: only text content parts are supported`);
-      })
-      .join("");
-  }
-  throw bad(`${where} must be a string, null or an array of text parts`);
+/** `content` (string, null or text parts) as text. */
+function contentText(content: ChatCompletionMessage["content"]): string {
+  if (content === null || content === undefined) return "";
+  return typeof content === "string" ? content : content.map((part) => part.text).join("");
 }
 
-function toolCallsText(value: unknown, where: string): string {
-  if (value === undefined || value === null) return "";
-  if (!Array.isArray(value)) throw bad(`${where} must be an array`);
-  return value
+/** An assistant message's earlier calls as call blocks; their JSON text must parse (the schema cannot say so). */
+function toolCallsText(calls: ChatCompletionMessage["tool_calls"], where: string): string {
+  return (calls ?? [])
     .map((c, i) => {
-      const w = `${where}[${i}]`;
-      if (!isObject(c) || !isObject(c["function"])) throw bad(`${w} must be {"id", "type": "function", "function": {"name", "arguments"}}`);
-      const id = c["id"];
-      if (typeof id !== "string" || !CALL_ID.test(id)) throw bad(`${w}.id must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got ${JSON.stringify(id)}`);
-      const fn = c["function"];
-      if (typeof fn["name"] !== "string") throw bad(`${w}.function.name must be a string`);
+      const raw = c.function.arguments;
       let args: unknown = {};
-      if (typeof fn["arguments"] === "string" && fn["arguments"] !== "") {
+      if (typeof raw === "string" && raw !== "") {
         try {
-          args = JSON.parse(fn["arguments"]);
+          args = JSON.parse(raw);
         } catch {
-          throw HttpError.of(ErrorCode.InvalidJson, `${w}.function.arguments is not valid JSON`);
+          throw HttpError.of(ErrorCode.InvalidJson, `${where}[${i}].function.arguments is not valid JSON`);
         }
-      } else if (isObject(fn["arguments"])) args = fn["arguments"];
-      return formatCallBlock(JSON.stringify({ name: fn["name"], arguments: args }), id);
+      } else if (typeof raw === "object") args = raw;
+      return formatCallBlock(JSON.stringify({ name: c.function.name, arguments: args }), c.id);
     })
     .join("");
 }
 
-/** OpenAI messages → engine chat messages; a tool result carries the id of the call it answers. */
-export function toChatMessages(value: unknown): (ChatMessage & { toolCallId?: string })[] {
-  if (!Array.isArray(value) || value.length === 0) throw bad(`"messages" must be a non-empty array`);
-  return value.map((m, i): ChatMessage & { toolCallId?: string } => {
-    const where = `messages[${i}]`;
-    if (!isObject(m)) throw bad(`${where} must be an object`);
-    const content = contentText(m["content"], `${where}.content`);
-    switch (m["role"]) {
-      case "system":
-      case "developer":
-        return { role: "system", content };
-      case "user":
-        return { role: "user", content };
-      case "assistant":
-        return { role: "assistant", content: content + toolCallsText(m["tool_calls"], `${where}.tool_calls`) };
-      case "tool": {
-        const id = m["tool_call_id"];
-        if (typeof id !== "string" || !CALL_ID.test(id)) throw bad(`${where}.tool_call_id must be the id of an earlier tool call`);
-        // The prompt renderer writes it as `[INTR] id [HEAD] content [END]`, content as plain text.
-        return { role: "tool", content, toolCallId: id };
-      }
-      default:
-        throw bad(`${where}.role must be one of "system", "developer", "user", "assistant", "tool", got ${JSON.stringify(m["role"])}`);
-    }
+/** Schema-checked OpenAI messages → engine chat messages; a tool result carries the id of the call it answers. */
+export function toChatMessages(messages: readonly ChatCompletionMessage[]): (ChatMessage & { toolCallId?: string })[] {
+  return messages.map((m, i): ChatMessage & { toolCallId?: string } => {
+    const content = contentText(m.content);
+    if (m.role === "assistant") return { role: "assistant", content: content + toolCallsText(m.tool_calls, `messages[${i}].tool_calls`) };
+    // The prompt renderer writes a tool result as `[INTR] id [HEAD] content [END]`, content as plain text.
+    if (m.role === "tool") return { role: "tool", content, toolCallId: m.tool_call_id ?? "" };
+    return { role: engineRole(m.role), content };
   });
 }
 
-/** OpenAI function tools → ToolSpecs (`interlace_estimated_latency_ms` on the function carries the LPT hint). */
-export function toToolSpecs(value: unknown): ToolSpec[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw bad(`"tools" must be an array`);
-  const specs = value.map((t, i) => {
-    if (!isObject(t) || t["type"] !== "function" || !isObject(t["function"])) {
-      throw bad(`tools[${i}] must be {"type": "function", "function": {"name", "description", "parameters"}}`);
-    }
-    const fn = t["function"];
+/** Schema-checked OpenAI function tools → ToolSpecs (`interlace_estimated_latency_ms` on the function carries the LPT hint). */
+export function toToolSpecs(tools: NonNullable<ChatCompletionBody["tools"]> | undefined): ToolSpec[] {
+  const specs = (tools ?? []).map(({ function: fn }) => {
     // Clients send a `$schema` dialect (the Agents SDK: draft-07 from zod); OpenAI ignores it, and so do we.
-    const params = isObject(fn["parameters"]) ? Object.fromEntries(Object.entries(fn["parameters"]).filter(([k]) => k !== "$schema")) : (fn["parameters"] ?? { type: "object", properties: {} });
-    const spec: Record<string, unknown> = { name: fn["name"], description: fn["description"] ?? "", parameters: params };
-    if (fn["interlace_estimated_latency_ms"] !== undefined) spec["estimatedLatencyMs"] = fn["interlace_estimated_latency_ms"];
-    return spec;
+    const params = fn.parameters !== undefined && fn.parameters !== null ? Object.fromEntries(Object.entries(fn.parameters).filter(([k]) => k !== "$schema")) : { type: "object", properties: {} };
+    return { name: fn.name, description: fn.description ?? "", parameters: params, ...(fn.interlace_estimated_latency_ms !== undefined ? { estimatedLatencyMs: fn.interlace_estimated_latency_ms } : {}) };
   });
+  // The parameters must compile as JSON Schema, and names be unique: the tool checks sessions use too.
   return checkCompletionTools(specs);
 }
 
-/** Validates a chat-completions body: every parameter is applied or refused (`openai-parameters.ts`). */
+/** Interlace's own fields of the chat-completions body (the schema lists them; the parameter table does not). */
+const CHAT_EXTENSIONS = Object.keys(chatCompletionBodySchema["properties"] as object).filter((k) => k.startsWith("interlace_"));
+
+/**
+ * Validates a chat-completions body: every parameter is applied or refused
+ * (`openai-parameters.ts`), then the body is checked against its schema
+ * (`common/src/wire/chat-completions-schema.ts`). The checks left here are
+ * what a schema cannot say, each marked.
+ */
 export function parseChatCompletion(body: unknown, limits: { maxPromptBytes: number }): ChatCompletionInput {
-  const b = requireObjectBody(body);
-  refuseUnsupported(b, CHAT_COMPLETIONS_PARAMETERS, "chat completions");
-  const messages = toChatMessages(b["messages"]);
+  const present = presentFields(requireObjectBody(body));
+  refuseUnsupported(present, CHAT_COMPLETIONS_PARAMETERS, "chat completions", CHAT_EXTENSIONS);
+  const checked = validateChatCompletionBody(present);
+  if (!checked.ok) throw bad(checked.error);
+  const b = checked.value;
+  const messages = toChatMessages(b.messages);
+  // Not a schema matter: the byte limit is the pod's flag.
   const bytes = promptBytes(messages);
   if (bytes > limits.maxPromptBytes) {
     throw HttpError.of(ErrorCode.PayloadTooLarge, `messages of ${bytes} bytes exceed the limit of ${limits.maxPromptBytes} bytes (--max-prompt-bytes)`);
   }
-  const tools = toToolSpecs(b["tools"]);
-  const toolChoice = parseToolChoice(b["tool_choice"], "chat");
+  const tools = toToolSpecs(b.tools);
+  const toolChoice = toolChoiceOf(b.tool_choice);
+  // Not a schema matter: a forced call needs its tool among the request's tools.
   checkToolChoice(toolChoice, tools);
-  const answerFormat = parseAnswerFormat(b["response_format"], "response_format", "chat");
-  const stop = parseStop(b["stop"]);
-  const flag = (key: string, fallback = false): boolean => {
-    const v = b[key];
-    if (v === undefined || v === null) return fallback;
-    if (typeof v !== "boolean") throw bad(`"${key}" must be true or false`);
-    return v;
-  };
+  const answerFormat = answerFormatOf(b.response_format, "response_format");
+  const stop = stopOf(b.stop);
+  const maxTokens = b.max_completion_tokens ?? b.max_tokens;
+  const raw = b.interlace_raw_cml === true;
   const request: ChatCompletionInput["request"] = {
     messages: answerFormat !== undefined ? withSystemText(messages, answerInstruction(answerFormat)) : messages,
     // `none`: the model is shown no tools, so it writes no call.
     tools: toolChoice === "none" ? [] : tools,
     ...(toolChoice !== undefined && toolChoice !== "auto" && toolChoice !== "none" ? { toolChoice } : {}),
-    ...(flag("parallel_tool_calls", true) ? {} : { maxCalls: 1 }),
+    ...(b.parallel_tool_calls === false ? { maxCalls: 1 } : {}),
     ...(answerFormat !== undefined ? { answerFormat } : {}),
     ...(stop !== undefined ? { stop } : {}),
     ...samplingOptions(b),
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
+    ...(b.temperature !== undefined ? { temperature: b.temperature } : {}),
+    ...(b.seed !== undefined ? { seed: b.seed } : {}),
+    ...(raw ? { stopAtCalls: "never" as const } : {}),
   };
-  const maxTokens = b["max_completion_tokens"] ?? b["max_tokens"];
-  if (maxTokens !== undefined && maxTokens !== null) {
-    if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens) || maxTokens < 1) throw bad(`"max_tokens" must be a positive integer`);
-    request.maxTokens = maxTokens;
-  }
-  const temperature = optionalNumber(b, "temperature", (n) => n >= 0 && n <= 2, "a number in 0..2");
-  if (temperature !== undefined) request.temperature = temperature;
-  const seed = optionalNumber(b, "seed", (n) => Number.isInteger(n) && n >= 0, "a non-negative integer");
-  if (seed !== undefined) request.seed = seed;
-  const raw = flag("interlace_raw_cml");
-  if (raw) request.stopAtCalls = "never";
-  if (flag("interlace_continue")) {
+  if (b.interlace_continue === true) {
+    // Not a schema matter: which message comes last.
     if (messages[messages.length - 1]?.role !== "assistant") throw bad(`"interlace_continue" needs the last message to be the assistant's`);
     request.continueAssistant = true;
   }
-  const policy: ScriptedPolicySpec | undefined = validatePolicy(b["interlace_policy"], tools, "interlace_policy");
+  // Not a schema matter: the policy's calls name the request's tools.
+  const policy: ScriptedPolicySpec | undefined = validatePolicy(b.interlace_policy, tools, "interlace_policy");
   if (policy !== undefined) request.policy = policy;
-  const streamOptions = b["stream_options"];
-  if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions)) throw bad(`"stream_options" must be an object`);
-  const logprobs = parseChatLogprobs(b);
+  const logprobs = chatLogprobsOf(b);
   if (logprobs !== undefined) {
+    // Not a schema matter: raw CML streams the markers, which are no content tokens.
     if (raw) throw bad(`"logprobs" covers the content tokens: not with interlace_raw_cml`);
     request.logprobs = logprobs;
   }
-  const n = optionalNumber(b, "n", (x) => Number.isInteger(x) && x >= 1 && x <= MAX_CHOICES, `an integer in 1..${MAX_CHOICES}`) ?? 1;
+  const n = b.n ?? 1;
+  // Not a schema matter: choices sample the model, which a script or raw CML replaces.
   if (n > 1 && (policy !== undefined || raw)) throw bad(`"n" above 1 samples the model's own choices: not with interlace_policy or interlace_raw_cml`);
   return {
-    model: typeof b["model"] === "string" ? b["model"] : "interlace",
-    stream: flag("stream"),
-    includeUsage: isObject(streamOptions) && streamOptions["include_usage"] === true,
+    model: b.model ?? "interlace",
+    stream: b.stream === true,
+    includeUsage: b.stream_options?.include_usage === true,
     raw,
     n,
     request,

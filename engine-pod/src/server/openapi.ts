@@ -1,25 +1,34 @@
 /**
- * @module The engine pod's OpenAPI 3.1 document, served at `GET /openapi.json`:
- * the sessions API, the OpenAI-compatible endpoints (chat completions and
- * the Responses API) and the probes. A test
- * checks it against the routes the express app really mounts, both ways.
+ * @module The engine pod's OpenAPI 3.1 document, served at `GET /openapi.json`
+ * and written to `docs/openapi.json` by `npm run openapi`: the sessions API,
+ * the OpenAI-compatible endpoints (chat completions and the Responses API)
+ * and the probes. The request bodies' schemas are the wire schemas the
+ * server validates with (`common/src/wire/`), imported, not restated. A test
+ * checks the document against the routes the express app really mounts,
+ * both ways, and the committed copy against this source.
  */
+import {
+  cacheToolOutputBodySchema,
+  chatCompletionBodySchema,
+  createSessionBodySchema,
+  interruptBodySchema,
+  responsesBodySchema,
+} from "../../../common/src/wire/index.js";
+
 const error = { $ref: "#/components/responses/Error" };
 const id = { name: "id", in: "path", required: true, schema: { type: "string" } };
+/** A JSON request body whose schema is one of `components.schemas`. */
+const body = (name: string): { required: true; content: { "application/json": { schema: { $ref: string } } } } => ({
+  required: true,
+  content: { "application/json": { schema: { $ref: `#/components/schemas/${name}` } } },
+});
 
-/** `cache-tool-output` bodies: one entry or an array of up to 64 (the paper's API shape). */
-const cacheToolOutputEntry = {
-  type: "object",
-  properties: { name: { type: "string" }, params: { type: "object" }, output: {}, keep_alive: { type: "number", description: "seconds" } },
-  required: ["name", "output"],
-  additionalProperties: false,
-} as const;
-const cacheToolOutputBody = { anyOf: [cacheToolOutputEntry, { type: "array", items: cacheToolOutputEntry, minItems: 1, maxItems: 64 }] } as const;
+const cacheToolOutputBody = body("CacheToolOutputRequest");
 /** Both cache-tool-output routes (by session id, or by response id, which is the session id) take the same body. */
 const cacheToolOutputPost = {
   summary: "Give a session's tool cache outputs the client already has (speculative tool calls)",
   parameters: [id],
-  requestBody: { required: true, content: { "application/json": { schema: cacheToolOutputBody } } },
+  requestBody: cacheToolOutputBody,
   responses: { "200": { description: "Cached: {cached: n}" }, "400": error, "404": error, "409": error, "413": error },
 };
 
@@ -35,7 +44,7 @@ export const OPENAPI_DOCUMENT = {
     "/v1/sessions": {
       post: {
         summary: "Create a session",
-        requestBody: { required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/CreateSessionRequest" } } } },
+        requestBody: body("CreateSessionRequest"),
         responses: {
           "201": { description: "Admitted", content: { "application/json": { schema: { type: "object", properties: { id: { type: "string" }, eventsUrl: { type: "string" } }, required: ["id", "eventsUrl"] } } } },
           "400": error,
@@ -56,11 +65,8 @@ export const OPENAPI_DOCUMENT = {
       post: {
         summary: "Queue a user or agent interrupt",
         parameters: [id],
-        requestBody: {
-          required: true,
-          content: { "application/json": { schema: { type: "object", properties: { value: { type: "string" }, kind: { enum: ["user", "agent"] }, id: { type: "string" } }, required: ["value"] } } },
-        },
-        responses: { "202": { description: "Queued" }, "404": error, "409": error },
+        requestBody: body("PostInterruptRequest"),
+        responses: { "202": { description: "Queued" }, "400": error, "404": error, "409": error, "413": error, "429": error },
       },
     },
     "/v1/sessions/{id}/cache-tool-output": {
@@ -75,7 +81,7 @@ export const OPENAPI_DOCUMENT = {
     "/v1/chat/completions": {
       post: {
         summary: "OpenAI-compatible chat completions (sync semantics; stream or not; interlace_* extension fields). Every OpenAI parameter is applied or refused with a 400 naming it (README: OpenAI parameters)",
-        requestBody: { required: true, content: { "application/json": { schema: { type: "object", properties: { messages: { type: "array" }, tools: { type: "array" }, stream: { type: "boolean" }, logprobs: { type: "boolean" }, top_logprobs: { type: "integer", minimum: 0, maximum: 20, description: "only with logprobs: true" } }, required: ["messages"] } } } },
+        requestBody: body("ChatCompletionRequest"),
         responses: { "200": { description: "chat.completion, or chat.completion.chunk frames then [DONE]" }, "400": error, "413": error, "429": error, "502": error, "503": error, "504": error },
       },
     },
@@ -83,34 +89,7 @@ export const OPENAPI_DOCUMENT = {
       post: {
         summary:
           "OpenAI Responses API: function tools, stream or not. previous_response_id continues a stored response (its sequence resident while retained: only the new items are prefilled); unknown or expired → 404",
-        requestBody: {
-          required: true,
-          content: {
-            "application/json": {
-              schema: {
-                type: "object",
-                properties: {
-                  input: { oneOf: [{ type: "string" }, { type: "array", items: { type: "object" } }] },
-                  instructions: { type: "string" },
-                  tools: { type: "array", items: { type: "object", properties: { type: { const: "function" }, name: { type: "string" }, description: { type: "string" }, parameters: { type: "object" } }, required: ["type", "name"] } },
-                  tool_choice: { oneOf: [{ enum: ["auto", "none", "required"] }, { type: "object", properties: { type: { const: "function" }, name: { type: "string" } }, required: ["type", "name"] }] },
-                  parallel_tool_calls: { type: "boolean" },
-                  max_tool_calls: { type: "integer", minimum: 1 },
-                  text: { type: "object", properties: { format: { type: "object", properties: { type: { enum: ["text", "json_object", "json_schema"] } }, required: ["type"] } } },
-                  previous_response_id: { type: "string" },
-                  max_output_tokens: { type: "integer", minimum: 1 },
-                  temperature: { type: "number", minimum: 0, maximum: 2 },
-                  top_p: { type: "number", exclusiveMinimum: 0, maximum: 1 },
-                  store: { type: "boolean" },
-                  stream: { type: "boolean" },
-                  include: { type: "array", items: { const: "message.output_text.logprobs" } },
-                  top_logprobs: { type: "integer", minimum: 0, maximum: 20 },
-                },
-                required: ["input"],
-              },
-            },
-          },
-        },
+        requestBody: body("ResponsesRequest"),
         responses: {
           "200": { description: "A response object, or Responses stream events (response.created … response.completed)" },
           "400": error,
@@ -154,31 +133,11 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     schemas: {
-      CreateSessionRequest: {
-        type: "object",
-        description: "common/src/session.ts",
-        properties: {
-          prompt: { oneOf: [{ type: "string" }, { type: "array", items: { type: "object", properties: { role: { enum: ["system", "user", "assistant", "tool"] }, content: { type: "string" } } } }] },
-          system: { type: "string" },
-          tools: { type: "array", items: { oneOf: [{ type: "string" }, { type: "object" }] } },
-          mode: { enum: ["async", "sync", "syncParallel", "asyncNaive"] },
-          prefixReuse: { type: "boolean" },
-          maxTokens: { type: "integer", minimum: 1 },
-          temperature: { type: "number", minimum: 0 },
-          seed: { type: "integer", minimum: 0 },
-          grammar: { type: "boolean" },
-          kvPolicy: { enum: ["keep", "swap", "recompute", "auto"] },
-          retention: {
-            description: "KV retention across tool waits: expectedToolMs (the wait estimate for calls whose tool declares no latency) and retentionSeconds (the ttl policy's TTL for this session)",
-            type: "object",
-            properties: { expectedToolMs: { type: "number", minimum: 0, maximum: 86400000 }, retentionSeconds: { type: "number", minimum: 0, maximum: 86400 } },
-            additionalProperties: false,
-          },
-          policy: { type: "object" },
-          toolChoice: { description: "OpenAI tool_choice for the session's first call: required or a named function forces it (--backend openai: sync/syncParallel, the first request's tool_choice)", oneOf: [{ enum: ["auto", "none", "required"] }, { type: "object", properties: { name: { type: "string" } }, required: ["name"] }] },
-        },
-        required: ["prompt"],
-      },
+      CreateSessionRequest: createSessionBodySchema,
+      PostInterruptRequest: interruptBodySchema,
+      ChatCompletionRequest: chatCompletionBodySchema,
+      ResponsesRequest: responsesBodySchema,
+      CacheToolOutputRequest: cacheToolOutputBodySchema,
     },
   },
 } as const;

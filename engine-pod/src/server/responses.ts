@@ -16,12 +16,13 @@ import {
   type ScriptedPolicySpec,
   type ToolSpec,
 } from "../../../common/src/index.js";
+import { presentFields, responsesBodySchema, validateResponsesBody, type InputItem, type ResponsesBody } from "../../../common/src/wire/index.js";
 import type { CompletionResult } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
-import { checkToolChoice, optionalNumber, parseAnswerFormat, parseResponsesLogprobs, parseToolChoice, samplingOptions, type GenerationOptions } from "./generation-options.js";
+import { answerFormatOf, checkToolChoice, responsesLogprobsOf, samplingOptions, toolChoiceOf, type GenerationOptions } from "./generation-options.js";
 import { interlaceExtension, openAiLogprobs, toToolSpecs, type OpenAiTokenLogprob } from "./openai.js";
 import { RESPONSES_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
-import { isObject, promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
+import { promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
 
 /** A conversation message; a tool result carries the id of the call it answers. */
 export type ConversationMessage = ChatMessage & { toolCallId?: string };
@@ -57,41 +58,16 @@ export interface ResponsesInput {
 }
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
-const CALL_ID = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** Text of a message's `content`: a string or `input_text`/`output_text` parts. */
-function contentText(value: unknown, where: string): string {
-  if (typeof value === "string") return value;
-  if (Array.isArray(value)) {
-    return value
-      .map((part, i) => {
-        if (isObject(part) && (part["type"] === "input_text" || part["type"] === "output_text" || part["type"] === "text") && typeof part["text"] === "string") return part["text"];
-        throw bad(`${where}[${i}]: only input_text and output_text content parts are supported`);
-      })
-      .join("");
-  }
-  throw bad(`${where} must be a string or an array of input_text parts`);
+/** Text of a schema-checked `content` or `output`: a string or text parts. */
+function partsText(value: InputItem["content"]): string {
+  if (value === undefined) return "";
+  return typeof value === "string" ? value : value.map((part) => part.text).join("");
 }
 
-/** A `function_call_output`'s `output`: a string or `input_text` parts. */
-function outputText(value: unknown, where: string): string {
-  if (typeof value === "string") return value;
-  if (Array.isArray(value)) return contentText(value, where);
-  throw bad(`${where} must be a string or an array of input_text parts`);
-}
-
-function callId(value: unknown, where: string): string {
-  if (typeof value !== "string" || !CALL_ID.test(value)) throw bad(`${where} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got ${JSON.stringify(value)}`);
-  return value;
-}
-
-/** Input items → conversation messages (consecutive assistant text and calls form one assistant turn). */
-export function toConversation(value: unknown): ConversationMessage[] {
-  if (typeof value === "string") {
-    if (value === "") throw bad(`"input" must not be empty`);
-    return [{ role: "user", content: value }];
-  }
-  if (!Array.isArray(value) || value.length === 0) throw bad(`"input" must be a non-empty string or a non-empty array of input items`);
+/** Schema-checked input items → conversation messages (consecutive assistant text and calls form one assistant turn). */
+export function toConversation(input: ResponsesBody["input"]): ConversationMessage[] {
+  if (typeof input === "string") return [{ role: "user", content: input }];
   const out: ConversationMessage[] = [];
   const assistant = (): ConversationMessage => {
     const last = out.at(-1);
@@ -100,49 +76,31 @@ export function toConversation(value: unknown): ConversationMessage[] {
     out.push(m);
     return m;
   };
-  value.forEach((item, i) => {
-    const where = `input[${i}]`;
-    if (!isObject(item)) throw bad(`${where} must be an object`);
-    // An item without `type` but with a `role` is a message (as the Agents SDK sends user input).
-    const type: unknown = item["type"] ?? (typeof item["role"] === "string" ? "message" : undefined);
-    switch (type) {
+  input.forEach((item, i) => {
+    switch (item.type ?? "message") {
       case "message": {
-        const content = contentText(item["content"], `${where}.content`);
-        switch (item["role"]) {
-          case "system":
-          case "developer":
-            out.push({ role: "system", content });
-            return;
-          case "user":
-            out.push({ role: "user", content });
-            return;
-          case "assistant":
-            assistant().content += content;
-            return;
-          default:
-            throw bad(`${where}.role must be one of "system", "developer", "user", "assistant", got ${JSON.stringify(item["role"])}`);
-        }
+        const content = partsText(item.content);
+        if (item.role === "assistant") assistant().content += content;
+        else out.push({ role: item.role === "user" ? "user" : "system", content });
+        return;
       }
       case "function_call": {
-        const id = callId(item["call_id"], `${where}.call_id`);
-        if (typeof item["name"] !== "string" || item["name"] === "") throw bad(`${where}.name must be the function's name`);
         let args: unknown = {};
-        const raw = item["arguments"];
-        if (typeof raw === "string" && raw.trim() !== "") {
+        const raw = item.arguments ?? "";
+        if (raw.trim() !== "") {
+          // Not a schema matter: the arguments' JSON text must parse.
           try {
             args = JSON.parse(raw);
           } catch {
-            throw HttpError.of(ErrorCode.InvalidJson, `${where}.arguments is not valid JSON`);
+            throw HttpError.of(ErrorCode.InvalidJson, `input[${i}].arguments is not valid JSON`);
           }
-        } else if (raw !== undefined && typeof raw !== "string") throw bad(`${where}.arguments must be a JSON string`);
-        assistant().content += formatCallBlock(JSON.stringify({ name: item["name"], arguments: args }), id);
+        }
+        assistant().content += formatCallBlock(JSON.stringify({ name: item.name, arguments: args }), item.call_id ?? "");
         return;
       }
       case "function_call_output":
-        out.push({ role: "tool", content: outputText(item["output"], `${where}.output`), toolCallId: callId(item["call_id"], `${where}.call_id`) });
+        out.push({ role: "tool", content: partsText(item.output), toolCallId: item.call_id ?? "" });
         return;
-      default:
-        throw bad(`${where}.type ${JSON.stringify(type)} is not supported: input items are messages, function_call and function_call_output`);
     }
   });
   return out;
@@ -156,96 +114,79 @@ export function toConversation(value: unknown): ConversationMessage[] {
  * status, and an id unless it came with one (`msg_…`, `fc_…`, `fco_…` by type).
  * `input` was checked by {@link toConversation} already.
  */
-export function inputItemsOf(value: unknown): Record<string, unknown>[] {
-  const items: unknown[] = typeof value === "string" ? [{ type: "message", role: "user", content: value }] : Array.isArray(value) ? value : [];
-  return items.filter(isObject).map((item) => {
-    const type = typeof item["type"] === "string" ? item["type"] : "message";
+export function inputItemsOf(input: ResponsesBody["input"]): Record<string, unknown>[] {
+  const items: InputItem[] = typeof input === "string" ? [{ type: "message", role: "user", content: input }] : input;
+  return items.map((item) => {
+    const type = item.type ?? "message";
     const prefix = type === "function_call" ? "fc" : type === "function_call_output" ? "fco" : "msg";
     const resource: Record<string, unknown> = { id: `${prefix}_${randomUUID().replace(/-/g, "")}`, ...item, type, status: "completed" };
     if (type === "message") {
-      const parts: unknown[] = typeof item["content"] === "string" ? [{ text: item["content"] }] : Array.isArray(item["content"]) ? item["content"] : [];
-      const text = (part: unknown): string => (isObject(part) && typeof part["text"] === "string" ? part["text"] : "");
-      resource["content"] = parts.map((part) => (item["role"] === "assistant" ? outputTextPart(text(part)) : { type: "input_text", text: text(part) }));
+      const parts = typeof item.content === "string" ? [{ text: item.content }] : (item.content ?? []);
+      resource["content"] = parts.map((part) => (item.role === "assistant" ? outputTextPart(part.text) : { type: "input_text", text: part.text }));
     }
     return resource;
   });
 }
 
-function toTools(value: unknown): { specs: ToolSpec[]; echo: unknown[] } {
-  if (value === undefined || value === null) return { specs: [], echo: [] };
-  if (!Array.isArray(value)) throw bad(`"tools" must be an array`);
-  const chat = value.map((t, i) => {
-    if (!isObject(t) || t["type"] !== "function") throw bad(`tools[${i}]: only {"type": "function", "name", "description", "parameters"} tools are supported`);
-    if (typeof t["name"] !== "string") throw bad(`tools[${i}].name must be a string`);
-    return { type: "function", function: { name: t["name"], description: t["description"] ?? "", parameters: t["parameters"] ?? { type: "object", properties: {} } } };
-  });
-  return { specs: toToolSpecs(chat), echo: value };
-}
+/** Interlace's own fields of the Responses body (the schema lists them; the parameter table does not). */
+const RESPONSES_EXTENSIONS = Object.keys(responsesBodySchema["properties"] as object).filter((k) => k.startsWith("interlace_"));
 
-/** Validates a `POST /v1/responses` body. */
+/**
+ * Validates a `POST /v1/responses` body: every parameter is applied or
+ * refused (`openai-parameters.ts`), then the body is checked against its
+ * schema (`common/src/wire/responses-schema.ts`). The checks left here are
+ * what a schema cannot say, each marked.
+ */
 export function parseResponsesRequest(body: unknown, limits: { maxPromptBytes: number }): ResponsesInput {
-  const b = requireObjectBody(body);
-  refuseUnsupported(b, RESPONSES_PARAMETERS, "responses");
-  const text = b["text"];
-  if (text !== undefined && text !== null && !isObject(text)) throw bad(`"text" must be an object`);
-  if (isObject(text)) {
-    for (const key of Object.keys(text)) if (key !== "format" && text[key] !== null) throw bad(`"text.${key}" is not supported: only "text.format" is`);
-  }
-  const format = isObject(text) ? text["format"] : undefined;
-  const answerFormat = parseAnswerFormat(format, "text.format", "responses");
-  const input = toConversation(b["input"]);
-  const instructions = b["instructions"];
-  if (instructions !== undefined && instructions !== null && typeof instructions !== "string") throw bad(`"instructions" must be a string`);
-  const bytes = promptBytes(input, typeof instructions === "string" ? instructions : undefined);
+  const present = presentFields(requireObjectBody(body));
+  refuseUnsupported(present, RESPONSES_PARAMETERS, "responses", RESPONSES_EXTENSIONS);
+  const checked = validateResponsesBody(present);
+  if (!checked.ok) throw bad(checked.error);
+  const b = checked.value;
+  const format = b.text?.format ?? undefined;
+  const answerFormat = answerFormatOf(format, "text.format");
+  const input = toConversation(b.input);
+  // Not a schema matter: the byte limit is the pod's flag.
+  const bytes = promptBytes(input, b.instructions);
   if (bytes > limits.maxPromptBytes) {
     throw HttpError.of(ErrorCode.PayloadTooLarge, `input of ${bytes} bytes exceeds the limit of ${limits.maxPromptBytes} bytes (--max-prompt-bytes)`);
   }
-  const { specs, echo } = toTools(b["tools"]);
-  const choice = parseToolChoice(b["tool_choice"], "responses");
+  const tools = b.tools ?? [];
+  const specs = toToolSpecs(tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description ?? "", parameters: t.parameters ?? null } })));
+  const choice = toolChoiceOf(b.tool_choice);
+  // Not a schema matter: a forced call needs its tool among the request's tools.
   checkToolChoice(choice, specs);
-  const previous = b["previous_response_id"];
-  if (previous !== undefined && previous !== null && (typeof previous !== "string" || previous === "")) throw bad(`"previous_response_id" must be a response id`);
-  const flag = (key: string, fallback: boolean): boolean => {
-    const v = b[key];
-    if (v === undefined || v === null) return fallback;
-    if (typeof v !== "boolean") throw bad(`"${key}" must be true or false`);
-    return v;
-  };
-  const maxOutputTokens = optionalNumber(b, "max_output_tokens", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
-  const temperature = optionalNumber(b, "temperature", (n) => n >= 0 && n <= 2, "a number in 0..2");
-  const maxToolCalls = optionalNumber(b, "max_tool_calls", (n) => Number.isInteger(n) && n >= 1, "a positive integer");
-  const parallelToolCalls = flag("parallel_tool_calls", true);
-  const { topP } = samplingOptions(b);
-  const maxCalls = parallelToolCalls ? maxToolCalls : 1;
-  const metadata = b["metadata"];
-  if (metadata !== undefined && metadata !== null && !isObject(metadata)) throw bad(`"metadata" must be an object`);
-  const policy = validatePolicy(b["interlace_policy"], specs, "interlace_policy");
-  const logprobs = parseResponsesLogprobs(b);
+  const parallelToolCalls = b.parallel_tool_calls ?? true;
+  const topP = b.top_p;
+  const maxCalls = parallelToolCalls ? b.max_tool_calls : 1;
+  // Not a schema matter: the policy's calls name the request's tools.
+  const policy = validatePolicy(b.interlace_policy, specs, "interlace_policy");
+  const logprobs = responsesLogprobsOf(b);
   return {
-    model: typeof b["model"] === "string" ? b["model"] : "interlace",
-    stream: flag("stream", false),
-    store: flag("store", true),
-    ...(typeof previous === "string" ? { previousResponseId: previous } : {}),
-    ...(typeof instructions === "string" ? { instructions } : {}),
+    model: b.model ?? "interlace",
+    stream: b.stream === true,
+    store: b.store ?? true,
+    ...(b.previous_response_id !== undefined ? { previousResponseId: b.previous_response_id } : {}),
+    ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
     input,
-    inputItems: inputItemsOf(b["input"]),
+    inputItems: inputItemsOf(b.input),
     tools: choice === "none" ? [] : specs,
-    toolsEcho: echo,
-    toolChoiceEcho: b["tool_choice"] ?? "auto",
+    toolsEcho: tools,
+    toolChoiceEcho: b.tool_choice ?? "auto",
     formatEcho: answerFormat !== undefined ? format : { type: "text" },
     parallelToolCalls,
-    ...(maxToolCalls !== undefined ? { maxToolCalls } : {}),
+    ...(b.max_tool_calls !== undefined ? { maxToolCalls: b.max_tool_calls } : {}),
     generation: {
       ...(choice !== undefined && choice !== "auto" && choice !== "none" ? { toolChoice: choice } : {}),
       ...(maxCalls !== undefined ? { maxCalls } : {}),
       ...(answerFormat !== undefined ? { answerFormat } : {}),
-      ...(topP !== undefined ? { topP } : {}),
+      ...samplingOptions(b),
       ...(logprobs !== undefined ? { logprobs } : {}),
     },
-    ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
-    ...(temperature !== undefined ? { temperature } : {}),
+    ...(b.max_output_tokens !== undefined ? { maxOutputTokens: b.max_output_tokens } : {}),
+    ...(b.temperature !== undefined ? { temperature: b.temperature } : {}),
     ...(topP !== undefined ? { topP } : {}),
-    metadata: isObject(metadata) ? metadata : {},
+    metadata: b.metadata ?? {},
     ...(policy !== undefined ? { policy } : {}),
   };
 }
