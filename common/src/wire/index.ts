@@ -8,3 +8,4 @@ export * from "./validator.js";
 export * from "./tool-schema.js";
 export * from "./error-line.js";
 export * from "./request-schemas.js";
+export * from "./schema-refs.js";

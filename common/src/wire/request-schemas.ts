@@ -108,6 +108,26 @@ export const retentionHintSchema: JsonSchema = {
   additionalProperties: false,
 };
 
+/** A session's `responseFormat` (OpenAI's `response_format` shape); the engine compiles the schema into a grammar. */
+export const responseFormatSchema: JsonSchema = {
+  type: "object",
+  properties: {
+    type: { enum: ["text", "json_object", "json_schema"] },
+    json_schema: {
+      type: "object",
+      properties: { name: { type: "string", pattern: "^[A-Za-z0-9_-]{1,64}$" }, schema: { type: "object" }, strict: { type: "boolean" }, description: { type: "string" } },
+      required: ["name", "schema"],
+      additionalProperties: false,
+    },
+  },
+  required: ["type"],
+  additionalProperties: false,
+  // The schema goes with `json_schema` and only there.
+  if: { properties: { type: { const: "json_schema" } } },
+  then: { required: ["json_schema"] },
+  else: { properties: { json_schema: false } },
+};
+
 /** `POST /v1/sessions`; `tools` entries are resolved (builtin names, full specs) after this check. */
 export const createSessionBodySchema: JsonSchema = {
   type: "object",
@@ -135,6 +155,7 @@ export const createSessionBodySchema: JsonSchema = {
         { type: "object", properties: { name: { type: "string", minLength: 1 } }, required: ["name"], additionalProperties: false },
       ],
     },
+    responseFormat: responseFormatSchema,
   },
   required: ["prompt"],
   additionalProperties: false,
