@@ -27,7 +27,7 @@ export interface Merged<T> {
 }
 
 const ROLES = ["user", "assistant", "tool"] as const;
-const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "retention", "policy", "mode", "grammar", "prefixReuse"];
+const SESSION_FIELDS = ["prompt", "maxTokens", "temperature", "seed", "kvPolicy", "retention", "policy", "mode", "grammar", "prefixReuse", "responseFormat"];
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -104,6 +104,7 @@ export function mergeSessionRequest(app: AppConfig, body: unknown): Merged<Creat
   if (body["policy"] !== undefined) request.policy = body["policy"] as NonNullable<CreateSessionRequest["policy"]>;
   if (body["grammar"] !== undefined) request.grammar = body["grammar"] as boolean;
   if (body["prefixReuse"] !== undefined) request.prefixReuse = body["prefixReuse"] as boolean;
+  if (body["responseFormat"] !== undefined) request.responseFormat = body["responseFormat"] as NonNullable<CreateSessionRequest["responseFormat"]>;
   return { body: request, ...chainAndKey(app, messages) };
 }
 
