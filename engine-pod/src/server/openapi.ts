@@ -4,6 +4,8 @@
  * the Responses API) and the probes. A test
  * checks it against the routes the express app really mounts, both ways.
  */
+import { responseFormatSchema } from "../../../common/src/wire/index.js";
+
 const error = { $ref: "#/components/responses/Error" };
 const id = { name: "id", in: "path", required: true, schema: { type: "string" } };
 
@@ -174,6 +176,11 @@ export const OPENAPI_DOCUMENT = {
           },
           policy: { type: "object" },
           toolChoice: { description: "OpenAI tool_choice for the session's first call: required or a named function forces it (--backend openai: sync/syncParallel, the first request's tool_choice)", oneOf: [{ enum: ["auto", "none", "required"] }, { type: "object", properties: { name: { type: "string" } }, required: ["name"] }] },
+          responseFormat: {
+            description:
+              "OpenAI response_format for the session's answer (its text outside call blocks), in every calling mode: generated under a grammar built from the schema while call blocks stay possible; the done event's answer carries it. Not on --backend openai.",
+            ...responseFormatSchema,
+          },
         },
         required: ["prompt"],
       },
