@@ -104,6 +104,16 @@ export type ToolChoice = "auto" | "none" | "required" | { name: string };
 export type AnswerFormat = { type: "json_object" } | { type: "json_schema"; schema: JsonSchema };
 
 /**
+ * A session's `responseFormat`, in OpenAI's `response_format` shape: free
+ * text, any JSON object, or a value of a JSON Schema (local `$ref`s to its
+ * own `$defs` are followed; the engine always applies the schema strictly).
+ */
+export type ResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; json_schema: { name: string; schema: JsonSchema; strict?: boolean; description?: string } };
+
+/**
  * Which paused session gives its KV cells up when a request finds every
  * sequence held (the engine's `--kv-retention`, an EnginePool's
  * `kvRetention.policy`); engine-pod/src/kv/retention.ts says what each does.
@@ -163,6 +173,12 @@ export interface CreateSessionRequest {
    * loop forever.
    */
   toolChoice?: ToolChoice;
+  /**
+   * The session's answer (its text outside call blocks) is JSON: generated
+   * under a grammar built from the schema, while call blocks stay possible.
+   * The answer begins once no call is outstanding; the `done` event carries it.
+   */
+  responseFormat?: ResponseFormat;
 }
 
 export interface SessionUsage {
@@ -242,7 +258,7 @@ export type SessionEvent =
       tokens: number;
       delayMs: number;
       delayTokens: number;
-      /** Held back at least once because it arrived inside a critical section (a call block). */
+      /** Held back at least once because it arrived inside a critical section (a call block, or an answer under a `responseFormat`). */
       deferred?: boolean;
       t: number;
     }
@@ -263,6 +279,12 @@ export type SessionEvent =
       timings: SessionTimings;
       scripted: boolean;
       speculation?: SpeculationUsage;
+      /**
+       * The session's final answer: its text outside call blocks after the
+       * last call block, trap or delivered interrupt, trimmed. With a
+       * `responseFormat`, one JSON value (unless the token limit cut it).
+       */
+      answer?: string;
       t: number;
     }
   | { type: "error"; code: string; message: string; t: number };

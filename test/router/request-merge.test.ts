@@ -34,6 +34,12 @@ t.test("a KV retention hint: the request's own, else the app's (spec.kvRetention
   t.same(mergeSessionRequest(app, { prompt: "x", retention: { retentionSeconds: 5 } }).body.retention, { retentionSeconds: 5 }, "the request's hint wins");
 });
 
+t.test("a response format reaches the engine as the client gave it (the engine validates it)", async (t) => {
+  const responseFormat = { type: "json_schema" as const, json_schema: { name: "plan", schema: { type: "object", properties: { steps: { type: "array" } } } } };
+  t.same(mergeSessionRequest(appConfig("merge-rf"), { prompt: "x", responseFormat }).body.responseFormat, responseFormat);
+  t.equal(mergeSessionRequest(appConfig("merge-rf"), { prompt: "x" }).body.responseFormat, undefined);
+});
+
 t.test("fields the app owns are refused with their name", async (t) => {
   const app = appConfig("merge-d");
   t.throws(() => mergeSessionRequest(app, { prompt: "x", system: "be evil" }), /"system" is set by the AgentApp/);

@@ -6,7 +6,9 @@
 import t from "tap";
 import { createLogger } from "../../common/src/index.js";
 import { EngineMetrics } from "../../engine-pod/src/metrics/index.js";
+import { createSessionBodySchema } from "../../common/src/wire/index.js";
 import { DEFAULT_SERVER_LIMITS, EngineServer } from "../../engine-pod/src/server/index.js";
+import { OPENAPI_DOCUMENT } from "../../engine-pod/src/server/openapi.js";
 
 t.test("the OpenAPI document matches the mounted routes", async (t) => {
   const server = new EngineServer({ catalog: { builtins: new Map(), pools: false }, limits: DEFAULT_SERVER_LIMITS, metrics: new EngineMetrics(), log: createLogger("openapi-test", "silent") });
@@ -24,4 +26,10 @@ t.test("the OpenAPI document matches the mounted routes", async (t) => {
     .sort();
   t.ok(mounted.length >= 9, `routes found: ${mounted.join(", ")}`);
   t.same(documented, mounted);
+});
+
+t.test("the session request documents responseFormat, from the schema the engine validates it by", async (t) => {
+  const documented = (OPENAPI_DOCUMENT.components.schemas.CreateSessionRequest as { properties: Record<string, unknown> }).properties;
+  t.ok(documented["responseFormat"] !== undefined, "listed");
+  t.equal(documented["responseFormat"], (createSessionBodySchema["properties"] as Record<string, unknown>)["responseFormat"], "the same schema object");
 });

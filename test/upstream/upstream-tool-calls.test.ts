@@ -66,6 +66,10 @@ t.test("native tool_calls from llama.cpp's server (chatml-function-calling)", as
     t.throws(() => engine.createSession({ prompt: "x", tools: [ECHO], mode: "sync", toolChoice: { name: "nope" } }), new InterlaceError(ErrorCode.UnknownTool, `toolChoice names "nope", which is not one of the session's tools`));
   });
 
+  await t.test("a session's responseFormat is refused here, never ignored", async (t) => {
+    t.throws(() => engine.createSession({ prompt: "x", tools: [ECHO], mode: "sync", responseFormat: { type: "json_object" } }), /responseFormat: sessions on --backend openai/);
+  });
+
   const http = new EngineServer({ engine, catalog: { builtins: new Map(), pools: true }, limits: DEFAULT_SERVER_LIMITS, metrics: new EngineMetrics(), log });
   const port = await http.listen(0, "127.0.0.1");
   t.teardown(() => http.close());

@@ -15,7 +15,7 @@ export type SessionEvent =
   | { type: "interrupt"; id: string; kind: "tool_result" | "tool_error" | "user" | "agent"; value: string; tokens: number; delayMs: number; t: number }
   | { type: "trap"; decision: string; expectedWaitMs: number; contextTokens: number; t: number }
   | { type: "resume"; decision: string; costMs: number; t: number }
-  | { type: "done"; reason: "eos" | "max_tokens" | "cancelled" | "error"; usage: Record<string, number>; timings: Record<string, number>; t: number }
+  | { type: "done"; reason: "eos" | "max_tokens" | "cancelled" | "error"; usage: Record<string, number>; timings: Record<string, number>; answer?: string; t: number }
   | { type: "error"; code: string; message: string; t: number };
 
 export interface SessionRequest {
@@ -26,6 +26,8 @@ export interface SessionRequest {
   seed?: number;
   /** Scripts the session, for the engine's generated test model. */
   policy?: Record<string, unknown>;
+  /** OpenAI's `response_format` shape: the answer (`done.answer`) is JSON of this schema. */
+  responseFormat?: { type: "text" } | { type: "json_object" } | { type: "json_schema"; json_schema: { name: string; schema: Record<string, unknown>; strict?: boolean } };
 }
 
 /** An output the client already has for a tool call (`params` absent: any call of the tool); kept `keepAlive` seconds. */

@@ -14,3 +14,4 @@ export * from "./response-format-schema.js";
 export * from "./chat-completions-schema.js";
 export * from "./responses-schema.js";
 export * from "./cache-tool-output-schema.js";
+export * from "./schema-refs.js";

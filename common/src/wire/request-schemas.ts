@@ -10,6 +10,8 @@ import { ErrorCode } from "../errors.js";
 import type { CreateSessionRequest, PostInterruptRequest, RetentionHint, ScriptedPolicySpec } from "../session.js";
 import { TOOL_NAME_PATTERN, type JsonSchema } from "../tools.js";
 import { TOOL_CHOICE_MODES } from "./openai-shared-schema.js";
+// The session's `responseFormat` takes OpenAI's `response_format` shape; the engine compiles its schema into a grammar.
+import { responseFormatSchema } from "./response-format-schema.js";
 import { compileSchema } from "./validator.js";
 
 /** Call and interrupt ids appear in `[INTR] id [HEAD]`: identifiers. */
@@ -114,6 +116,7 @@ export const retentionHintSchema: JsonSchema = {
   additionalProperties: false,
 };
 
+
 /** `POST /v1/sessions`; `tools` entries are resolved (builtin names, full specs) after this check. */
 export const createSessionBodySchema: JsonSchema = {
   type: "object",
@@ -143,6 +146,7 @@ export const createSessionBodySchema: JsonSchema = {
         { type: "object", properties: { name: { type: "string", minLength: 1 } }, required: ["name"], additionalProperties: false },
       ],
     },
+    responseFormat: responseFormatSchema,
   },
   required: ["prompt"],
   additionalProperties: false,

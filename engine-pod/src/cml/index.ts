@@ -10,5 +10,5 @@ export { parsePythonCall, type PythonCall, type PythonCallResult } from "./pytho
 export { normalizeSchema, propertyOrder, resolveTypeAlias } from "./schema.js";
 export { formatCallError, formatErrorInterrupt, type CallFailure } from "./call-errors.js";
 export { buildCallGrammar, createCallGrammar, gbnfLiteral, markerGbnf, type CallGrammarOptions } from "./call-grammar.js";
-export { buildAnswerGrammar, type AnswerGrammarOptions } from "./answer-grammar.js";
+export { answerInstruction, buildAnswerGrammar, type AnswerGrammarOptions } from "./answer-grammar.js";
 export { findMarkerTokens, intrTokenId, intrLogitBias, createIntrTokenBias, INTR_LOGIT, type MarkerTokenInfo } from "./marker-tokens.js";

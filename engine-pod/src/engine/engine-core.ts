@@ -149,14 +149,14 @@ export class EngineCore {
   }
 
   /** Throws the request's error when its answer format cannot be compiled (the grammar is cached for its session). */
-  checkAnswerFormat(format: AnswerFormat, allowCall: boolean): void {
-    this.deps.sampling.answerGrammarState(format, allowCall);
+  checkAnswerFormat(format: AnswerFormat, allowCall: boolean, field?: string): void {
+    this.deps.sampling.answerGrammarState(format, { allowCall, ...(field !== undefined ? { field } : {}) });
   }
 
   /** What the request fixes about its samples from the start: the call opener a tool choice forces, the answer grammar. */
   private constrain(s: SessionState): void {
     if (s.config.toolChoice !== undefined && s.config.tools.size > 0) s.forced.push(...this.runtime.markerIds[CML.CALL]);
-    if (s.config.answerFormat !== undefined) s.kv.answerGrammar = this.deps.sampling.answerGrammarState(s.config.answerFormat, s.config.tools.size > 0);
+    if (s.config.answerFormat !== undefined) s.kv.answerGrammar = this.deps.sampling.answerGrammarState(s.config.answerFormat, { allowCall: s.config.tools.size > 0 });
   }
 
   /** A session (not a completion) announces itself once admitted. */
@@ -210,7 +210,11 @@ export class EngineCore {
   private apply(plan: StepPlan): void {
     for (const id of plan.cancel) this.finish(this.sessions.get(id)!, "cancelled");
     for (const r of plan.resume) this.work.resume(this.sessions.get(r.id)!, r.slot, r.granted);
-    for (const id of plan.reenter) this.work.reenter(this.sessions.get(id)!);
+    for (const id of plan.reenter) {
+      const s = this.sessions.get(id)!;
+      this.work.reenter(s);
+      this.answerBoundary(s);
+    }
     if (plan.move !== null) this.work.move(this.sessions.get(plan.move.id)!, plan.move.from, plan.move.to);
   }
 
@@ -350,8 +354,13 @@ export class EngineCore {
       // The EOS token is never fed: a resumed sequence continues from before it.
       s.tokens.feed = [];
       // EOS inside a block: the monitor reports it malformed; the turn is over.
-      if (s.monitor.inCriticalSection) this.finish(s, "eos");
-      else this.decide(s, s.turn.onEos(this.turnView(s)));
+      if (s.monitor.inCriticalSection) {
+        this.finish(s, "eos");
+        return;
+      }
+      // The grammar admits EOS only once the answer is complete: interrupts it held back may go in now.
+      s.kv.answerGrammar = undefined;
+      this.decide(s, s.turn.onEos(this.turnView(s)));
       return;
     }
     const wasCritical = s.monitor.inCriticalSection;
@@ -411,6 +420,7 @@ export class EngineCore {
         if (!parsed.ok) {
           s.onCallStream?.({ type: "refused", id });
           this.refuseCall(s, id, parsed);
+          this.answerBoundary(s);
           return;
         }
         s.usage.calls++;
@@ -418,15 +428,14 @@ export class EngineCore {
         s.onCallStream?.({ type: "done", id, name: parsed.tool, arguments: parsed.arguments });
         // O3: the result is already cached: append it now; the sequence never leaves the batch.
         const cached = this.deps.speculation?.settledResult(s.id, call);
-        if (cached !== undefined) {
-          this.appendCached(s, call, cached);
-          return;
-        }
-        this.decide(s, s.turn.onCall(this.turnView(s), call));
+        if (cached !== undefined) this.appendCached(s, call, cached);
+        else this.decide(s, s.turn.onCall(this.turnView(s), call));
+        this.answerBoundary(s);
         return;
       }
       case "trap":
         this.decide(s, s.turn.onTrap(this.turnView(s)));
+        this.answerBoundary(s);
         return;
       case "malformed":
         s.kv.grammarState = undefined;
@@ -443,6 +452,7 @@ export class EngineCore {
           s.onCallStream?.({ type: "refused", id });
           this.refuseCall(s, id, { code: ErrorCode.MalformedCall, message: `malformed_call: ${ev.reason}` });
         }
+        this.answerBoundary(s);
         return;
     }
   }
@@ -474,10 +484,29 @@ export class EngineCore {
     if (claim > 0 || outside) s.logprobs?.add(token, distribution, claim);
   }
 
-  /** Inside a call block, and once a constrained answer has begun, no block may open. */
+  /** Inside a call block no block may open; once a constrained answer has begun, no marker at all. */
   private bias(s: SessionState): TokenBias {
-    const answering = s.kv.answerGrammar !== undefined && s.content.trim() !== "";
-    return s.kv.grammarState !== undefined || answering ? this.deps.sampling.callBlockBias : this.deps.sampling.tokenBias;
+    if (s.kv.grammarState !== undefined) return this.deps.sampling.callBlockBias;
+    return s.answering ? this.deps.sampling.answerBias : this.deps.sampling.tokenBias;
+  }
+
+  /**
+   * A call block, a trap or a delivered interrupt ends what the model wrote
+   * before it, so a session's answer starts after it, under a fresh answer
+   * grammar. While calls are unanswered (outstanding, held for the turn's end,
+   * or their results queued) the grammar takes its awaiting form: another
+   * call or a trap, not the answer, which should read their results. The
+   * answer, once begun, is a critical section (see `SessionState.answering`):
+   * an interrupt arriving then waits for its end and the model answers again
+   * after reading it, so no interrupt ever lands inside the JSON and the last
+   * answer is the final one.
+   */
+  private answerBoundary(s: SessionState): void {
+    s.answerFrom = s.content.length;
+    const format = s.config.answerFormat;
+    if (format === undefined || s.config.answerAcrossCalls !== true || s.state === "done") return;
+    const awaiting = s.outstanding.size > 0 || s.heldCalls.length > 0 || this.interrupts.pending(s) > 0;
+    s.kv.answerGrammar = this.deps.sampling.answerGrammarState(format, { allowCall: s.config.tools.size > 0, awaiting });
   }
 
   /** O2: a call body opens; propose the session's cached call as a draft for the next step. */
@@ -620,9 +649,11 @@ export class EngineCore {
   /** At a token boundary outside any critical section, appends every queued interrupt after the pending token. */
   private inject(s: SessionState): void {
     const { tokens, events } = this.interrupts.injectNow(s);
+    if (tokens.length === 0) return;
     s.delivered(events);
     s.tokens.feed.push(...tokens);
     s.usage.injectedTokens += tokens.length;
+    this.answerBoundary(s);
   }
 
   private countPrefill(s: SessionState, n: number): void {
@@ -693,6 +724,7 @@ export class EngineCore {
             prefillMs: round3(prefillMs),
           },
           scripted: s.scripted,
+          answer: s.answer,
           t: s.now(),
         });
         this.wake();

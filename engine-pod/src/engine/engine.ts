@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type RetentionHint, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
 import { validateRetentionHint } from "../../../common/src/wire/index.js";
-import { createTokenMonitor } from "../cml/index.js";
+import { answerInstruction, createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
 import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
@@ -27,7 +27,7 @@ import { loadRuntime, type Runtime } from "./runtime.js";
 import { Sampling } from "./sampling.js";
 import { SessionState, type SessionConfig, type SessionInit } from "./session-state.js";
 import { completionPolicy, sessionTurnPolicy } from "./turn/index.js";
-import { checkSampling, toMessages, validatePolicy, validateTools } from "./validate-request.js";
+import { answerFormatOf, checkSampling, toMessages, validatePolicy, validateTools } from "./validate-request.js";
 
 /** Extra engine options for tests, benchmarks and the pod's wiring. */
 export interface EngineExtras {
@@ -129,7 +129,13 @@ class LlamaEngine implements Engine {
     const tools = request.toolChoice === "none" ? new Map<string, ToolSpec>() : declared;
     const turn = sessionTurnPolicy(mode);
     if (request.policy !== undefined) validatePolicy(request.policy, tools);
-    const messages = toMessages(request.prompt, request.system);
+    const answerFormat = answerFormatOf(request.responseFormat);
+    if (answerFormat !== undefined) {
+      if (request.policy !== undefined) throw new InterlaceError(ErrorCode.BadRequest, "responseFormat applies to the model's own answer: not with a scripted policy");
+      // Compiled here so that a schema llama.cpp cannot take is this request's 400, not a failed session.
+      this.core.checkAnswerFormat(answerFormat, tools.size > 0, "responseFormat");
+    }
+    const messages = toMessages(request.prompt, request.system, answerFormat !== undefined ? answerInstruction(answerFormat) : undefined);
     const prompt = promptTokens(this.runtime, { messages, tools: [...tools.values()] });
     this.checkPromptFits(prompt.length);
     const maxTokens = request.maxTokens ?? this.options.maxTokens;
@@ -155,6 +161,7 @@ class LlamaEngine implements Engine {
       priority,
       ...(request.maxBatch !== undefined ? { maxBatch: request.maxBatch } : {}),
       ...(toolChoice !== undefined ? { toolChoice } : {}),
+      ...(answerFormat !== undefined ? { answerFormat, answerAcrossCalls: true } : {}),
     };
     const script = request.policy !== undefined ? createPolicy(request.policy, this.runtime) : undefined;
     const s = this.admit({ id: randomUUID(), config, turn, prompt, ...(script !== undefined ? { script } : {}) }, { messages, tools: [...tools.values()] }, prefixReuse && this.options.prefixCache);

@@ -1,10 +1,11 @@
 /**
  * @module The interrupt manager: per-session queues of interrupts (tool
  * results and errors, user and agent messages), deferral while the model is
- * inside a critical section (a call block), CML formatting and tokenizing
- * (`[INTR] id [HEAD] value [END]`, markers as control tokens, values as plain
- * text that can never forge a marker), and injection accounting (delay in ms
- * and in decode steps, deferred or not, in each `interrupt` event).
+ * inside a critical section (a call block, or a JSON answer being written),
+ * CML formatting and tokenizing (`[INTR] id [HEAD] value [END]`, markers as
+ * control tokens, values as plain text that can never forge a marker), and
+ * injection accounting (delay in ms and in decode steps, deferred or not, in
+ * each `interrupt` event).
  */
 import type { Token } from "node-llama-cpp";
 import type { CmlMarker, InterruptKind, SessionEvent } from "../../../common/src/index.js";
@@ -16,6 +17,8 @@ export interface InterruptTarget {
   readonly id: string;
   readonly timing: { readonly decodeSteps: number };
   readonly monitor: Pick<TokenMonitor, "safeToInject" | "inCriticalSection">;
+  /** A JSON answer (`responseFormat`) is being written: a critical section too, so no interrupt splits the value. */
+  readonly answering: boolean;
   /** ms since the session was accepted (event timestamps). */
   now(): number;
 }
@@ -90,16 +93,16 @@ export class InterruptManager {
 
   /**
    * At a token boundary of a live sequence: the tokens of every queued
-   * interrupt when injecting is safe (outside any block, no partial marker
-   * held back), else none — those caught inside a critical section are
-   * counted as deferred once.
+   * interrupt when injecting is safe (outside any block and any answer being
+   * written, no partial marker held back), else none — those caught inside a
+   * critical section are counted as deferred once.
    */
   injectNow(s: InterruptTarget): Delivery {
     const q = this.queues.get(s.id);
     if (q === undefined || q.length === 0) return NOTHING;
-    if (!s.monitor.safeToInject) {
+    if (!s.monitor.safeToInject || s.answering) {
       for (const item of q) {
-        if (!item.deferred && s.monitor.inCriticalSection) {
+        if (!item.deferred && (s.monitor.inCriticalSection || s.answering)) {
           item.deferred = true;
           this.counts.interruptsDeferred++;
         }

@@ -3,7 +3,8 @@
  * `[INTR]` ban in every step; inside a call block also bans on `[CALL]` and
  * `[TRAP]`) and the call grammar per tool set (cached), active only between
  * `[CALL]` and `[END]`, advanced over drafted tokens that enter without
- * being sampled; and a completion's answer grammar (`response_format`).
+ * being sampled; and the answer grammar (`response_format`), with a ban on
+ * every marker while an answer is being written.
  */
 import { LlamaGrammar, LlamaGrammarEvaluationState, TokenBias, type Token } from "node-llama-cpp";
 import { CML, ErrorCode, InterlaceError, type AnswerFormat, type Logger, type ToolSpec } from "../../../common/src/index.js";
@@ -17,11 +18,24 @@ import type { Runtime } from "./runtime.js";
 const GRAMMAR_BOUNDS = { maxStringLength: 256, maxArrayItems: 16 } as const;
 const MAX_GRAMMARS = 64;
 
+/** Which answer grammar: see `AnswerGrammarOptions`; `field` names the request's format in errors. */
+export interface AnswerGrammarChoice {
+  allowCall: boolean;
+  awaiting?: boolean;
+  field?: string;
+}
+
 export class Sampling {
   /** Applied in every decode step, grammar or not: the model can never emit `[INTR]`. */
   readonly tokenBias: TokenBias;
   /** {@link tokenBias} plus bans on `[CALL]` and `[TRAP]`, while the call grammar is active. */
   readonly callBlockBias: TokenBias;
+  /**
+   * {@link tokenBias} plus bans on every marker, while a JSON answer is being
+   * written: its string rules would admit one by its text, and the monitor
+   * would take a marker out of the answer's text (or open a block in it).
+   */
+  readonly answerBias: TokenBias;
   private readonly grammars = new Map<string, LlamaGrammar | null>();
 
   /** `extraLogitBias`: a test's logits added to the model's in every step (the `[INTR]` ban still wins). */
@@ -39,6 +53,9 @@ export class Sampling {
       if (marker === CML.CALL || marker === CML.TRAP) opening.set(id as Token, (opening.get(id as Token) ?? 0) + INTR_LOGIT);
     }
     this.callBlockBias = combinedBias(runtime, opening);
+    const markers = new Map(extra);
+    for (const [id] of runtime.markerTokens) markers.set(id as Token, (markers.get(id as Token) ?? 0) + INTR_LOGIT);
+    this.answerBias = combinedBias(runtime, markers);
   }
 
   /**
@@ -69,14 +86,15 @@ export class Sampling {
    * format and cached). Unlike a call grammar it is never skipped: a format
    * llama.cpp cannot take is the request's error.
    */
-  answerGrammarState(format: AnswerFormat, allowCall: boolean): LlamaGrammarEvaluationState {
-    const key = JSON.stringify(["answer", format, allowCall]);
+  answerGrammarState(format: AnswerFormat, opts: AnswerGrammarChoice): LlamaGrammarEvaluationState {
+    const { allowCall, awaiting = false, field = "response_format" } = opts;
+    const key = JSON.stringify(["answer", format, allowCall, awaiting]);
     let grammar = this.grammars.get(key);
     if (grammar === undefined || grammar === null) {
       try {
-        grammar = new LlamaGrammar(this.runtime.llama, { grammar: buildAnswerGrammar(format, { markerTokens: this.runtime.markerTokens, allowCall }) });
+        grammar = new LlamaGrammar(this.runtime.llama, { grammar: buildAnswerGrammar(format, { markerTokens: this.runtime.markerTokens, allowCall, awaiting }) });
       } catch (err) {
-        throw new InterlaceError(ErrorCode.BadRequest, `response_format: llama.cpp refused the grammar built from it (${err instanceof Error ? err.message : String(err)})`);
+        throw new InterlaceError(ErrorCode.BadRequest, `${field}: llama.cpp refused the grammar built from it (${err instanceof Error ? err.message : String(err)})`);
       }
       if (this.grammars.size >= MAX_GRAMMARS) this.grammars.clear();
       this.grammars.set(key, grammar);

@@ -57,8 +57,15 @@ export interface SessionConfig {
    * that call's grammar admits only that tool.
    */
   readonly toolChoice?: "required" | { readonly name: string };
-  /** A completion's answer (text outside call blocks) is this JSON (OpenAI `response_format`). */
+  /** The answer (text outside call blocks) is this JSON (OpenAI `response_format`). */
   readonly answerFormat?: AnswerFormat;
+  /**
+   * Sessions: the answer format holds across calls — a fresh answer grammar
+   * after each call block, trap and delivered interrupt, in its awaiting form
+   * while calls are unanswered. Completions (absent) answer in a later
+   * request once they call.
+   */
+  readonly answerAcrossCalls?: boolean;
   /** A completion's text ends before the first of these (OpenAI `stop`). */
   readonly stop?: readonly string[];
   /** OpenAI's frequency and presence penalties over the generated tokens. */
@@ -97,7 +104,7 @@ export interface SessionKv {
   /** node-llama-cpp's generator on the sequence; null when none is open. */
   gen: AsyncGenerator<Token, void, Token | Token[] | void> | null;
   grammarState: LlamaGrammarEvaluationState | undefined;
-  /** The answer grammar (`answerFormat`), active outside call blocks until a block opens. */
+  /** The answer grammar (`answerFormat`), active outside call blocks until a block opens or the answer ends (EOS). */
   answerGrammar: LlamaGrammarEvaluationState | undefined;
   paused: PausedSequence | undefined;
   trapDecision: TrapDecision | undefined;
@@ -167,6 +174,8 @@ export class SessionState implements EngineSession {
   readonly abort = new AbortController();
   /** Text outside call blocks, and every generated token's text (completions read these). */
   content = "";
+  /** Where in `content` the current answer starts: after the last call block, trap or delivered interrupt. */
+  answerFrom = 0;
   raw = "";
   /** Completions with raw output: every emitted token's text, markers included. */
   readonly onRaw: ((text: string) => void) | undefined;
@@ -215,6 +224,19 @@ export class SessionState implements EngineSession {
   /** The one way the run state changes; throws `IllegalTransitionError` on a move the table does not allow. */
   transition(to: RunState): void {
     this.runState = checkedMove(this.runState, to);
+  }
+
+  /**
+   * A constrained answer has begun and not ended: a critical section like a
+   * call block (interrupts wait for its end, no marker may be sampled).
+   */
+  get answering(): boolean {
+    return this.kv.answerGrammar !== undefined && this.content.slice(this.answerFrom).trim() !== "";
+  }
+
+  /** The text since the last call block, trap or delivered interrupt: the final answer once the session ends. */
+  get answer(): string {
+    return this.content.slice(this.answerFrom).trim();
   }
 
   get scripted(): boolean {

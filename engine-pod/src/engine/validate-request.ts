@@ -9,12 +9,14 @@ import {
   ErrorCode,
   InterlaceError,
   TOOL_NAME_PATTERN,
+  type AnswerFormat,
   type ChatMessage,
   type CreateSessionRequest,
+  type ResponseFormat,
   type ScriptedPolicySpec,
   type ToolSpec,
 } from "../../../common/src/index.js";
-import { policyProblem, validateSampling, validateScriptedPolicy } from "../../../common/src/wire/index.js";
+import { compileSchema, inlineLocalRefs, policyProblem, responseFormatSchema, validateSampling, validateScriptedPolicy } from "../../../common/src/wire/index.js";
 
 /** Temperature is a number in 0..2; seed a 32-bit non-negative integer. */
 export function checkSampling(temperature: number | undefined, seed: number | undefined): void {
@@ -22,15 +24,42 @@ export function checkSampling(temperature: number | undefined, seed: number | un
   if (!checked.ok) throw new InterlaceError(ErrorCode.BadRequest, checked.error);
 }
 
-/** The request's prompt as messages (a `system` text goes first unless the list has its own). */
-export function toMessages(prompt: CreateSessionRequest["prompt"], system: string | undefined): ChatMessage[] {
+/**
+ * The request's prompt as messages (a `system` text goes first unless the
+ * list has its own); an `instruction` (what an answer format tells the
+ * model) ends the system message, or is one.
+ */
+export function toMessages(prompt: CreateSessionRequest["prompt"], system: string | undefined, instruction?: string): ChatMessage[] {
+  let messages: ChatMessage[];
   if (typeof prompt === "string") {
     if (prompt === "") throw new InterlaceError(ErrorCode.BadRequest, "prompt must not be empty");
-    return [...(system !== undefined ? [{ role: "system" as const, content: system }] : []), { role: "user", content: prompt }];
+    messages = [...(system !== undefined ? [{ role: "system" as const, content: system }] : []), { role: "user", content: prompt }];
+  } else {
+    if (!Array.isArray(prompt) || prompt.length === 0) throw new InterlaceError(ErrorCode.BadRequest, "prompt must be a string or a non-empty message list");
+    const hasSystem = prompt[0]?.role === "system";
+    messages = !hasSystem && system !== undefined ? [{ role: "system", content: system }, ...prompt] : prompt;
   }
-  if (!Array.isArray(prompt) || prompt.length === 0) throw new InterlaceError(ErrorCode.BadRequest, "prompt must be a string or a non-empty message list");
-  const hasSystem = prompt[0]?.role === "system";
-  return !hasSystem && system !== undefined ? [{ role: "system", content: system }, ...prompt] : prompt;
+  if (instruction === undefined) return messages;
+  const first = messages[0];
+  if (first?.role !== "system") return [{ role: "system", content: instruction }, ...messages];
+  return [{ ...first, content: first.content === "" ? instruction : `${first.content}\n\n${instruction}` }, ...messages.slice(1)];
+}
+
+const validateResponseFormat = compileSchema<ResponseFormat>(responseFormatSchema, "responseFormat");
+
+/**
+ * A session's `responseFormat` as the engine's answer format (`text`: none),
+ * its schema's local `$ref`s inlined; a bad one is a `bad_request` naming it.
+ */
+export function answerFormatOf(format: ResponseFormat | undefined): AnswerFormat | undefined {
+  if (format === undefined) return undefined;
+  const checked = validateResponseFormat(format);
+  if (!checked.ok) throw new InterlaceError(ErrorCode.BadRequest, `responseFormat: ${checked.error}`);
+  if (format.type === "text") return undefined;
+  if (format.type === "json_object") return { type: "json_object" };
+  const inlined = inlineLocalRefs(format.json_schema.schema, "responseFormat.json_schema.schema");
+  if (!inlined.ok) throw new InterlaceError(ErrorCode.BadRequest, inlined.error);
+  return { type: "json_schema", schema: inlined.value };
 }
 
 /** Tools by name; names must match `TOOL_NAME_PATTERN` and be unique. */

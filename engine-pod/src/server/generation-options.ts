@@ -8,7 +8,7 @@
  * naming the field.
  */
 import { ErrorCode, type AnswerFormat, type JsonSchema, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
-import type { ChatCompletionBody, ResponseFormatBody, ResponsesBody, TextFormat } from "../../../common/src/wire/index.js";
+import { inlineLocalRefs, type ChatCompletionBody, type ResponseFormatBody, type ResponsesBody, type TextFormat } from "../../../common/src/wire/index.js";
 import type { CompletionRequest } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
 import { isObject } from "./validate-request.js";
@@ -73,9 +73,6 @@ export function answerFormatOf(value: ResponseFormatBody | TextFormat | null | u
   return { type: "json_schema", schema: inlineRefs(schema, `${path}.schema`) };
 }
 
-/** Deepest chain of `$ref`s followed: a recursive schema has no finite grammar. */
-const MAX_REF_DEPTH = 16;
-
 /**
  * The schema with its local `$ref`s (`#/$defs/X`, `#/definitions/X`, as
  * pydantic and zod write nested models) replaced by what they name, so the
@@ -83,22 +80,9 @@ const MAX_REF_DEPTH = 16;
  * is a 400.
  */
 export function inlineRefs(schema: Record<string, unknown>, where: string): JsonSchema {
-  const defs = { ...(isObject(schema["definitions"]) ? schema["definitions"] : {}), ...(isObject(schema["$defs"]) ? schema["$defs"] : {}) };
-  const walk = (node: unknown, depth: number): unknown => {
-    if (Array.isArray(node)) return node.map((x) => walk(x, depth));
-    if (!isObject(node)) return node;
-    const ref = node["$ref"];
-    if (typeof ref === "string") {
-      const m = /^#\/(?:\$defs|definitions)\/([^/]+)$/.exec(ref);
-      const target = m !== null ? defs[m[1]!] : undefined;
-      if (target === undefined) throw bad(`"${where}": "$ref" ${ref} does not name one of the schema's own $defs`);
-      if (depth >= MAX_REF_DEPTH) throw bad(`"${where}": "$ref" ${ref} is recursive; a grammar needs a finite schema`);
-      const { $ref: _, ...rest } = node;
-      return walk({ ...(target as Record<string, unknown>), ...rest }, depth + 1);
-    }
-    return Object.fromEntries(Object.entries(node).filter(([k]) => k !== "$defs" && k !== "definitions").map(([k, v]) => [k, walk(v, depth)]));
-  };
-  return walk(schema, 0) as JsonSchema;
+  const inlined = inlineLocalRefs(schema, where);
+  if (!inlined.ok) throw bad(inlined.error);
+  return inlined.value;
 }
 
 /** `stop` (schema-checked) as a list; an empty one is none. */
@@ -116,13 +100,5 @@ export function samplingOptions(b: { top_p?: number; frequency_penalty?: number;
   };
 }
 
-/**
- * What the model is told of a required answer format (OpenAI, too, puts the
- * schema in the prompt): the grammar keeps the output valid, the
- * instruction lets the model fill it with the right content.
- */
-export function answerInstruction(format: AnswerFormat): string {
-  return format.type === "json_object"
-    ? "Answer with one JSON object and nothing else."
-    : `Answer with one JSON value that matches this JSON Schema, and nothing else:\n${JSON.stringify(format.schema)}`;
-}
+/** What the model is told of a required answer format (sessions are told it by the engine). */
+export { answerInstruction } from "../cml/index.js";

@@ -114,6 +114,10 @@ export class UpstreamEngine implements Engine {
     // The same checks as the own engine: known tools, identifier ids, known dependencies.
     if (request.policy !== undefined) validatePolicy(request.policy, tools);
     const script = request.policy === undefined ? undefined : new ScriptedTurns(request.policy, row);
+    // Never ignored: this backend does not carry a session's answer format to its upstream yet.
+    if (request.responseFormat !== undefined && request.responseFormat.type !== "text") {
+      throw new InterlaceError(ErrorCode.BadRequest, "responseFormat: sessions on --backend openai do not support structured answers; use the own engine, or chat completions' response_format");
+    }
     const toolChoice = request.toolChoice;
     if (toolChoice !== undefined) {
       if (row.calls !== "tools" || script !== undefined) throw new InterlaceError(ErrorCode.BadRequest, `toolChoice applies to the upstream's own function calling (unscripted sync and syncParallel sessions), not to ${script !== undefined ? "scripted sessions" : mode}`);
