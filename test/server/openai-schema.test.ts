@@ -62,6 +62,7 @@ t.test("chat completions: the validator's 400s name the parameter, with its boun
     [{ messages: [user], interlace_raw_cml: "yes" }, /^400 "interlace_raw_cml" must be boolean$/],
     [{ messages: [user], interlace_nope: true }, /^400 "interlace_nope" is not a parameter of chat completions$/],
     [{ messages: [user], logit_bias: { "1": 5 } }, /^400 "logit_bias" is not supported/],
+    [{ messages: [user], response_format: { type: "json_object", json_schema: { name: "x", schema: {} } } }, /^400 "response_format.json_schema" is not allowed here/],
   ];
   for (const [body, expected] of cases) t.match(refusal(parseChatCompletion, body), expected, JSON.stringify(body));
   t.equal(refusal(parseChatCompletion, { messages: [user], temperature: null, tool_choice: null, stop: null, logprobs: false, logit_bias: {} }), "accepted", "null is absent; refused parameters pass at the values that ask for nothing");

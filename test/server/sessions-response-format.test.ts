@@ -42,11 +42,11 @@ t.test("the done event carries the answer as JSON of the schema", async (t) => {
 t.test("a malformed response format → 400 naming the field", async (t) => {
   const body = (responseFormat: unknown): unknown => ({ prompt: "x", tools: ["echo"], responseFormat });
   await expectBadRequest(t, await create(body({ type: "xml" })), /"responseFormat.type" must be one of "text", "json_object", "json_schema"/);
-  await expectBadRequest(t, await create(body({ type: "json_schema" })), /"responseFormat" must have required property 'json_schema'/);
-  await expectBadRequest(t, await create(body({ type: "json_schema", json_schema: { name: "x", schema: "an object" } })), /"responseFormat.json_schema.schema" must be object/);
-  await expectBadRequest(t, await create(body({ type: "json_schema", json_schema: { name: "no spaces", schema: {} } })), /"responseFormat.json_schema.name" must match pattern/);
+  await expectBadRequest(t, await create(body({ type: "json_schema" })), /"responseFormat.json_schema" is required/);
+  await expectBadRequest(t, await create(body({ type: "json_schema", json_schema: { name: "x", schema: "an object" } })), /"responseFormat.json_schema.schema" must be a JSON Schema object/);
+  await expectBadRequest(t, await create(body({ type: "json_schema", json_schema: { name: "no spaces", schema: {} } })), /"responseFormat.json_schema.name" must be 1 to 64 letters, digits, _ or -/);
   await expectBadRequest(t, await create(body({ type: "json_schema", json_schema: { name: "x", schema: { $ref: "#/definitions/gone" } } })), /responseFormat.json_schema.schema.*"\$ref" #\/definitions\/gone does not name one of the schema's own \$defs/);
-  await expectBadRequest(t, await create(body({ type: "json_object", json_schema: { name: "x", schema: {} } })), /responseFormat.json_schema/);
+  await expectBadRequest(t, await create(body({ type: "json_object", json_schema: { name: "x", schema: {} } })), /"responseFormat.json_schema" is not allowed here/);
   await expectBadRequest(
     t,
     await create({ prompt: "x", tools: ["echo"], responseFormat: { type: "json_object" }, policy: { type: "text", pieces: ["{}"] } }),

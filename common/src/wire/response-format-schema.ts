@@ -32,7 +32,8 @@ export const responseFormatSchema: JsonSchema = {
     json_schema: { type: "object", properties: formatSpecProperties, required: ["name", "schema"] },
   },
   required: ["type"],
-  allOf: [whenType("json_schema", { required: ["json_schema"] })],
+  // The schema goes with `json_schema` and only there: never ignored under another type.
+  allOf: [whenType("json_schema", { required: ["json_schema"] }), whenType("text", { properties: { json_schema: false } }), whenType("json_object", { properties: { json_schema: false } })],
 };
 
 /** A validated `response_format`. */

@@ -92,6 +92,7 @@ export function describeErrors(errors: readonly ErrorObject[] | null | undefined
     if (e.keyword === "enum") {
       return `${where} must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((x) => JSON.stringify(x)).join(", ")}${got}`;
     }
+    if (e.keyword === "false schema") return `${where} is not allowed here`;
     if (e.keyword === "const") return `${where} must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}${got}`;
     if (style === "request") {
       if (e.keyword === "required") return `${pathOf(`${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}`, root)} is required`;
