@@ -12,6 +12,7 @@ import t from "tap";
 import { prefixHashChain, type SessionEvent } from "../../common/src/index.js";
 import { appConfig, longSession, openSession, postJson, QUICK, startStack, streamEvents } from "./fixtures.js";
 import { eventually } from "../helpers/wait.js";
+import { compileSchema } from "../../common/src/wire/validator.js";
 
 t.setTimeout(240_000);
 
@@ -231,4 +232,27 @@ t.test("an engine killed with SIGKILL drops out within the TTL; its sessions end
   await streamEvents(r0, "alpha", after.id);
   const late = await fetch(`${r1}/v1/apps/default/alpha/sessions/${s.id}/events`);
   t.equal(late.status, 410, "the lost session answers 410 engine_lost");
+});
+
+t.test("a session's responseFormat passes through the router: the answer is JSON of the schema, in the app's async and sync modes", async (t) => {
+  const plan = {
+    type: "object",
+    properties: { title: { type: "string" }, steps: { type: "array", maxItems: 2, items: { type: "object", properties: { n: { type: "integer" }, done: { type: "boolean" } }, required: ["n", "done"] } } },
+    required: ["title", "steps"],
+  };
+  const validate = compileSchema<unknown>(plan, "answer");
+  for (const mode of ["async", "sync"] as const) {
+    const app = `fmt-${mode}`;
+    await stack.putApp(appConfig(app, { callingMode: mode }));
+    t.ok(await eventually(() => stack.routers[0]!.apps.get("default", app) !== undefined, 5_000));
+    const s = await openSession(r0, app, { prompt: "a plan", temperature: 1, seed: 2, responseFormat: { type: "json_schema", json_schema: { name: "plan", schema: plan } } });
+    const done = (await streamEvents(r1, app, s.id)).find((e): e is Extract<SessionEvent, { type: "done" }> => e.type === "done");
+    t.equal(done?.reason, "eos", `${mode}: ended by EOS`);
+    const checked = validate(JSON.parse(done?.answer ?? "null"));
+    t.ok(checked.ok, checked.ok ? `${mode}: validates: ${done?.answer}` : `${mode}: ${checked.error}: ${JSON.stringify(done?.answer)}`);
+  }
+  const bad = await postJson(`${r0}/v1/apps/default/alpha/sessions`, { prompt: "x", responseFormat: { type: "xml" } });
+  t.equal(bad.status, 400, "a malformed format is the router's 400, naming the field");
+  t.match(await bad.text(), /responseFormat\.type/);
+  await eventually(idle, 5_000);
 });
