@@ -231,7 +231,7 @@ export class SessionState implements EngineSession {
    * call block (interrupts wait for its end, no marker may be sampled).
    */
   get answering(): boolean {
-    return this.kv.answerGrammar !== undefined && this.content.slice(this.answerFrom).trim() !== "";
+    return this.kv.answerGrammar !== undefined && this.answer !== "";
   }
 
   /** The text since the last call block, trap or delivered interrupt: the final answer once the session ends. */

@@ -21,8 +21,12 @@ import type { Token } from "node-llama-cpp";
 export const ZERO_PROBABILITY_LOGPROB = -9999;
 
 export class TokenDistribution {
-  /** log Σ p_i^T over the distribution (undoing the temperature); 0 when there is none to undo. */
-  private readonly logNormalizer: number;
+  /**
+   * log Σ p_i^T over the distribution (undoing the temperature), computed at
+   * the first lookup: every sampled token gets a distribution, but only
+   * content tokens are looked up.
+   */
+  private normalizer: number | undefined;
 
   /**
    * @param probabilities every candidate's probability, most likely first (node-llama-cpp's order)
@@ -31,8 +35,11 @@ export class TokenDistribution {
   constructor(
     private readonly probabilities: ReadonlyMap<Token, number>,
     private readonly temperature: number,
-  ) {
-    this.logNormalizer = this.scaled ? logSumExp([...probabilities.values()].filter((p) => p > 0).map((p) => temperature * Math.log(p))) : 0;
+  ) {}
+
+  private get logNormalizer(): number {
+    this.normalizer ??= logSumExp([...this.probabilities.values()].filter((p) => p > 0).map((p) => this.temperature * Math.log(p)));
+    return this.normalizer;
   }
 
   private get scaled(): boolean {

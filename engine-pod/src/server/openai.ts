@@ -47,8 +47,8 @@ export interface ChatCompletionInput {
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
 
-/** `content` (string, null or text parts) as text. */
-function contentText(content: ChatCompletionMessage["content"]): string {
+/** Schema-checked `content` (a string, null, or text parts: chat's and Responses' alike) as text. */
+export function contentText(content: string | readonly { text: string }[] | null | undefined): string {
   if (content === null || content === undefined) return "";
   return typeof content === "string" ? content : content.map((part) => part.text).join("");
 }

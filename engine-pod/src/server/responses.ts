@@ -20,7 +20,7 @@ import { presentFields, responsesBodySchema, validateResponsesBody, type InputIt
 import type { CompletionResult } from "../engine/index.js";
 import { HttpError } from "./http-errors.js";
 import { answerFormatOf, checkToolChoice, responsesLogprobsOf, samplingOptions, toolChoiceOf, type GenerationOptions } from "./generation-options.js";
-import { interlaceExtension, openAiLogprobs, toToolSpecs, type OpenAiTokenLogprob } from "./openai.js";
+import { contentText, interlaceExtension, openAiLogprobs, toToolSpecs, type OpenAiTokenLogprob } from "./openai.js";
 import { RESPONSES_PARAMETERS, refuseUnsupported } from "./openai-parameters.js";
 import { promptBytes, requireObjectBody, validatePolicy } from "./validate-request.js";
 
@@ -59,12 +59,6 @@ export interface ResponsesInput {
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
 
-/** Text of a schema-checked `content` or `output`: a string or text parts. */
-function partsText(value: InputItem["content"]): string {
-  if (value === undefined) return "";
-  return typeof value === "string" ? value : value.map((part) => part.text).join("");
-}
-
 /** Schema-checked input items → conversation messages (consecutive assistant text and calls form one assistant turn). */
 export function toConversation(input: ResponsesBody["input"]): ConversationMessage[] {
   if (typeof input === "string") return [{ role: "user", content: input }];
@@ -79,7 +73,7 @@ export function toConversation(input: ResponsesBody["input"]): ConversationMessa
   input.forEach((item, i) => {
     switch (item.type ?? "message") {
       case "message": {
-        const content = partsText(item.content);
+        const content = contentText(item.content);
         if (item.role === "assistant") assistant().content += content;
         else out.push({ role: item.role === "user" ? "user" : "system", content });
         return;
@@ -99,7 +93,7 @@ export function toConversation(input: ResponsesBody["input"]): ConversationMessa
         return;
       }
       case "function_call_output":
-        out.push({ role: "tool", content: partsText(item.output), toolCallId: item.call_id ?? "" });
+        out.push({ role: "tool", content: contentText(item.output), toolCallId: item.call_id ?? "" });
         return;
     }
   });
