@@ -44,6 +44,7 @@ export function parseDatasetFlags(flags: Map<string, string>): DatasetOptions {
     runs: num("runs", 1, 1, 100),
     syncShare: num("sync-share", 0.25, 0, 1),
     multistep: num("multistep", 20, 0, 10_000),
+    synthetic: num("synthetic", 0, 0, 100_000),
     callStyle,
     instructions,
     maxTokens: num("max-tokens", 1536, 64, 1_000_000),
@@ -51,7 +52,7 @@ export function parseDatasetFlags(flags: Map<string, string>): DatasetOptions {
 }
 
 /** The flags `parseDatasetFlags` and `parseFormatFlag` read. */
-export const DATASET_FLAGS = ["format", "questions", "answers", "split", "call-style", "instructions", "seed", "variants", "multi-call-variants", "fan-outs", "runs", "sync-share", "multistep", "max-tokens"] as const;
+export const DATASET_FLAGS = ["format", "questions", "answers", "split", "call-style", "instructions", "seed", "variants", "multi-call-variants", "fan-outs", "runs", "sync-share", "multistep", "synthetic", "max-tokens"] as const;
 
 /**
  * Refuses a flag the command does not read (a typo, `--help`): a run that

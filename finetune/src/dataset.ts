@@ -10,6 +10,8 @@
  *   same request about two or three values, one call each);
  * - multi-step tasks: three first turns of multi-turn entries, each a chain,
  *   with the tools their calls use;
+ * - with `synthetic`, that many tasks on functions no BFCL entry has
+ *   (synthetic-tasks.ts);
  * - each task simulated in async shape, or, for a share, in sync shape.
  */
 import { createHash } from "node:crypto";
@@ -22,6 +24,7 @@ import type { BfclEntry, SingleTurnEntry } from "../../bench/bfcl/bfcl-reader.js
 import { buildTasks, readEntries } from "../../bench/bfcl/load-tasks.js";
 import { mulberry32 } from "../../bench/bfcl/seeded-random.js";
 import { argumentVariant, fanOutVariant } from "./argument-variants.js";
+import { syntheticTasks } from "./synthetic-tasks.js";
 import { buildSample, type FinetuneSample, type TrainingTask } from "./build-samples.js";
 import { NativeSampleTokenizer, type NativeSample } from "./native-samples.js";
 import type { SampleTokenizer, TokenizedSample } from "./sample-tokens.js";
@@ -44,6 +47,8 @@ export interface DatasetOptions {
   syncShare: number;
   /** Multi-step tasks (three chains each) at most. */
   multistep: number;
+  /** Synthetic tasks (synthetic-tasks.ts: functions no BFCL entry has) added to the BFCL ones. */
+  synthetic: number;
   callStyle: CallStyle;
   /** How much of CML the samples' system prompt explains (the adapter tells the engine to prompt the same way). */
   instructions: PromptInstructions;
@@ -88,7 +93,7 @@ function singleTurnTask(entry: SingleTurnEntry): TrainingTask {
 }
 
 /** The training tasks of `entries` (already in the split): single-turn tasks with their variants, then multi-step tasks. */
-export function trainingTasks(entries: readonly BfclEntry[], o: Pick<DatasetOptions, "seed" | "variants" | "multiCallVariants" | "fanOuts" | "multistep">): TrainingTask[] {
+export function trainingTasks(entries: readonly BfclEntry[], o: Pick<DatasetOptions, "seed" | "variants" | "multiCallVariants" | "fanOuts" | "multistep"> & Partial<Pick<DatasetOptions, "synthetic">>): TrainingTask[] {
   const rng = mulberry32(o.seed * 31 + 7);
   const tasks: TrainingTask[] = [];
   for (const entry of entries) {
@@ -109,6 +114,7 @@ export function trainingTasks(entries: readonly BfclEntry[], o: Pick<DatasetOpti
   }
   const multi = buildTasks([...entries], "multistep", { seed: o.seed, toolDocs: "called", maxTasks: o.multistep });
   for (const t of multi) tasks.push({ id: t.id, origin: "multistep", sources: t.sources, messages: [{ role: "user", content: t.prompt }], tools: t.tools, calls: t.calls });
+  tasks.push(...syntheticTasks(o.synthetic ?? 0, o.seed));
   return tasks;
 }
 

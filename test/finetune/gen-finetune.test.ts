@@ -202,7 +202,7 @@ t.test("the dataset is the tuning split only, tokenized with the target model's 
   const tokenizer = await SampleTokenizer.load(await ensureModel({ preset: "test" }));
   t.teardown(() => tokenizer.close());
   const sources = bfclSources(bfclDir).filter((s) => /simple_python|multi_turn/.test(s.questions));
-  const { samples, stats } = buildDataset({ sources, split: "tuning", seed: 1, variants: 1, multiCallVariants: 1, fanOuts: 1, runs: 1, syncShare: 0.25, multistep: 2, callStyle: "json", instructions: "brief", maxTokens: 100_000 }, tokenizer);
+  const { samples, stats } = buildDataset({ sources, split: "tuning", seed: 1, variants: 1, multiCallVariants: 1, fanOuts: 1, runs: 1, syncShare: 0.25, multistep: 2, synthetic: 0, callStyle: "json", instructions: "brief", maxTokens: 100_000 }, tokenizer);
   t.ok(stats.sources.every(isTuningId), `every source entry is in the tuning split (${stats.sources.length})`);
   t.ok(stats.byOrigin["variant"]! > 0 && stats.byOrigin["fan-out"]! > 0 && stats.byOrigin["multistep"]! > 0, `variants, fan-outs and multi-step tasks are in (${JSON.stringify(stats.byOrigin)})`);
   for (const sample of samples.slice(0, 40)) {

@@ -87,7 +87,7 @@ t.test("the native dataset is the same tuning tasks as the CML one", { skip: exi
   const tokenizer = await SampleTokenizer.load(await ensureModel({ preset: "test" }));
   t.teardown(() => tokenizer.close());
   const sources = bfclSources(bfclDir).filter((s) => /simple_python/.test(s.questions));
-  const { samples, stats } = buildNativeDataset({ sources, split: "tuning", seed: 1, variants: 1, multiCallVariants: 1, fanOuts: 1, runs: 1, syncShare: 0.25, multistep: 0, callStyle: "json", instructions: "brief", maxTokens: 100_000 }, tokenizer);
+  const { samples, stats } = buildNativeDataset({ sources, split: "tuning", seed: 1, variants: 1, multiCallVariants: 1, fanOuts: 1, runs: 1, syncShare: 0.25, multistep: 0, synthetic: 0, callStyle: "json", instructions: "brief", maxTokens: 100_000 }, tokenizer);
   t.ok(samples.length > 0 && stats.samples === samples.length, `${samples.length} samples`);
   t.notOk(stats.byShape["left out: no exact loss spans"], "every task renders with exact loss spans");
   t.ok(samples.every((s) => s.meta["format"] === "native" && s.calls.length > 0), "every sample is native and calls");
