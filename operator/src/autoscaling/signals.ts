@@ -18,7 +18,7 @@ export interface ToolPoolSignal {
   pending: number;
   /** Calls a runner has taken and not acknowledged: running (JetStream `num_ack_pending`). */
   ackPending: number;
-  /** 90th percentile of the wait from publish to a runner starting the call, over the runners' last heartbeat interval (absent: no runner reported one). */
+  /** 90th percentile of the wait from publish to a runner starting the call, over the last 10 s, the slowest runner's (absent: no runner started a call lately). */
   waitP90Ms?: number;
 }
 
