@@ -20,30 +20,31 @@ export interface OperatorMetrics {
 }
 
 export interface AutoscalerMetrics {
-  desiredReplicas: Gauge<"kind" | "namespace" | "name">;
-  decisions: Counter<"kind" | "namespace" | "name" | "direction">;
-  toolCallsPending: Gauge<"namespace" | "pool">;
-  toolCallsRunning: Gauge<"namespace" | "pool">;
-  toolWaitP90: Gauge<"namespace" | "pool">;
-  engineQueuedSessions: Gauge<"namespace" | "pool">;
-  engineActiveSessions: Gauge<"namespace" | "pool">;
-  engineKvUse: Gauge<"namespace" | "pool">;
+  desiredReplicas: Gauge<"kind" | "pool_namespace" | "pool">;
+  decisions: Counter<"kind" | "pool_namespace" | "pool" | "direction">;
+  toolCallsPending: Gauge<"pool_namespace" | "pool">;
+  toolCallsRunning: Gauge<"pool_namespace" | "pool">;
+  toolWaitP90: Gauge<"pool_namespace" | "pool">;
+  engineQueuedSessions: Gauge<"pool_namespace" | "pool">;
+  engineActiveSessions: Gauge<"pool_namespace" | "pool">;
+  engineKvUse: Gauge<"pool_namespace" | "pool">;
 }
 
 function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
   const registers = [registry];
-  const pool = ["namespace", "pool"] as const;
+  // Not `namespace`: a Prometheus scrape sets that target label to the operator pod's own namespace.
+  const pool = ["pool_namespace", "pool"] as const;
   return {
     desiredReplicas: new Gauge({
       name: "interlace_autoscaler_desired_replicas",
       help: "Replicas the joint autoscaler wants for a builtin-mode pool (kind EnginePool or ToolPool).",
-      labelNames: ["kind", "namespace", "name"],
+      labelNames: ["kind", ...pool],
       registers,
     }),
     decisions: new Counter({
       name: "interlace_autoscaler_decisions_total",
       help: "Replica changes the joint autoscaler made, by pool and direction (up, down).",
-      labelNames: ["kind", "namespace", "name", "direction"],
+      labelNames: ["kind", ...pool, "direction"],
       registers,
     }),
     toolCallsPending: new Gauge({ name: "interlace_autoscaler_tool_calls_pending", help: "Calls waiting on a ToolPool's JetStream consumer (num_pending).", labelNames: pool, registers }),

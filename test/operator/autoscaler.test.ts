@@ -109,7 +109,7 @@ t.test("a tool backlog scales the builtin ToolPool up; the external one is left 
   t.equal(event.type, "Normal");
 
   // The external pool's backlog reached the autoscaler (it exports it) but drew no decision.
-  await waitFor("maps backlog exported", async () => /interlace_autoscaler_tool_calls_pending\{namespace="scaling",pool="maps"\} 9/.test(await metricsText()));
+  await waitFor("maps backlog exported", async () => /interlace_autoscaler_tool_calls_pending\{pool_namespace="scaling",pool="maps"\} 9/.test(await metricsText()));
   const maps = await admin.get<ToolPool>(ToolPoolKind, NS, "maps");
   t.equal(maps?.spec.replicas, 1, "external mode: replicas untouched");
   t.equal(maps?.status?.autoscaling, undefined, "external mode: no decision in status");
@@ -119,9 +119,9 @@ t.test("a tool backlog scales the builtin ToolPool up; the external one is left 
   t.equal(ep?.spec.replicas, 1, "no engine reports, so the engines are not resized");
 
   const metrics = await metricsText();
-  t.match(metrics, /interlace_autoscaler_decisions_total\{kind="ToolPool",namespace="scaling",name="weather",direction="up"\} 1/);
-  t.match(metrics, /interlace_autoscaler_desired_replicas\{kind="ToolPool",namespace="scaling",name="weather"\} 5/);
-  t.notMatch(metrics, /interlace_autoscaler_desired_replicas\{kind="ToolPool",namespace="scaling",name="maps"\}/, "no desired count for an external pool");
+  t.match(metrics, /interlace_autoscaler_decisions_total\{kind="ToolPool",pool_namespace="scaling",pool="weather",direction="up"\} 1/);
+  t.match(metrics, /interlace_autoscaler_desired_replicas\{kind="ToolPool",pool_namespace="scaling",pool="weather"\} 5/);
+  t.notMatch(metrics, /interlace_autoscaler_desired_replicas\{kind="ToolPool",pool_namespace="scaling",pool="maps"\}/, "no desired count for an external pool");
 });
 
 t.test("the backlog gone, the pool comes back down (stabilization window 0)", async (t) => {
@@ -132,7 +132,7 @@ t.test("the backlog gone, the pool comes back down (stabilization window 0)", as
   });
   t.equal(weather.status?.autoscaling?.lastReason, "scaled ToolPool weather 5→1: 0 calls pending, 0 running (2 per runner), at most 0 runners wanted over the last 0 s");
   const metrics = await metricsText();
-  t.match(metrics, /interlace_autoscaler_decisions_total\{kind="ToolPool",namespace="scaling",name="weather",direction="down"\} 1/, metrics.split("\n").filter((l) => l.includes("autoscaler")).join("\n"));
+  t.match(metrics, /interlace_autoscaler_decisions_total\{kind="ToolPool",pool_namespace="scaling",pool="weather",direction="down"\} 1/, metrics.split("\n").filter((l) => l.includes("autoscaler")).join("\n"));
 });
 
 t.test("a runner's p90 wait reaches the autoscaler through its heartbeat", async (t) => {
@@ -141,7 +141,7 @@ t.test("a runner's p90 wait reaches the autoscaler through its heartbeat", async
   await backlog({ namespace: NS, name: "weather" }, 4, "echo", 1_500);
   await startRunner(t, nats.url, poolConfig({ namespace: NS, pool: "weather" }), { heartbeatMs: 100 });
   const seconds = await waitFor("tool wait exported", async () => {
-    const m = /interlace_autoscaler_tool_wait_p90_seconds\{namespace="scaling",pool="weather"\} ([0-9.]+)/.exec(await metricsText());
+    const m = /interlace_autoscaler_tool_wait_p90_seconds\{pool_namespace="scaling",pool="weather"\} ([0-9.]+)/.exec(await metricsText());
     return m?.[1] === undefined ? undefined : Number(m[1]);
   });
   t.ok(seconds >= 1.5 && seconds < 30, `p90 tool wait ${seconds} s`);

@@ -95,7 +95,7 @@ export class AutoscalerReconciler implements Reconciler {
   /** Writes one pool's decision: spec.replicas, then status.autoscaling, then the Event. */
   private async apply(appKey: string, pool: Pool, d: PoolDecision, now: number): Promise<void> {
     const ns = pool.metadata.namespace ?? "default";
-    const labels = { kind: d.kind, namespace: ns, name: d.name };
+    const labels = { kind: d.kind, pool_namespace: ns, pool: d.name };
     const poolKey = `${d.kind}/${ns}/${d.name}`;
     const wants = this.wants.get(poolKey) ?? new Map<string, { desired: number; at: number }>();
     this.wants.set(poolKey, wants);
@@ -126,7 +126,7 @@ export class AutoscalerReconciler implements Reconciler {
     const m = this.metrics;
     if (engine?.spec.autoscaling) {
       const load = engineLoad(sample.engines);
-      const labels = { namespace: ns, pool: engine.metadata.name ?? "" };
+      const labels = { pool_namespace: ns, pool: engine.metadata.name ?? "" };
       m.engineQueuedSessions.set(labels, load.queuedSessions);
       m.engineActiveSessions.set(labels, load.activeSessions);
       m.engineKvUse.set(labels, load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0);
@@ -134,7 +134,7 @@ export class AutoscalerReconciler implements Reconciler {
     for (const pool of tools) {
       if (!pool.spec.autoscaling) continue;
       const s = sample.tools[pool.metadata.name ?? ""];
-      const labels = { namespace: ns, pool: pool.metadata.name ?? "" };
+      const labels = { pool_namespace: ns, pool: pool.metadata.name ?? "" };
       m.toolCallsPending.set(labels, s?.pending ?? 0);
       m.toolCallsRunning.set(labels, s?.ackPending ?? 0);
       // No call started lately: no wait to report (not a wait of zero).
