@@ -5,13 +5,14 @@
  * does. Tools as the bottleneck grow only the ToolPool, generation only the
  * EnginePool; when load stops both shrink after their stabilization windows
  * and not before, the zero-minimum pool goes to zero after idling; bounds
- * hold; external mode gets no decision.
+ * hold; external mode gets no decision; a pool shared by apps gets the most
+ * any of them wants.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
 import type { AppSlo } from "../../operator/src/api/index.js";
-import { boundsOf, decideAutoscaling, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
+import { boundsOf, decideAutoscaling, PoolWants, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
 
 interface Trace {
   description: string;
@@ -125,4 +126,15 @@ t.test("external mode, or no autoscaling: no decision", async (t) => {
   t.equal(ticks.at(-1)?.decision.bottleneck, "tools", "the bottleneck is still named (for the metrics an external scaler reads)");
   const unscaled = replay({ ...tr, enginePool: { name: "qwen", replicas: 1 }, toolPools: tr.toolPools.map(({ autoscaling: _a, ...p }) => p) });
   t.same(unscaled.changes, [], "pools without spec.autoscaling are left alone");
+});
+
+t.test("a pool several apps use gets the most any of them wants, until an app stops renewing its want", async (t) => {
+  const wants = new PoolWants(30_000);
+  t.equal(wants.record("ToolPool/team/web", "team/a", 5, 0), 5);
+  t.equal(wants.record("ToolPool/team/web", "team/b", 2, 1_000), 5, "b's 2 does not undo a's 5");
+  t.equal(wants.record("ToolPool/team/other", "team/b", 1, 1_000), 1, "pools are apart");
+  t.equal(wants.record("ToolPool/team/web", "team/b", 2, 40_000), 2, "a's want expired");
+  wants.record("ToolPool/team/web", "team/a", 7, 41_000);
+  wants.forget("team/a");
+  t.equal(wants.record("ToolPool/team/web", "team/b", 3, 42_000), 3, "a deleted app's want is dropped at once");
 });

@@ -9,3 +9,4 @@ export * from "./engine-demand.js";
 export * from "./stabilize.js";
 export * from "./reason.js";
 export * from "./decide.js";
+export * from "./pool-wants.js";

@@ -12,7 +12,7 @@
  */
 import type { AgentApp, AutoscalingStatus, EnginePool, KindDefinition, ToolPool } from "../api/index.js";
 import { EnginePoolKind, Reason, ToolPoolKind } from "../api/index.js";
-import { boundsOf, decideAutoscaling, engineLoad, windowMsOf, type PoolDecision, type SignalSample } from "../autoscaling/index.js";
+import { boundsOf, decideAutoscaling, engineLoad, PoolWants, windowMsOf, type PoolDecision, type SignalSample } from "../autoscaling/index.js";
 import type { AutoscalerMetrics } from "../metrics.js";
 import type { Informer, ReconcileRequest, ReconcileResult, Reconciler } from "../runtime/index.js";
 import type { ReconcilerContext } from "./context.js";
@@ -36,8 +36,8 @@ function rfc3339(ms: number): string {
 export class AutoscalerReconciler implements Reconciler {
   /** Signal samples per app, oldest first. */
   private readonly history = new Map<string, SignalSample[]>();
-  /** What each app last wanted for a pool: a pool shared by apps gets the most any of them wants. */
-  private readonly wants = new Map<string, Map<string, { desired: number; at: number }>>();
+  /** A pool shared by apps gets the most any of them wants. */
+  private readonly wants: PoolWants;
 
   constructor(
     private readonly ctx: ReconcilerContext,
@@ -46,7 +46,9 @@ export class AutoscalerReconciler implements Reconciler {
     private readonly toolPools: Informer<ToolPool>,
     private readonly metrics: AutoscalerMetrics,
     private readonly intervalMs: number,
-  ) {}
+  ) {
+    this.wants = new PoolWants(3 * intervalMs);
+  }
 
   async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
     const appKey = `${req.namespace}/${req.name}`;
@@ -54,6 +56,7 @@ export class AutoscalerReconciler implements Reconciler {
     const live = this.ctx.live;
     if (!app || app.metadata.deletionTimestamp || live?.observed !== true) {
       this.history.delete(appKey);
+      this.wants.forget(appKey);
       return {};
     }
     const ns = req.namespace;
@@ -62,6 +65,7 @@ export class AutoscalerReconciler implements Reconciler {
     const scaled: Pool[] = [...(engine ? [engine] : []), ...tools].filter((p) => p.spec.autoscaling !== undefined);
     if (scaled.length === 0) {
       this.history.delete(appKey);
+      this.wants.forget(appKey);
       return {};
     }
 
@@ -96,12 +100,7 @@ export class AutoscalerReconciler implements Reconciler {
   private async apply(appKey: string, pool: Pool, d: PoolDecision, now: number): Promise<void> {
     const ns = pool.metadata.namespace ?? "default";
     const labels = { kind: d.kind, pool_namespace: ns, pool: d.name };
-    const poolKey = `${d.kind}/${ns}/${d.name}`;
-    const wants = this.wants.get(poolKey) ?? new Map<string, { desired: number; at: number }>();
-    this.wants.set(poolKey, wants);
-    wants.set(appKey, { desired: d.desired, at: now });
-    for (const [k, w] of wants) if (w.at < now - 3 * this.intervalMs) wants.delete(k);
-    const wanted = Math.max(...[...wants.values()].map((w) => w.desired));
+    const wanted = this.wants.record(`${d.kind}/${ns}/${d.name}`, appKey, d.desired, now);
     this.metrics.desiredReplicas.set(labels, wanted);
     // Another app on the pool wants more: its decision stands, not this one.
     if (d.direction === undefined || wanted !== d.desired) return;
