@@ -107,8 +107,10 @@ export class AutoscalerReconciler implements Reconciler {
 
     const kind: KindDefinition = d.kind === "EnginePool" ? EnginePoolKind : ToolPoolKind;
     const { client, recorder, log } = this.ctx;
-    // Optimistic concurrency: a spec edited since the cache saw it gets a 409 and the next pass decides again.
-    await client.mergePatch(kind, ns, d.name, { metadata: { resourceVersion: pool.metadata.resourceVersion }, spec: { replicas: d.desired } }, { fieldManager: AUTOSCALER_FIELD_MANAGER });
+    // No resourceVersion precondition: every status write bumps it, so it would refuse most passes; in builtin
+    // mode the autoscaler owns the count (as an HPA owns its target's), and the write is idempotent.
+    await client.mergePatch(kind, ns, d.name, { spec: { replicas: d.desired } }, { fieldManager: AUTOSCALER_FIELD_MANAGER });
+    this.metrics.decisions.inc({ ...labels, direction: d.direction });
     const status: AutoscalingStatus = { desiredReplicas: d.desired, lastScaleTime: rfc3339(now), lastDirection: d.direction, lastReason: d.reason };
     // Its own field manager: the pool reconciler's status applies neither own nor remove this field.
     await client.apply(
@@ -117,7 +119,6 @@ export class AutoscalerReconciler implements Reconciler {
       { fieldManager: AUTOSCALER_FIELD_MANAGER, force: true, subresource: "status" },
     );
     await recorder.record(pool, "Normal", d.direction === "up" ? Reason.ScaledUp : Reason.ScaledDown, d.reason);
-    this.metrics.decisions.inc({ ...labels, direction: d.direction });
     log.info({ pool: `${ns}/${d.name}`, kind: d.kind, from: d.current, to: d.desired, app: appKey }, d.reason);
   }
 
