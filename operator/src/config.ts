@@ -64,6 +64,8 @@ export interface OperatorOptions {
   workers: number;
   /** Re-queue every object this often (0: never). */
   resyncMs: number;
+  /** How often the joint autoscaler samples each AgentApp's signals and decides (ms). */
+  autoscaleIntervalMs: number;
   /** Placement settings of the endpoint pickers it runs (the chart passes the router's, so both front doors place alike). */
   picker: PickerPlacement;
   logLevel: string;
@@ -75,7 +77,7 @@ export interface OperatorOptions {
  * --retry-period-ms --metrics-port --metrics-host --image
  * --image-pull-policy --nats-url --router-url --nats-auth-secret
  * --router-credentials-secret --nats-ca --credentials-namespace --workers
- * --resync-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
+ * --resync-ms --autoscale-interval-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
  * --picker-engine-ttl-ms --log-level` (each also as an upper-snake
  * environment variable).
  */
@@ -121,6 +123,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     credentialsNamespace: stringOpt(src, "credentials-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
     workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),
     resyncMs: intOpt(src, "resync-ms", 300_000, { min: 0 }),
+    autoscaleIntervalMs: intOpt(src, "autoscale-interval-ms", 10_000, { min: 100, max: 600_000 }),
     picker: {
       placement: pickerPlacement,
       loadFactorPercent: intOpt(src, "picker-load-factor", 125, { min: 100, max: 1000 }),

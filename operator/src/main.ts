@@ -99,7 +99,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
       ...(credentials !== undefined ? { credentials } : {}),
     },
     cleanup,
-    { workers: opts.workers, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
+    { workers: opts.workers, autoscaleIntervalMs: opts.autoscaleIntervalMs, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
   );
   return {
     manager,

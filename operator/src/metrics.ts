@@ -1,6 +1,7 @@
 /**
  * @module The operator's Prometheus metrics: reconciles by outcome and their
- * duration, work-queue depth and retries, and whether this replica leads.
+ * duration, work-queue depth and retries, whether this replica leads, and
+ * the joint autoscaler's decisions and signals.
  * One registry per manager, so several managers in one process (tests) do not
  * collide.
  */
@@ -14,6 +15,45 @@ export interface OperatorMetrics {
   queueDepth: Gauge<"controller">;
   queueRetries: Counter<"controller">;
   leader: Gauge;
+  /** The joint autoscaler's decisions and the signals they read (the signals also for external-mode pools, for HPA or KEDA). */
+  autoscaler: AutoscalerMetrics;
+}
+
+export interface AutoscalerMetrics {
+  desiredReplicas: Gauge<"kind" | "pool_namespace" | "pool">;
+  decisions: Counter<"kind" | "pool_namespace" | "pool" | "direction">;
+  toolCallsPending: Gauge<"pool_namespace" | "pool">;
+  toolCallsRunning: Gauge<"pool_namespace" | "pool">;
+  toolWaitP90: Gauge<"pool_namespace" | "pool">;
+  engineQueuedSessions: Gauge<"pool_namespace" | "pool">;
+  engineActiveSessions: Gauge<"pool_namespace" | "pool">;
+  engineKvUse: Gauge<"pool_namespace" | "pool">;
+}
+
+function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
+  const registers = [registry];
+  // Not `namespace`: a Prometheus scrape sets that target label to the operator pod's own namespace.
+  const pool = ["pool_namespace", "pool"] as const;
+  return {
+    desiredReplicas: new Gauge({
+      name: "interlace_autoscaler_desired_replicas",
+      help: "Replicas the joint autoscaler wants for a builtin-mode pool (kind EnginePool or ToolPool).",
+      labelNames: ["kind", ...pool],
+      registers,
+    }),
+    decisions: new Counter({
+      name: "interlace_autoscaler_decisions_total",
+      help: "Replica changes the joint autoscaler made, by pool and direction (up, down).",
+      labelNames: ["kind", ...pool, "direction"],
+      registers,
+    }),
+    toolCallsPending: new Gauge({ name: "interlace_autoscaler_tool_calls_pending", help: "Calls waiting on a ToolPool's JetStream consumer (num_pending).", labelNames: pool, registers }),
+    toolCallsRunning: new Gauge({ name: "interlace_autoscaler_tool_calls_running", help: "Calls taken by a ToolPool's runners and not yet acknowledged (num_ack_pending).", labelNames: pool, registers }),
+    toolWaitP90: new Gauge({ name: "interlace_autoscaler_tool_wait_p90_seconds", help: "p90 wait from publish to a runner starting the call over the last 10 s (the slowest runner's; absent when no call started).", labelNames: pool, registers }),
+    engineQueuedSessions: new Gauge({ name: "interlace_autoscaler_engine_queued_sessions", help: "Sessions waiting for a sequence on an EnginePool's ready engines.", labelNames: pool, registers }),
+    engineActiveSessions: new Gauge({ name: "interlace_autoscaler_engine_active_sessions", help: "Live sessions on an EnginePool's ready engines (running, trapped or queued).", labelNames: pool, registers }),
+    engineKvUse: new Gauge({ name: "interlace_autoscaler_engine_kv_use_ratio", help: "KV cells in use as a share of an EnginePool's ready engines' cells.", labelNames: pool, registers }),
+  };
 }
 
 /** Creates a fresh registry with the operator's metrics (and, optionally, process metrics). */
@@ -52,5 +92,6 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}): 
       help: "1 while this replica holds the leader lease.",
       registers: [registry],
     }),
+    autoscaler: autoscalerMetrics(registry),
   };
 }

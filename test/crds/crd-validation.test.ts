@@ -293,6 +293,56 @@ const invalid: Record<string, Case> = {
     obj: variant(app, "bad-fn", (o) => (o.spec.semanticFunctions = [{ name: "summarize", template: "Summarize {{input:text}}", outputs: [{ name: "s" }] }])),
     messages: ["a semantic function template needs at least one {{output:name}} placeholder"],
   },
+  "autoscaling with minReplicas above maxReplicas": {
+    kind: EnginePool,
+    obj: variant(engine, "as-inverted", (o) => (o.spec.autoscaling = { minReplicas: 3, maxReplicas: 2 })),
+    messages: ["spec.autoscaling.minReplicas", "minReplicas must not exceed maxReplicas"],
+  },
+  "autoscaling with a negative minReplicas": {
+    kind: ToolPool,
+    obj: variant(tools, "as-negative", (o) => (o.spec.autoscaling = { minReplicas: -1, maxReplicas: 2 })),
+    messages: ["spec.autoscaling.minReplicas", "greater than or equal to 0"],
+  },
+  "autoscaling with an unknown mode": {
+    kind: ToolPool,
+    obj: variant(tools, "as-mode", (o) => (o.spec.autoscaling = { mode: "keda", maxReplicas: 2 })),
+    messages: ['spec.autoscaling.mode: Unsupported value: "keda"'],
+  },
+  "autoscaling without maxReplicas": {
+    kind: ToolPool,
+    obj: variant(tools, "as-nomax", (o) => (o.spec.autoscaling = { minReplicas: 0 })),
+    messages: ["spec.autoscaling.maxReplicas", "Required value"],
+  },
+  "autoscaling beyond the pool's replica cap": {
+    kind: EnginePool,
+    obj: variant(engine, "as-huge", (o) => (o.spec.autoscaling = { maxReplicas: 65 })),
+    messages: ["spec.autoscaling.maxReplicas", "less than or equal to 64"],
+  },
+  "autoscaling with a negative stabilization window": {
+    kind: EnginePool,
+    obj: variant(engine, "as-window", (o) => (o.spec.autoscaling = { maxReplicas: 4, scaleDownStabilizationSeconds: -5, idleSecondsBeforeZero: -1 })),
+    messages: ["spec.autoscaling.scaleDownStabilizationSeconds", "spec.autoscaling.idleSecondsBeforeZero"],
+  },
+  "SLO with a zero task latency": {
+    kind: AgentApp,
+    obj: variant(app, "slo-zero", (o) => (o.spec.slo = { taskLatencyP90Ms: 0 })),
+    messages: ["spec.slo.taskLatencyP90Ms", "greater than or equal to 1"],
+  },
+  "SLO whose first token comes after the task ends": {
+    kind: AgentApp,
+    obj: variant(app, "slo-inverted", (o) => (o.spec.slo = { taskLatencyP90Ms: 1000, ttftP90Ms: 2000 })),
+    messages: ["spec.slo.ttftP90Ms", "ttftP90Ms must not exceed taskLatencyP90Ms"],
+  },
+  "SLO with no objective": {
+    kind: AgentApp,
+    obj: variant(app, "slo-empty", (o) => (o.spec.slo = {})),
+    messages: ["spec.slo", "at least 1"],
+  },
+  "SLO as a duration string": {
+    kind: AgentApp,
+    obj: variant(app, "slo-string", (o) => (o.spec.slo = { taskLatencyP90Ms: "5s" })),
+    messages: ["spec.slo.taskLatencyP90Ms", "must be of type integer"],
+  },
   "semantic function duplicate output": {
     kind: AgentApp,
     obj: variant(app, "fn-dupe", (o) => (o.spec.semanticFunctions = [{ name: "f", template: "A {{output:y}}", outputs: [{ name: "y" }, { name: "y" }] }])),
@@ -337,6 +387,12 @@ const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
   "the programs sample app (semantic functions)": { kind: AgentApp, obj: sample("agentapp-reports.yaml") },
   "the fine-tuned model's sample pool (a LoRA adapter)": { kind: EnginePool, obj: sample("enginepool-cml.yaml") },
   "the fine-tuned model's sample app": { kind: AgentApp, obj: sample("agentapp-cml.yaml") },
+  "pools that scale to zero, an external one and an app with an SLO": {
+    kind: ToolPool,
+    obj: variant(tools, "as-zero", (o) => (o.spec.autoscaling = { minReplicas: 0, maxReplicas: 8, scaleDownStabilizationSeconds: 0, idleSecondsBeforeZero: 60 })),
+  },
+  "an external-mode EnginePool": { kind: EnginePool, obj: variant(engine, "as-external", (o) => (o.spec.autoscaling = { mode: "external", minReplicas: 1, maxReplicas: 64 })) },
+  "an app with both objectives": { kind: AgentApp, obj: variant(app, "slo", (o) => (o.spec.slo = { taskLatencyP90Ms: 8000, ttftP90Ms: 500 })) },
   "minimal app": { kind: AgentApp, obj: { apiVersion: API_VERSION, kind: "AgentApp", metadata: { name: "minimal" }, spec: { enginePool: { name: "e" } } } },
 };
 
@@ -382,6 +438,13 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
       const res = await kubeRequest(kc, "POST", collection(c.kind), { body: { apiVersion: API_VERSION, kind: c.kind.kind, ...c.obj }, query: { dryRun: "All", fieldValidation: "Strict" } });
       t.equal(res.status, 201, `${name}: ${messageOf(res.body)}`);
     }
+  });
+
+  t.test("autoscaling defaults are filled in", async (t) => {
+    const obj = variant(tools, "as-defaults", (o) => (o.spec.autoscaling = { maxReplicas: 3 }));
+    const res = await kubeRequest(kc, "POST", collection(ToolPool), { body: { apiVersion: API_VERSION, kind: "ToolPool", ...obj }, query: { dryRun: "All" } });
+    t.equal(res.status, 201, messageOf(res.body));
+    t.same((res.body as any).spec.autoscaling, { mode: "builtin", minReplicas: 1, maxReplicas: 3, scaleDownStabilizationSeconds: 300, idleSecondsBeforeZero: 600 });
   });
 
   t.test("invalid objects are rejected with the schema's message", async (t) => {

@@ -79,6 +79,17 @@ const SHUTDOWN = "shutdown" as const;
 
 const REPLY_TO_PATTERN = /^interlace\.intr\.[^.*> ]+\.[^.*> ]+$/;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** The heartbeat's p90 wait covers the calls started this long ago at most. */
+export const WAIT_WINDOW_MS = 10_000;
+/** Waits kept at most (a burst beyond it is well represented by the rest). */
+const MAX_WAITS = 4096;
+
+/** `{ waitP90Ms }` of the waits (nearest rank), or nothing when no call started. */
+function p90Of(waitsMs: readonly number[]): { waitP90Ms?: number } {
+  if (waitsMs.length === 0) return {};
+  const sorted = [...waitsMs].sort((a, b) => a - b);
+  return { waitP90Ms: sorted[Math.ceil(0.9 * sorted.length) - 1] ?? 0 };
+}
 
 /** The token of a call whose body failed validation, so its error result still reaches the engine. */
 function salvageToken(data: Uint8Array): string | undefined {
@@ -107,6 +118,8 @@ export class ToolRunner {
   private slotFreed: (() => void) | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private lastHeartbeat = 0;
+  /** Publish-to-start waits of the calls started in the last WAIT_WINDOW_MS, for the heartbeat's p90 (the autoscaler's tool-wait signal). */
+  private recentWaits: { at: number; ms: number }[] = [];
   private stopped: Promise<void> | null = null;
   /** Abort controllers of calls running now (aborted when a drain times out). */
   private readonly running = new Set<AbortController>();
@@ -176,6 +189,12 @@ export class ToolRunner {
     return null;
   }
 
+  private recentWaitsMs(): number[] {
+    const since = Date.now() - WAIT_WINDOW_MS;
+    this.recentWaits = this.recentWaits.filter((w) => w.at >= since);
+    return this.recentWaits.map((w) => w.ms);
+  }
+
   private async heartbeat(): Promise<void> {
     if (this.stopping) return;
     const value: RunnerHeartbeat = {
@@ -184,6 +203,7 @@ export class ToolRunner {
       concurrency: this.settings.concurrency,
       inFlight: this.handlers.size,
       tools: [...this.toolSet.tools.keys()],
+      ...p90Of(this.recentWaitsMs()),
     };
     try {
       await this.kv.put(runnerKey(this.pool, this.runnerId), JSON.stringify(value));
@@ -270,7 +290,10 @@ export class ToolRunner {
         outcome = { ok: false, code: ErrorCode.MalformedCall, message: `call names tool "${call.tool}" but was sent on the subject of "${subjectTool}"` };
         this.metrics.malformed.inc();
       } else {
-        this.metrics.queueDelay.observe(Math.max(0, Date.now() - call.publishedAt) / 1000);
+        const waitMs = Math.max(0, Date.now() - call.publishedAt);
+        this.metrics.queueDelay.observe(waitMs / 1000);
+        if (this.recentWaits.length >= MAX_WAITS) this.recentWaits.shift();
+        this.recentWaits.push({ at: Date.now(), ms: waitMs });
         // The effect log decides whether this delivery may run the tool (throws → nak, retried later).
         const begun = await this.effects.begin(callMsgIdValue, this.runnerId, attempt);
         recorded = true;

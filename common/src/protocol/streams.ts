@@ -195,4 +195,6 @@ export interface RunnerHeartbeat {
   concurrency: number;
   inFlight: number;
   tools: string[];
+  /** 90th percentile of the wait from publish to this runner starting a call, over the calls it started in the last 10 s (absent: none started). */
+  waitP90Ms?: number;
 }

@@ -7,6 +7,7 @@
  */
 import type { CallingMode, ChatMessage, RetentionHint } from "../../../common/src/index.js";
 import { SEMANTIC_FUNCTION_LIMITS } from "../../../common/src/semantic-function.js";
+import { sloSchema, type AppSlo } from "./autoscaling.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import { bool, conditionsSchema, int, localRef, object, observedGenerationSchema, oneOf, str, DNS_LABEL_PATTERN, type OpenApiSchema } from "./schema.js";
@@ -92,6 +93,8 @@ export interface AgentAppSpec {
   semanticFunctions?: SemanticFunctionSpec[];
   /** Default cap on generated tokens per session. Default 1024. */
   maxTokens?: number;
+  /** The latency objective the joint autoscaler scales the app's pools against. */
+  slo?: AppSlo;
 }
 
 export interface AgentAppStatus {
@@ -218,6 +221,7 @@ const specSchema = object(
       ),
     },
     maxTokens: int("Cap on generated tokens per session.", 1, 1_048_576, { default: 1024 }),
+    slo: sloSchema(),
   },
   {
     required: ["enginePool"],

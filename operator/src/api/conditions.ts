@@ -62,6 +62,11 @@ export const Reason = {
   CleanupFailed: "CleanupFailed",
   /** Being deleted. */
   Deleting: "Deleting",
+  // Events of the joint autoscaler (the message is the decision's reason)
+  /** The autoscaler added replicas. */
+  ScaledUp: "ScaledUp",
+  /** The autoscaler removed replicas. */
+  ScaledDown: "ScaledDown",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

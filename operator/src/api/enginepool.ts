@@ -4,6 +4,7 @@
  * YAML in `crds/` is generated from this file.
  */
 import { KV_RETENTION_POLICIES, SPECULATION_LIMITS as L, type KvPolicy, type KvRetentionPolicy } from "../../../common/src/index.js";
+import { autoscalingSchema, autoscalingStatusSchema, type AutoscalingSpec, type AutoscalingStatus } from "./autoscaling.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import {
@@ -123,6 +124,8 @@ export interface EnginePoolSpec {
   nodeSelector?: Record<string, string>;
   /** Also expose the pool as an InferencePool for a gateway, picked by Interlace's endpoint picker. */
   inferencePool?: InferencePoolExposure;
+  /** Joint autoscaling against the SLOs of the apps on the pool (absent: `replicas` stays as written). */
+  autoscaling?: AutoscalingSpec;
 }
 
 export interface EnginePoolStatus {
@@ -137,6 +140,8 @@ export interface EnginePoolStatus {
   selector?: string;
   /** The InferencePool a gateway's HTTPRoute names (with `spec.inferencePool`). */
   inferencePool?: string;
+  /** The joint autoscaler's last change (builtin mode). */
+  autoscaling?: AutoscalingStatus;
   conditions?: Condition[];
 }
 
@@ -270,6 +275,7 @@ const specSchema = object(
         failureMode: oneOf("What the gateway does when the picker does not answer.", ["FailOpen", "FailClose"] as const, "FailClose"),
       },
     ),
+    autoscaling: autoscalingSchema("engine pods", 64),
   },
   {
     required: ["runtime"],
@@ -292,6 +298,7 @@ const statusSchema = object("Observed state of an EnginePool.", {
   endpoint: str("URL of the engine pool's headless Service.", { maxLength: 2048 }),
   selector: str("Pod label selector.", { maxLength: 4096 }),
   inferencePool: str("The InferencePool exposing the pool, when spec.inferencePool is set.", { maxLength: 253 }),
+  autoscaling: autoscalingStatusSchema(),
   conditions: conditionsSchema(),
 });
 

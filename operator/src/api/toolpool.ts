@@ -5,6 +5,7 @@
  * generated from this file.
  */
 import type { JsonSchema } from "../../../common/src/index.js";
+import { autoscalingSchema, autoscalingStatusSchema, type AutoscalingSpec, type AutoscalingStatus } from "./autoscaling.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import { bool, conditionsSchema, httpUrl, int, object, observedGenerationSchema, oneOf, str, type OpenApiSchema } from "./schema.js";
@@ -65,6 +66,8 @@ export interface ToolPoolSpec {
   retries?: number;
   /** Runner image override (default: the operator's configured image). */
   image?: string;
+  /** Joint autoscaling against the SLOs of the apps using the pool (absent: `replicas` stays as written). */
+  autoscaling?: AutoscalingSpec;
 }
 
 export interface ToolPoolStatus {
@@ -79,6 +82,8 @@ export interface ToolPoolStatus {
   selector?: string;
   /** Calls being executed (reported by runners). */
   callsInFlight?: number;
+  /** The joint autoscaler's last change (builtin mode). */
+  autoscaling?: AutoscalingStatus;
   conditions?: Condition[];
 }
 
@@ -152,6 +157,7 @@ const specSchema = object(
     timeoutMs: int("Per-call timeout in milliseconds.", 1, 3_600_000, { default: 30_000 }),
     retries: int("Retries of a failed idempotent call.", 0, 10, { default: 2 }),
     image: str("Runner image override.", { minLength: 1, maxLength: 512 }),
+    autoscaling: autoscalingSchema("runner pods", 100),
   },
   { required: ["tools"] },
 );
@@ -164,6 +170,7 @@ const statusSchema = object("Observed state of a ToolPool.", {
   subject: str("NATS subject prefix the runners consume.", { maxLength: 1024 }),
   selector: str("Runner pod label selector.", { maxLength: 4096 }),
   callsInFlight: int("Calls being executed.", 0, 1_000_000_000),
+  autoscaling: autoscalingStatusSchema(),
   conditions: conditionsSchema(),
 });
 

@@ -10,4 +10,5 @@ export * from "./live-state.js";
 export * from "./engine-pool.js";
 export * from "./tool-pool.js";
 export * from "./agent-app.js";
+export * from "./autoscaler.js";
 export * from "./setup.js";

@@ -7,9 +7,12 @@
  * the status reports: which routers serve an app's current config and with
  * how many sessions (`interlace-routers`), how many engines of a pool are
  * ready (`interlace-engines`), and a tool pool's calls in flight
- * (`interlace-runners`). Injectable: without a NATS URL nothing is observed
- * and the reconcilers say so.
+ * (`interlace-runners`); for the joint autoscaler, the engines' load figures
+ * and a tool pool's JetStream consumer backlog with its runners' p90 wait.
+ * Injectable: without a NATS URL nothing is observed and the reconcilers say
+ * so.
  */
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
@@ -23,10 +26,13 @@ import {
   openRoutersBucket,
   openRunnersBucket,
   parseEngineHeartbeat,
+  poolStream,
+  RUNNERS_CONSUMER,
   type AppConfig,
   type RouterPresence,
   type RunnerHeartbeat,
 } from "../../../common/src/protocol/index.js";
+import type { EngineSignal, ToolPoolSignal } from "../autoscaling/index.js";
 
 export interface AppLiveStatus {
   /** Routers with a fresh presence serving exactly this config. */
@@ -45,6 +51,10 @@ export interface LiveState {
   readyEngines(namespace: string, pool: string): Promise<number>;
   /** Calls being executed by a tool pool's live runners. */
   callsInFlight(namespace: string, pool: string): Promise<number>;
+  /** Load figures of a pool's engines with a fresh heartbeat. */
+  engineSignals(namespace: string, pool: string): Promise<EngineSignal[]>;
+  /** A tool pool's consumer backlog and its runners' p90 wait; null while the pool has no consumer yet. */
+  toolPoolSignal(namespace: string, pool: string): Promise<ToolPoolSignal | null>;
   close(): Promise<void>;
 }
 
@@ -55,6 +65,8 @@ export const unobservedLiveState: LiveState = {
   app: async () => ({ routers: 0, activeSessions: 0 }),
   readyEngines: async () => 0,
   callsInFlight: async () => 0,
+  engineSignals: async () => [],
+  toolPoolSignal: async () => null,
   close: async () => {},
 };
 
@@ -79,7 +91,7 @@ async function values(kv: KV, filter: string): Promise<{ key: string; data: unkn
 
 export class NatsLiveState implements LiveState {
   readonly observed = true;
-  private conn: Promise<{ nc: NatsConnection; apps: KV; routers: KV; engines: KV; runners: KV }> | null = null;
+  private conn: Promise<{ nc: NatsConnection; jsm: JetStreamManager; apps: KV; routers: KV; engines: KV; runners: KV }> | null = null;
 
   constructor(
     private readonly natsUrl: string,
@@ -89,12 +101,12 @@ export class NatsLiveState implements LiveState {
     private readonly security: () => NatsSecurity = () => ({}),
   ) {}
 
-  private buckets(): Promise<{ nc: NatsConnection; apps: KV; routers: KV; engines: KV; runners: KV }> {
+  private buckets(): Promise<{ nc: NatsConnection; jsm: JetStreamManager; apps: KV; routers: KV; engines: KV; runners: KV }> {
     if (this.conn === null) {
       const p = (async () => {
         const nc = await connectNats({ servers: this.natsUrl, name: "interlace-operator-live", security: this.security() });
         const [apps, routers, engines, runners] = await Promise.all([openAppsBucket(nc), openRoutersBucket(nc), openEnginesBucket(nc), openRunnersBucket(nc)]);
-        return { nc, apps, routers, engines, runners };
+        return { nc, jsm: await jetstreamManager(nc), apps, routers, engines, runners };
       })();
       // A failed connect is retried on the next call instead of being cached.
       p.catch((err: unknown) => {
@@ -155,6 +167,36 @@ export class NatsLiveState implements LiveState {
       if (typeof h?.inFlight === "number" && typeof h.at === "number" && this.now() - h.at <= FRESH_MS) n += h.inFlight;
     }
     return n;
+  }
+
+  async engineSignals(namespace: string, pool: string): Promise<EngineSignal[]> {
+    const { engines } = await this.buckets();
+    const out: EngineSignal[] = [];
+    for (const { data, created } of await values(engines, `${encodeToken(namespace)}.${encodeToken(pool)}.*`)) {
+      const parsed = parseEngineHeartbeat(data);
+      if (parsed.ok && this.now() - created <= FRESH_MS) out.push(parsed.value);
+    }
+    return out;
+  }
+
+  async toolPoolSignal(namespace: string, pool: string): Promise<ToolPoolSignal | null> {
+    const { jsm, runners } = await this.buckets();
+    let info;
+    try {
+      info = await jsm.consumers.info(poolStream({ namespace, name: pool }), RUNNERS_CONSUMER);
+    } catch (err) {
+      // No runner has created the stream and consumer yet (a new pool, or one at zero from the start).
+      if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound)) return null;
+      throw err;
+    }
+    // The slowest runner's p90 wait: a backlog shows on the runners that take from it.
+    let waitP90Ms: number | undefined;
+    for (const { data } of await values(runners, `${encodeToken(namespace)}.${encodeToken(pool)}.*`)) {
+      const h = data as RunnerHeartbeat;
+      if (typeof h?.at !== "number" || this.now() - h.at > FRESH_MS || typeof h.waitP90Ms !== "number") continue;
+      waitP90Ms = Math.max(waitP90Ms ?? 0, h.waitP90Ms);
+    }
+    return { pending: info.num_pending, ackPending: info.num_ack_pending, ...(waitP90Ms !== undefined ? { waitP90Ms } : {}) };
   }
 
   async close(): Promise<void> {

@@ -1,14 +1,16 @@
 /**
- * @module Wires the three reconcilers into a manager: the shared informers
- * (primaries, the operator's children filtered by the managed-by label) and
- * one controller per kind, with children mapped to their owners and pools
- * mapped to the AgentApps that reference them.
+ * @module Wires the three reconcilers and the joint autoscaler into a
+ * manager: the shared informers (primaries, the operator's children filtered
+ * by the managed-by label) and one controller per kind plus the autoscaler's
+ * (keyed by AgentApp), with children mapped to their owners and pools mapped
+ * to the AgentApps that reference them.
  */
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
 import { MANAGED_SELECTOR } from "../resources/index.js";
 import { Controller, CoreTypes, type Manager, type RateLimiter } from "../runtime/index.js";
 import { AgentAppReconciler, appsUsingEnginePool, appsUsingToolPool } from "./agent-app.js";
+import { AutoscalerReconciler } from "./autoscaler.js";
 import type { ReconcilerContext } from "./context.js";
 import { EnginePoolReconciler } from "./engine-pool.js";
 import { ENGINE_POOL_LABEL } from "./engine-pods.js";
@@ -18,6 +20,8 @@ import { ToolPoolReconciler } from "./tool-pool.js";
 export interface SetupOptions {
   workers?: number;
   rateLimiter?: () => RateLimiter;
+  /** The joint autoscaler's tick. Default 10 s. */
+  autoscaleIntervalMs?: number;
 }
 
 /** The EnginePool an engine pod belongs to, from its label. */
@@ -73,6 +77,18 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
         { informer: toolPools, map: (o) => appsUsingToolPool(apps, o) },
       ],
       reconciler: new AgentAppReconciler({ ...ctx, log: log.child({ controller: "agentapp" }) }, apps, enginePools, toolPools),
+    }),
+    // Keyed by AgentApp like the app controller: the app's SLO and its pools decide together.
+    new Controller({
+      ...common,
+      name: "autoscaler",
+      primary: apps,
+      primaryKind: AgentAppKind.kind,
+      watches: [
+        { informer: enginePools, map: (o) => appsUsingEnginePool(apps, o) },
+        { informer: toolPools, map: (o) => appsUsingToolPool(apps, o) },
+      ],
+      reconciler: new AutoscalerReconciler({ ...ctx, log: log.child({ controller: "autoscaler" }) }, apps, enginePools, toolPools, metrics.autoscaler, opts.autoscaleIntervalMs ?? 10_000),
     }),
   ];
   for (const c of controllers) manager.add(c);

@@ -1,0 +1,99 @@
+/**
+ * @module The joint autoscaler's decision for one AgentApp: from its SLO,
+ * its pools' bounds and replicas, and a window of signal samples, the replica
+ * count each builtin-mode pool should have and why. Tool backlog drives the
+ * runners; engine queueing that the tool backlog does not explain (and KV
+ * pressure) drives the engines; scale-downs wait out the stabilisation
+ * window; a pool with minReplicas 0 goes to zero after idling. Pure: the
+ * controller gathers the samples and applies the result.
+ */
+import type { AppSlo, AutoscalingSpec, ScaleDirection } from "../api/index.js";
+import { engineDemand, type EngineDemand } from "./engine-demand.js";
+import { engineReason, toolReason, type PoolKindName } from "./reason.js";
+import { runnerDemand, type RunnerDemand } from "./runner-demand.js";
+import { engineLoad, outstandingCalls, type SignalSample } from "./signals.js";
+import { boundsOf, stabilize, type Recommendation } from "./stabilize.js";
+
+export interface ScaledPool {
+  name: string;
+  /** spec.replicas now. */
+  replicas: number;
+  autoscaling?: AutoscalingSpec;
+}
+
+export interface ScaledToolPool extends ScaledPool {
+  /** Calls one runner executes at once (spec.concurrency). */
+  concurrency: number;
+}
+
+export interface AutoscaleInput {
+  /** Epoch ms of the decision (the last sample's time or later). */
+  now: number;
+  slo?: AppSlo;
+  enginePool?: ScaledPool;
+  toolPools: readonly ScaledToolPool[];
+  /** Samples, oldest first, covering at least the longest window any pool needs. */
+  window: readonly SignalSample[];
+}
+
+export interface PoolDecision {
+  kind: PoolKindName;
+  name: string;
+  current: number;
+  desired: number;
+  /** Absent when the count stays. */
+  direction?: ScaleDirection;
+  reason: string;
+}
+
+/** The side that holds the app's tasks up in the latest sample. */
+export type Bottleneck = "tools" | "generation" | "both" | "none";
+
+export interface AutoscaleDecision {
+  bottleneck: Bottleneck;
+  /** One per builtin-mode pool; external-mode and unscaled pools are left out. */
+  pools: PoolDecision[];
+}
+
+function isBuiltin(p: ScaledPool): p is ScaledPool & { autoscaling: AutoscalingSpec } {
+  return p.autoscaling !== undefined && (p.autoscaling.mode ?? "builtin") === "builtin";
+}
+
+function decision(kind: PoolKindName, name: string, current: number, desired: number, reason: string): PoolDecision {
+  return { kind, name, current, desired, ...(desired !== current ? { direction: desired > current ? "up" : "down" } : {}), reason };
+}
+
+export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
+  const samples = input.window;
+  const toolsOutstanding = (s: SignalSample): number => input.toolPools.reduce((n, p) => n + outstandingCalls(s.tools[p.name]), 0);
+  const pools: PoolDecision[] = [];
+  let toolsBacklogged = false;
+  let generationBacklogged = false;
+
+  for (const pool of input.toolPools) {
+    const demands = samples.map((s) => ({ at: s.at, d: runnerDemand(s.tools[pool.name], pool.concurrency, pool.replicas, input.slo) }));
+    const latest: RunnerDemand | undefined = demands.at(-1)?.d;
+    toolsBacklogged ||= latest?.backlogged === true;
+    if (!isBuiltin(pool) || latest === undefined) continue;
+    const b = boundsOf(pool.autoscaling);
+    const history: Recommendation[] = demands.map(({ at, d }) => ({ at, replicas: d.runners, idle: d.idle }));
+    const s = stabilize(input.now, pool.replicas, b, history);
+    pools.push(decision("ToolPool", pool.name, pool.replicas, s.desired, toolReason(pool.name, pool.replicas, s, b, latest, pool.concurrency)));
+  }
+
+  const engine = input.enginePool;
+  if (engine !== undefined) {
+    const demands = samples.map((s) => ({ at: s.at, d: engineDemand(engineLoad(s.engines), toolsOutstanding(s)) }));
+    const latest: EngineDemand | undefined = demands.at(-1)?.d;
+    generationBacklogged = latest?.backlogged === true;
+    if (isBuiltin(engine) && latest !== undefined) {
+      const b = boundsOf(engine.autoscaling);
+      const history: Recommendation[] = demands.map(({ at, d }) => ({ at, replicas: d.engines, idle: d.idle }));
+      const s = stabilize(input.now, engine.replicas, b, history);
+      pools.unshift(decision("EnginePool", engine.name, engine.replicas, s.desired, engineReason(engine.name, engine.replicas, s, b, latest)));
+    }
+  }
+
+  const bottleneck: Bottleneck = toolsBacklogged && generationBacklogged ? "both" : toolsBacklogged ? "tools" : generationBacklogged ? "generation" : "none";
+  return { bottleneck, pools };
+}

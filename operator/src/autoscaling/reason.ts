@@ -1,0 +1,70 @@
+/**
+ * @module The human reasons of the autoscaler's decisions, one sentence per
+ * pool with the signals that decided it, e.g. "scaled ToolPool weather 2→4:
+ * 37 calls pending, 16 running, p90 tool wait 2.1 s (budget 0.8 s)". Status,
+ * Events and logs all carry these strings.
+ */
+import type { Bounds, Stabilized } from "./stabilize.js";
+import type { EngineDemand } from "./engine-demand.js";
+import type { RunnerDemand } from "./runner-demand.js";
+
+export type PoolKindName = "EnginePool" | "ToolPool";
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** "scaled ToolPool weather 2→4" or "ToolPool weather stays at 2". */
+export function headline(kind: PoolKindName, name: string, current: number, desired: number): string {
+  return desired === current ? `${kind} ${name} stays at ${current}` : `scaled ${kind} ${name} ${current}→${desired}`;
+}
+
+/** What the bounds or the window did, when they decided rather than the demand. */
+function stabilization(s: Stabilized, b: Bounds, unit: string): string | null {
+  switch (s.by) {
+    case "below-min":
+      return `below minReplicas ${b.minReplicas}`;
+    case "above-max":
+      return `above maxReplicas ${b.maxReplicas}`;
+    case "capped":
+      return `capped at maxReplicas ${b.maxReplicas}`;
+    case "idle":
+      return `idle for ${b.idleSecondsBeforeZero} s`;
+    case "window":
+      return `at most ${plural(s.peak, unit)} wanted over the last ${b.scaleDownStabilizationSeconds} s`;
+    case "hold-window":
+      return `fewer wanted, waiting out the ${b.scaleDownStabilizationSeconds} s stabilization window`;
+    case "no-signal":
+      return "no live signal";
+    case "demand":
+    case "steady":
+      return null;
+  }
+}
+
+export function toolReason(name: string, current: number, s: Stabilized, b: Bounds, d: RunnerDemand, concurrency: number): string {
+  const facts = [`${plural(d.pending, "call")} pending`, `${d.running} running (${concurrency} per runner)`];
+  if (d.waitP90Ms !== undefined) facts.push(`p90 tool wait ${seconds(d.waitP90Ms)}${d.waitBudgetMs !== undefined ? ` (budget ${seconds(d.waitBudgetMs)})` : ""}`);
+  const why = stabilization(s, b, "runner");
+  return `${headline("ToolPool", name, current, s.desired)}: ${[...facts, ...(why === null ? [] : [why])].join(", ")}`;
+}
+
+export function engineReason(name: string, current: number, s: Stabilized, b: Bounds, d: EngineDemand): string {
+  const l = d.load;
+  const facts =
+    l.engines === 0
+      ? ["no engine reports"]
+      : [
+          `${plural(l.queuedSessions, "session")} queued`,
+          `${d.generating} generating on ${plural(l.totalSequences, "sequence")}`,
+          `KV ${Math.round(d.kvShare * 100)}% used`,
+          `${Math.round(l.tokensPerSecond)} tokens/s`,
+        ];
+  if (d.parkedOnTools > 0) facts.push(`${d.parkedOnTools} waiting on tools${l.queuedSessions > 0 && !d.backlogged ? " (the tools are the bottleneck)" : ""}`);
+  const why = stabilization(s, b, "engine");
+  return `${headline("EnginePool", name, current, s.desired)}: ${[...facts, ...(why === null ? [] : [why])].join(", ")}`;
+}

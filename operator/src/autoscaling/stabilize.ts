@@ -1,0 +1,67 @@
+/**
+ * @module From per-sample recommendations to one replica count, the way
+ * Kubernetes' HPA stabilises: up at once to the latest recommendation; down
+ * only to the highest recommendation over the stabilisation window, and only
+ * once the window has been observed in full (an operator that just started
+ * has not seen the last five minutes, so it does not shrink anything); to
+ * zero only when minReplicas is 0 and every sample over the idle period was
+ * idle. Always within [minReplicas, maxReplicas].
+ */
+import { AUTOSCALING_DEFAULTS, type AutoscalingSpec } from "../api/index.js";
+
+/** Bounds with the schema's defaults filled in. */
+export type Bounds = Required<AutoscalingSpec>;
+
+export function boundsOf(spec: AutoscalingSpec): Bounds {
+  return { ...AUTOSCALING_DEFAULTS, ...spec };
+}
+
+/** How long a window of samples a pool's decision needs, ms. */
+export function windowMsOf(b: Bounds): number {
+  return 1000 * Math.max(b.scaleDownStabilizationSeconds, b.minReplicas === 0 ? b.idleSecondsBeforeZero : 0);
+}
+
+/** One sample's recommendation: replicas (null: no signal to size from) and whether the pool had no work. */
+export interface Recommendation {
+  at: number;
+  replicas: number | null;
+  idle: boolean;
+}
+
+/** Why the count is what it is. */
+export type StabilizedBy =
+  | "demand" // the latest sample asks for more
+  | "capped" // it asks for more than maxReplicas
+  | "window" // the highest over the stabilisation window is lower
+  | "idle" // idle long enough to go to zero
+  | "below-min"
+  | "above-max"
+  | "hold-window" // lower, but not for a whole window yet
+  | "steady"
+  | "no-signal";
+
+export interface Stabilized {
+  desired: number;
+  by: StabilizedBy;
+  /** The highest recommendation over the window (for the reason). */
+  peak: number;
+}
+
+export function stabilize(now: number, current: number, b: Bounds, history: readonly Recommendation[]): Stabilized {
+  const latest = history.at(-1);
+  if (current < b.minReplicas) return { desired: b.minReplicas, by: "below-min", peak: latest?.replicas ?? 0 };
+  if (current > b.maxReplicas) return { desired: b.maxReplicas, by: "above-max", peak: latest?.replicas ?? 0 };
+  if (latest === undefined || latest.replicas === null) return { desired: current, by: "no-signal", peak: 0 };
+  if (latest.replicas > current) {
+    return latest.replicas > b.maxReplicas ? { desired: b.maxReplicas, by: current === b.maxReplicas ? "steady" : "capped", peak: latest.replicas } : { desired: latest.replicas, by: "demand", peak: latest.replicas };
+  }
+  const oldest = history[0]?.at ?? now;
+  const windowStart = now - 1000 * b.scaleDownStabilizationSeconds;
+  const peak = Math.max(0, ...history.filter((r) => r.at >= windowStart && r.replicas !== null).map((r) => r.replicas ?? 0));
+  const idleStart = now - 1000 * b.idleSecondsBeforeZero;
+  const idleLongEnough = b.minReplicas === 0 && oldest <= idleStart && history.filter((r) => r.at >= idleStart).every((r) => r.idle);
+  const target = Math.max(peak, idleLongEnough ? 0 : Math.max(b.minReplicas, 1));
+  if (target >= current) return { desired: current, by: "steady", peak };
+  if (oldest > windowStart) return { desired: current, by: "hold-window", peak };
+  return { desired: target, by: target === 0 ? "idle" : "window", peak };
+}

@@ -1,0 +1,145 @@
+/**
+ * @module The joint autoscaler's controller: every interval, for each
+ * AgentApp whose EnginePool or ToolPools have `spec.autoscaling`, it samples
+ * the live signals (engine heartbeats from the engines bucket, each tool
+ * pool's JetStream consumer backlog and its runners' p90 wait), keeps the
+ * window of samples the pools' stabilization and idle periods need, runs the
+ * pure decision function, and, for builtin-mode pools whose count changes,
+ * writes spec.replicas, then status.autoscaling once, then an Event with the
+ * reason. The signals are exported as metrics for every autoscaled pool, so
+ * an external-mode pool's HPA or KEDA reads the same figures. Keyed by app
+ * on the controller's work queue; the requeue interval is the tick.
+ */
+import type { AgentApp, AutoscalingStatus, EnginePool, KindDefinition, ToolPool } from "../api/index.js";
+import { EnginePoolKind, Reason, ToolPoolKind } from "../api/index.js";
+import { boundsOf, decideAutoscaling, engineLoad, PoolWants, windowMsOf, type PoolDecision, type SignalSample } from "../autoscaling/index.js";
+import type { AutoscalerMetrics } from "../metrics.js";
+import type { Informer, ReconcileRequest, ReconcileResult, Reconciler } from "../runtime/index.js";
+import type { ReconcilerContext } from "./context.js";
+
+/** The field manager of the autoscaler's writes (spec.replicas, status.autoscaling), apart from the reconcilers' own. */
+export const AUTOSCALER_FIELD_MANAGER = "interlace-autoscaler";
+
+type Pool = EnginePool | ToolPool;
+
+/** Drops samples older than the window, keeping the one at or before its start (so the window reads as covered). */
+function trim(samples: SignalSample[], now: number, windowMs: number): SignalSample[] {
+  let first = 0;
+  while (first + 1 < samples.length && (samples[first + 1]?.at ?? now) <= now - windowMs) first++;
+  return samples.slice(first);
+}
+
+function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+export class AutoscalerReconciler implements Reconciler {
+  /** Signal samples per app, oldest first. */
+  private readonly history = new Map<string, SignalSample[]>();
+  /** A pool shared by apps gets the most any of them wants. */
+  private readonly wants: PoolWants;
+
+  constructor(
+    private readonly ctx: ReconcilerContext,
+    private readonly apps: Informer<AgentApp>,
+    private readonly enginePools: Informer<EnginePool>,
+    private readonly toolPools: Informer<ToolPool>,
+    private readonly metrics: AutoscalerMetrics,
+    private readonly intervalMs: number,
+  ) {
+    this.wants = new PoolWants(3 * intervalMs);
+  }
+
+  async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
+    const appKey = `${req.namespace}/${req.name}`;
+    const app = this.apps.get(req.namespace, req.name);
+    const live = this.ctx.live;
+    if (!app || app.metadata.deletionTimestamp || live?.observed !== true) {
+      this.history.delete(appKey);
+      this.wants.forget(appKey);
+      return {};
+    }
+    const ns = req.namespace;
+    const engine = this.enginePools.get(ns, app.spec.enginePool.name);
+    const tools = (app.spec.toolPools ?? []).flatMap((r) => this.toolPools.get(ns, r.name) ?? []);
+    const scaled: Pool[] = [...(engine ? [engine] : []), ...tools].filter((p) => p.spec.autoscaling !== undefined);
+    if (scaled.length === 0) {
+      this.history.delete(appKey);
+      this.wants.forget(appKey);
+      return {};
+    }
+
+    const now = this.ctx.now?.().getTime() ?? Date.now();
+    const sample: SignalSample = { at: now, engines: engine?.spec.autoscaling ? await live.engineSignals(ns, engine.metadata.name ?? "") : [], tools: {} };
+    for (const pool of tools) sample.tools[pool.metadata.name ?? ""] = (await live.toolPoolSignal(ns, pool.metadata.name ?? "")) ?? { pending: 0, ackPending: 0 };
+    const windowMs = Math.max(...scaled.map((p) => windowMsOf(boundsOf(p.spec.autoscaling ?? { maxReplicas: 1 }))));
+    const window = trim([...(this.history.get(appKey) ?? []), sample], now, windowMs);
+    this.history.set(appKey, window);
+    this.exportSignals(ns, engine, tools, sample);
+
+    const decision = decideAutoscaling({
+      now,
+      ...(app.spec.slo ? { slo: app.spec.slo } : {}),
+      ...(engine ? { enginePool: { name: engine.metadata.name ?? "", replicas: engine.spec.replicas ?? 1, ...(engine.spec.autoscaling ? { autoscaling: engine.spec.autoscaling } : {}) } } : {}),
+      toolPools: tools.map((p) => ({
+        name: p.metadata.name ?? "",
+        replicas: p.spec.replicas ?? 1,
+        concurrency: p.spec.concurrency ?? 8,
+        ...(p.spec.autoscaling ? { autoscaling: p.spec.autoscaling } : {}),
+      })),
+      window,
+    });
+    for (const d of decision.pools) {
+      const pool = d.kind === "EnginePool" ? engine : tools.find((p) => p.metadata.name === d.name);
+      if (pool !== undefined) await this.apply(appKey, pool, d, now);
+    }
+    return { requeueAfterMs: this.intervalMs };
+  }
+
+  /** Writes one pool's decision: spec.replicas, then status.autoscaling, then the Event. */
+  private async apply(appKey: string, pool: Pool, d: PoolDecision, now: number): Promise<void> {
+    const ns = pool.metadata.namespace ?? "default";
+    const labels = { kind: d.kind, pool_namespace: ns, pool: d.name };
+    const wanted = this.wants.record(`${d.kind}/${ns}/${d.name}`, appKey, d.desired, now);
+    this.metrics.desiredReplicas.set(labels, wanted);
+    // Another app on the pool wants more: its decision stands, not this one.
+    if (d.direction === undefined || wanted !== d.desired) return;
+
+    const kind: KindDefinition = d.kind === "EnginePool" ? EnginePoolKind : ToolPoolKind;
+    const { client, recorder, log } = this.ctx;
+    // No resourceVersion precondition: every status write bumps it, so it would refuse most passes; in builtin
+    // mode the autoscaler owns the count (as an HPA owns its target's), and the write is idempotent.
+    await client.mergePatch(kind, ns, d.name, { spec: { replicas: d.desired } }, { fieldManager: AUTOSCALER_FIELD_MANAGER });
+    this.metrics.decisions.inc({ ...labels, direction: d.direction });
+    const status: AutoscalingStatus = { desiredReplicas: d.desired, lastScaleTime: rfc3339(now), lastDirection: d.direction, lastReason: d.reason };
+    // Its own field manager: the pool reconciler's status applies neither own nor remove this field.
+    await client.apply(
+      kind,
+      { apiVersion: pool.apiVersion, kind: pool.kind, metadata: { name: d.name, namespace: ns }, status: { autoscaling: status } },
+      { fieldManager: AUTOSCALER_FIELD_MANAGER, force: true, subresource: "status" },
+    );
+    await recorder.record(pool, "Normal", d.direction === "up" ? Reason.ScaledUp : Reason.ScaledDown, d.reason);
+    log.info({ pool: `${ns}/${d.name}`, kind: d.kind, from: d.current, to: d.desired, app: appKey }, d.reason);
+  }
+
+  private exportSignals(ns: string, engine: EnginePool | undefined, tools: readonly ToolPool[], sample: SignalSample): void {
+    const m = this.metrics;
+    if (engine?.spec.autoscaling) {
+      const load = engineLoad(sample.engines);
+      const labels = { pool_namespace: ns, pool: engine.metadata.name ?? "" };
+      m.engineQueuedSessions.set(labels, load.queuedSessions);
+      m.engineActiveSessions.set(labels, load.activeSessions);
+      m.engineKvUse.set(labels, load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0);
+    }
+    for (const pool of tools) {
+      if (!pool.spec.autoscaling) continue;
+      const s = sample.tools[pool.metadata.name ?? ""];
+      const labels = { pool_namespace: ns, pool: pool.metadata.name ?? "" };
+      m.toolCallsPending.set(labels, s?.pending ?? 0);
+      m.toolCallsRunning.set(labels, s?.ackPending ?? 0);
+      // No call started lately: no wait to report (not a wait of zero).
+      if (s?.waitP90Ms !== undefined) m.toolWaitP90.set(labels, s.waitP90Ms / 1000);
+      else m.toolWaitP90.remove(labels);
+    }
+  }
+}

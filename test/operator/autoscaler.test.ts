@@ -1,0 +1,148 @@
+/**
+ * The joint autoscaler on a real etcd + kube-apiserver (the operator under the
+ * chart's own ClusterRole) and a real nats-server: a backlog of calls that no
+ * runner consumes, published on a ToolPool's JetStream subject, scales that
+ * pool up through spec.replicas, with the reason in status.autoscaling, in an
+ * Event and in the metrics; a pool in external mode with the same backlog is
+ * left alone (its signals are still exported); once the backlog is gone the
+ * pool comes back down (stabilization window 0); a real runner's p90 wait
+ * reaches the exported signals through its heartbeat.
+ */
+import t from "tap";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
+import { encodeCall, ensureIntrStream, ensurePoolStream, poolStream, PROTOCOL_VERSION, toolSubject, type PoolRef } from "../../common/src/protocol/index.js";
+import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
+import { controlPlaneFor } from "../helpers/control-plane.js";
+import { startNatsServer } from "../helpers/nats-server.js";
+import { poolConfig, startRunner } from "../nats/fixtures.js";
+import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
+
+const NS = "scaling";
+
+const nats = await startNatsServer(t);
+const nc = await connect({ servers: nats.url });
+t.teardown(() => nc.close());
+const jsm = await jetstreamManager(nc);
+const js = jetstream(nc);
+
+const cp = await controlPlaneFor(t);
+const admin = new KubeClient(adminAccess(cp));
+await installGeneratedCrds(admin);
+await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
+const saConfig = await operatorAccount(cp, "interlace-system", "interlace");
+const operator = startTestOperator(
+  ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url, "--autoscale-interval-ms", "200"],
+  saConfig,
+  testLogger("operator"),
+);
+t.teardown(() => operator.stop());
+await operator.start();
+
+function toolPool(name: string, autoscaling: ToolPool["spec"]["autoscaling"]): ToolPool {
+  return {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "ToolPool",
+    metadata: { name, namespace: NS },
+    spec: {
+      replicas: 1,
+      concurrency: 2,
+      tools: [{ name: "forecast", description: "Weather forecast.", parameters: { type: "object" }, builtin: { name: "echo" } }],
+      ...(autoscaling ? { autoscaling } : {}),
+    },
+  };
+}
+
+let callSeq = 0;
+/** Publishes `n` calls of `tool` on the pool's subject (published `agoMs` ago); with no runner they stay pending on its consumer. */
+async function backlog(pool: PoolRef, n: number, tool = "forecast", agoMs = 0): Promise<void> {
+  await ensurePoolStream(jsm, pool, { ackWaitMs: 30_000, maxDeliver: 3 });
+  for (let i = 0; i < n; i++) {
+    const id = ++callSeq;
+    const call = encodeCall(
+      { v: PROTOCOL_VERSION, callId: `c${id}`, sessionId: `s${id}`, tool, arguments: { text: "Oslo" }, deadline: Date.now() + 60_000, replyTo: `interlace.intr.engine-0.s${id}`, publishedAt: Date.now() - agoMs },
+      `call:engine-0:s${id}:c${id}`,
+    );
+    await js.publish(toolSubject(pool, tool), call.data, { headers: call.headers, ...(call.msgID !== undefined ? { msgID: call.msgID } : {}) });
+  }
+}
+
+const metricsText = async (): Promise<string> => (await fetch(`http://127.0.0.1:${operator.manager.probePort}/metrics`)).text();
+
+t.test("a tool backlog scales the builtin ToolPool up; the external one is left alone", async (t) => {
+  // The backlog first, so the autoscaler's first look sees all of it.
+  await backlog({ namespace: NS, name: "weather" }, 9);
+  await backlog({ namespace: NS, name: "maps" }, 9);
+  const engine: EnginePool = {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "EnginePool",
+    metadata: { name: "qwen", namespace: NS },
+    spec: { model: { path: "/models/q.gguf" }, replicas: 1, runtime: { backend: "llama-cpp" }, autoscaling: { minReplicas: 1, maxReplicas: 2 } },
+  };
+  await admin.create(EnginePoolKind, engine);
+  await admin.create(ToolPoolKind, toolPool("weather", { minReplicas: 1, maxReplicas: 6, scaleDownStabilizationSeconds: 0 }));
+  await admin.create(ToolPoolKind, toolPool("maps", { mode: "external", maxReplicas: 6 }));
+  const app: AgentApp = {
+    apiVersion: "interlace.dev/v1alpha1",
+    kind: "AgentApp",
+    metadata: { name: "travel", namespace: NS },
+    spec: { enginePool: { name: "qwen" }, toolPools: [{ name: "weather" }, { name: "maps" }], slo: { taskLatencyP90Ms: 8000 } },
+  };
+  await admin.create(AgentAppKind, app);
+
+  const weather = await waitFor("weather scaled up", async () => {
+    const p = await admin.get<ToolPool>(ToolPoolKind, NS, "weather");
+    return p?.spec.replicas === 5 && p.status?.autoscaling !== undefined ? p : undefined;
+  });
+  const reason = "scaled ToolPool weather 1→5: 9 calls pending, 0 running (2 per runner)";
+  t.equal(weather.status?.autoscaling?.lastReason, reason, "the reason names the backlog (no runner: no wait measured)");
+  t.match(weather.status?.autoscaling, { desiredReplicas: 5, lastDirection: "up" });
+  t.ok(weather.metadata.managedFields?.some((f) => f.manager === "interlace-autoscaler" && f.subresource !== "status"), "spec.replicas written under the autoscaler's field manager");
+
+  const event = await waitFor("ScaledUp event", async () => {
+    const events = await admin.list<KubernetesObject & { reason?: string; message?: string; type?: string; involvedObject?: { kind?: string; name?: string } }>(CoreTypes.Event, NS);
+    return events.items.find((e) => e.reason === "ScaledUp" && e.involvedObject?.kind === "ToolPool" && e.involvedObject.name === "weather");
+  });
+  t.equal(event.message, reason);
+  t.equal(event.type, "Normal");
+
+  // The external pool's backlog reached the autoscaler (it exports it) but drew no decision.
+  await waitFor("maps backlog exported", async () => /interlace_autoscaler_tool_calls_pending\{pool_namespace="scaling",pool="maps"\} 9/.test(await metricsText()));
+  const maps = await admin.get<ToolPool>(ToolPoolKind, NS, "maps");
+  t.equal(maps?.spec.replicas, 1, "external mode: replicas untouched");
+  t.equal(maps?.status?.autoscaling, undefined, "external mode: no decision in status");
+  const events = await admin.list<KubernetesObject & { reason?: string; involvedObject?: { name?: string } }>(CoreTypes.Event, NS);
+  t.notOk(events.items.some((e) => e.involvedObject?.name === "maps" && (e.reason === "ScaledUp" || e.reason === "ScaledDown")), "external mode: no scale event");
+  const ep = await admin.get<EnginePool>(EnginePoolKind, NS, "qwen");
+  t.equal(ep?.spec.replicas, 1, "no engine reports, so the engines are not resized");
+
+  const metrics = await metricsText();
+  t.match(metrics, /interlace_autoscaler_decisions_total\{kind="ToolPool",pool_namespace="scaling",pool="weather",direction="up"\} 1/);
+  t.match(metrics, /interlace_autoscaler_desired_replicas\{kind="ToolPool",pool_namespace="scaling",pool="weather"\} 5/);
+  t.notMatch(metrics, /interlace_autoscaler_desired_replicas\{kind="ToolPool",pool_namespace="scaling",pool="maps"\}/, "no desired count for an external pool");
+});
+
+t.test("the backlog gone, the pool comes back down (stabilization window 0)", async (t) => {
+  await jsm.streams.purge(poolStream({ namespace: NS, name: "weather" }));
+  const weather = await waitFor("weather scaled down", async () => {
+    const p = await admin.get<ToolPool>(ToolPoolKind, NS, "weather");
+    return p?.spec.replicas === 1 && p.status?.autoscaling?.lastDirection === "down" ? p : undefined;
+  });
+  t.equal(weather.status?.autoscaling?.lastReason, "scaled ToolPool weather 5→1: 0 calls pending, 0 running (2 per runner), at most 0 runners wanted over the last 0 s");
+  const metrics = await metricsText();
+  t.match(metrics, /interlace_autoscaler_decisions_total\{kind="ToolPool",pool_namespace="scaling",pool="weather",direction="down"\} 1/, metrics.split("\n").filter((l) => l.includes("autoscaler")).join("\n"));
+});
+
+t.test("a runner's p90 wait reaches the autoscaler through its heartbeat", async (t) => {
+  await ensureIntrStream(jsm);
+  // Calls that waited 1.5 s before any runner took them.
+  await backlog({ namespace: NS, name: "weather" }, 4, "echo", 1_500);
+  await startRunner(t, nats.url, poolConfig({ namespace: NS, pool: "weather" }), { heartbeatMs: 100 });
+  const seconds = await waitFor("tool wait exported", async () => {
+    const m = /interlace_autoscaler_tool_wait_p90_seconds\{pool_namespace="scaling",pool="weather"\} ([0-9.]+)/.exec(await metricsText());
+    return m?.[1] === undefined ? undefined : Number(m[1]);
+  });
+  t.ok(seconds >= 1.5 && seconds < 30, `p90 tool wait ${seconds} s`);
+});

@@ -1,0 +1,140 @@
+/**
+ * The joint autoscaler's decision function on recorded signal traces
+ * (test/fixtures/autoscaling): each trace is replayed tick by tick, the
+ * decision's replica counts applied before the next tick, as the controller
+ * does. Tools as the bottleneck grow only the ToolPool, generation only the
+ * EnginePool; when load stops both shrink after their stabilization windows
+ * and not before, the zero-minimum pool goes to zero after idling; bounds
+ * hold; external mode gets no decision; a pool shared by apps gets the most
+ * any of them wants.
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import t from "tap";
+import type { AppSlo } from "../../operator/src/api/index.js";
+import { boundsOf, decideAutoscaling, PoolWants, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
+
+interface Trace {
+  description: string;
+  slo?: AppSlo;
+  enginePool?: ScaledPool;
+  toolPools: ScaledToolPool[];
+  samples: SignalSample[];
+}
+
+function trace(name: string): Trace {
+  return JSON.parse(readFileSync(path.join(import.meta.dirname, "../fixtures/autoscaling", `${name}.json`), "utf8")) as Trace;
+}
+
+interface Tick {
+  /** Seconds since the trace's first sample. */
+  t: number;
+  decision: AutoscaleDecision;
+}
+
+/** Replays a trace: at each sample, decide over the window the controller would keep, then apply the counts. */
+function replay(tr: Trace): { ticks: Tick[]; changes: (PoolDecision & { t: number })[]; final: Record<string, number> } {
+  const engine = tr.enginePool === undefined ? undefined : { ...tr.enginePool };
+  const tools = tr.toolPools.map((p) => ({ ...p }));
+  const keepMs = Math.max(0, ...[engine, ...tools].flatMap((p) => (p?.autoscaling ? [windowMsOf(boundsOf(p.autoscaling))] : [])));
+  const t0 = tr.samples[0]?.at ?? 0;
+  const ticks: Tick[] = [];
+  const changes: (PoolDecision & { t: number })[] = [];
+  tr.samples.forEach((sample, i) => {
+    const now = sample.at;
+    const window = tr.samples.slice(0, i + 1).filter((s) => s.at >= now - keepMs);
+    const decision = decideAutoscaling({ now, ...(tr.slo ? { slo: tr.slo } : {}), ...(engine ? { enginePool: engine } : {}), toolPools: tools, window });
+    for (const d of decision.pools) {
+      const pool = d.kind === "EnginePool" ? engine : tools.find((p) => p.name === d.name);
+      if (pool === undefined) throw new Error(`decision for an unknown pool ${d.name}`);
+      if (d.direction !== undefined) changes.push({ ...d, t: (now - t0) / 1000 });
+      pool.replicas = d.desired;
+    }
+    ticks.push({ t: (now - t0) / 1000, decision });
+  });
+  const final = Object.fromEntries([...(engine ? [[engine.name, engine.replicas] as const] : []), ...tools.map((p) => [p.name, p.replicas] as const)]);
+  return { ticks, changes, final };
+}
+
+t.test("tools are the bottleneck: only the ToolPool grows", async (t) => {
+  const { ticks, changes, final } = replay(trace("tools-bottleneck"));
+  t.same(final, { qwen: 1, weather: 12 }, "runners for every outstanding call (45 calls / 4 per runner); the engine stays");
+  t.ok(changes.every((c) => c.kind === "ToolPool" && c.direction === "up"), "every change grows the ToolPool");
+  t.equal(changes[0]?.t, 20, "no runner added while the p90 wait (0.3 s) is within the SLO's 0.8 s tool-wait budget");
+  t.equal(ticks.at(-1)?.decision.bottleneck, "tools");
+  t.equal(changes.at(-1)?.reason, "scaled ToolPool weather 11→12: 37 calls pending, 8 running (4 per runner), p90 tool wait 2.1 s (budget 0.8 s)");
+  const engineReason = ticks.at(-1)?.decision.pools.find((p) => p.kind === "EnginePool")?.reason ?? "";
+  t.match(engineReason, /^EnginePool qwen stays at 1: 2 sessions queued, 0 generating on 4 sequences, .*6 waiting on tools \(the tools are the bottleneck\)/);
+});
+
+t.test("generation is the bottleneck: only the EnginePool grows", async (t) => {
+  const { ticks, changes, final } = replay(trace("generation-bottleneck"));
+  t.same(final, { qwen: 4, weather: 2 }, "engines for the generating sessions (13 on 4 sequences each); the runners stay");
+  t.ok(changes.length > 0 && changes.every((c) => c.kind === "EnginePool" && c.direction === "up"), "every change grows the EnginePool");
+  t.equal(ticks.at(-1)?.decision.bottleneck, "generation");
+  t.match(changes.at(-1)?.reason ?? "", /^scaled EnginePool qwen 3→4: 10 sessions queued, 13 generating on 4 sequences, KV 96% used, 420 tokens\/s, 1 waiting on tools$/);
+  const toolReason = ticks.at(-1)?.decision.pools.find((p) => p.kind === "ToolPool")?.reason ?? "";
+  t.match(toolReason, "ToolPool weather stays at 2: 0 calls pending, 1 running", "fewer runners would do, but not for a whole window yet");
+});
+
+t.test("load stops: both shrink after their windows and not before; the zero-minimum pool goes to zero after idling", async (t) => {
+  const { changes, final } = replay(trace("load-stops"));
+  // Load is last seen at 100 s: the first ticks whose windows no longer hold it are 230 s (tools, 120 s),
+  // 290 s (engines, 180 s) and, for going to zero, 410 s (300 s idle).
+  const tools = changes.filter((c) => c.kind === "ToolPool");
+  const engines = changes.filter((c) => c.kind === "EnginePool");
+  t.same(
+    tools.map((c) => [c.t, c.current, c.desired]),
+    [
+      [230, 6, 1],
+      [410, 1, 0],
+    ],
+    "runners: down to one at the end of the window, to zero 300 s after the last work",
+  );
+  t.same(engines.map((c) => [c.t, c.current, c.desired]), [[290, 3, 1]], "engines: down to minReplicas at the end of their window");
+  t.equal(tools[0]?.reason, "scaled ToolPool search 6→1: 0 calls pending, 0 running (1 per runner), at most 0 runners wanted over the last 120 s");
+  t.equal(tools[1]?.reason, "scaled ToolPool search 1→0: 0 calls pending, 0 running (1 per runner), idle for 300 s");
+  t.same(final, { qwen: 1, search: 0 });
+});
+
+t.test("a window not yet observed in full shrinks nothing (an operator that just started)", async (t) => {
+  const tr = trace("load-stops");
+  const idle = tr.samples.slice(20, 26); // 200 s to 250 s: no load, 50 s of history only
+  const d = decideAutoscaling({ now: idle.at(-1)?.at ?? 0, ...(tr.slo ? { slo: tr.slo } : {}), ...(tr.enginePool ? { enginePool: tr.enginePool } : {}), toolPools: tr.toolPools, window: idle });
+  t.same(d.pools.map((p) => [p.name, p.desired]), [["qwen", 3], ["search", 6]]);
+  t.match(d.pools[1]?.reason ?? "", "waiting out the 120 s stabilization window");
+});
+
+t.test("bounds are respected", async (t) => {
+  const { changes, final } = replay(trace("burst-beyond-bounds"));
+  t.same(final, { qwen: 3, search: 5 }, "a burst wanting 129 runners and 6 engines (540 sessions, 516 of them on tool calls) gets maxReplicas");
+  t.same(changes.map((c) => [c.name, c.current, c.desired]), [["qwen", 1, 2], ["search", 2, 5], ["qwen", 2, 3]], "the engine pool goes to its minimum first, then to its maximum");
+  t.match(changes[0]?.reason ?? "", "below minReplicas 2");
+  t.match(changes[1]?.reason ?? "", "capped at maxReplicas 5");
+  const tr = trace("burst-beyond-bounds");
+  const above = decideAutoscaling({ now: tr.samples[0]?.at ?? 0, enginePool: { name: "qwen", replicas: 6, autoscaling: { minReplicas: 1, maxReplicas: 3 } }, toolPools: [], window: tr.samples.slice(0, 1) });
+  t.same(above.pools.map((p) => [p.desired, p.direction]), [[3, "down"]], "a pool above maxReplicas (max lowered) comes down at once");
+  t.match(above.pools[0]?.reason ?? "", "above maxReplicas 3");
+});
+
+t.test("external mode, or no autoscaling: no decision", async (t) => {
+  const tr = trace("tools-bottleneck");
+  const external = { ...tr, enginePool: { name: "qwen", replicas: 1, autoscaling: { mode: "external" as const, maxReplicas: 4 } }, toolPools: tr.toolPools.map((p) => ({ ...p, autoscaling: { ...p.autoscaling, mode: "external" as const, maxReplicas: 16 } })) };
+  const { ticks, changes } = replay(external);
+  t.same(changes, []);
+  t.ok(ticks.every((k) => k.decision.pools.length === 0), "no pool decided");
+  t.equal(ticks.at(-1)?.decision.bottleneck, "tools", "the bottleneck is still named (for the metrics an external scaler reads)");
+  const unscaled = replay({ ...tr, enginePool: { name: "qwen", replicas: 1 }, toolPools: tr.toolPools.map(({ autoscaling: _a, ...p }) => p) });
+  t.same(unscaled.changes, [], "pools without spec.autoscaling are left alone");
+});
+
+t.test("a pool several apps use gets the most any of them wants, until an app stops renewing its want", async (t) => {
+  const wants = new PoolWants(30_000);
+  t.equal(wants.record("ToolPool/team/web", "team/a", 5, 0), 5);
+  t.equal(wants.record("ToolPool/team/web", "team/b", 2, 1_000), 5, "b's 2 does not undo a's 5");
+  t.equal(wants.record("ToolPool/team/other", "team/b", 1, 1_000), 1, "pools are apart");
+  t.equal(wants.record("ToolPool/team/web", "team/b", 2, 40_000), 2, "a's want expired");
+  wants.record("ToolPool/team/web", "team/a", 7, 41_000);
+  wants.forget("team/a");
+  t.equal(wants.record("ToolPool/team/web", "team/b", 3, 42_000), 3, "a deleted app's want is dropped at once");
+});
