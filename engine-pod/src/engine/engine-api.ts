@@ -45,6 +45,12 @@ export interface SessionSnapshot {
   };
 }
 
+/** Why a session is cancelled, told to its client as an `error` event before `done: cancelled`. */
+export interface CancelReason {
+  code: string;
+  message: string;
+}
+
 export interface InterruptInput {
   /** Defaults to a generated id. */
   id?: string;
@@ -235,8 +241,13 @@ export interface Engine {
   getSession(id: string): EngineSession | undefined;
   /** Queues an interrupt for a live session; false when the session is unknown or done. */
   interrupt(sessionId: string, input: InterruptInput): boolean;
-  /** Ends a session and frees its KV cells; false when unknown. */
-  cancel(sessionId: string): boolean;
+  /**
+   * Ends a session (`done: cancelled`) and frees its KV cells; false when
+   * unknown. With `reason`, a live session first gets an `error` event with
+   * `reason.code` and its message, so its client
+   * learns why it was cut.
+   */
+  cancel(sessionId: string, reason?: CancelReason): boolean;
   complete(request: CompletionRequest): Promise<CompletionResult>;
   stats(): EngineStats;
   /** What engine heartbeats advertise to the routers: see {@link AdvertisedPrefixes}. */

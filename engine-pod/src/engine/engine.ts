@@ -14,7 +14,7 @@ import { createPolicy, scanTranscript } from "../policy/index.js";
 import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import { LogprobLedger } from "./logprob-ledger.js";
-import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
+import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
 import { isPrefilling } from "./prefix-followers.js";
 import { EngineCore } from "./engine-core.js";
 import { defaultRetained, type EngineOptions } from "./engine-options.js";
@@ -180,9 +180,10 @@ class LlamaEngine implements Engine {
     return true;
   }
 
-  cancel(sessionId: string): boolean {
+  cancel(sessionId: string, reason?: CancelReason): boolean {
     const s = this.core.sessions.get(sessionId);
     if (s === undefined) return false;
+    if (reason !== undefined && s.state !== "done" && !s.cancelRequested) s.emit({ type: "error", code: reason.code, message: reason.message, t: s.now() });
     this.core.cancel(s);
     return true;
   }

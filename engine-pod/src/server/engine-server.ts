@@ -3,8 +3,9 @@
  * OpenAI-compatible endpoints (chat completions, Responses), probes and
  * metrics on one express app. It can listen before the model is loaded
  * (`/healthz` answers, `/readyz` and the API say 503 until
- * {@link EngineServer.setEngine}), and it closes in order:
- * stop accepting, cancel the sessions it opened, then drop connections.
+ * {@link EngineServer.setEngine}), it drains ({@link EngineServer.drain}:
+ * no new work, live sessions finish within a grace period), and it closes in
+ * order: stop accepting, cancel the sessions it opened, then drop connections.
  */
 import type { Server } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
@@ -50,6 +51,18 @@ export interface EngineServerOptions {
   toolCache?: ToolCache;
 }
 
+/** Requests that start new work on the engine: refused while it drains. */
+const NEW_WORK = new Set(["/v1/sessions", "/v1/chat/completions", "/v1/responses"]);
+
+/** What a session still running when the drain's grace period ends is told (an `error` event before `done: cancelled`). */
+export const DRAIN_EXPIRED = { code: ErrorCode.Draining, message: "engine draining: grace period expired" } as const;
+
+/** How a drain ended: sessions that finished on their own within the grace period, and those cut at its end. */
+export interface DrainOutcome {
+  finished: number;
+  cut: number;
+}
+
 export const DEFAULT_SERVER_LIMITS: EngineServerLimits = {
   maxBodyBytes: 1_048_576,
   maxPromptBytes: 262_144,
@@ -60,6 +73,7 @@ export class EngineServer {
   readonly app: Express;
   private current: Engine | undefined;
   private closing = false;
+  private draining: Promise<DrainOutcome> | undefined;
   private closed: Promise<void> | undefined;
   private server: Server | undefined;
   private readonly live = new Set<string>();
@@ -94,6 +108,15 @@ export class EngineServer {
     });
     // Everything below the probes needs an API key (when keys are configured).
     app.use(bearerAuth(options.apiKeys ?? null));
+    // A draining engine finishes what it has; new work goes to another engine (the router retries a 503 elsewhere).
+    app.use((req: Request, _res: Response, next: NextFunction) => {
+      if (this.draining !== undefined && req.method === "POST" && NEW_WORK.has(req.path)) {
+        throw new HttpError(503, ErrorCode.Draining, "engine draining: it takes no new sessions while its live ones finish; retry (another engine will take it)", {
+          "Retry-After": String(limits.retryAfterSeconds),
+        });
+      }
+      next();
+    });
 
     // Every body is read as JSON whatever its Content-Type (curl -d sends form encoding).
     const json = express.json({ limit: limits.maxBodyBytes, type: () => true });
@@ -136,6 +159,7 @@ export class EngineServer {
   /** Why the server is not ready, or null. */
   notReadyReason(): string | null {
     if (this.closing) return "shutting down";
+    if (this.draining !== undefined) return "draining: finishing live sessions, taking no new ones";
     if (this.current === undefined) return "model loading";
     if (!this.current.ready) return "engine not ready";
     return null;
@@ -159,6 +183,40 @@ export class EngineServer {
     const { server, port: bound } = await listen(this.app, port, host);
     this.server = server;
     return bound;
+  }
+
+  /**
+   * Drains the engine: from now on `/readyz` says not ready and new work
+   * (sessions, completions, responses) gets 503 `draining` with
+   * `Retry-After`; live sessions and completions run on, and their streams,
+   * interrupts and cancels keep working. Resolves once none is live, or when
+   * `graceMs` has passed: then the sessions opened here that are still live
+   * are cancelled with {@link DRAIN_EXPIRED} (their clients see why). Call
+   * {@link close} after it. Idempotent.
+   */
+  drain(graceMs: number, pollMs = 100): Promise<DrainOutcome> {
+    this.draining ??= this.drainOnce(graceMs, pollMs);
+    return this.draining;
+  }
+
+  private async drainOnce(graceMs: number, pollMs: number): Promise<DrainOutcome> {
+    const engine = this.current;
+    const active = (): number => engine?.stats().activeSessions ?? 0;
+    const before = active();
+    this.log.info({ graceMs, activeSessions: before }, "draining: no new sessions; waiting for live ones to finish");
+    const deadline = performance.now() + graceMs;
+    while (active() > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - performance.now()))));
+    if (engine === undefined || active() === 0) {
+      this.log.info({ finished: before }, "drained: every live session finished");
+      return { finished: before, cut: 0 };
+    }
+    // Completions still running are cut by close() (their clients get the engine's cancelled error).
+    const left = [...this.live];
+    const ending = left.map((id) => (engine.cancel(id, DRAIN_EXPIRED), engine.getSession(id)?.finished));
+    // Their `done` goes out before the pod withdraws its heartbeat (routers end streams of a withdrawn engine their own way).
+    await Promise.race([Promise.allSettled(ending), new Promise((r) => setTimeout(r, 5_000).unref())]);
+    this.log.warn({ graceMs, cut: left.length, activeSessions: active() }, "drain grace period expired: live sessions cancelled");
+    return { finished: Math.max(0, before - left.length), cut: left.length };
   }
 
   /** Stops accepting connections (probes then say not ready). */

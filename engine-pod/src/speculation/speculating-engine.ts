@@ -66,7 +66,7 @@ export function withSpeculation(engine: Engine, deps: SpeculationDeps): Engine &
     createSession,
     getSession: (id) => wrapped.get(id) ?? engine.getSession(id),
     interrupt: (id, input) => engine.interrupt(id, input),
-    cancel: (id) => engine.cancel(id),
+    cancel: (id, reason) => engine.cancel(id, reason),
     complete: (request) => engine.complete(request),
     stats: () => engine.stats(),
     advertisedPrefixes: () => engine.advertisedPrefixes(),
