@@ -4,8 +4,11 @@
  * SIGTERM it drains — `/readyz` says not ready, a new session gets 503
  * `draining` with `Retry-After`, a live session runs to its normal end —
  * and exits 0 once none is left; a session that outlives `--drain-grace-ms`
- * ends with an `error` event saying why, then `done: cancelled`.
+ * ends with an `error` event saying why, then `done: cancelled`, and a
+ * completion still running then fails with that reason (through the
+ * official `openai` SDK, streaming and not).
  */
+import OpenAI from "openai";
 import t, { type Test } from "tap";
 import { builtinToolSpecs } from "../../common/src/builtin-tools/index.js";
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
@@ -83,5 +86,31 @@ t.test("a session that outlives the grace period ends with the reason, then exit
   t.same(error?.type === "error" ? { code: error.code, message: error.message } : undefined, { code: "draining", message: "engine draining: grace period expired" }, "the client is told why");
   const done = events[events.length - 1];
   t.equal(done?.type === "done" ? done.reason : done?.type, "cancelled", "then done: cancelled");
+  t.equal(await exit, 0);
+});
+
+t.test("completions still running when the grace period ends fail with the reason, streaming and not", async (t) => {
+  const { engine, exit } = await startEngine(t, 0);
+  const client = new OpenAI({ baseURL: `${engine.url}/v1`, apiKey: "unused", maxRetries: 0 });
+  const long = { model: "test", messages: [{ role: "user" as const, content: "Talk." }], max_tokens: 1500 };
+  const whole = client.chat.completions.create(long).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  const stream = await client.chat.completions.create({ ...long, stream: true });
+  let chunks = 0;
+  let streamError: unknown;
+  try {
+    for await (const _chunk of stream) if (++chunks === 3) engine.child.kill("SIGTERM");
+  } catch (err) {
+    streamError = err;
+  }
+  t.ok(chunks >= 3, "the stream was running when SIGTERM came");
+  t.ok(streamError instanceof OpenAI.APIError, "the stream ended with an error, not silently");
+  t.match((streamError as Error).message, /engine draining: grace period expired/);
+  const wholeError = await whole;
+  t.ok(wholeError instanceof OpenAI.APIError, "the non-streaming completion failed");
+  t.equal((wholeError as InstanceType<typeof OpenAI.APIError>).status, 503);
+  t.match((wholeError as Error).message, /engine draining: grace period expired/);
   t.equal(await exit, 0);
 });

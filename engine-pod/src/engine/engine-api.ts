@@ -4,6 +4,7 @@
  * beside this file; callers import only these types (through `engine/index.ts`).
  */
 import type {
+  ErrorCode,
   AnswerFormat,
   ChatMessage,
   CreateSessionRequest,
@@ -45,9 +46,12 @@ export interface SessionSnapshot {
   };
 }
 
-/** Why a session is cancelled, told to its client as an `error` event before `done: cancelled`. */
+/**
+ * Why a session is cancelled: its client gets an `error` event with it before
+ * `done: cancelled`; a completion fails with it (not "completion cancelled").
+ */
 export interface CancelReason {
-  code: string;
+  code: ErrorCode;
   message: string;
 }
 
@@ -248,6 +252,8 @@ export interface Engine {
    * learns why it was cut.
    */
   cancel(sessionId: string, reason?: CancelReason): boolean;
+  /** Cancels every live session and completion with `reason` (a drain's end); returns how many. */
+  cancelAll(reason: CancelReason): number;
   complete(request: CompletionRequest): Promise<CompletionResult>;
   stats(): EngineStats;
   /** What engine heartbeats advertise to the routers: see {@link AdvertisedPrefixes}. */

@@ -183,9 +183,20 @@ class LlamaEngine implements Engine {
   cancel(sessionId: string, reason?: CancelReason): boolean {
     const s = this.core.sessions.get(sessionId);
     if (s === undefined) return false;
+    this.cancelState(s, reason);
+    return true;
+  }
+
+  cancelAll(reason: CancelReason): number {
+    const live = [...this.core.live].filter((s) => s.state !== "done" && !s.cancelRequested);
+    for (const s of live) this.cancelState(s, reason);
+    return live.length;
+  }
+
+  /** With a reason, a live session says why before its `done: cancelled` (complete() reads it back). */
+  private cancelState(s: SessionState, reason: CancelReason | undefined): void {
     if (reason !== undefined && s.state !== "done" && !s.cancelRequested) s.emit({ type: "error", code: reason.code, message: reason.message, t: s.now() });
     this.core.cancel(s);
-    return true;
   }
 
   async complete(request: CompletionRequest): Promise<CompletionResult> {
@@ -275,7 +286,10 @@ class LlamaEngine implements Engine {
       const err = s.events.find((e) => e.type === "error");
       throw new InterlaceError(ErrorCode.Internal, err?.type === "error" ? err.message : "completion failed");
     }
-    if (done.reason === "cancelled") throw new InterlaceError(ErrorCode.Cancelled, "completion cancelled");
+    if (done.reason === "cancelled") {
+      const why = s.events.find((e) => e.type === "error");
+      throw why?.type === "error" ? new InterlaceError(why.code as ErrorCode, why.message) : new InterlaceError(ErrorCode.Cancelled, "completion cancelled");
+    }
     // Tokens settled after the last text (trailing ones the end dropped never reach here).
     const lastEntries = logprobs?.drain() ?? [];
     if (!raw && onText !== undefined && lastEntries.length > 0) onText("", lastEntries);

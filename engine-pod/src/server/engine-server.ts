@@ -77,6 +77,8 @@ export class EngineServer {
   private closed: Promise<void> | undefined;
   private server: Server | undefined;
   private readonly live = new Set<string>();
+  /** Requests for new work (sessions, completions, responses) whose answer has not finished. */
+  private readonly answering = new Set<Response>();
   private readonly log: Logger;
   /** The tool cache behind `cache-tool-output`. */
   readonly toolCache: ToolCache;
@@ -109,12 +111,16 @@ export class EngineServer {
     // Everything below the probes needs an API key (when keys are configured).
     app.use(bearerAuth(options.apiKeys ?? null));
     // A draining engine finishes what it has; new work goes to another engine (the router retries a 503 elsewhere).
-    app.use((req: Request, _res: Response, next: NextFunction) => {
-      if (this.draining !== undefined && req.method === "POST" && NEW_WORK.has(req.path)) {
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      if (req.method !== "POST" || !NEW_WORK.has(req.path)) return next();
+      if (this.draining !== undefined) {
         throw new HttpError(503, ErrorCode.Draining, "engine draining: it takes no new sessions while its live ones finish; retry (another engine will take it)", {
           "Retry-After": String(limits.retryAfterSeconds),
         });
       }
+      // A drain's end waits for these answers (a completion cut then still tells its client why).
+      this.answering.add(res);
+      res.once("close", () => this.answering.delete(res));
       next();
     });
 
@@ -190,9 +196,10 @@ export class EngineServer {
    * (sessions, completions, responses) gets 503 `draining` with
    * `Retry-After`; live sessions and completions run on, and their streams,
    * interrupts and cancels keep working. Resolves once none is live, or when
-   * `graceMs` has passed: then the sessions opened here that are still live
-   * are cancelled with {@link DRAIN_EXPIRED} (their clients see why). Call
-   * {@link close} after it. Idempotent.
+   * `graceMs` has passed: then every session and completion still live is
+   * cancelled with {@link DRAIN_EXPIRED} (their clients see why), and it
+   * resolves once their answers are out (or 5 s later). Call {@link close}
+   * after it. Idempotent.
    */
   drain(graceMs: number, pollMs = 100): Promise<DrainOutcome> {
     this.draining ??= this.drainOnce(graceMs, pollMs);
@@ -201,7 +208,8 @@ export class EngineServer {
 
   private async drainOnce(graceMs: number, pollMs: number): Promise<DrainOutcome> {
     const engine = this.current;
-    const active = (): number => engine?.stats().activeSessions ?? 0;
+    // Live sessions, and answers still being sent (an upstream backend's completions are not sessions).
+    const active = (): number => Math.max(engine?.stats().activeSessions ?? 0, this.answering.size);
     const before = active();
     this.log.info({ graceMs, activeSessions: before }, "draining: no new sessions; waiting for live ones to finish");
     const deadline = performance.now() + graceMs;
@@ -210,13 +218,14 @@ export class EngineServer {
       this.log.info({ finished: before }, "drained: every live session finished");
       return { finished: before, cut: 0 };
     }
-    // Completions still running are cut by close() (their clients get the engine's cancelled error).
-    const left = [...this.live];
-    const ending = left.map((id) => (engine.cancel(id, DRAIN_EXPIRED), engine.getSession(id)?.finished));
-    // Their `done` goes out before the pod withdraws its heartbeat (routers end streams of a withdrawn engine their own way).
-    await Promise.race([Promise.allSettled(ending), new Promise((r) => setTimeout(r, 5_000).unref())]);
-    this.log.warn({ graceMs, cut: left.length, activeSessions: active() }, "drain grace period expired: live sessions cancelled");
-    return { finished: Math.max(0, before - left.length), cut: left.length };
+    // Sessions and completions still running are told why; close() comes after their answers are out.
+    const cut = engine.cancelAll(DRAIN_EXPIRED);
+    this.log.warn({ graceMs, cut }, "drain grace period expired: live sessions and completions cancelled");
+    const answered = async (): Promise<void> => {
+      while (active() > 0) await new Promise((r) => setTimeout(r, pollMs));
+    };
+    await Promise.race([answered(), new Promise((r) => setTimeout(r, 5_000).unref())]);
+    return { finished: Math.max(0, before - cut), cut };
   }
 
   /** Stops accepting connections (probes then say not ready). */

@@ -67,6 +67,7 @@ export function withSpeculation(engine: Engine, deps: SpeculationDeps): Engine &
     getSession: (id) => wrapped.get(id) ?? engine.getSession(id),
     interrupt: (id, input) => engine.interrupt(id, input),
     cancel: (id, reason) => engine.cancel(id, reason),
+    cancelAll: (reason) => engine.cancelAll(reason),
     complete: (request) => engine.complete(request),
     stats: () => engine.stats(),
     advertisedPrefixes: () => engine.advertisedPrefixes(),

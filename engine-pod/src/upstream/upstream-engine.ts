@@ -294,6 +294,13 @@ export class UpstreamEngine implements Engine {
     };
   }
 
+  /** Sessions only: an upstream completion in flight is ended by its HTTP request (the server's close). */
+  cancelAll(reason: CancelReason): number {
+    const live = [...this.sessions.values()].filter((s) => !s.done);
+    for (const s of live) s.cancel(reason);
+    return live.length;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
