@@ -1,7 +1,8 @@
 /**
  * @module The engine pod's entrypoint as the Deployment runs it (a child
  * process of `engine-pod/src/main.ts`): it serves once ready, and on SIGTERM
- * ends open session streams with `done: cancelled` and exits 0. A bad flag
+ * with no drain grace period (drain.test.ts covers the drain) ends open
+ * session streams with `done: cancelled` and exits 0. A bad flag
  * stops it at once with exit code 2 and a message naming the flag.
  */
 import { spawn } from "node:child_process";
