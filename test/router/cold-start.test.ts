@@ -77,7 +77,8 @@ t.test("beyond the hold's bound: 503 at once, while the held request still waits
 });
 
 t.test("a request sent while the pool is at zero is served once an engine starts and heartbeats", async (t) => {
-  const { router: r, base } = await router("router-cold", { coldStartHoldMs: 240_000 });
+  // A generous engine TTL: a freshly started engine on a loaded machine may miss a few 250 ms beats while it warms up.
+  const { router: r, base } = await router("router-cold", { coldStartHoldMs: 240_000, engineTtlMs: 15_000 });
   await putApp(appConfig("sleepy"), [r]);
   t.equal(r.engines.loads("default", POOL).length, 0, "no engine yet");
   const pending = postJson(`${base}/v1/apps/default/sleepy/sessions`, QUICK);
