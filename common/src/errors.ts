@@ -32,6 +32,8 @@ export const ErrorCode = {
   SessionFinished: "session_finished",
   /** The server is starting, loading its model or shutting down (503). */
   NotReady: "not_ready",
+  /** The engine is draining (shutting down after its live sessions): no new sessions (503); a session still running when the grace period ends gets an `error` event with this code. */
+  Draining: "draining",
   /** The app's pool has no engine with a fresh heartbeat (503). */
   NoEngine: "no_engine",
   /** The engine that owns a session stopped (410 on requests, an `error` event on open streams). */

@@ -29,6 +29,7 @@ const STATUS: Readonly<Record<string, number>> = {
   [ErrorCode.UpstreamError]: 502,
   [ErrorCode.NoRunners]: 503,
   [ErrorCode.NotReady]: 503,
+  [ErrorCode.Draining]: 503,
   [ErrorCode.NoEngine]: 503,
   [ErrorCode.UpstreamTimeout]: 504,
 };

@@ -44,6 +44,12 @@ export interface ServerOptions {
   responseStoreTtlMs: number;
   /** Most Responses API responses stored at once. */
   maxStoredResponses: number;
+  /**
+   * On SIGTERM, how long live sessions may run on before they are cut with
+   * "engine draining: grace period expired", ms. Keep it below the pod's
+   * `terminationGracePeriodSeconds` (30 s unless set) less a few seconds.
+   */
+  drainGraceMs: number;
 }
 
 export interface ExecutorOptions {
@@ -113,7 +119,7 @@ function invalid(message: string): InterlaceError {
  * `--model-preset test|bench`, the engine's `--context-size --sequences
  * --threads --gpu false|cuda|auto --kv-policy auto|keep|swap|recompute
  * --max-tokens --prefix-cache --swap-dir`, `--max-body-bytes`,
- * `--max-prompt-bytes`, `--retry-after-seconds`, `--response-store-ttl-ms`,
+ * `--max-prompt-bytes`, `--retry-after-seconds`, `--drain-grace-ms` (25000), `--response-store-ttl-ms`,
  * `--max-stored-responses` (the Responses API's stored turns; the engine's
  * `--response-retention-ms --max-retained-responses` keep their KV), `--executor in-process|nats`,
  * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--pool ns/name`
@@ -153,6 +159,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     responseStoreTtlMs: intOpt(src, "response-store-ttl-ms", 30 * 60_000, { min: 1000, max: 24 * 3_600_000 }),
     maxStoredResponses: intOpt(src, "max-stored-responses", 1024, { min: 1, max: 1_000_000 }),
+    drainGraceMs: intOpt(src, "drain-grace-ms", 25_000, { min: 0, max: 3_600_000 }),
   };
   const kind = enumOpt(src, "executor", EXECUTOR_KINDS, "in-process");
   const natsUrl = optionalStringOpt(src, "nats-url");

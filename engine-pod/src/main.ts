@@ -2,8 +2,10 @@
  * @module The engine pod's entrypoint (`npm run engine -- --model-preset test`):
  * parse the options, start the HTTP server (so `/healthz` answers while the
  * model loads), generate or locate the model, connect the executor selected
- * by `--executor`, load the engine, and serve until SIGTERM/SIGINT; then stop
- * accepting, cancel live sessions, close the engine and the executor.
+ * by `--executor`, load the engine, and serve until SIGTERM/SIGINT; then
+ * drain (heartbeats and `/readyz` say draining, new sessions get 503, live
+ * ones finish within `--drain-grace-ms` or are cut with the reason), stop
+ * accepting, close the engine and the executor.
  */
 import { basename } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -15,7 +17,7 @@ import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { HeartbeatPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
-import { EngineServer, type ToolCatalog } from "./server/index.js";
+import { EngineServer, type DrainOutcome, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { connectNats, natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -34,6 +36,12 @@ export interface EnginePod {
   draft?: DraftModel;
   speculationStats: SpeculationStats;
   port: number;
+  /**
+   * Stops taking new work and lets live sessions finish (heartbeats say
+   * draining so routers place elsewhere), cutting those past `graceMs`
+   * (default `--drain-grace-ms`) with the reason. Call {@link close} after.
+   */
+  drain(graceMs?: number): Promise<DrainOutcome>;
   /** Stops accepting, cancels sessions, closes the engine and the executor (idempotent). */
   close(): Promise<void>;
 }
@@ -122,7 +130,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       server.setEngine(engine);
       log.info({ backend: "openai", upstream: upstream.url, model: upstream.model, sessions: options.engine.sequences }, "engine ready (upstream backend)");
       let closing: Promise<void> | undefined;
-      return { server, engine, executor, toolCache, speculationStats, port, close: () => (closing ??= closeAll()) };
+      const drain = (graceMs = options.server.drainGraceMs): Promise<DrainOutcome> => server.drain(graceMs);
+      return { server, engine, executor, toolCache, speculationStats, port, drain, close: () => (closing ??= closeAll()) };
     }
     let modelPath = options.engine.modelPath;
     if (modelPath === "" && options.modelPreset !== undefined) {
@@ -154,6 +163,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       started.splice(started.length - 1, 0, { name: "draft-model", close: () => loaded.close() });
     }
     server.setEngine(engine);
+    let heartbeat: HeartbeatPublisher | undefined;
     const hb = options.heartbeat;
     if (hb !== undefined) {
       const host = hb.podIp ?? (options.server.host === "0.0.0.0" || options.server.host === "::" ? "127.0.0.1" : options.server.host);
@@ -164,7 +174,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         started.push({ name: "nats", close: () => own.drain().catch(() => undefined) });
         nc = own;
       }
-      const heartbeat = await HeartbeatPublisher.open(nc, {
+      heartbeat = await HeartbeatPublisher.open(nc, {
         pod: options.podName,
         endpoint: hb.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
         pool: hb.pool,
@@ -173,8 +183,9 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         log: log.child({ subsystem: "heartbeat" }),
       });
       heartbeat.start(engine);
+      const beating = heartbeat;
       // Closed before the engine (closers run in reverse): routers stop placing here first.
-      started.push({ name: "heartbeat", close: () => heartbeat.close() });
+      started.push({ name: "heartbeat", close: () => beating.close() });
       log.info({ pool: hb.pool, intervalMs: hb.intervalMs }, "heartbeats started");
     }
     log.info(
@@ -192,7 +203,13 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       "engine ready",
     );
     let closing: Promise<void> | undefined;
-    return { server, engine, executor, toolCache, speculationStats, ...(draft !== undefined ? { draft } : {}), port, close: () => (closing ??= closeAll()) };
+    const announced = heartbeat;
+    const drain = async (graceMs = options.server.drainGraceMs): Promise<DrainOutcome> => {
+      // Routers hear "draining" first (they stop placing here but keep relaying the live sessions' streams).
+      await announced?.drain();
+      return server.drain(graceMs);
+    };
+    return { server, engine, executor, toolCache, speculationStats, ...(draft !== undefined ? { draft } : {}), port, drain, close: () => (closing ??= closeAll()) };
   } catch (err) {
     await closeAll();
     throw err;
@@ -208,11 +225,15 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger("engine-pod", options.logLevel);
-  const shutdown = new Shutdown(log, 15_000);
+  // The drain's grace period, then up to 15 s to close the engine and the executor.
+  const shutdown = new Shutdown(log, options.server.drainGraceMs + 15_000);
   shutdown.installSignalHandlers();
   try {
     const pod = await startEnginePod(options, log);
-    shutdown.add("engine-pod", () => pod.close());
+    shutdown.add("engine-pod", async () => {
+      await pod.drain();
+      await pod.close();
+    });
   } catch (err) {
     log.fatal({ err }, "engine pod failed to start");
     await shutdown.run();

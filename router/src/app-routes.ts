@@ -10,7 +10,9 @@
  * to the owning engine's tool cache), `POST .../chat/completions`
  * (OpenAI-compatible, streaming and not), `POST .../responses` and
  * `GET .../responses/{id}` (the OpenAI Responses API) and
- * `GET /v1/apps/{ns}/{app}`. Session and response ids name their engine
+ * `GET /v1/apps/{ns}/{app}`. Requests that open work (sessions, chat
+ * completions, first Responses turns) wait out a cold start of their pool
+ * (cold-start-hold.ts). Session and response ids name their engine
  * (session-id.ts), so any replica serves any session, and a
  * `previous_response_id` goes to the engine that retains that response's
  * sequence.
@@ -142,7 +144,21 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     const { config } = appOf(ctx, req);
     const merged = mergeSessionRequest(config, req.body);
     const pool = { namespace: config.namespace, name: config.enginePool.name };
-    const placed = await placeAndPost(ctx, pool, merged, "/v1/sessions", merged.body);
+    // A client that leaves while its request is held for a cold start stops holding it.
+    const gone = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) gone.abort();
+    };
+    res.on("close", onClose);
+    let placed;
+    try {
+      placed = await placeAndPost(ctx, pool, merged, "/v1/sessions", merged.body, gone.signal);
+    } catch (err) {
+      if (gone.signal.aborted) return;
+      throw err;
+    } finally {
+      res.off("close", onClose);
+    }
     setPickTiming(res, placed.sentAt);
     if (!placed.response.ok) return relayError(res, placed.response);
     const created = (await placed.response.json()) as { id: string };

@@ -43,6 +43,13 @@ export interface RouterOptions {
    * shared prompt on the pool's hardware is the break-even.
    */
   prefixWaitMs: number;
+  /**
+   * Cold starts: how long a request may wait for its pool's first ready
+   * engine (scaled to zero, or starting) before a 503 (0: no hold, 503 at once).
+   */
+  coldStartHoldMs: number;
+  /** Cold starts: most requests held at once per EnginePool; beyond, 503 at once (0: no hold). */
+  coldStartMaxHeld: number;
   /** How long one engine may take to accept or refuse a session before the next is tried. */
   upstreamTimeoutMs: number;
   /** How often this router rewrites its presence (apps served, live sessions). */
@@ -96,6 +103,7 @@ function invalid(message: string): InterlaceError {
  * `--placement prefix-affinity|least-loaded|round-robin`, `--load-factor`
  * (percent, 125), `--engine-ttl-ms` (3000), `--max-body-bytes`,
  * `--retry-after-seconds`, `--upstream-timeout-ms`, `--prefix-wait-ms` (1000),
+ * `--cold-start-hold-ms` (60000), `--cold-start-max-held` (100),
  * `--presence-ms`,
  * `--max-variable-bytes` (262144), `--max-program-calls` (256),
  * `--max-programs` (1000), `--program-keep-ms` (600000),
@@ -120,6 +128,8 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     upstreamTimeoutMs: intOpt(src, "upstream-timeout-ms", 10_000, { min: 100, max: 600_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
+    coldStartHoldMs: intOpt(src, "cold-start-hold-ms", 60_000, { min: 0, max: 600_000 }),
+    coldStartMaxHeld: intOpt(src, "cold-start-max-held", 100, { min: 0, max: 100_000 }),
     presenceMs: intOpt(src, "presence-ms", 2000, { min: 100, max: 60_000 }),
     maxVariableBytes: intOpt(src, "max-variable-bytes", DEFAULT_PROGRAM_OPTIONS.maxVariableBytes, { min: 1, max: 64 * 1_048_576 }),
     maxProgramCalls: intOpt(src, "max-program-calls", DEFAULT_PROGRAM_OPTIONS.maxProgramCalls, { min: 1, max: 10_000 }),

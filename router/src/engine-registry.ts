@@ -169,10 +169,10 @@ export class EngineRegistry {
       });
   }
 
-  /** Fresh engines of a pool (ready or not) and why none is ready, for 503 reasons and status. */
-  describe(namespace: string, pool: string): { ready: number; total: number } {
+  /** Fresh engines of a pool (ready, draining, or neither: loading) for 503 reasons and status. */
+  describe(namespace: string, pool: string): { ready: number; draining: number; total: number } {
     const all = this.fresh(poolKey(namespace, pool));
-    return { ready: all.filter((r) => r.heartbeat.ready).length, total: all.length };
+    return { ready: all.filter((r) => r.heartbeat.ready).length, draining: all.filter((r) => r.heartbeat.draining === true).length, total: all.length };
   }
 
   /** The heartbeat of a pod in a namespace (any pool), when fresh. */

@@ -3,7 +3,8 @@
  * requests, placements by policy and reason, prefix segments matched, engine
  * retries, live sessions per app, engines seen per pool; programs (by
  * outcome, end-to-end latency), program requests by deduced objective,
- * task-group sizes, and program prompt tokens filled vs forked.
+ * task-group sizes, and program prompt tokens filled vs forked; the
+ * cold-start hold (requests held per pool, hold time, refusals).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
@@ -26,6 +27,9 @@ export class RouterMetrics {
   readonly taskGroupSize: Histogram;
   readonly programPrefixTokens: Counter<"kind">;
   readonly programsLive: Gauge;
+  readonly coldStartHeld: Gauge<"pool">;
+  readonly coldStartHoldSeconds: Histogram<"outcome">;
+  readonly coldStartRefusals: Counter<"reason">;
 
   constructor() {
     const registers = [this.registry];
@@ -93,5 +97,24 @@ export class RouterMetrics {
       registers,
     });
     this.programsLive = new Gauge({ name: "interlace_router_programs_live", help: "Programs this router is running.", registers });
+    this.coldStartHeld = new Gauge({
+      name: "interlace_router_cold_start_held_requests",
+      help: "Requests held now waiting for a ready engine of their pool (scaled to zero or starting), by pool.",
+      labelNames: ["pool"],
+      registers,
+    });
+    this.coldStartHoldSeconds = new Histogram({
+      name: "interlace_router_cold_start_hold_seconds",
+      help: "How long held requests waited for a ready engine, by outcome (ready, timeout, aborted: the client left).",
+      labelNames: ["outcome"],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
+      registers,
+    });
+    this.coldStartRefusals = new Counter({
+      name: "interlace_router_cold_start_refusals_total",
+      help: "Requests refused with 503 while their pool had no ready engine, by reason (timeout: the hold ran out; queue_full: the hold's bound was reached).",
+      labelNames: ["reason"],
+      registers,
+    });
   }
 }

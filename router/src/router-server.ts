@@ -12,6 +12,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/index.js";
 import { openRoutersBucket } from "../../common/src/protocol/index.js";
 import { AppRegistry } from "./app-registry.js";
+import { ColdStartHold } from "./cold-start-hold.js";
 import { mountAppRoutes } from "./app-routes.js";
 import type { RouterOptions } from "./config.js";
 import { EngineRegistry } from "./engine-registry.js";
@@ -83,8 +84,11 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     prefixWaitMs: options.prefixWaitMs,
     nextTurn: () => turn++,
   };
+  // App requests wait out a cold start (their pool scaled to zero or starting); programs keep their own queue.
+  const coldStart = new ColdStartHold({ engines, metrics, maxHeld: options.coldStartMaxHeld, timeoutMs: options.coldStartHoldMs, retryAfterSeconds: options.retryAfterSeconds });
   mountAppRoutes(app, json, {
     ...placeContext,
+    coldStart,
     owners: SessionOwners.from(security?.apiKeys ?? null, interruptKey),
     apps,
     live,
@@ -139,7 +143,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log);
     presence.start(options.presenceMs);
     ready = true;
-    log.info({ port, apps: apps.size, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, engineTtlMs: options.engineTtlMs }, "router ready");
+    log.info({ port, apps: apps.size, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
   } catch (err) {
     await close();
     throw err;

@@ -8,7 +8,9 @@
  * prefix's engine is full (but within the load bound) waits for it, up to
  * `prefixWaitMs` from its arrival, woken by each heartbeat of the pool:
  * re-prefilling a long prefix on another engine costs more than a short
- * wait, and evicts another app's prefix there.
+ * wait, and evicts another app's prefix there. With a cold-start hold (app
+ * requests), a pool with no ready engine holds the request until one is
+ * ready or the hold times out (cold-start-hold.ts), instead of a 503 at once.
  */
 import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { ErrorCode, residentPrefixLength, type Logger } from "../../common/src/index.js";
@@ -16,6 +18,7 @@ import type { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
 import { place, type PlacementPolicy, type PlacementReason } from "./placement.js";
+import type { ColdStartHold } from "./cold-start-hold.js";
 
 export interface PlaceContext {
   engines: EngineRegistry;
@@ -35,6 +38,8 @@ export interface PlaceContext {
    * spills (absent or 0: never waits).
    */
   prefixWaitMs?: number;
+  /** Holds requests while the pool has no ready engine (absent or disabled: 503 at once). */
+  coldStart?: ColdStartHold;
 }
 
 export interface PlacedResponse {
@@ -77,6 +82,8 @@ export async function placeAndPost(
   const known = hints.prefixes;
   const retryAfter = { "Retry-After": String(ctx.retryAfterSeconds) };
   let held = false;
+  /** When this request's cold-start hold ends (set when it first finds no ready engine). */
+  let coldUntil: number | undefined;
   // Each pass places on the pool as it stands now. A pass ends early only to wait for the engine holding
   // the request's prefix (full, or refusing while full), within prefixWaitMs of the arrival.
   for (;;) {
@@ -104,10 +111,24 @@ export async function placeAndPost(
       if (held) ctx.metrics.prefixHolds.inc({ outcome: onPrefixEngine ? "placed" : "spilled" });
     };
     if (decision.order.length === 0) {
+      const why = (): string => {
+        const seen = ctx.engines.describe(pool.namespace, pool.name);
+        if (seen.total === 0) return "no engine of the pool has sent a heartbeat recently";
+        return `${seen.total} engine(s) seen, none ready${seen.draining > 0 ? `, ${seen.draining} draining` : ""}`;
+      };
+      if (ctx.coldStart?.enabled === true) {
+        // Scaled to zero or starting: wait for an engine's first heartbeat, then place again.
+        coldUntil ??= ctx.coldStart.deadline();
+        try {
+          await ctx.coldStart.hold(pool, coldUntil, why, signal);
+        } catch (err) {
+          count(false);
+          throw err;
+        }
+        continue;
+      }
       count(false);
-      const seen = ctx.engines.describe(pool.namespace, pool.name);
-      const why = seen.total === 0 ? "no engine of the pool has sent a heartbeat recently" : `${seen.total} engine(s) seen, none ready`;
-      throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${pool.namespace}/${pool.name} has no ready engine: ${why}`, retryAfter);
+      throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${pool.namespace}/${pool.name} has no ready engine: ${why()}`, retryAfter);
     }
     const refusals: string[] = [];
     let retried = false;

@@ -86,6 +86,7 @@ t.test("helm template with default values", async (t) => {
   t.equal(router.spec.replicas, 2, "two router replicas");
   t.same(router.spec.template.spec.containers[0].command, ["node", "dist/router/src/main.js"]);
   t.ok(router.spec.template.spec.containers[0].args.includes(`--nats-url=${seeds}`), "the router reaches every NATS node");
+  t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--cold-start-")), ["--cold-start-hold-ms=60000", "--cold-start-max-held=100"], "the cold-start hold from router.coldStart");
   t.ok(find(ms, "Service", "interlace-router"), "router Service");
   t.ok(container.args.includes("--router-url=http://interlace-router.interlace-system.svc:8080"), "endpoints name the router Service");
   const binding = find(ms, "ClusterRoleBinding", "interlace-operator");
@@ -267,6 +268,7 @@ t.test("values.schema.json rejects bad values", async (t) => {
     ["misspelt top-level key", ["operater.replicas=2"], /operater/],
     ["root pods", ["podSecurityContext.runAsNonRoot=false"], /runAsNonRoot/],
     ["bad log level", ["operator.logLevel=loud"], /logLevel/],
+    ["negative cold-start hold", ["router.coldStart.holdMs=-1"], /holdMs/],
   ];
   for (const [name, set, expect] of cases) {
     const args = ["template", "interlace", CHART];

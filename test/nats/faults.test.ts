@@ -2,8 +2,10 @@
  * Faults against a real nats-server: a tool runner SIGKILLed mid-call (the
  * call is redelivered to another runner and completed once), a call whose
  * runners die on every delivery (the session gets a `max_deliveries` error),
- * and a nats-server restart with calls in flight (engine and runners
- * reconnect; nothing is lost or duplicated).
+ * a nats-server restart with calls in flight (engine and runners
+ * reconnect; nothing is lost or duplicated), and a runner being removed
+ * (SIGTERM): it finishes its in-flight call, or, past its drain timeout,
+ * hands it back un-acked so JetStream redelivers it to another runner.
  */
 import t from "tap";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -101,4 +103,26 @@ t.test("a runner stopped with SIGTERM finishes its in-flight call, then exits", 
   // The runner removed its heartbeat: the pool has no runner now, so calls fail fast.
   const after = await executor.execute(makeCall("s1", "echo", { text: "x" }, 30_000));
   t.equal(after.error?.code, "no_runners");
+});
+
+t.test("a runner stopped with SIGTERM past its drain timeout hands its call back: another runner completes it once", async (t) => {
+  const server = await startNatsServer(t);
+  const executor = await startExecutor(t, server.url);
+  const config = poolConfig({ ackWaitMs: 30_000, maxDeliver: 3, concurrency: 2, tools: IDEMPOTENT_SLEEP });
+  const a = await spawnRunner(t, server.url, config, "runner-a", { DRAIN_TIMEOUT_MS: "300" });
+  // The call's deadline (15 s) comes before the ack wait (30 s): only a hand-back, not an ack timeout, gets it redelivered in time.
+  const pending = executor.execute(makeCall("s1", "sleep", { ms: 4_000, result: "finished elsewhere" }, 15_000));
+  t.ok(await eventually(async () => (await a.metric("interlace_toolrunner_calls_in_flight")) === 1), "runner A is running the call");
+  await a.kill("SIGTERM");
+  t.equal(await a.exited, 0, "runner A exited cleanly after its drain timeout");
+  // Started only now, so nothing but A's hand-back can bring it the call (the ack wait, 30 s, is far off).
+  const b = await startRunner(t, server.url, config, { runnerId: "runner-b" });
+  const r = await pending;
+  t.equal(r.ok, true, "the call completed");
+  t.equal(r.output, "finished elsewhere");
+  t.equal(await counterValue(b.metrics.redeliveries), 1, "runner B got it as a redelivery");
+  const echo = await executor.execute(makeCall("s1", "echo", { text: "after" }));
+  t.equal(echo.output, "after");
+  t.equal(await counterValue(executor.metrics.calls, { tool: "sleep" }), 1, "the session got one result");
+  t.equal(await counterValue(executor.metrics.duplicateCompletions), 0);
 });

@@ -99,6 +99,7 @@ t.test("a full engine that advertises a sequence a paused session would give up 
   t.same((await picker.place({ chain: [], affinityKey: "k" }, null)).pods[0], "a");
   t.ok(Date.now() - started < 5_000, "no wait for a heartbeat that frees one");
   t.notOk(parseEngineHeartbeat({ ...heartbeat("c", "http://10.0.0.3:8080"), reclaimableSequences: -1 }).ok, "a negative count is refused");
+  t.notOk(parseEngineHeartbeat({ ...heartbeat("c", "http://10.0.0.3:8080"), draining: "yes" }).ok, "a draining flag that is not a boolean is refused");
 });
 
 t.test("the first engine counts as taken while its request is in flight", async (t) => {

@@ -100,8 +100,8 @@ export async function startStack(t: Teardownable, options: { engines: number; ro
   return stack;
 }
 
-export async function postJson(url: string, body: unknown): Promise<Response> {
-  return fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+export async function postJson(url: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+  return fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), ...(signal !== undefined ? { signal } : {}) });
 }
 
 export interface Opened {

@@ -17,7 +17,8 @@ import { compileSchema } from "../../common/src/wire/validator.js";
 t.setTimeout(240_000);
 
 // `pin`: an engine whose sequences are all held stays full while its sessions wait on tools, so "every engine busy" below is a 429 (under the default `eta` a paused session would give its sequence up).
-const stack = await startStack(t, { engines: 2, routers: 2, engineArgs: ["--kv-retention", "pin"] });
+// A short cold-start hold: the app on a pool with no engine below gets its 503 soon (cold-start.test.ts covers the hold).
+const stack = await startStack(t, { engines: 2, routers: 2, engineArgs: ["--kv-retention", "pin"], router: { coldStartHoldMs: 200 } });
 const [r0, r1] = [stack.url(0), stack.url(1)];
 const alpha = appConfig("alpha");
 const beta = appConfig("beta", { interrupts: { userInterrupts: false, maxQueued: 4 } });

@@ -17,3 +17,13 @@ t.test("parseRouterOptions refuses a missing NATS URL and a bad router id", asyn
   t.throws(() => parseRouterOptions({ flags: parseArgv([]), env: {} }), /--nats-url/);
   t.throws(() => parseRouterOptions({ flags: parseArgv(["--router-id", "a b"]), env: { NATS_URL: "nats://x" } }), /invalid --router-id/);
 });
+
+t.test("the cold-start hold's timeout and bound: defaults, and out-of-range values refused naming the flag", async (t) => {
+  const parsed = parseRouterOptions({ flags: parseArgv([]), env: { NATS_URL: "nats://x:4222" } });
+  t.equal(parsed.coldStartHoldMs, 60_000);
+  t.equal(parsed.coldStartMaxHeld, 100);
+  const set = parseRouterOptions({ flags: parseArgv(["--cold-start-hold-ms", "0", "--cold-start-max-held", "5"]), env: { NATS_URL: "nats://x" } });
+  t.same([set.coldStartHoldMs, set.coldStartMaxHeld], [0, 5], "0 turns the hold off");
+  t.throws(() => parseRouterOptions({ flags: parseArgv(["--cold-start-hold-ms", "-1"]), env: { NATS_URL: "nats://x" } }), /--cold-start-hold-ms/);
+  t.throws(() => parseRouterOptions({ flags: parseArgv([]), env: { NATS_URL: "nats://x", COLD_START_MAX_HELD: "lots" } }), /--cold-start-max-held \(COLD_START_MAX_HELD\)/);
+});

@@ -44,6 +44,8 @@ t.test("flags over environment", async (t) => {
   t.equal(o.podName, "engine-0");
   t.equal(o.server.maxBodyBytes, 2048);
   t.equal(o.server.maxPromptBytes, 2048, "the prompt limit never exceeds the body limit");
+  t.equal(parseEnginePodOptions(src(["--model-preset", "test"])).server.drainGraceMs, 25_000, "the drain's grace period fits Kubernetes' default 30 s");
+  t.equal(parseEnginePodOptions(src(["--model-preset", "test", "--drain-grace-ms", "0"])).server.drainGraceMs, 0);
   const pooled = parseEnginePodOptions(src(["--model-preset", "test", "--executor", "nats", "--nats-url", "nats://x", "--default-pool", "ns/tools"]));
   t.same(pooled.executor.defaultPool, { namespace: "ns", name: "tools" });
 });
@@ -63,6 +65,8 @@ t.test("clear errors", async (t) => {
     [["--model-preset", "test", "--default-pool", "tools"], /--default-pool \(DEFAULT_POOL\): expected namespace\/name/],
     [["--model-preset", "test", "--default-pool", "ns/tools"], /needs --executor nats/],
     [["--model-preset", "test", "--max-body-bytes", "2048", "--max-prompt-bytes", "4096"], /--max-prompt-bytes .* must be <= 2048/],
+    [["--model-preset", "test", "--drain-grace-ms", "-5"], /--drain-grace-ms \(DRAIN_GRACE_MS\): must be >= 0/],
+    [["--model-preset", "test", "--drain-grace-ms", "soon"], /--drain-grace-ms \(DRAIN_GRACE_MS\)/],
   ];
   for (const [argv, message] of cases) t.throws(() => parseEnginePodOptions(src(argv)), message, argv.join(" ") || "(nothing)");
 });

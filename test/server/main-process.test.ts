@@ -1,7 +1,8 @@
 /**
  * @module The engine pod's entrypoint as the Deployment runs it (a child
  * process of `engine-pod/src/main.ts`): it serves once ready, and on SIGTERM
- * ends open session streams with `done: cancelled` and exits 0. A bad flag
+ * with no drain grace period (drain.test.ts covers the drain) ends open
+ * session streams with `done: cancelled` and exits 0. A bad flag
  * stops it at once with exit code 2 and a message naming the flag.
  */
 import { spawn } from "node:child_process";
@@ -11,7 +12,7 @@ import { spawnEngine } from "../../hack/engine-process.js";
 import { postJson, readSession } from "./helpers.js";
 
 t.test("SIGTERM ends open sessions as cancelled and exits 0", async (t) => {
-  const engine = await spawnEngine(["--model-preset", "test", "--sequences", "2", "--context-size", "2048"], { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 60_000 });
+  const engine = await spawnEngine(["--model-preset", "test", "--sequences", "2", "--context-size", "2048", "--drain-grace-ms", "0"], { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 60_000 });
   t.teardown(() => engine.stop());
   const exit = new Promise<number | null>((r) => engine.child.once("exit", (code) => r(code)));
   const res = await postJson(`${engine.url}/v1/sessions`, {

@@ -28,6 +28,11 @@ export interface EngineHeartbeat {
   model: string;
   /** Accepting sessions (model loaded, not shutting down). */
   ready: boolean;
+  /**
+   * Shutting down after its live sessions (SIGTERM): not ready, but its
+   * sessions still run and their streams stay routed here (absent: false).
+   */
+  draining?: boolean;
   freeSequences: number;
   /**
    * Held sequences the engine would give a new session now, by taking a
@@ -84,6 +89,7 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
     return { ok: false, reason: "pool must be {namespace, name}" };
   }
   if (typeof h["ready"] !== "boolean") return { ok: false, reason: "ready must be a boolean" };
+  if (h["draining"] !== undefined && typeof h["draining"] !== "boolean") return { ok: false, reason: "draining must be a boolean" };
   for (const k of ["freeSequences", "totalSequences", "queuedSessions", "activeSessions", "kvCellsUsed", "kvCellsTotal", "tokensPerSecond", "at"] as const) {
     if (!isCount(h[k])) return { ok: false, reason: `${k} must be a non-negative number` };
   }

@@ -4,6 +4,7 @@
  * beside this file; callers import only these types (through `engine/index.ts`).
  */
 import type {
+  ErrorCode,
   AnswerFormat,
   ChatMessage,
   CreateSessionRequest,
@@ -43,6 +44,15 @@ export interface SessionSnapshot {
     /** What the model sampled at each step (differs from `generated` under a scripted policy). */
     sampled: number[];
   };
+}
+
+/**
+ * Why a session is cancelled: its client gets an `error` event with it before
+ * `done: cancelled`; a completion fails with it (not "completion cancelled").
+ */
+export interface CancelReason {
+  code: ErrorCode;
+  message: string;
 }
 
 export interface InterruptInput {
@@ -235,8 +245,15 @@ export interface Engine {
   getSession(id: string): EngineSession | undefined;
   /** Queues an interrupt for a live session; false when the session is unknown or done. */
   interrupt(sessionId: string, input: InterruptInput): boolean;
-  /** Ends a session and frees its KV cells; false when unknown. */
-  cancel(sessionId: string): boolean;
+  /**
+   * Ends a session (`done: cancelled`) and frees its KV cells; false when
+   * unknown. With `reason`, a live session first gets an `error` event with
+   * `reason.code` and its message, so its client
+   * learns why it was cut.
+   */
+  cancel(sessionId: string, reason?: CancelReason): boolean;
+  /** Cancels every live session and completion with `reason` (a drain's end); returns how many. */
+  cancelAll(reason: CancelReason): number;
   complete(request: CompletionRequest): Promise<CompletionResult>;
   stats(): EngineStats;
   /** What engine heartbeats advertise to the routers: see {@link AdvertisedPrefixes}. */

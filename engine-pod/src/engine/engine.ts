@@ -14,7 +14,7 @@ import { createPolicy, scanTranscript } from "../policy/index.js";
 import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import { LogprobLedger } from "./logprob-ledger.js";
-import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
+import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
 import { isPrefilling } from "./prefix-followers.js";
 import { EngineCore } from "./engine-core.js";
 import { defaultRetained, type EngineOptions } from "./engine-options.js";
@@ -180,11 +180,23 @@ class LlamaEngine implements Engine {
     return true;
   }
 
-  cancel(sessionId: string): boolean {
+  cancel(sessionId: string, reason?: CancelReason): boolean {
     const s = this.core.sessions.get(sessionId);
     if (s === undefined) return false;
-    this.core.cancel(s);
+    this.cancelState(s, reason);
     return true;
+  }
+
+  cancelAll(reason: CancelReason): number {
+    const live = [...this.core.live].filter((s) => s.state !== "done" && !s.cancelRequested);
+    for (const s of live) this.cancelState(s, reason);
+    return live.length;
+  }
+
+  /** With a reason, a live session says why before its `done: cancelled` (complete() reads it back). */
+  private cancelState(s: SessionState, reason: CancelReason | undefined): void {
+    if (reason !== undefined && s.state !== "done" && !s.cancelRequested) s.emit({ type: "error", code: reason.code, message: reason.message, t: s.now() });
+    this.core.cancel(s);
   }
 
   async complete(request: CompletionRequest): Promise<CompletionResult> {
@@ -274,7 +286,10 @@ class LlamaEngine implements Engine {
       const err = s.events.find((e) => e.type === "error");
       throw new InterlaceError(ErrorCode.Internal, err?.type === "error" ? err.message : "completion failed");
     }
-    if (done.reason === "cancelled") throw new InterlaceError(ErrorCode.Cancelled, "completion cancelled");
+    if (done.reason === "cancelled") {
+      const why = s.events.find((e) => e.type === "error");
+      throw why?.type === "error" ? new InterlaceError(why.code as ErrorCode, why.message) : new InterlaceError(ErrorCode.Cancelled, "completion cancelled");
+    }
     // Tokens settled after the last text (trailing ones the end dropped never reach here).
     const lastEntries = logprobs?.drain() ?? [];
     if (!raw && onText !== undefined && lastEntries.length > 0) onText("", lastEntries);

@@ -35,6 +35,7 @@ export function heartbeatOf(
   return {
     ...identity,
     ready: accepting && engine.ready,
+    ...(accepting ? {} : { draining: true }),
     freeSequences: Math.max(0, stats.freeSequences ?? total - stats.activeSessions),
     ...(stats.retention !== undefined && stats.retention.reclaimableSequences > 0 ? { reclaimableSequences: stats.retention.reclaimableSequences } : {}),
     totalSequences: total,
@@ -100,7 +101,11 @@ export class HeartbeatPublisher {
     }
   }
 
-  /** Says "not ready" at once (shutdown starts), so routers stop placing here before the pod goes. */
+  /**
+   * Says "not ready, draining" at once (shutdown starts), so routers stop
+   * placing here; the beats go on (still draining) until {@link close}, so
+   * routers keep relaying the live sessions' streams.
+   */
   async drain(): Promise<void> {
     this.accepting = false;
     await this.beat();

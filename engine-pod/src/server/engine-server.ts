@@ -3,8 +3,9 @@
  * OpenAI-compatible endpoints (chat completions, Responses), probes and
  * metrics on one express app. It can listen before the model is loaded
  * (`/healthz` answers, `/readyz` and the API say 503 until
- * {@link EngineServer.setEngine}), and it closes in order:
- * stop accepting, cancel the sessions it opened, then drop connections.
+ * {@link EngineServer.setEngine}), it drains ({@link EngineServer.drain}:
+ * no new work, live sessions finish within a grace period), and it closes in
+ * order: stop accepting, cancel the sessions it opened, then drop connections.
  */
 import type { Server } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
@@ -50,6 +51,18 @@ export interface EngineServerOptions {
   toolCache?: ToolCache;
 }
 
+/** Requests that start new work on the engine: refused while it drains. */
+const NEW_WORK = new Set(["/v1/sessions", "/v1/chat/completions", "/v1/responses"]);
+
+/** What a session still running when the drain's grace period ends is told (an `error` event before `done: cancelled`). */
+export const DRAIN_EXPIRED = { code: ErrorCode.Draining, message: "engine draining: grace period expired" } as const;
+
+/** How a drain ended: sessions that finished on their own within the grace period, and those cut at its end. */
+export interface DrainOutcome {
+  finished: number;
+  cut: number;
+}
+
 export const DEFAULT_SERVER_LIMITS: EngineServerLimits = {
   maxBodyBytes: 1_048_576,
   maxPromptBytes: 262_144,
@@ -60,9 +73,12 @@ export class EngineServer {
   readonly app: Express;
   private current: Engine | undefined;
   private closing = false;
+  private draining: Promise<DrainOutcome> | undefined;
   private closed: Promise<void> | undefined;
   private server: Server | undefined;
   private readonly live = new Set<string>();
+  /** Requests for new work (sessions, completions, responses) whose answer has not finished. */
+  private readonly answering = new Set<Response>();
   private readonly log: Logger;
   /** The tool cache behind `cache-tool-output`. */
   readonly toolCache: ToolCache;
@@ -94,6 +110,19 @@ export class EngineServer {
     });
     // Everything below the probes needs an API key (when keys are configured).
     app.use(bearerAuth(options.apiKeys ?? null));
+    // A draining engine finishes what it has; new work goes to another engine (the router retries a 503 elsewhere).
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      if (req.method !== "POST" || !NEW_WORK.has(req.path)) return next();
+      if (this.draining !== undefined) {
+        throw new HttpError(503, ErrorCode.Draining, "engine draining: it takes no new sessions while its live ones finish; retry (another engine will take it)", {
+          "Retry-After": String(limits.retryAfterSeconds),
+        });
+      }
+      // A drain's end waits for these answers (a completion cut then still tells its client why).
+      this.answering.add(res);
+      res.once("close", () => this.answering.delete(res));
+      next();
+    });
 
     // Every body is read as JSON whatever its Content-Type (curl -d sends form encoding).
     const json = express.json({ limit: limits.maxBodyBytes, type: () => true });
@@ -136,6 +165,7 @@ export class EngineServer {
   /** Why the server is not ready, or null. */
   notReadyReason(): string | null {
     if (this.closing) return "shutting down";
+    if (this.draining !== undefined) return "draining: finishing live sessions, taking no new ones";
     if (this.current === undefined) return "model loading";
     if (!this.current.ready) return "engine not ready";
     return null;
@@ -159,6 +189,43 @@ export class EngineServer {
     const { server, port: bound } = await listen(this.app, port, host);
     this.server = server;
     return bound;
+  }
+
+  /**
+   * Drains the engine: from now on `/readyz` says not ready and new work
+   * (sessions, completions, responses) gets 503 `draining` with
+   * `Retry-After`; live sessions and completions run on, and their streams,
+   * interrupts and cancels keep working. Resolves once none is live, or when
+   * `graceMs` has passed: then every session and completion still live is
+   * cancelled with {@link DRAIN_EXPIRED} (their clients see why), and it
+   * resolves once their answers are out (or 5 s later). Call {@link close}
+   * after it. Idempotent.
+   */
+  drain(graceMs: number, pollMs = 100): Promise<DrainOutcome> {
+    this.draining ??= this.drainOnce(graceMs, pollMs);
+    return this.draining;
+  }
+
+  private async drainOnce(graceMs: number, pollMs: number): Promise<DrainOutcome> {
+    const engine = this.current;
+    // Live sessions, and answers still being sent (an upstream backend's completions are not sessions).
+    const active = (): number => Math.max(engine?.stats().activeSessions ?? 0, this.answering.size);
+    const before = active();
+    this.log.info({ graceMs, activeSessions: before }, "draining: no new sessions; waiting for live ones to finish");
+    const deadline = performance.now() + graceMs;
+    while (active() > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - performance.now()))));
+    if (engine === undefined || active() === 0) {
+      this.log.info({ finished: before }, "drained: every live session finished");
+      return { finished: before, cut: 0 };
+    }
+    // Sessions and completions still running are told why; close() comes after their answers are out.
+    const cut = engine.cancelAll(DRAIN_EXPIRED);
+    this.log.warn({ graceMs, cut }, "drain grace period expired: live sessions and completions cancelled");
+    const answered = async (): Promise<void> => {
+      while (active() > 0) await new Promise((r) => setTimeout(r, pollMs));
+    };
+    await Promise.race([answered(), new Promise((r) => setTimeout(r, 5_000).unref())]);
+    return { finished: Math.max(0, before - cut), cut };
   }
 
   /** Stops accepting connections (probes then say not ready). */

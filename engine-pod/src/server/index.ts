@@ -1,7 +1,7 @@
 /**
  * @module The HTTP server folder's public surface.
  */
-export { EngineServer, DEFAULT_SERVER_LIMITS, type EngineServerOptions, type EngineServerLimits } from "./engine-server.js";
+export { EngineServer, DEFAULT_SERVER_LIMITS, DRAIN_EXPIRED, type DrainOutcome, type EngineServerOptions, type EngineServerLimits } from "./engine-server.js";
 export type { ToolCatalog } from "./resolve-tools.js";
 export { HttpError, SESSION_FINISHED, NOT_READY } from "./http-errors.js";
 export { parseChatCompletion, toChatMessages, toToolSpecs } from "./openai.js";

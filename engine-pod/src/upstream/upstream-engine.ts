@@ -16,7 +16,7 @@ import {
   type Logger,
 } from "../../../common/src/index.js";
 import { checkSampling, toMessages, validatePolicy, validateTools } from "../engine/validate-request.js";
-import type { AdvertisedPrefixes, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "../engine/index.js";
+import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "../engine/index.js";
 import type { Executor } from "../executor/index.js";
 import { ScriptedTurns } from "./scripted-turns.js";
 import { UpstreamCallStream } from "./upstream-call-stream.js";
@@ -185,10 +185,10 @@ export class UpstreamEngine implements Engine {
     return s.interrupt({ ...input, id: input.id ?? `intr_${randomUUID().slice(0, 8)}` });
   }
 
-  cancel(sessionId: string): boolean {
+  cancel(sessionId: string, reason?: CancelReason): boolean {
     const s = this.sessions.get(sessionId);
     if (s === undefined) return false;
-    s.cancel();
+    s.cancel(reason);
     return true;
   }
 
@@ -292,6 +292,13 @@ export class UpstreamEngine implements Engine {
       interruptsDeferred: 0,
       trapsByDecision: { keep: 0, swap: 0, recompute: 0 },
     };
+  }
+
+  /** Sessions only: an upstream completion in flight is ended by its HTTP request (the server's close). */
+  cancelAll(reason: CancelReason): number {
+    const live = [...this.sessions.values()].filter((s) => !s.done);
+    for (const s of live) s.cancel(reason);
+    return live.length;
   }
 
   async close(): Promise<void> {

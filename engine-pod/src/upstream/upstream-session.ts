@@ -39,7 +39,7 @@ import {
 } from "../../../common/src/index.js";
 import { errorOutcome, formatErrorLine } from "../../../common/src/wire/index.js";
 import { createTokenMonitor, formatCallError, parseCallBody, type TokenMonitor } from "../cml/index.js";
-import type { EngineSession, InterruptInput, SessionSnapshot } from "../engine/index.js";
+import type { CancelReason, EngineSession, InterruptInput, SessionSnapshot } from "../engine/index.js";
 import type { Executor, ToolResult } from "../executor/index.js";
 import { buildCmlSystemPrompt } from "../prompt/index.js";
 import { READ_ONLY, type ScriptedTurns, type ScriptStep } from "./scripted-turns.js";
@@ -182,8 +182,10 @@ export class UpstreamSession implements EngineSession {
     return true;
   }
 
-  cancel(): void {
+  /** Ends the session as cancelled; with `reason`, an `error` event saying why comes first. */
+  cancel(reason?: CancelReason): void {
     if (this.isDone) return;
+    if (reason !== undefined && !this.abort.signal.aborted) this.emit({ type: "error", code: reason.code, message: reason.message, t: this.now() });
     this.abort.abort();
     this.finish("cancelled");
   }
