@@ -11,3 +11,4 @@ export * from "./engine-pool.js";
 export * from "./tool-pool.js";
 export * from "./agent-app.js";
 export * from "./setup.js";
+export * from "./stream-upkeep.js";
