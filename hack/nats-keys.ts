@@ -4,7 +4,7 @@
  * given, operator/src/credentials/trust-root.ts): a fresh trust root
  * (operator + `INTERLACE` account + `SYS`), the server's `auth.conf` (JWTs
  * only), the account seed the operator mints every component's credentials
- * with, the interrupt key and the router's key towards engines. Prints a
+ * with, the master interrupt and owner-tag keys and the router's key towards engines. Prints a
  * Secret manifest on stdout:
  *
  *   npx tsx hack/nats-keys.ts --namespace interlace-system --name interlace-nats-auth | kubectl apply -f -

@@ -294,7 +294,7 @@ export async function run(argv: string[]): Promise<void> {
           "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-upstream-engine", "--sequences", "4", "--context-size", "16384", "--max-tokens", "4096",
         ]);
   const allModes: ModeName[] = [...config.modes, ...(upstreamEngine !== undefined ? UPSTREAM_MODES : [])];
-  const naive = await NatsExecutor.connect({ servers: nats.url, enginePod: "bench-naive-client", log });
+  const naive = await NatsExecutor.connect({ servers: nats.url, namespace: "default", enginePod: "bench-naive-client", log });
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
   const vocab = await llama.loadModel({ modelPath, vocabOnly: true });
   const counter = tokenCounter(vocab, config.callStyle);

@@ -75,7 +75,7 @@ async function measure(args: Args, secure: boolean, say: (msg: string) => void):
   let executor: NatsExecutor | undefined;
   try {
     const security = secure ? await natsClientSecurity(stack.security, { kind: "engine", namespace: stack.pool.namespace, pod: "bench-engine" }) : undefined;
-    executor = await NatsExecutor.connect({ servers: stack.natsUrl, enginePod: "bench-engine", log, ...(security !== undefined ? { security } : {}) });
+    executor = await NatsExecutor.connect({ servers: stack.natsUrl, namespace: stack.pool.namespace, enginePod: "bench-engine", log, ...(security !== undefined ? { security } : {}) });
     // Warm-up: connections, consumers, JIT.
     await runLoad(executor, { sessions: 20, callsPerSession: 2, toolMs: args.toolMs, pool: stack.pool, tag: "warmup" });
     say(`load: ${args.sessions} sessions × ${args.calls} calls, tool ${args.toolMs} ms`);

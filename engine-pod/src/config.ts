@@ -105,6 +105,8 @@ export interface EnginePodOptions {
   speculation: SpeculationPodOptions;
   /** This pod's name: NATS interrupt subjects and heartbeats (`POD_NAME` from the downward API). */
   podName: string;
+  /** This pod's namespace, its tenant on the NATS bus: `--pool`'s namespace, else `POD_NAMESPACE`, else `default`. */
+  podNamespace: string;
   /** Heartbeats into the `interlace-engines` bucket, for the routers; absent without `--pool`. */
   heartbeat?: HeartbeatSettings;
   logLevel: string;
@@ -203,6 +205,8 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     throw invalid(`invalid --pod-name (POD_NAME): "${podName}" must be 1-63 characters of [a-zA-Z0-9_-] (it is a NATS subject token)`);
   }
   const heartbeat = parseHeartbeat(src, natsUrl);
+  const envNamespace = src.env["POD_NAMESPACE"];
+  const podNamespace = heartbeat?.pool.namespace ?? (envNamespace !== undefined && envNamespace !== "" ? envNamespace : "default");
   return {
     backend,
     engine,
@@ -212,6 +216,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
     executor,
     speculation,
     podName,
+    podNamespace,
     ...(heartbeat !== undefined ? { heartbeat } : {}),
     logLevel: stringOpt(src, "log-level", "info"),
   };

@@ -20,6 +20,7 @@ import { ensureModel } from "./model/index.js";
 import { EngineServer, type DrainOutcome, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { connectNats, natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
+import { readInterruptKeys, requireCredentials } from "../../common/src/security/credential-files.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { UpstreamEngine } from "./upstream/index.js";
 import { registerSpeculationMetrics } from "./metrics/speculation-metrics.js";
@@ -62,13 +63,15 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
   }
   // Loaded only when selected, so in-process pods never load the NATS client.
   const { NatsExecutor } = await import("./executor/nats-executor.js");
+  const keys = readInterruptKeys();
   const defaultPool = options.executor.defaultPool;
   const executor = await NatsExecutor.connect({
     servers: options.executor.natsUrl!.split(","),
+    namespace: options.podNamespace,
     enginePod: options.podName,
-    // Credentials, CA and interrupt key come from the pod's Secrets (INTERLACE_NATS_CREDS, INTERLACE_NATS_CA, INTERLACE_INTERRUPT_KEY).
+    // Credentials, CA and the namespace's interrupt keys are files of the pod's Secret (credential-files.ts).
     security: natsSecurityFromEnv(),
-    ...(process.env["INTERLACE_INTERRUPT_KEY"] ? { interruptKey: process.env["INTERLACE_INTERRUPT_KEY"] } : {}),
+    ...(keys !== undefined ? { interruptKey: keys.current, ...(keys.previous !== undefined ? { previousInterruptKey: keys.previous } : {}) } : {}),
     registry: metrics.registry,
     log,
     inbox,
@@ -83,6 +86,8 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
 
 /** Starts an engine pod from parsed options (HTTP server, executor, model, engine). */
 export async function startEnginePod(options: EnginePodOptions, log: Logger): Promise<EnginePod> {
+  // Fail closed (INTERLACE_AUTH=required): no credential, no start — never an open engine.
+  requireCredentials(["ApiKeysFile", ...(options.executor.kind === "in-process" ? [] : (["NatsCreds", "InterruptKey"] as const))]);
   const metrics = new EngineMetrics();
   const started: { name: string; close: () => Promise<void> }[] = [];
   const closeAll = async (): Promise<void> => {

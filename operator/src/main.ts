@@ -7,7 +7,7 @@
 import { pathToFileURL } from "node:url";
 import { Shutdown, createLogger, type Logger } from "../../common/src/index.js";
 import { parseOperatorOptions, DEFAULT_POD_NATS_URL, type OperatorOptions } from "./config.js";
-import { JetStreamPoolCleanup, NatsLiveState, noopPoolCleanup, setupControllers, unobservedLiveState, type LiveState, type PoolCleanup } from "./controllers/index.js";
+import { JetStreamPoolCleanup, keepStreamsReplicated, NatsLiveState, noopPoolCleanup, setupControllers, unobservedLiveState, type LiveState, type PoolCleanup } from "./controllers/index.js";
 import { createOperatorMetrics } from "./metrics.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { NatsSecurity } from "../../common/src/security/nats-connect.js";
@@ -80,6 +80,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
   const security = (): NatsSecurity => credentials?.natsSecurity() ?? {};
   const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log, security) : noopPoolCleanup);
   const live = overrides.live ?? (opts.natsUrl ? new NatsLiveState(opts.natsUrl, log, Date.now, security) : unobservedLiveState);
+  const upkeepStop = new AbortController();
   setupControllers(
     manager,
     {
@@ -109,9 +110,14 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
     start: async () => {
       // The trust root (made on first start) and the router's Secret come before any reconcile mints from them.
       await credentials?.start();
+      // No R1 state: existing streams and buckets raised to the cluster's replica count (beside the reconcilers).
+      if (opts.natsUrl) {
+        void keepStreamsReplicated({ natsUrl: opts.natsUrl, replicas: natsReplicas(), security, log: log.child({ subsystem: "stream-upkeep" }), signal: upkeepStop.signal });
+      }
       await manager.start();
     },
     stop: async () => {
+      upkeepStop.abort();
       await manager.stop();
       await cleanup.close();
       await live.close();

@@ -6,15 +6,19 @@ import { defaultSource, enumOpt, parseArgv, ErrorCode, intOpt, InterlaceError, o
 import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
 import { apiKeysFromEnv, type ApiKeys } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv, type NatsSecurity } from "../../common/src/security/nats-connect.js";
-import { CredentialEnv } from "../../common/src/security/credential-files.js";
+import { readKeyFile, requireCredentials } from "../../common/src/security/credential-files.js";
 
 /** The router's credentials (all from its Secrets, through the environment). */
 export interface RouterSecurity {
   /** Clients' API keys (`INTERLACE_API_KEYS_FILE` / `INTERLACE_API_KEYS`); null: no authentication (a laptop). */
   apiKeys: ApiKeys | null;
-  /** Signs user interrupts sent to engines over NATS (`INTERLACE_INTERRUPT_KEY`). */
-  interruptKey?: string;
-  /** The router's bearer token towards engines (`INTERLACE_ENGINE_API_KEY`). */
+  /**
+   * Signs session-owner tags (`INTERLACE_OWNER_TAG_KEY_FILE`): the router's own
+   * key, never copied into an app namespace (an endpoint picker there gets
+   * its namespace's derived key instead).
+   */
+  ownerTagKey?: string;
+  /** The router's bearer token towards engines (`INTERLACE_ENGINE_API_KEY_FILE`). */
   engineApiKey?: string;
   /** NATS credentials and CA (`INTERLACE_NATS_CREDS`, `INTERLACE_NATS_CA`). */
   nats: NatsSecurity;
@@ -143,13 +147,18 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
   };
 }
 
-/** Reads {@link RouterSecurity} from the environment (empty values count as unset). */
+/**
+ * Reads {@link RouterSecurity} from the files the environment names (empty
+ * values count as unset). With `INTERLACE_AUTH=required` a missing NATS
+ * credential, owner-tag key or engine key throws, naming the file.
+ */
 export function routerSecurityFromEnv(env: NodeJS.ProcessEnv): RouterSecurity {
-  const interruptKey = env[CredentialEnv.InterruptKey]?.trim();
-  const engineApiKey = env[CredentialEnv.EngineApiKey]?.trim();
+  requireCredentials(["NatsCreds", "OwnerTagKey", "EngineApiKey"], env);
+  const ownerTagKey = readKeyFile("OwnerTagKey", env);
+  const engineApiKey = readKeyFile("EngineApiKey", env);
   return {
     apiKeys: apiKeysFromEnv(env),
-    ...(interruptKey ? { interruptKey } : {}),
+    ...(ownerTagKey ? { ownerTagKey } : {}),
     ...(engineApiKey ? { engineApiKey } : {}),
     nats: natsSecurityFromEnv(env),
   };

@@ -71,7 +71,6 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   app.use("/v1", bearerAuth(security?.apiKeys ?? null));
   const json = express.json({ limit: options.maxBodyBytes, type: () => true });
   let nc: NatsConnection | undefined;
-  const interruptKey = security?.interruptKey;
   const placeContext = {
     engineHeaders: security?.engineApiKey !== undefined ? { authorization: `Bearer ${security.engineApiKey}` } : {},
     engines,
@@ -89,7 +88,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   mountAppRoutes(app, json, {
     ...placeContext,
     coldStart,
-    owners: SessionOwners.from(security?.apiKeys ?? null, interruptKey),
+    owners: SessionOwners.from(security?.apiKeys ?? null, security?.ownerTagKey),
     apps,
     live,
   });

@@ -16,13 +16,13 @@ export class SessionOwners {
   private constructor(private readonly key: string | null) {}
 
   /**
-   * The interrupt key when the router has one (shared by every replica through
-   * its Secret); else a digest of the configured API keys (the same Secret on
-   * every replica); null when there are no API keys.
+   * The owner-tag key when the router has one (shared by every replica through
+   * its Secret, held by nothing else); else a digest of the configured API
+   * keys (the same Secret on every replica); null when there are no API keys.
    */
-  static from(apiKeys: ApiKeys | null, interruptKey: string | undefined): SessionOwners {
+  static from(apiKeys: ApiKeys | null, ownerTagKey: string | undefined): SessionOwners {
     if (apiKeys === null) return new SessionOwners(null);
-    const key = interruptKey ?? createHash("sha256").update([...apiKeys.keys()].sort().join("\n")).digest("hex");
+    const key = ownerTagKey ?? createHash("sha256").update([...apiKeys.keys()].sort().join("\n")).digest("hex");
     return new SessionOwners(`session-owner\n${key}`);
   }
 

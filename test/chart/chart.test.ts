@@ -193,8 +193,12 @@ t.test("auth and TLS on by default: every pod that talks to NATS gets the CA and
   const env = Object.fromEntries(rc.env.map((e: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }) => [e.name, e.value ?? `${e.valueFrom?.secretKeyRef?.name}/${e.valueFrom?.secretKeyRef?.key}`]));
   t.equal(env["INTERLACE_NATS_CREDS"], "/var/run/interlace/credentials/nats.creds", "the router's own NATS identity");
   t.equal(env["INTERLACE_NATS_CA"], "/var/run/interlace/credentials/ca.crt", "the router gets the CA");
-  t.equal(env["INTERLACE_INTERRUPT_KEY"], "interlace-router-credentials/interrupt.key", "the router signs user interrupts");
-  t.equal(env["INTERLACE_ENGINE_API_KEY"], "interlace-router-credentials/engine-api.key", "the router's bearer token towards engines");
+  t.equal(env["INTERLACE_OWNER_TAG_KEY_FILE"], "/var/run/interlace/credentials/owner-tag.key", "the router signs owner tags with its own key, read from a file");
+  t.equal(env["INTERLACE_ENGINE_API_KEY_FILE"], "/var/run/interlace/credentials/engine-api.key", "the router's bearer token towards engines, read from a file");
+  t.notOk(env["INTERLACE_INTERRUPT_KEY"] ?? env["INTERLACE_INTERRUPT_KEY_FILE"], "the router holds no interrupt key");
+  t.notOk(rc.env.some((e: { valueFrom?: { secretKeyRef?: unknown } }) => e.valueFrom?.secretKeyRef !== undefined), "no key travels as an environment value");
+  t.equal(env["INTERLACE_AUTH"], "required", "fail closed: a missing credential stops the router");
+  t.equal(env["INTERLACE_NATS_REPLICAS"], "3", "the router's buckets at the cluster's replica count");
   t.equal(env["INTERLACE_API_KEYS_FILE"], "/etc/interlace/api-keys/api-keys", "clients need an API key");
   t.same(
     router.volumes.filter((v: { secret?: unknown }) => v.secret).map((v: { secret: { secretName: string } }) => v.secret.secretName),
@@ -211,7 +215,7 @@ t.test("auth and TLS on by default: every pod that talks to NATS gets the CA and
   // TLS without auth: the router still gets the CA through its operator-written Secret.
   const tlsOnly = await render(["nats.auth.enabled=false", "router.apiKeys.generate=false"]);
   const tr = find(tlsOnly, "Deployment", "interlace-router").spec.template.spec.containers[0];
-  t.same(tr.env.map((e: { name: string }) => e.name).sort(), ["INTERLACE_NATS_CA", "POD_NAME"], "TLS only: the CA and nothing else");
+  t.same(tr.env.map((e: { name: string }) => e.name).sort(), ["INTERLACE_NATS_CA", "INTERLACE_NATS_REPLICAS", "POD_NAME"], "TLS only: the CA (and the replica count) and nothing else");
   t.notOk(find(tlsOnly, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.some((a: string) => a.startsWith("--nats-auth-secret")));
 });
 

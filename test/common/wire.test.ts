@@ -75,12 +75,12 @@ t.test("codec: messages and their headers round-trip, multi-byte text included",
     tool: "translate",
     arguments: { text, nested: { list: ["é", "🎉"] } },
     deadline: 123,
-    replyTo: "interlace.intr.pod.s-1",
+    replyTo: "interlace.intr.ns.pod.s-1",
     publishedAt: 1,
   };
   const encoded = encodeCall(call, "call:pod:s-1:c1");
   t.equal(encoded.msgID, "call:pod:s-1:c1");
-  t.same(readHeaders(encoded.headers), { protocol: String(PROTOCOL_VERSION), callId: "c1", sessionId: "s-1", replyTo: "interlace.intr.pod.s-1" });
+  t.same(readHeaders(encoded.headers), { protocol: String(PROTOCOL_VERSION), callId: "c1", sessionId: "s-1", replyTo: "interlace.intr.ns.pod.s-1" });
   t.equal(encoded.headers.get(Header.Deadline), "123");
   const back = parseCallMessage(new TextEncoder().encode(encoded.data));
   t.ok(back.ok && back.value.arguments["text"] === text, "arguments survive as UTF-8 bytes");

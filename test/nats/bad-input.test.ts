@@ -12,7 +12,7 @@ import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, headers } from "@nats-io/transport-node";
 import {
   Header,
-  INTR_STREAM,
+  intrStream,
   interruptSubject,
   parseIntrMessage,
   PROTOCOL_VERSION,
@@ -114,9 +114,9 @@ t.test("bad input and failing tools become clear error results", async (t) => {
     const nc = await connect({ servers: server.url });
     t.teardown(() => nc.close());
     const jsm = await jetstreamManager(nc);
-    await jsm.consumers.add(INTR_STREAM, { durable_name: "probe", ack_policy: AckPolicy.Explicit, filter_subject: "interlace.intr.probe.>" });
+    await jsm.consumers.add(intrStream("default"), { durable_name: "probe", ack_policy: AckPolicy.Explicit, filter_subject: "interlace.intr.default.probe.>" });
     const js = jetstream(nc);
-    const replyTo = interruptSubject("probe", "s9");
+    const replyTo = interruptSubject({ namespace: "default", pod: "probe" }, "s9");
     const h = headers();
     h.set(Header.Protocol, String(PROTOCOL_VERSION));
     h.set(Header.CallId, "bad-1");
@@ -127,7 +127,7 @@ t.test("bad input and failing tools become clear error results", async (t) => {
     await js.publish(toolSubject(POOL, "echo"), "");
     // A well-formed body that breaks the call schema.
     await js.publish(toolSubject(POOL, "echo"), JSON.stringify({ v: PROTOCOL_VERSION, callId: "bad-2", sessionId: "s9", tool: "echo", replyTo }), { headers: h });
-    const consumer = await js.consumers.get(INTR_STREAM, "probe");
+    const consumer = await js.consumers.get(intrStream("default"), "probe");
     const got: ResultMessage[] = [];
     while (got.length < 2) {
       const m = await consumer.next({ expires: 5_000 });

@@ -19,7 +19,7 @@ t.test("NATS executor conformance", async (t) => {
     spec: (s) => ({ ...s, pool: POOL }),
     create: async () => {
       const runner = await ToolRunner.start({ servers: server.url, config: poolConfig({ tools }), log, heartbeatMs: 500, pullExpiresMs: 1_000, drainTimeoutMs: 200 });
-      const executor = await NatsExecutor.connect({ servers: server.url, enginePod: `conformance-${++n}`, log });
+      const executor = await NatsExecutor.connect({ servers: server.url, namespace: POOL.namespace, enginePod: `conformance-${++n}`, log });
       return { executor, teardown: () => runner.stop() };
     },
   });

@@ -55,7 +55,7 @@ t.test("an engine session whose tools run in a NATS tool pool", async (t) => {
   const js = jetstream(nc);
   s.subscribe((e) => {
     if (e.type === "interrupt" && e.id === "first") {
-      void sendInterrupt(js, { enginePod: "engine-e2e", sessionId: s.id, kind: "user", id: "user1", value: "also do two" });
+      void sendInterrupt(js, { engine: { namespace: "default", pod: "engine-e2e" }, sessionId: s.id, kind: "user", id: "user1", value: "also do two" });
     }
   });
 

@@ -73,12 +73,12 @@ t.test("executor and runner over a real nats-server", async (t) => {
     const nc = await connect({ servers: server.url });
     t.teardown(() => nc.close());
     const js = jetstream(nc);
-    await sendInterrupt(js, { enginePod: "engine-0", sessionId: "s7", kind: "user", value: "stop and summarize", id: "u1" });
+    await sendInterrupt(js, { engine: { namespace: "default", pod: "engine-0" }, sessionId: "s7", kind: "user", value: "stop and summarize", id: "u1" });
     // Agent-to-agent: another engine's executor sends it.
     await executor.sendInterrupt("engine-0", "s7.with.dots", { kind: "agent", value: "from planner", from: "planner/s1" });
-    await sendInterrupt(js, { enginePod: "engine-0", sessionId: "gone", kind: "user", value: "late" });
+    await sendInterrupt(js, { engine: { namespace: "default", pod: "engine-0" }, sessionId: "gone", kind: "user", value: "late" });
     // Garbage on the subject is dropped and counted, not delivered.
-    nc.publish(interruptSubject("engine-0", "s7"), "{not json");
+    nc.publish(interruptSubject({ namespace: "default", pod: "engine-0" }, "s7"), "{not json");
     const until = Date.now() + 5_000;
     const settled = async (): Promise<boolean> =>
       received.length >= 2 &&
@@ -113,10 +113,10 @@ t.test("a second completion of a call is counted as a duplicate and never delive
   const js = jetstream(nc);
   const stray = { v: PROTOCOL_VERSION, type: "result", callId: call.id, sessionId: "s1", tool: "sleep", ok: true, output: "first", runMs: 1, attempt: 1, runner: "other" };
   // Without the token: forged, dropped.
-  await js.publish(interruptSubject("dup-pod", "s1"), JSON.stringify({ ...stray, output: "forged" }));
+  await js.publish(interruptSubject({ namespace: "default", pod: "dup-pod" }, "s1"), JSON.stringify({ ...stray, output: "forged" }));
   // With it (as a redelivered call's runner would send), before the real one.
   t.equal(tokens.length, 1, "the call was seen once");
-  await js.publish(interruptSubject("dup-pod", "s1"), JSON.stringify({ ...stray, token: tokens[0] }));
+  await js.publish(interruptSubject({ namespace: "default", pod: "dup-pod" }, "s1"), JSON.stringify({ ...stray, token: tokens[0] }));
   const r = await pending;
   t.equal(r.output, "first", "the first completion with the token is delivered");
   t.equal(await counterValue(executor.metrics.droppedCompletions, { reason: "forged" }), 1, "the forged one was dropped and counted");

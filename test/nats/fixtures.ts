@@ -55,7 +55,7 @@ export function makeCall(sessionId: string, tool: string, args: Record<string, u
 }
 
 export async function startExecutor(t: Teardownable, url: string | string[], extra: Partial<NatsExecutorOptions> = {}): Promise<NatsExecutor> {
-  const executor = await NatsExecutor.connect({ servers: url, enginePod: extra.enginePod ?? "engine-0", log, ...extra });
+  const executor = await NatsExecutor.connect({ servers: url, namespace: POOL.namespace, enginePod: extra.enginePod ?? "engine-0", log, ...extra });
   t.teardown(() => executor.close());
   return executor;
 }

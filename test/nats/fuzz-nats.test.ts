@@ -31,7 +31,7 @@ t.test("arbitrary messages on interrupt and call subjects: counted drops, nothin
   const js = jetstream(nc);
 
   const intr = fc.sample(body, RUNS);
-  for (const b of intr) await js.publish(interruptSubject("engine-0", "s1"), b);
+  for (const b of intr) await js.publish(interruptSubject({ namespace: "default", pod: "engine-0" }, "s1"), b);
   const handled = async (): Promise<number> => (await counterValue(executor.metrics.droppedCompletions)) + (await counterValue(executor.metrics.duplicateCompletions));
   t.ok(await eventually(async () => (await handled()) >= RUNS, 20_000), `every interrupt-subject message was handled (${await handled()} of ${RUNS})`);
   t.equal(await handled(), RUNS, "each one counted exactly once as a drop (with a reason label)");

@@ -57,7 +57,7 @@ t.test("multi-byte text through executor → runner → result", async (t) => {
     const nc = await connect({ servers: server.url });
     t.teardown(() => nc.close());
     for (const [i, value] of SAMPLES.entries()) {
-      await sendInterrupt(jetstream(nc), { enginePod: "engine-0", sessionId: `세션-${i}`, kind: "user", value, id: `u${i}` });
+      await sendInterrupt(jetstream(nc), { engine: { namespace: "default", pod: "engine-0" }, sessionId: `세션-${i}`, kind: "user", value, id: `u${i}` });
     }
     const deadline = Date.now() + 10_000;
     while (received.length < SAMPLES.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -8,6 +8,7 @@ import {
   decodeToken,
   encodeToken,
   interruptSubject,
+  intrStream,
   parseCallMessage,
   parseInterruptSubject,
   parseIntrMessage,
@@ -36,28 +37,32 @@ t.test("subjects", async (t) => {
   t.equal(toolFromSubject(pool, toolSubject(pool, "web.search")), "web.search");
   t.equal(toolFromSubject({ namespace: "team-a", name: "other" }, toolSubject(pool, "x")), null);
   t.equal(poolStream(pool), "INTERLACE_TOOLS_team-a_search");
-  t.same(parseInterruptSubject(interruptSubject("engine-0", "s.1")), { enginePod: "engine-0", sessionId: "s.1" });
+  t.same(parseInterruptSubject(interruptSubject({ namespace: "team-a", pod: "engine-0" }, "s.1")), { namespace: "team-a", enginePod: "engine-0", sessionId: "s.1" });
+  t.equal(interruptSubject({ namespace: "team-a", pod: "engine-0" }, "s.1"), "interlace.intr.team-a.engine-0.s=2E1", "the namespace is the subject's first variable token");
+  t.equal(intrStream("team-a"), "INTERLACE_INTR_team-a", "one interrupt stream per namespace");
+  t.equal(parseInterruptSubject("interlace.intr.engine-0.s1"), null, "a pre-namespace subject is not an interrupt subject");
   t.equal(parseInterruptSubject("interlace.tools.a.b.c"), null);
   t.same(parseRunnerKey(runnerKey(pool, "pod-1")), { pool, runnerId: "pod-1" });
 });
 
 t.test("call messages are validated", async (t) => {
-  const good = { v: PROTOCOL_VERSION, callId: "c1", sessionId: "s", tool: "echo", arguments: {}, deadline: 1, replyTo: "interlace.intr.p.s", publishedAt: 0 };
+  const good = { v: PROTOCOL_VERSION, callId: "c1", sessionId: "s", tool: "echo", arguments: {}, deadline: 1, replyTo: "interlace.intr.ns.p.s", publishedAt: 0 };
   t.ok(parseCallMessage(JSON.stringify(good)).ok);
   const r = parseCallMessage(JSON.stringify({ ...good, v: 99, arguments: [] }));
   t.equal(r.ok, false);
-  if (!r.ok) t.match(r.error, /"v" must be 1.*"arguments" must be object/);
+  if (!r.ok) t.match(r.error, /"v" must be 2.*"arguments" must be object/);
   const bad = parseCallMessage("{");
   t.equal(bad.ok, false);
   if (!bad.ok) t.match(bad.error, /not valid JSON/);
   t.equal(parseCallMessage(JSON.stringify({ ...good, replyTo: "elsewhere.x" })).ok, false, "results only go to interrupt subjects");
+  t.equal(parseCallMessage(JSON.stringify({ ...good, replyTo: "interlace.intr.p.s" })).ok, false, "a reply address without a namespace (protocol 1) is refused");
 });
 
 t.test("interrupt-subject messages are validated", async (t) => {
-  t.ok(parseIntrMessage(JSON.stringify({ v: 1, type: "interrupt", sessionId: "s", kind: "user", value: "hi" })).ok);
-  const wrongKind = parseIntrMessage(JSON.stringify({ v: 1, type: "interrupt", sessionId: "s", kind: "tool_result", value: "hi" }));
+  t.ok(parseIntrMessage(JSON.stringify({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "s", kind: "user", value: "hi" })).ok);
+  const wrongKind = parseIntrMessage(JSON.stringify({ v: PROTOCOL_VERSION, type: "interrupt", sessionId: "s", kind: "tool_result", value: "hi" }));
   t.equal(wrongKind.ok, false);
-  const unknown = parseIntrMessage(JSON.stringify({ v: 1, type: "other" }));
+  const unknown = parseIntrMessage(JSON.stringify({ v: PROTOCOL_VERSION, type: "other" }));
   t.equal(unknown.ok, false);
   if (!unknown.ok) t.match(unknown.error, /must be "result" or "interrupt"/);
 });

@@ -117,7 +117,7 @@ t.test("one node of a three-node JetStream cluster SIGKILLed with calls in fligh
   await startRunner(t, [...cluster.urls].reverse(), config, { runnerId: "r1" });
   await startRunner(t, cluster.urls, config, { runnerId: "r2" });
   const jsm = await jetstreamManager(executor.nc);
-  for (const stream of ["INTERLACE_INTR", "INTERLACE_TOOLS_default_tools", "KV_interlace-effects", "KV_interlace-runners"]) {
+  for (const stream of ["INTERLACE_INTR_default", "INTERLACE_TOOLS_default_tools", "KV_interlace-effects", "KV_interlace-runners"]) {
     t.equal((await jsm.streams.info(stream)).config.num_replicas, 3, `${stream} has three replicas`);
   }
   const calls = Array.from({ length: 40 }, (_, i) => makeCall(`s${i % 8}`, "sleep", { ms: 200 + (i % 5) * 100, result: `r${i}` }, 90_000));

@@ -21,6 +21,7 @@ import { createTrustRoot } from "../../common/src/security/nats-credentials.js";
 import type { NatsTrustRoot } from "../../common/src/security/nats-credentials.js";
 import { natsConnectOptions, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { CREDENTIALS_DIR } from "../../common/src/security/credential-files.js";
+import { namespaceKey } from "../../common/src/security/derived-keys.js";
 import { poolStream, RUNNERS_CONSUMER, toolSubject } from "../../common/src/protocol/index.js";
 import { createNatsSecurity, removeNatsSecurity, type NatsSecurityFixture } from "../../hack/nats.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -90,10 +91,12 @@ t.test("first start: the trust root and the router's Secret", async (t) => {
   t.match(data(root, TrustKey.AccountSeed), /^SA/, "the account seed");
   t.match(data(root, "interrupt.key"), /^[0-9a-f]{64}$/);
   t.match(data(root, "engine-api.key"), /^[0-9a-f]{64}$/);
+  t.match(data(root, "owner-tag.key"), /^[0-9a-f]{64}$/);
+  t.not(data(root, "owner-tag.key"), data(root, "interrupt.key"), "owner tags and interrupts have separate keys");
   t.notMatch(data(root, TrustKey.AuthConf), /SA[A-Z2-7]{50}/, "no seed in what nats-server mounts");
-  t.same(Object.keys(router?.data ?? {}).sort(), ["ca.crt", "engine-api.key", "interrupt.key", "nats.creds"]);
+  t.same(Object.keys(router?.data ?? {}).sort(), ["ca.crt", "engine-api.key", "nats.creds", "owner-tag.key"], "the router signs owner tags, not interrupts");
   t.equal(data(router, "ca.crt"), readFileSync(tls.tls!.caFile, "utf8"), "the router gets the CA");
-  t.equal(data(router, "interrupt.key"), data(root, "interrupt.key"));
+  t.equal(data(router, "owner-tag.key"), data(root, "owner-tag.key"), "the router holds the master owner-tag key");
   t.notOk(data(router, TrustKey.AccountSeed), "the router never sees the account seed");
   // A second operator (the other replica) reads the same root instead of making another.
   const again = startTestOperator(
@@ -110,6 +113,7 @@ t.test("a provided trust root (hack/nats-keys.ts layout) is used as it is; missi
   const made = trustRootSecretData(await createTrustRoot());
   delete made["interrupt.key"];
   delete made["engine-api.key"];
+  delete made["owner-tag.key"];
   await admin.create(CoreTypes.Secret, {
     apiVersion: "v1",
     kind: "Secret",
@@ -121,6 +125,7 @@ t.test("a provided trust root (hack/nats-keys.ts layout) is used as it is; missi
   const after = await secret(RELEASE_NS, "provided");
   t.equal(data(after, "interrupt.key"), material.interruptKey, "the interrupt key was added");
   t.equal(data(after, "engine-api.key"), material.engineApiKey, "the engine key was added");
+  t.equal(data(after, "owner-tag.key"), material.ownerTagKey, "the owner-tag key was added");
   t.equal(data(after, TrustKey.AuthConf), made[TrustKey.AuthConf], "the rest untouched");
   await admin.create(CoreTypes.Secret, { apiVersion: "v1", kind: "Secret", metadata: { name: "broken", namespace: RELEASE_NS }, data: { x: "eA==" } } as V1Secret);
   await t.rejects(ensureTrustRoot(new KubeClient(saConfig), RELEASE_NS, "broken", testLogger("trust")), /has no "account.seed": make it with hack\/nats-keys.ts/, "a Secret without a seed is a clear error");
@@ -128,6 +133,8 @@ t.test("a provided trust root (hack/nats-keys.ts layout) is used as it is; missi
 
 t.test("each pool's Secret, and the Deployment that mounts it", async (t) => {
   t.same(Object.keys(engineSecret?.data ?? {}).sort(), ["api-keys", "ca.crt", "interrupt.key", "nats.creds"], "engine: identity, CA, interrupt key, API keys");
+  t.equal(data(engineSecret, "interrupt.key"), namespaceKey(data(root, "interrupt.key")!, "interrupt", NS), "engine: its namespace's derived interrupt key");
+  t.not(data(engineSecret, "interrupt.key"), data(root, "interrupt.key"), "the master interrupt key never leaves the release namespace");
   t.same(Object.keys(runnerSecret?.data ?? {}).sort(), ["ca.crt", "nats.creds"], "runner: identity and CA only (no interrupt key)");
   t.equal(data(engineSecret, "api-keys"), `router:${data(root, "engine-api.key")}\n`, "engines accept the router's key");
   t.equal(data(engineSecret, "ca.crt"), readFileSync(tls.tls!.caFile, "utf8"));
@@ -144,9 +151,13 @@ t.test("each pool's Secret, and the Deployment that mounts it", async (t) => {
     t.equal(env["INTERLACE_NATS_CA"], `${CREDENTIALS_DIR}/ca.crt`);
   }
   const engineEnv = envOf(engineDep);
-  t.equal(engineEnv["INTERLACE_INTERRUPT_KEY"], "pool-engine-credentials/interrupt.key");
+  t.equal(engineEnv["INTERLACE_INTERRUPT_KEY_FILE"], `${CREDENTIALS_DIR}/interrupt.key`, "keys are files, not environment values");
   t.equal(engineEnv["INTERLACE_API_KEYS_FILE"], `${CREDENTIALS_DIR}/api-keys`);
-  t.notOk(envOf(runnerDep)["INTERLACE_INTERRUPT_KEY"], "runners never get the interrupt key");
+  for (const dep of [engineDep, runnerDep]) {
+    t.equal(envOf(dep)["INTERLACE_AUTH"], "required", `${dep.metadata?.name}: a missing credential stops the pod`);
+    t.notOk(Object.values(envOf(dep)).some((v) => /[0-9a-f]{64}/.test(v)), `${dep.metadata?.name}: no key in its environment`);
+  }
+  t.notOk(envOf(runnerDep)["INTERLACE_INTERRUPT_KEY_FILE"], "runners never get the interrupt key");
 });
 
 t.test("a resync does not re-mint; the operator's account cannot list Secrets", async (t) => {
@@ -196,7 +207,7 @@ t.test("a nats-server trusting the operator's root accepts each minted identity 
   t.ok(await denied(engine, `$JS.API.STREAM.DELETE.${stream}`), "engine: stream deletion refused");
   t.ok(await denied(runner, toolSubject(POOL, "echo"), "{}"), "runner: publishing calls refused");
   t.ok(await denied(runner, `$JS.API.CONSUMER.MSG.NEXT.${poolStream({ namespace: NS, name: "other" })}.${RUNNERS_CONSUMER}`, JSON.stringify({ batch: 1 })), "runner: another pool's queue refused");
-  t.ok(await denied(runner, "$JS.API.STREAM.DELETE.INTERLACE_INTR"), "runner: stream deletion refused");
+  t.ok(await denied(runner, `$JS.API.STREAM.DELETE.INTERLACE_INTR_${NS}`), "runner: stream deletion refused");
   t.notOk(await denied(routerNc, "$JS.API.STREAM.INFO.KV_interlace-apps"), "router: app configs allowed");
   t.ok(await denied(routerNc, toolSubject(POOL, "echo"), "{}"), "router: calling tools refused");
   t.ok(await denied(routerNc, `$JS.API.STREAM.DELETE.${stream}`), "router: stream deletion refused");

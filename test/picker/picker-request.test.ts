@@ -27,7 +27,7 @@ const apps = new Map<string, AppConfig>([
   ["default/alpha", alpha],
   ["default/beta", elsewhere],
 ]);
-const owners = SessionOwners.from(parseApiKeys("ana:0123456789abcdef0123,bo:fedcba9876543210fedc"), "a shared interrupt key");
+const owners = SessionOwners.from(parseApiKeys("ana:0123456789abcdef0123,bo:fedcba9876543210fedc"), "a shared owner-tag key");
 const ctx = {
   pool: { namespace: "default", name: "pool" },
   owners,

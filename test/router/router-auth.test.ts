@@ -29,6 +29,7 @@ import { eventually } from "../helpers/wait.js";
 t.setTimeout(180_000);
 
 const INTERRUPT_KEY = "i".repeat(64);
+const OWNER_TAG_KEY = "o".repeat(64);
 const ENGINE_KEY = "router-to-engine-key-0123456789";
 const ALICE = "alice-key-0123456789abcdef";
 const BOB = "bob-key-0123456789abcdef";
@@ -46,6 +47,8 @@ await (await openAppsBucket(opNc)).put(appKey(alpha.namespace, alpha.name), JSON
 await startRunner(t, nats.url, poolConfig(), { security: await natsClientSecurity(sec, { kind: "runner", namespace: "default", pool: "tools" }) });
 
 const engineCreds = join(sec.dir, "engine.creds");
+const interruptKeyFile = join(sec.dir, "interrupt.key");
+writeFileSync(interruptKeyFile, INTERRUPT_KEY, { mode: 0o600 });
 writeFileSync(engineCreds, (await natsClientSecurity(sec, { kind: "engine", namespace: "default", pod: "engine-a" })).creds!, { mode: 0o600 });
 const engine = await spawnEngine(
   ["--model-preset", "test", "--sequences", "2", "--context-size", "2048", "--executor", "nats", "--default-pool", "default/tools", "--nats-url", nats.url, "--pool", `default/${POOL}`, "--pod-name", "engine-a", "--heartbeat-ms", "250"],
@@ -54,7 +57,7 @@ const engine = await spawnEngine(
       LOG_LEVEL: "info",
       INTERLACE_NATS_CREDS: engineCreds,
       INTERLACE_NATS_CA: sec.tls!.caFile,
-      INTERLACE_INTERRUPT_KEY: INTERRUPT_KEY,
+      INTERLACE_INTERRUPT_KEY_FILE: interruptKeyFile,
       INTERLACE_API_KEYS: `router:${ENGINE_KEY}`,
     },
     readyTimeoutMs: 90_000,
@@ -71,7 +74,7 @@ const router = await startRouter(
     logLevel: "silent",
     security: {
       apiKeys: parseApiKeys(`alice:${ALICE}\nbob:${BOB}`),
-      interruptKey: INTERRUPT_KEY,
+      ownerTagKey: OWNER_TAG_KEY,
       engineApiKey: ENGINE_KEY,
       nats: await natsClientSecurity(sec, { kind: "router" }),
     },

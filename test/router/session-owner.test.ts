@@ -23,7 +23,7 @@ t.test("a tag binds an id to its opener, across replicas", async (t) => {
   t.notOk(b.owns(parsed.base, undefined, "alice"), "no tag: refused");
   t.notOk(b.owns(parsed.base, "short", "alice"), "a malformed tag: refused");
   t.notOk(SessionOwners.from(keys, "x".repeat(64)).owns(parsed.base, parsed.ownerTag, "alice"), "a different key: refused");
-  // Without an interrupt key, replicas sharing the API key Secret still agree.
+  // Without an owner-tag key, replicas sharing the API key Secret still agree.
   const c = SessionOwners.from(keys, undefined);
   const d = SessionOwners.from(parseApiKeys("bob:bob-key-0123456789abc\nalice:alice-key-0123456789"), undefined);
   t.ok(d.owns("p.s", c.tag("p.s", "bob"), "bob"));

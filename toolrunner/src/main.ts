@@ -11,9 +11,12 @@ import { parseToolRunnerOptions } from "./options.js";
 import { ToolRunner } from "./runner.js";
 import { loadRunnerConfig } from "./spec-file.js";
 import { natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
+import { requireCredentials } from "../../common/src/security/credential-files.js";
 
 const log = createLogger("toolrunner");
 try {
+  // Fail closed (INTERLACE_AUTH=required): without its NATS identity a runner does not start.
+  requireCredentials(["NatsCreds"]);
   const options = parseToolRunnerOptions();
   const config = loadRunnerConfig(options.specFile);
   const metrics = new ToolRunnerMetrics(undefined, true);

@@ -32,6 +32,7 @@ import {
   openEffectsBucket,
   openRunnersBucket,
   parseCallMessage,
+  parseInterruptSubject,
   poolStream,
   PROTOCOL_VERSION,
   publishBackoffMs,
@@ -77,7 +78,6 @@ const SHUTDOWN_REASON: StopReason = { kind: "cancelled", why: "the runner is shu
 /** What {@link ToolRunner.run} returns for such a call. */
 const SHUTDOWN = "shutdown" as const;
 
-const REPLY_TO_PATTERN = /^interlace\.intr\.[^.*> ]+\.[^.*> ]+$/;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** The heartbeat's p90 wait covers the calls started this long ago at most. */
 export const WAIT_WINDOW_MS = 10_000;
@@ -157,7 +157,7 @@ export class ToolRunner {
     const nc = await connectNats({ servers: options.servers, name: `interlace-toolrunner-${c.namespace}-${c.pool}`, ...(options.security !== undefined ? { security: options.security } : {}) });
     try {
       const jsm = await jetstreamManager(nc);
-      await ensureIntrStream(jsm);
+      await ensureIntrStream(jsm, c.namespace);
       await ensurePoolStream(jsm, pool, {
         ackWaitMs: c.ackWaitMs ?? RUNNER_DEFAULTS.ackWaitMs,
         maxDeliver: c.maxDeliver ?? RUNNER_DEFAULTS.maxDeliver,
@@ -328,7 +328,7 @@ export class ToolRunner {
       }
     }
 
-    if (route.replyTo === undefined || !REPLY_TO_PATTERN.test(route.replyTo) || route.callId === undefined || route.sessionId === undefined) {
+    if (route.replyTo === undefined || parseInterruptSubject(route.replyTo)?.namespace !== this.pool.namespace || route.callId === undefined || route.sessionId === undefined) {
       // Nobody to tell: drop it for good rather than redeliver garbage.
       this.log.warn({ subject: m.subject, seq: m.seq, error: outcome.ok ? "missing routing headers" : outcome.message }, "call without a usable reply address dropped");
       this.metrics.calls.inc({ tool, outcome: ErrorCode.MalformedCall });

@@ -84,7 +84,7 @@ app.kubernetes.io/component: nats
 {{- default (printf "%s-nats-auth" (include "interlace.fullname" .)) .Values.nats.auth.secretName -}}
 {{- end }}
 
-{{/* The router's credentials Secret, written by the operator (NATS creds, CA, interrupt key, engine API key). */}}
+{{/* The router's credentials Secret, written by the operator (NATS creds, CA, owner-tag key, engine API key). */}}
 {{- define "interlace.routerCredentialsSecret" -}}
 {{- printf "%s-router-credentials" (include "interlace.fullname" .) -}}
 {{- end }}

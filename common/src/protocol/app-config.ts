@@ -10,6 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { StorageType } from "@nats-io/jetstream";
+import { natsReplicas } from "./streams.js";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { stableJson } from "../prefix-hash.js";
@@ -117,9 +118,9 @@ export interface RouterPresence {
 }
 
 export async function openAppsBucket(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(APPS_BUCKET, { history: 1, storage: StorageType.File });
+  return new Kvm(nc).create(APPS_BUCKET, { history: 1, storage: StorageType.File, replicas: natsReplicas() });
 }
 
 export async function openRoutersBucket(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(ROUTERS_BUCKET, { history: 1, ttl: ROUTERS_BUCKET_TTL_MS, storage: StorageType.Memory });
+  return new Kvm(nc).create(ROUTERS_BUCKET, { history: 1, ttl: ROUTERS_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
 }

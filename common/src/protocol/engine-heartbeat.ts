@@ -8,6 +8,7 @@
  * though nothing deletes its key.
  */
 import { StorageType } from "@nats-io/jetstream";
+import { natsReplicas } from "./streams.js";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeToken, encodeToken } from "./subjects.js";
@@ -102,5 +103,5 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
 
 /** The heartbeat bucket (history 1, values expire). Idempotent: whichever party starts first creates it. */
 export async function openEnginesBucket(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(ENGINES_BUCKET, { history: 1, ttl: ENGINES_BUCKET_TTL_MS, storage: StorageType.Memory });
+  return new Kvm(nc).create(ENGINES_BUCKET, { history: 1, ttl: ENGINES_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
 }

@@ -17,3 +17,4 @@ export * from "./reliability.js";
 export * from "./publish.js";
 export * from "./engine-heartbeat.js";
 export * from "./app-config.js";
+export * from "./stream-replicas.js";

@@ -72,7 +72,7 @@ export const callMessageSchema: JsonSchema = {
     tool: { type: "string", minLength: 1, maxLength: 64 },
     arguments: { type: "object" },
     deadline: { type: "number" },
-    replyTo: { type: "string", minLength: 1, pattern: "^interlace\\.intr\\.[^.*> ]+\\.[^.*> ]+$" },
+    replyTo: { type: "string", minLength: 1, pattern: "^interlace\\.intr\\.[^.*> ]+\\.[^.*> ]+\\.[^.*> ]+$" },
     publishedAt: { type: "number" },
     token: { type: "string", maxLength: 128 },
   },

@@ -5,14 +5,14 @@
  * sending a user or agent interrupt to a live session — the path a
  * `POST /v1/sessions/{id}/interrupts` takes when the session lives on another
  * engine pod (the router), and the path of agent-to-agent messages. An
- * interrupt is stored in the `INTERLACE_INTR` stream, so it survives the
+ * interrupt is stored in the namespace's interrupt stream, so it survives the
  * target engine reconnecting; the engine injects it as an `[INTR]` block.
  */
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { encodeInterrupt, type Encoded } from "./codec.js";
 import type { InterruptMessage } from "./messages.js";
 import { Header } from "./headers.js";
-import { interruptSubject } from "./subjects.js";
+import { interruptSubject, type EnginePodRef } from "./subjects.js";
 import { signInterrupt } from "../security/interrupt-signature.js";
 import { PROTOCOL_VERSION } from "./version.js";
 
@@ -54,8 +54,8 @@ export async function publishWithRetry(js: JetStreamClient, subject: string, mes
 }
 
 export interface SendInterruptOptions {
-  /** The engine pod holding the session. */
-  enginePod: string;
+  /** The engine pod holding the session (and its namespace: interrupts never cross tenants). */
+  engine: EnginePodRef;
   sessionId: string;
   kind: "user" | "agent";
   value: string;
@@ -72,8 +72,8 @@ export async function sendInterrupt(js: JetStreamClient, options: SendInterruptO
   const body: InterruptMessage = { v: PROTOCOL_VERSION, type: "interrupt", sessionId: options.sessionId, kind: options.kind, value: options.value };
   if (options.id !== undefined) body.id = options.id;
   if (options.from !== undefined) body.from = options.from;
-  const msg = encodeInterrupt(body, options.id !== undefined ? `intr:${options.enginePod}:${options.sessionId}:${options.id}` : undefined);
-  const subject = interruptSubject(options.enginePod, options.sessionId);
+  const msg = encodeInterrupt(body, options.id !== undefined ? `intr:${options.engine.namespace}:${options.engine.pod}:${options.sessionId}:${options.id}` : undefined);
+  const subject = interruptSubject(options.engine, options.sessionId);
   if (options.signingKey !== undefined) msg.headers.set(Header.Signature, signInterrupt(options.signingKey, subject, msg.data));
   await js.publish(subject, msg.data, {
     headers: msg.headers,

@@ -1,8 +1,8 @@
 /**
  * @module The JetStream objects of the protocol and their idempotent set-up,
  * shared by every party so whichever starts first creates them:
- * the per-pool call stream and its `runners` consumer (runners), the
- * `INTERLACE_INTR` interrupt stream (runners and engines), an engine pod's
+ * the per-pool call stream and its `runners` consumer (runners), a
+ * namespace's `INTERLACE_INTR_<ns>` interrupt stream (runners and engines), an engine pod's
  * interrupt consumer (engines), the `interlace-runners` heartbeat bucket.
  *
  * Streams and buckets have `INTERLACE_NATS_REPLICAS` replicas (default 1;
@@ -29,12 +29,13 @@ import { EFFECTS_BUCKET, MAXDELIVER_STREAM } from "./reliability.js";
 import {
   enginePodConsumer,
   enginePodSubjects,
-  INTR_PREFIX,
-  INTR_STREAM,
+  intrStream,
+  namespaceIntrSubjects,
   poolStream,
   poolSubjects,
   RUNNERS_BUCKET,
   RUNNERS_CONSUMER,
+  type EnginePodRef,
   type PoolRef,
 } from "./subjects.js";
 
@@ -95,11 +96,11 @@ async function ensureConsumer(jsm: JetStreamManager, stream: string, config: Par
   }
 }
 
-/** The interrupt stream every result and user/agent interrupt goes through. */
-export async function ensureIntrStream(jsm: JetStreamManager): Promise<void> {
+/** The interrupt stream of `namespace`: every result and user/agent interrupt for its engines goes through it. */
+export async function ensureIntrStream(jsm: JetStreamManager, namespace: string): Promise<void> {
   await ensureStream(jsm, {
-    name: INTR_STREAM,
-    subjects: [`${INTR_PREFIX}.>`],
+    name: intrStream(namespace),
+    subjects: [namespaceIntrSubjects(namespace)],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
     duplicate_window: nanos(DUPLICATE_WINDOW_MS),
@@ -137,14 +138,14 @@ export async function ensurePoolStream(jsm: JetStreamManager, pool: PoolRef, set
   });
 }
 
-/** An engine pod's durable consumer of its own interrupt subjects; removed by the server after an hour unused. */
-export async function ensureEngineConsumer(jsm: JetStreamManager, enginePod: string): Promise<string> {
-  const name = enginePodConsumer(enginePod);
-  await ensureConsumer(jsm, INTR_STREAM, {
+/** An engine pod's durable consumer (in its namespace's interrupt stream) of its own interrupt subjects; removed by the server after an hour unused. */
+export async function ensureEngineConsumer(jsm: JetStreamManager, engine: EnginePodRef): Promise<string> {
+  const name = enginePodConsumer(engine.pod);
+  await ensureConsumer(jsm, intrStream(engine.namespace), {
     durable_name: name,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
-    filter_subject: enginePodSubjects(enginePod),
+    filter_subject: enginePodSubjects(engine),
     ack_wait: nanos(30_000),
     max_ack_pending: -1,
     inactive_threshold: nanos(MAX_AGE_MS),

@@ -8,11 +8,15 @@
  *   A stream per pool (rather than one stream for all tools) gives each pool its
  *   own limits and lifetime (deleted with its ToolPool), and work-queue
  *   retention forbids overlapping consumers anyway.
- * - `interlace.intr.<engine-pod>.<session>` — tool results and user / agent
- *   interrupts for a session, captured by the `INTERLACE_INTR` work-queue
- *   stream so a result published while its engine is reconnecting is kept;
- *   each engine pod reads its own subjects through the durable consumer
- *   `engine-<pod>`.
+ * - `interlace.intr.<namespace>.<engine-pod>.<session>` — tool results and
+ *   user / agent interrupts for a session, captured by its namespace's
+ *   work-queue stream `INTERLACE_INTR_<namespace>` so a result published while
+ *   its engine is reconnecting is kept; each engine pod reads its own subjects
+ *   through the durable consumer `engine-<pod>` of that stream. One stream per
+ *   namespace (the tenant) because NATS permissions match whole tokens: with
+ *   the namespace in the stream name, "this namespace's consumers" is one
+ *   wildcard (`$JS.API.CONSUMER.MSG.NEXT.INTERLACE_INTR_<ns>.*`), so an
+ *   EnginePool's identity can pull and ack only its own tenant's interrupts.
  * - KV bucket `interlace-runners` — runner heartbeats, key
  *   `<namespace>.<pool>.<runner>`; engines read it to fail fast when a pool has
  *   no live runner.
@@ -23,7 +27,8 @@
 
 export const TOOLS_PREFIX = "interlace.tools";
 export const INTR_PREFIX = "interlace.intr";
-export const INTR_STREAM = "INTERLACE_INTR";
+/** The single interrupt stream of releases before namespaced subjects; removed by the operator (its subjects overlap every namespace's). */
+export const LEGACY_INTR_STREAM = "INTERLACE_INTR";
 export const RUNNERS_BUCKET = "interlace-runners";
 export const RUNNERS_CONSUMER = "runners";
 
@@ -87,27 +92,43 @@ export function poolStream(pool: PoolRef): string {
   return `INTERLACE_TOOLS_${nameSafe(pool.namespace)}_${nameSafe(pool.name)}`;
 }
 
-/** `interlace.intr.<pod>.<session>` */
-export function interruptSubject(enginePod: string, sessionId: string): string {
-  return `${INTR_PREFIX}.${encodeToken(enginePod)}.${encodeToken(sessionId)}`;
+/** `INTERLACE_INTR_<ns>`: the interrupt stream of one namespace (tenant). */
+export function intrStream(namespace: string): string {
+  return `INTERLACE_INTR_${nameSafe(namespace)}`;
+}
+
+/** Every interrupt subject of one namespace: its stream's subjects. */
+export function namespaceIntrSubjects(namespace: string): string {
+  return `${INTR_PREFIX}.${encodeToken(namespace)}.>`;
+}
+
+/** Where an engine pod lives: its namespace (tenant) and its name. */
+export interface EnginePodRef {
+  namespace: string;
+  pod: string;
+}
+
+/** `interlace.intr.<ns>.<pod>.<session>` */
+export function interruptSubject(engine: EnginePodRef, sessionId: string): string {
+  return `${INTR_PREFIX}.${encodeToken(engine.namespace)}.${encodeToken(engine.pod)}.${encodeToken(sessionId)}`;
 }
 
 /** Every interrupt subject of one engine pod. */
-export function enginePodSubjects(enginePod: string): string {
-  return `${INTR_PREFIX}.${encodeToken(enginePod)}.>`;
+export function enginePodSubjects(engine: EnginePodRef): string {
+  return `${INTR_PREFIX}.${encodeToken(engine.namespace)}.${encodeToken(engine.pod)}.>`;
 }
 
-/** The durable consumer through which an engine pod reads its interrupts. */
+/** The durable consumer (of its namespace's {@link intrStream}) through which an engine pod reads its interrupts. */
 export function enginePodConsumer(enginePod: string): string {
   return `engine-${nameSafe(enginePod)}`;
 }
 
-/** Parses `interlace.intr.<pod>.<session>`; null for anything else. */
-export function parseInterruptSubject(subject: string): { enginePod: string; sessionId: string } | null {
+/** Parses `interlace.intr.<ns>.<pod>.<session>`; null for anything else. */
+export function parseInterruptSubject(subject: string): { namespace: string; enginePod: string; sessionId: string } | null {
   const parts = subject.split(".");
-  if (parts.length !== 4 || `${parts[0]}.${parts[1]}` !== INTR_PREFIX) return null;
+  if (parts.length !== 5 || `${parts[0]}.${parts[1]}` !== INTR_PREFIX) return null;
   try {
-    return { enginePod: decodeToken(parts[2]!), sessionId: decodeToken(parts[3]!) };
+    return { namespace: decodeToken(parts[2]!), enginePod: decodeToken(parts[3]!), sessionId: decodeToken(parts[4]!) };
   } catch {
     return null;
   }

@@ -5,4 +5,4 @@
  */
 
 /** Bumped on any incompatible change to subjects, headers or message schemas. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2; // 2: interrupt subjects carry the namespace (interlace.intr.<ns>.<pod>.<session>)

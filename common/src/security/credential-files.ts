@@ -1,9 +1,19 @@
 /**
  * @module The one layout of an Interlace pod's credentials: the keys of the
  * Secret the operator writes for each pool (and for the router), where pods
- * mount it, and the environment variables that point each process at its
- * files. The operator's builders, the chart and the processes all use it.
+ * mount it, the environment variables that point each process at its files,
+ * and how a process loads them. The operator's builders, the chart and the
+ * processes all use it.
+ *
+ * Keys travel as files only (a mounted Secret), never as environment values:
+ * the environment is visible to every process of the pod, in `kubectl
+ * describe` and in crash dumps. Fail closed: with `INTERLACE_AUTH=required`
+ * (set by the chart and the operator whenever authentication is on), a
+ * process refuses to start when a credential it needs is missing, and names
+ * the file it expected; without it (a laptop) a missing credential turns its
+ * check off.
  */
+import { existsSync, readFileSync } from "node:fs";
 
 /** Where a pod's credentials Secret is mounted (read-only). */
 export const CREDENTIALS_DIR = "/var/run/interlace/credentials";
@@ -14,19 +24,99 @@ export const CredentialKey = {
   NatsCreds: "nats.creds",
   /** The CA that signed the NATS servers' certificates. */
   Ca: "ca.crt",
-  /** HMAC key of signed user/agent interrupts (engines and router only). */
+  /** HMAC key of signed user/agent interrupts: the pod's namespace's key (engines only; see interrupt-signature.ts). */
   InterruptKey: "interrupt.key",
+  /** The namespace's previous interrupt key, during a rotation's grace window. */
+  InterruptKeyPrevious: "interrupt.key.previous",
+  /** HMAC key of session-owner tags (the router's own, or an endpoint picker's namespace key; never an engine's). */
+  OwnerTagKey: "owner-tag.key",
   /** `<principal>:<key>` lines an engine accepts as bearer tokens (the router's key). */
   ApiKeys: "api-keys",
   /** The router's bearer token towards engines. */
   EngineApiKey: "engine-api.key",
 } as const;
 
-/** Environment variables the processes read their credentials from. */
+/** Environment variables that name each credential's file. */
 export const CredentialEnv = {
   NatsCreds: "INTERLACE_NATS_CREDS",
   NatsCa: "INTERLACE_NATS_CA",
-  InterruptKey: "INTERLACE_INTERRUPT_KEY",
+  InterruptKey: "INTERLACE_INTERRUPT_KEY_FILE",
+  OwnerTagKey: "INTERLACE_OWNER_TAG_KEY_FILE",
   ApiKeysFile: "INTERLACE_API_KEYS_FILE",
-  EngineApiKey: "INTERLACE_ENGINE_API_KEY",
+  EngineApiKey: "INTERLACE_ENGINE_API_KEY_FILE",
 } as const;
+
+/** `INTERLACE_AUTH=required`: every credential a process needs must be there (see the module note). */
+export const AUTH_ENV = "INTERLACE_AUTH";
+
+export type CredentialName = keyof typeof CredentialEnv;
+
+const DEFAULT_FILE: Record<CredentialName, string> = {
+  NatsCreds: CredentialKey.NatsCreds,
+  NatsCa: CredentialKey.Ca,
+  InterruptKey: CredentialKey.InterruptKey,
+  OwnerTagKey: CredentialKey.OwnerTagKey,
+  ApiKeysFile: CredentialKey.ApiKeys,
+  EngineApiKey: CredentialKey.EngineApiKey,
+};
+
+/** A required credential file that is not there: the process must not start. */
+export class MissingCredentialError extends Error {
+  readonly code = "missing_credential";
+  override readonly name = "MissingCredentialError";
+  constructor(
+    readonly file: string,
+    readonly variable: string,
+  ) {
+    super(`authentication is required (${AUTH_ENV}=required) but the credential file ${file} (${variable}) is missing: refusing to start without it`);
+  }
+}
+
+/** Whether this process must have all its credentials. */
+export function authRequired(env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = env[AUTH_ENV];
+  if (v === undefined || v === "" || v === "optional") return false;
+  if (v === "required") return true;
+  throw new Error(`${AUTH_ENV} must be "required" or "optional", got "${v}"`);
+}
+
+/**
+ * The file of credential `name`: its variable's value, else (auth required)
+ * the default path in {@link CREDENTIALS_DIR}; undefined when not configured.
+ * With auth required, a file that does not exist throws {@link MissingCredentialError}.
+ */
+export function credentialFile(name: CredentialName, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const variable = CredentialEnv[name];
+  const given = env[variable];
+  const required = authRequired(env);
+  const file = given !== undefined && given !== "" ? given : required ? `${CREDENTIALS_DIR}/${DEFAULT_FILE[name]}` : undefined;
+  if (file !== undefined && required && !existsSync(file)) throw new MissingCredentialError(file, variable);
+  return file;
+}
+
+/** A key file's contents (trimmed); undefined when not configured. An empty file is an error, not "no key". */
+export function readKeyFile(name: CredentialName, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const file = credentialFile(name, env);
+  if (file === undefined) return undefined;
+  const key = readFileSync(file, "utf8").trim();
+  if (key === "") throw new Error(`the credential file ${file} (${CredentialEnv[name]}) is empty`);
+  return key;
+}
+
+/**
+ * The interrupt key ring: the current key (signs) and, during a rotation's
+ * grace window, the previous one beside it (`<file>.previous`; verifies only).
+ */
+export function readInterruptKeys(env: NodeJS.ProcessEnv = process.env): { current: string; previous?: string } | undefined {
+  const file = credentialFile("InterruptKey", env);
+  const current = readKeyFile("InterruptKey", env);
+  if (file === undefined || current === undefined) return undefined;
+  const prevFile = `${file}.previous`; // interrupt.key → interrupt.key.previous (CredentialKey.InterruptKeyPrevious)
+  const previous = existsSync(prevFile) ? readFileSync(prevFile, "utf8").trim() : "";
+  return previous !== "" ? { current, previous } : { current };
+}
+
+/** Checks that every credential in `names` is present when auth is required (start-up, before anything connects). */
+export function requireCredentials(names: readonly CredentialName[], env: NodeJS.ProcessEnv = process.env): void {
+  for (const n of names) credentialFile(n, env);
+}

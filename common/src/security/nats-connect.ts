@@ -10,6 +10,7 @@
  * connection's options are built.
  */
 import { readFileSync } from "node:fs";
+import { credentialFile, CredentialEnv } from "./credential-files.js";
 import { connect, credsAuthenticator, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 
 export interface NatsSecurity {
@@ -21,12 +22,17 @@ export interface NatsSecurity {
   caFile?: string;
 }
 
-/** Reads {@link NatsSecurity} from `INTERLACE_NATS_CREDS` / `INTERLACE_NATS_CA` (empty values count as unset). */
+/**
+ * Reads {@link NatsSecurity} from `INTERLACE_NATS_CREDS` / `INTERLACE_NATS_CA`
+ * (empty values count as unset). With `INTERLACE_AUTH=required` the
+ * credentials file must exist (default path in the credentials mount), else
+ * this throws naming it: a component never falls back to an open connection.
+ */
 export function natsSecurityFromEnv(env: NodeJS.ProcessEnv = process.env): NatsSecurity {
   const out: NatsSecurity = {};
-  const creds = env["INTERLACE_NATS_CREDS"];
-  const ca = env["INTERLACE_NATS_CA"];
-  if (creds !== undefined && creds !== "") out.credsFile = creds;
+  const creds = credentialFile("NatsCreds", env);
+  const ca = env[CredentialEnv.NatsCa];
+  if (creds !== undefined) out.credsFile = creds;
   if (ca !== undefined && ca !== "") out.caFile = ca;
   return out;
 }

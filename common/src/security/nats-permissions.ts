@@ -4,6 +4,20 @@
  * the harness and the chart's key tooling mint, the tests that check a real
  * nats-server enforces them, and the README table.
  *
+ * The tenant boundary is the Kubernetes namespace, drawn with per-namespace
+ * permissions inside the one `INTERLACE` account rather than an account per
+ * namespace. Why: the router, the operator and the shared buckets
+ * (`interlace-apps`, `-engines`, `-runners`) serve every namespace, so
+ * accounts would need an export/import pair per namespace and bucket, and a
+ * new namespace would need a new account JWT pushed to every nats-server
+ * (`resolver: MEMORY` trusts only what its config preloads: a restart of the
+ * NATS cluster per tenant). Per-namespace subjects and streams give the same
+ * isolation for what tenants exchange — calls, results, interrupts — with
+ * credentials the operator mints alone: every tenant-owned subject and stream
+ * carries the namespace (`interlace.tools.<ns>.…`, `interlace.intr.<ns>.…`,
+ * `INTERLACE_TOOLS_<ns>_<pool>`, `INTERLACE_INTR_<ns>`), and each identity
+ * below is allowed only its own namespace's.
+ *
  * Identities (see README "Security"):
  * - `engine` (one engine pod): publishes calls to its namespace's tool
  *   subjects, reads its own interrupt subjects only through its own durable
@@ -11,15 +25,18 @@
  * - `engine-pool` (every pod of one EnginePool, what the operator mints: a
  *   Deployment's pod names are not known before the pods exist, and a pod
  *   cannot mount a Secret named after itself): the same, except that the
- *   interrupt consumer may be any engine pod's (NATS wildcards match whole
- *   tokens only, so "pods of this pool" cannot be expressed). The pods of a
- *   pool share the interrupt key anyway, so they are one trust domain.
+ *   interrupt consumer may be any engine pod's of its namespace's interrupt
+ *   stream (NATS wildcards match whole tokens only, so "pods of this pool"
+ *   cannot be expressed, but the stream name carries the namespace). The
+ *   engines of a namespace share its interrupt key anyway: one trust domain.
  * - `runner` (one ToolPool): pulls only its pool's work queue, publishes only
- *   results (`interlace.intr.*.*`; which results an engine accepts is decided
- *   by the per-call token, see `call-token.ts`), writes its heartbeats and its
+ *   results into its own namespace's interrupt subjects
+ *   (`interlace.intr.<ns>.*.*`; which results an engine accepts is decided by
+ *   the per-call token, see `call-token.ts`), writes its heartbeats and its
  *   pool's effect records.
- * - `router`: reads app configs and engine heartbeats, writes its presence,
- *   sends (signed) interrupts to sessions.
+ * - `router` (release namespace, serves every tenant): reads app configs and
+ *   engine heartbeats, writes its presence; no tenant's calls, results or
+ *   interrupts (user interrupts reach engines over their HTTP API).
  * - `operator`: manages streams, consumers and buckets (the JetStream API),
  *   writes app configs.
  *
@@ -29,7 +46,7 @@
 import {
   encodeToken,
   INTR_PREFIX,
-  INTR_STREAM,
+  intrStream,
   poolStream,
   RUNNERS_BUCKET,
   RUNNERS_CONSUMER,
@@ -108,7 +125,8 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
     case "engine":
     case "engine-pool": {
       const ns = encodeToken(id.namespace);
-      // One pod: its own consumer over its own subjects; a pool: any pod's (see the module note).
+      const intr = intrStream(id.namespace);
+      // One pod: its own consumer over its own subjects; a pool: any pod's of its namespace's stream (see the module note).
       const consumer = id.kind === "engine" ? enginePodConsumer(id.pod) : "*";
       const pod = id.kind === "engine" ? encodeToken(id.pod) : "*";
       return {
@@ -119,14 +137,14 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           // Stream metadata (not messages): whether a pool's stream exists. Stream
           // names are single tokens, so this cannot be narrowed to one namespace.
           "$JS.API.STREAM.INFO.*",
-          // Agent-to-agent interrupts (signed; see interrupt-signature.ts).
-          `${INTR_PREFIX}.*.*`,
-          ...streamSetup(INTR_STREAM),
-          // Its own durable interrupt consumer, filtered to its own subjects only.
-          `$JS.API.CONSUMER.CREATE.${INTR_STREAM}.${consumer}.${INTR_PREFIX}.${pod}.>`,
-          `$JS.API.CONSUMER.INFO.${INTR_STREAM}.${consumer}`,
-          `$JS.API.CONSUMER.MSG.NEXT.${INTR_STREAM}.${consumer}`,
-          `$JS.ACK.${INTR_STREAM}.${consumer}.>`,
+          // Agent-to-agent interrupts within its namespace (signed; see interrupt-signature.ts).
+          `${INTR_PREFIX}.${ns}.*.*`,
+          ...streamSetup(intr),
+          // Its own durable interrupt consumer in its namespace's stream, filtered to its own subjects only.
+          `$JS.API.CONSUMER.CREATE.${intr}.${consumer}.${INTR_PREFIX}.${ns}.${pod}.>`,
+          `$JS.API.CONSUMER.INFO.${intr}.${consumer}`,
+          `$JS.API.CONSUMER.MSG.NEXT.${intr}.${consumer}`,
+          `$JS.ACK.${intr}.${consumer}.>`,
           // Runner heartbeats (liveness metadata only; the registry watches the whole bucket).
           ...kvRead(RUNNERS_BUCKET),
           ...streamSetup(`KV_${RUNNERS_BUCKET}`),
@@ -148,9 +166,9 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           `$JS.API.CONSUMER.INFO.${stream}.${RUNNERS_CONSUMER}`,
           `$JS.API.CONSUMER.MSG.NEXT.${stream}.${RUNNERS_CONSUMER}`,
           `$JS.ACK.${stream}.${RUNNERS_CONSUMER}.>`,
-          // Results only: an interrupt subject, stored by the interrupt stream.
-          `${INTR_PREFIX}.*.*`,
-          ...streamSetup(INTR_STREAM),
+          // Results only: an interrupt subject of its own namespace, stored by that namespace's interrupt stream.
+          `${INTR_PREFIX}.${encodeToken(id.namespace)}.*.*`,
+          ...streamSetup(intrStream(id.namespace)),
           ...streamSetup(`KV_${RUNNERS_BUCKET}`),
           ...kvWrite(RUNNERS_BUCKET, `${keys}.*`),
           ...streamSetup(`KV_${EFFECTS_BUCKET}`),
@@ -174,8 +192,7 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
       return {
         publish: [
           "$JS.API.INFO",
-          `${INTR_PREFIX}.*.*`,
-          ...streamSetup(INTR_STREAM),
+          // No interrupt subject: user interrupts reach engines over their HTTP API, and the router holds no interrupt key.
           ...kvRead(APPS_BUCKET),
           ...kvRead(ENGINES_BUCKET),
           ...streamSetup(`KV_${APPS_BUCKET}`),

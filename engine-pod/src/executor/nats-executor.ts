@@ -6,8 +6,9 @@
  * - A call is published on `interlace.tools.<ns>.<pool>.<tool>` (the pool's
  *   work-queue stream) with `Nats-Msg-Id` = the call's identity, so publish
  *   retries across a reconnect store it once. Its result comes back on
- *   `interlace.intr.<pod>.<session>`, read through this pod's durable consumer
- *   of the `INTERLACE_INTR` stream, and is matched to the pending call.
+ *   `interlace.intr.<ns>.<pod>.<session>`, read through this pod's durable
+ *   consumer of its namespace's `INTERLACE_INTR_<ns>` stream, and is matched
+ *   to the pending call.
  * - A pool with no live runner (no fresh heartbeat in `interlace-runners`, or
  *   no stream at all) fails the call at once with `no_runners`.
  * - The call's deadline is enforced here (`tool_timeout`); a call whose
@@ -39,7 +40,7 @@ import {
   ensureEngineConsumer,
   ensureIntrStream,
   interruptSubject,
-  INTR_STREAM,
+  intrStream,
   MessageKind,
   openRunnersBucket,
   parseIntrMessage,
@@ -72,7 +73,11 @@ export interface NatsExecutorOptions {
    * and this executor signs the ones it sends. Unset: an open development setup.
    */
   interruptKey?: string;
-  /** This engine pod's name: its interrupt subjects are `interlace.intr.<pod>.>`. */
+  /** The namespace's previous interrupt key during a rotation's grace window: still verifies, never signs. */
+  previousInterruptKey?: string;
+  /** This engine pod's namespace (its tenant): its interrupt stream is `INTERLACE_INTR_<namespace>`. */
+  namespace: string;
+  /** This engine pod's name: its interrupt subjects are `interlace.intr.<namespace>.<pod>.>`. */
   enginePod: string;
   /** Pool for tools whose spec names none. Without it such calls fail with `unknown_tool`. */
   defaultPool?: PoolRef;
@@ -120,7 +125,8 @@ export class NatsExecutor implements Executor {
     this.registry = options.registry ?? new Registry();
     this.metrics = new NatsExecutorMetrics(this.registry);
     this.log = options.log.child({ component: "nats-executor", pod: options.enginePod });
-    this.verifier = options.interruptKey !== undefined ? new InterruptVerifier(options.interruptKey) : null;
+    const keys = [options.interruptKey, options.previousInterruptKey].filter((k): k is string => k !== undefined);
+    this.verifier = keys.length > 0 ? new InterruptVerifier(keys) : null;
   }
 
   /** Connects, sets up the interrupt stream and this pod's consumer, and starts reading. */
@@ -129,8 +135,8 @@ export class NatsExecutor implements Executor {
     try {
       const jsm = await jetstreamManager(nc);
       const js = jetstream(nc);
-      await ensureIntrStream(jsm);
-      await ensureEngineConsumer(jsm, options.enginePod);
+      await ensureIntrStream(jsm, options.namespace);
+      await ensureEngineConsumer(jsm, { namespace: options.namespace, pod: options.enginePod });
       const kv = await openRunnersBucket(nc);
       const runners = new RunnerRegistry(kv, options.runnerStaleAfterMs ?? 4_000, options.log);
       await runners.start();
@@ -145,11 +151,12 @@ export class NatsExecutor implements Executor {
 
 
   /**
-   * Sends a user or agent message to a session on any engine pod (agent-to-agent
-   * messages): it arrives there as an `[INTR]` block. Resolves once stored.
+   * Sends a user or agent message to a session on any engine pod of this
+   * namespace (agent-to-agent messages; the bus refuses other tenants'): it
+   * arrives there as an `[INTR]` block. Resolves once stored.
    */
   async sendInterrupt(enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id?: string; from?: string }): Promise<void> {
-    await sendInterrupt(this.js, { enginePod, sessionId, ...input, ...(this.options.interruptKey !== undefined ? { signingKey: this.options.interruptKey } : {}) });
+    await sendInterrupt(this.js, { engine: { namespace: this.options.namespace, pod: enginePod }, sessionId, ...input, ...(this.options.interruptKey !== undefined ? { signingKey: this.options.interruptKey } : {}) });
   }
 
   /** Calls published and not yet completed. */
@@ -158,7 +165,7 @@ export class NatsExecutor implements Executor {
   }
 
   private async start(): Promise<void> {
-    const consumer = await this.js.consumers.get(INTR_STREAM, enginePodConsumer(this.options.enginePod));
+    const consumer = await this.js.consumers.get(intrStream(this.options.namespace), enginePodConsumer(this.options.enginePod));
     this.messages = await consumer.consume({
       max_messages: 512,
       callback: (m) => this.onIntrMessage(m),
@@ -235,7 +242,7 @@ export class NatsExecutor implements Executor {
   private async send(key: string, entry: Pending): Promise<void> {
     const { call, pool } = entry;
     const pod = this.options.enginePod;
-    const replyTo = interruptSubject(pod, call.sessionId);
+    const replyTo = interruptSubject({ namespace: this.options.namespace, pod }, call.sessionId);
     const msgId = callMsgId(pod, call.sessionId, call.id);
     const body: CallMessage = {
       v: PROTOCOL_VERSION,

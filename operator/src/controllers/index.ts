@@ -12,3 +12,4 @@ export * from "./tool-pool.js";
 export * from "./agent-app.js";
 export * from "./autoscaler.js";
 export * from "./setup.js";
+export * from "./stream-upkeep.js";

@@ -2,10 +2,15 @@
  * @module The operator as the cluster's credential authority: from the trust
  * root (trust-root.ts) it mints one NATS identity per component — each
  * EnginePool (`engine-pool`), each ToolPool (`runner`), the router and
- * itself — with exactly the permissions of nats-permissions.ts, and writes
- * each into a Secret beside the pods that use it, with the NATS CA (pods in
- * app namespaces cannot mount the release namespace's TLS Secret), and for
- * engines the interrupt key and the router's API key.
+ * itself — with exactly the permissions of nats-permissions.ts, scoped to its
+ * namespace, and writes each into a Secret beside the pods that use it, with
+ * the NATS CA (pods in app namespaces cannot mount the release namespace's
+ * TLS Secret). Keys, one per purpose and namespace (derived-keys.ts):
+ * engines get their namespace's interrupt key (and, after a rotation, the
+ * previous one) and the router's API key; an endpoint picker gets its
+ * namespace's owner-tag key; the router gets the master owner-tag key, which
+ * no app namespace ever holds. Every pod is told `INTERLACE_AUTH=required`,
+ * so a missing file stops it instead of turning a check off.
  *
  * Minting happens only when a Secret's contents would change (its
  * fingerprint annotation: account, identity, CA, keys), so a resync does not
@@ -19,6 +24,7 @@ import type { Logger } from "pino";
 import { mintUserCreds } from "../../../common/src/security/nats-credentials.js";
 import type { NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import { CredentialKey } from "../../../common/src/security/credential-files.js";
+import { namespaceKey } from "../../../common/src/security/derived-keys.js";
 import { identityName, type NatsIdentity } from "../../../common/src/security/nats-permissions.js";
 import type { EnginePool, ToolPool } from "../api/index.js";
 import {
@@ -66,10 +72,13 @@ export class CredentialAuthority {
   /** Reads (or makes) the trust root and the CA, mints the operator's own credentials, writes the router's Secret. */
   async start(): Promise<void> {
     if (this.opts.caFile !== undefined) this.ca = readFileSync(this.opts.caFile, "utf8");
-    if (this.opts.trustRootSecret !== undefined) {
-      this.material = await ensureTrustRoot(this.client, this.opts.namespace, this.opts.trustRootSecret, this.log);
-      this.operatorCreds = await mintUserCreds(this.material.accountSeed, { kind: "operator" });
-    }
+    await this.refresh();
+    if (this.material !== null) this.operatorCreds = await mintUserCreds(this.material.accountSeed, { kind: "operator" });
+  }
+
+  /** Re-reads the trust root (after a key rotation): the next Secret each pool's reconcile ensures carries the new keys. */
+  async refresh(): Promise<void> {
+    if (this.opts.trustRootSecret !== undefined) this.material = await ensureTrustRoot(this.client, this.opts.namespace, this.opts.trustRootSecret, this.log);
     if (this.opts.routerSecret !== undefined) await this.ensureRouter(this.opts.routerSecret);
   }
 
@@ -78,27 +87,30 @@ export class CredentialAuthority {
     return { ...(this.operatorCreds !== undefined ? { creds: this.operatorCreds } : {}), ...(this.opts.caFile !== undefined ? { caFile: this.opts.caFile } : {}) };
   }
 
-  /** The EnginePool's Secret: its `engine-pool` identity, CA, interrupt key, and the router's key as the one API key engines accept. */
+  /** The EnginePool's Secret: its `engine-pool` identity, CA, its namespace's interrupt key(s), and the router's key as the one API key engines accept. */
   forEnginePool(pool: EnginePool): Promise<PodCredentials> {
+    const namespace = pool.metadata.namespace ?? "default";
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      extra[CredentialKey.InterruptKey] = this.material.interruptKey;
+      extra[CredentialKey.InterruptKey] = namespaceKey(this.material.interruptKey, "interrupt", namespace);
+      if (this.material.previousInterruptKey !== undefined) extra[CredentialKey.InterruptKeyPrevious] = namespaceKey(this.material.previousInterruptKey, "interrupt", namespace);
       extra[CredentialKey.ApiKeys] = `${ROUTER_PRINCIPAL}:${this.material.engineApiKey}\n`;
     }
-    const identity: NatsIdentity = { kind: "engine-pool", namespace: pool.metadata.namespace ?? "default", pool: pool.metadata.name ?? "" };
+    const identity: NatsIdentity = { kind: "engine-pool", namespace, pool: pool.metadata.name ?? "" };
     return this.ensure(pool, credentialsSecretName(engineChildName(pool)), ENGINE_COMPONENT, identity, extra);
   }
 
   /**
    * An exposed EnginePool's endpoint picker Secret: the router's identity (the
    * picker is the router's second front door: it reads app configs and
-   * heartbeats), the interrupt key (session owner tags) and the API key
-   * towards engines.
+   * heartbeats), its namespace's owner-tag key (not the router's: the picker
+   * lives in the app namespace, so the sessions it opens are bound to that
+   * namespace's key) and the API key towards engines.
    */
   forEndpointPicker(pool: EnginePool): Promise<PodCredentials> {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      extra[CredentialKey.InterruptKey] = this.material.interruptKey;
+      extra[CredentialKey.OwnerTagKey] = namespaceKey(this.material.ownerTagKey, "owner-tag", pool.metadata.namespace ?? "default");
       extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
     }
     return this.ensure(pool, credentialsSecretName(pickerChildName(pool)), PICKER_COMPONENT, { kind: "router" }, extra);
@@ -139,11 +151,11 @@ export class CredentialAuthority {
     return { secretName: name, fingerprint, keys: this.keysOf(plain) };
   }
 
-  /** The router's Secret (no owner: it lives as long as the release): its identity, CA, interrupt key and API key towards engines. */
+  /** The router's Secret (no owner: it lives as long as the release): its identity, CA, the master owner-tag key and its API key towards engines. */
   private async ensureRouter(name: string): Promise<void> {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      extra[CredentialKey.InterruptKey] = this.material.interruptKey;
+      extra[CredentialKey.OwnerTagKey] = this.material.ownerTagKey;
       extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
     }
     const identity: NatsIdentity = { kind: "router" };

@@ -2,8 +2,12 @@
  * @module The cluster's trust root, kept in one Secret in the operator's
  * namespace (the chart's `<release>-nats-auth`): the NATS operator, account
  * and system JWTs with the server's `auth.conf` (public), the account seed
- * that signs every component's credentials, the interrupt key, and the
- * router's API key towards engines. nats-server mounts only `auth.conf`.
+ * that signs every component's credentials, the master interrupt key (each
+ * namespace gets only its derived key; during a rotation's grace window the
+ * previous master sits beside it), the master owner-tag key (the router's;
+ * endpoint pickers get their namespace's derived key), and the router's API
+ * key towards engines. nats-server mounts only `auth.conf`; nothing else
+ * leaves the release namespace.
  *
  * Made at the operator's first start when absent, so the chart works with
  * authentication on out of the box (Helm cannot make nkeys). Two replicas
@@ -31,9 +35,17 @@ export const TrustKey = {
 export interface TrustMaterial {
   accountSeed: string;
   accountPublicKey: string;
+  /** Master interrupt key (never written outside the release namespace). */
   interruptKey: string;
+  /** The master interrupt key before the last rotation, kept for its grace window. */
+  previousInterruptKey?: string;
+  /** Master owner-tag key: the router's own. */
+  ownerTagKey: string;
   engineApiKey: string;
 }
+
+/** Keys of the trust root that the operator makes when missing. */
+const GENERATED_KEYS = [CredentialKey.InterruptKey, CredentialKey.OwnerTagKey, CredentialKey.EngineApiKey] as const;
 
 /** A fresh random key (256 bits, hex). */
 export function randomKey(): string {
@@ -41,7 +53,10 @@ export function randomKey(): string {
 }
 
 /** The Secret's data for a new root (strings; base64 is the caller's). */
-export function trustRootSecretData(root: NatsTrustRoot, keys: { interruptKey: string; engineApiKey: string } = { interruptKey: randomKey(), engineApiKey: randomKey() }): Record<string, string> {
+export function trustRootSecretData(
+  root: NatsTrustRoot,
+  keys: { interruptKey: string; ownerTagKey: string; engineApiKey: string } = { interruptKey: randomKey(), ownerTagKey: randomKey(), engineApiKey: randomKey() },
+): Record<string, string> {
   const { operatorJwt, accountJwt, systemPublicKey, systemJwt } = root;
   return {
     [TrustKey.AuthConf]: `${serverAuthConfig(root)}\n`,
@@ -49,6 +64,7 @@ export function trustRootSecretData(root: NatsTrustRoot, keys: { interruptKey: s
     [TrustKey.OperatorSeed]: root.operatorSeed,
     [TrustKey.Trust]: JSON.stringify({ operatorJwt, accountPublicKey: root.accountPublicKey, accountJwt, systemPublicKey, systemJwt }),
     [CredentialKey.InterruptKey]: keys.interruptKey,
+    [CredentialKey.OwnerTagKey]: keys.ownerTagKey,
     [CredentialKey.EngineApiKey]: keys.engineApiKey,
   };
 }
@@ -56,17 +72,24 @@ export function trustRootSecretData(root: NatsTrustRoot, keys: { interruptKey: s
 export const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
 export const unb64 = (s: string | undefined): string | undefined => (s === undefined ? undefined : Buffer.from(s, "base64").toString("utf8"));
 
-function materialOf(secret: V1Secret): TrustMaterial | { missing: string[] } {
+function materialOf(secret: V1Secret): TrustMaterial | { missing: readonly string[] } {
   const d = secret.data ?? {};
   const accountSeed = unb64(d[TrustKey.AccountSeed])?.trim();
   if (accountSeed === undefined || accountSeed === "") {
     throw new Error(`Secret ${secret.metadata?.namespace}/${secret.metadata?.name} has no "${TrustKey.AccountSeed}": make it with hack/nats-keys.ts, or delete it and let the operator make one`);
   }
-  const interruptKey = unb64(d[CredentialKey.InterruptKey])?.trim();
-  const engineApiKey = unb64(d[CredentialKey.EngineApiKey])?.trim();
-  const missing = [...(interruptKey ? [] : [CredentialKey.InterruptKey]), ...(engineApiKey ? [] : [CredentialKey.EngineApiKey])];
+  const key = (k: string): string => unb64(d[k])?.trim() ?? "";
+  const missing = GENERATED_KEYS.filter((k) => key(k) === "");
   if (missing.length > 0) return { missing };
-  return { accountSeed, accountPublicKey: accountPublicKey(accountSeed), interruptKey: interruptKey!, engineApiKey: engineApiKey! };
+  const previous = key(CredentialKey.InterruptKeyPrevious);
+  return {
+    accountSeed,
+    accountPublicKey: accountPublicKey(accountSeed),
+    interruptKey: key(CredentialKey.InterruptKey),
+    ...(previous !== "" ? { previousInterruptKey: previous } : {}),
+    ownerTagKey: key(CredentialKey.OwnerTagKey),
+    engineApiKey: key(CredentialKey.EngineApiKey),
+  };
 }
 
 const isConflict = (err: unknown): boolean => (err as { status?: number }).status === 409;
@@ -104,4 +127,33 @@ export async function ensureTrustRoot(client: KubeClient, namespace: string, nam
     }
   }
   throw new Error(`could not read or make the trust-root Secret ${namespace}/${name} (kept conflicting)`);
+}
+
+/**
+ * Rotates the master interrupt key: the current one becomes
+ * `interrupt.key.previous`, a fresh one becomes current. Every namespace's
+ * engines then hold both derived keys (their Secrets change, so their pods
+ * roll): new pods sign with the new key and still accept interrupts signed
+ * by not-yet-rolled pods with the old one, so no live session loses an
+ * interrupt. The grace window lasts until the next rotation; `revoke: true`
+ * drops the old key at once instead (a leaked key: in-flight interrupts
+ * signed with it are dropped and counted as `unknown_key`).
+ */
+export async function rotateInterruptKey(client: KubeClient, namespace: string, name: string, log: Logger, options: { revoke?: boolean } = {}): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const secret = await client.get<V1Secret>(CoreTypes.Secret, namespace, name);
+    if (secret === null) throw new Error(`no trust-root Secret ${namespace}/${name} to rotate`);
+    const current = unb64(secret.data?.[CredentialKey.InterruptKey]);
+    const data: Record<string, string> = { ...secret.data, [CredentialKey.InterruptKey]: b64(randomKey()) };
+    if (options.revoke === true || current === undefined) delete data[CredentialKey.InterruptKeyPrevious];
+    else data[CredentialKey.InterruptKeyPrevious] = b64(current);
+    try {
+      await client.replace(CoreTypes.Secret, { ...secret, data });
+      log.info({ secret: `${namespace}/${name}`, revoked: options.revoke === true }, "rotated the master interrupt key");
+      return;
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+  }
+  throw new Error(`could not rotate the interrupt key in ${namespace}/${name} (kept conflicting)`);
 }

@@ -6,7 +6,7 @@
  * Pure: the controller mints the contents and passes them in.
  */
 import type { V1EnvVar, V1Secret, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
-import { CREDENTIALS_DIR, CredentialEnv, CredentialKey } from "../../../common/src/security/credential-files.js";
+import { AUTH_ENV, CREDENTIALS_DIR, CredentialEnv, CredentialKey } from "../../../common/src/security/credential-files.js";
 import { childMeta, type Owner } from "./common.js";
 
 /** What a pod is given; absent on a laptop install without auth or TLS. */
@@ -45,15 +45,14 @@ export function credentialsWiring(creds: PodCredentials | undefined): { volumes:
   const has = (k: string): boolean => creds.keys.includes(k);
   const file = (k: string): string => `${CREDENTIALS_DIR}/${k}`;
   const env: V1EnvVar[] = [];
-  if (has(CredentialKey.NatsCreds)) env.push({ name: CredentialEnv.NatsCreds, value: file(CredentialKey.NatsCreds) });
+  // Fail closed: with an identity minted, authentication is on, and a pod missing any file must not start.
+  if (has(CredentialKey.NatsCreds)) env.push({ name: AUTH_ENV, value: "required" }, { name: CredentialEnv.NatsCreds, value: file(CredentialKey.NatsCreds) });
   if (has(CredentialKey.Ca)) env.push({ name: CredentialEnv.NatsCa, value: file(CredentialKey.Ca) });
-  if (has(CredentialKey.InterruptKey)) {
-    env.push({ name: CredentialEnv.InterruptKey, valueFrom: { secretKeyRef: { name: creds.secretName, key: CredentialKey.InterruptKey } } });
-  }
+  // Keys are files, never environment values (the previous interrupt key is read from beside the current one).
+  if (has(CredentialKey.InterruptKey)) env.push({ name: CredentialEnv.InterruptKey, value: file(CredentialKey.InterruptKey) });
+  if (has(CredentialKey.OwnerTagKey)) env.push({ name: CredentialEnv.OwnerTagKey, value: file(CredentialKey.OwnerTagKey) });
   if (has(CredentialKey.ApiKeys)) env.push({ name: CredentialEnv.ApiKeysFile, value: file(CredentialKey.ApiKeys) });
-  if (has(CredentialKey.EngineApiKey)) {
-    env.push({ name: CredentialEnv.EngineApiKey, valueFrom: { secretKeyRef: { name: creds.secretName, key: CredentialKey.EngineApiKey } } });
-  }
+  if (has(CredentialKey.EngineApiKey)) env.push({ name: CredentialEnv.EngineApiKey, value: file(CredentialKey.EngineApiKey) });
   return {
     // 0440 with the pod's fsGroup: readable by the non-root process, by nobody else.
     volumes: [{ name: VOLUME, secret: { secretName: creds.secretName, defaultMode: 0o440 } }],

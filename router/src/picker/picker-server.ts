@@ -53,7 +53,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   const apps = new AppRegistry(log.child({ subsystem: "apps" }));
   const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }) });
   const security = options.security;
-  const owners = SessionOwners.from(security?.apiKeys ?? null, security?.interruptKey);
+  const owners = SessionOwners.from(security?.apiKeys ?? null, security?.ownerTagKey);
   const pool = options.pool;
   let ready = false;
   let closing = false;
