@@ -136,7 +136,7 @@ t.test("the backlog gone, the pool comes back down (stabilization window 0)", as
 });
 
 t.test("a runner's p90 wait reaches the autoscaler through its heartbeat", async (t) => {
-  await ensureIntrStream(jsm);
+  await ensureIntrStream(jsm, NS);
   // Calls that waited 1.5 s before any runner took them.
   await backlog({ namespace: NS, name: "weather" }, 4, "echo", 1_500);
   await startRunner(t, nats.url, poolConfig({ namespace: NS, pool: "weather" }), { heartbeatMs: 100 });
