@@ -13,7 +13,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
-import { encodeCall, ensureIntrStream, ensurePoolStream, poolStream, PROTOCOL_VERSION, toolSubject, type PoolRef } from "../../common/src/protocol/index.js";
+import { encodeCall, ensureIntrStream, interruptSubject, ensurePoolStream, poolStream, PROTOCOL_VERSION, toolSubject, type PoolRef } from "../../common/src/protocol/index.js";
 import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
 import { controlPlaneFor } from "../helpers/control-plane.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -62,7 +62,7 @@ async function backlog(pool: PoolRef, n: number, tool = "forecast", agoMs = 0): 
   for (let i = 0; i < n; i++) {
     const id = ++callSeq;
     const call = encodeCall(
-      { v: PROTOCOL_VERSION, callId: `c${id}`, sessionId: `s${id}`, tool, arguments: { text: "Oslo" }, deadline: Date.now() + 60_000, replyTo: `interlace.intr.engine-0.s${id}`, publishedAt: Date.now() - agoMs },
+      { v: PROTOCOL_VERSION, callId: `c${id}`, sessionId: `s${id}`, tool, arguments: { text: "Oslo" }, deadline: Date.now() + 60_000, replyTo: interruptSubject({ namespace: pool.namespace, pod: "engine-0" }, `s${id}`), publishedAt: Date.now() - agoMs },
       `call:engine-0:s${id}:c${id}`,
     );
     await js.publish(toolSubject(pool, tool), call.data, { headers: call.headers, ...(call.msgID !== undefined ? { msgID: call.msgID } : {}) });
