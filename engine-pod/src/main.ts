@@ -2,7 +2,8 @@
  * @module The engine pod's entrypoint (`npm run engine -- --model-preset test`):
  * parse the options, start the HTTP server (so `/healthz` answers while the
  * model loads), generate or locate the model, connect the executor selected
- * by `--executor`, load the engine, and serve until SIGTERM/SIGINT; then stop
+ * by `--executor` (and, with a NATS URL, the engines' shared Responses
+ * store), load the engine, and serve until SIGTERM/SIGINT; then stop
  * accepting, cancel live sessions, close the engine and the executor.
  */
 import { basename } from "node:path";
@@ -15,7 +16,7 @@ import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { HeartbeatPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
-import { EngineServer, type ToolCatalog } from "./server/index.js";
+import { EngineServer, type ResponseStore, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { connectNats, natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -91,6 +92,15 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const inbox = new InterruptInbox();
     const { executor, catalog, nats } = await createExecutor(options, log, metrics, inbox);
     started.push({ name: "executor", close: () => executor.close() });
+    // One NATS connection per pod: the executor's when it has one, else one for the heartbeats and the Responses store.
+    let nc = nats;
+    const natsUrl = options.executor.natsUrl ?? options.heartbeat?.natsUrl;
+    if (nc === undefined && natsUrl !== undefined) {
+      const own = await connectNats({ servers: natsUrl, name: `interlace-engine-${options.podName}`, security: natsSecurityFromEnv() });
+      started.push({ name: "nats", close: () => own.drain().catch(() => undefined) });
+      nc = own;
+    }
+    const responseStore = nc !== undefined ? await openSharedResponseStore(nc, options.server.responseStoreTtlMs) : undefined;
 
     const spec = options.speculation;
     const toolCache = new ToolCache({ ttlMs: spec.cacheTtlMs, maxEntriesPerSession: spec.cacheEntriesPerSession, maxBytes: spec.cacheMaxBytes });
@@ -105,6 +115,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       log: log.child({ subsystem: "http" }),
       // INTERLACE_API_KEYS_FILE / INTERLACE_API_KEYS (the chart's API key Secret); unset: no authentication.
       apiKeys: apiKeysFromEnv(),
+      ...(responseStore !== undefined ? { responseStore } : {}),
     });
     const port = await server.listen(options.server.port, options.server.host);
     started.push({ name: "http", close: () => server.close() });
@@ -157,14 +168,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const hb = options.heartbeat;
     if (hb !== undefined) {
       const host = hb.podIp ?? (options.server.host === "0.0.0.0" || options.server.host === "::" ? "127.0.0.1" : options.server.host);
-      // One NATS connection per pod: the executor's when it has one, else one for the heartbeats alone.
-      let nc = nats;
-      if (nc === undefined) {
-        const own = await connectNats({ servers: hb.natsUrl, name: `interlace-engine-${options.podName}`, security: natsSecurityFromEnv() });
-        started.push({ name: "nats", close: () => own.drain().catch(() => undefined) });
-        nc = own;
-      }
-      const heartbeat = await HeartbeatPublisher.open(nc, {
+      // The pod's connection (heartbeats need a NATS URL, so there is one).
+      const heartbeat = await HeartbeatPublisher.open(nc!, {
         pod: options.podName,
         endpoint: hb.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
         pool: hb.pool,
@@ -197,6 +202,12 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     await closeAll();
     throw err;
   }
+}
+
+/** The engines' shared Responses store; loaded only with NATS, so standalone pods never load the KV client. */
+async function openSharedResponseStore(nc: NatsConnection, ttlMs: number): Promise<ResponseStore> {
+  const { JetStreamResponseStore } = await import("./server/jetstream-response-store.js");
+  return JetStreamResponseStore.open(nc, ttlMs);
 }
 
 async function main(): Promise<void> {

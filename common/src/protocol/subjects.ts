@@ -25,6 +25,8 @@ export const TOOLS_PREFIX = "interlace.tools";
 export const INTR_PREFIX = "interlace.intr";
 export const INTR_STREAM = "INTERLACE_INTR";
 export const RUNNERS_BUCKET = "interlace-runners";
+/** Stored Responses API turns, one key per engine response id (every engine of every pool reads and writes it). */
+export const RESPONSES_BUCKET = "interlace-responses";
 export const RUNNERS_CONSUMER = "runners";
 
 /**
