@@ -8,9 +8,9 @@
  * input_items) and continued through `previous_response_id` on engine B,
  * which prefills the stored conversation (its usage counts the earlier turn)
  * and answers from it; B deletes it, after which every id of it is OpenAI's
- * 404. On an engine whose `--response-store-ttl-ms` is short, a stored
- * response becomes a 404 once that retention has passed; a retention under
- * the minimum is refused at start-up, naming the flag.
+ * 404. On engines whose `--response-store-ttl-ms` is short, a stored
+ * response, readable on either, becomes a 404 on both once that retention
+ * has passed; a retention under the minimum is refused, naming the flag.
  */
 import OpenAI from "openai";
 import type { FunctionTool, ResponseFunctionToolCall } from "openai/resources/responses/responses";
@@ -89,16 +89,20 @@ t.test("a response created on engine A is read, continued and deleted on engine 
   t.equal((await b.client.responses.retrieve(second.id)).id, second.id, "the follow-up itself is still stored");
 });
 
-t.test("retention: a stored response is a 404 once --response-store-ttl-ms has passed", async (t) => {
+t.test("retention: a stored response is a 404 on every engine once --response-store-ttl-ms has passed", async (t) => {
   t.throws(() => parseEnginePodOptions({ flags: parseArgv(["--model-preset", "test", "--response-store-ttl-ms", "10"]), env: {} }), /response-store-ttl-ms/, "a retention under a second is refused, naming the flag");
   const nats = await startNatsServer(t);
-  const { client } = await engineOn(t, nats.url, "engine-c", ["--response-store-ttl-ms", "3000"]);
-  const r = await client.responses.create({ model: "interlace", input: "Say hi.", max_output_tokens: 8, interlace_policy: { type: "text", pieces: ["Hi."] } } as unknown as Params);
-  t.equal((await client.responses.retrieve(r.id)).id, r.id, "retrievable while retained");
-  const expired = await waitFor("the response to expire", () => client.responses.retrieve(r.id).then(() => false, (e: unknown) => e), 20_000);
+  const ttl = ["--response-store-ttl-ms", "3000"];
+  const c = await engineOn(t, nats.url, "engine-c", ttl);
+  const d = await engineOn(t, nats.url, "engine-d", ttl);
+  const r = await c.client.responses.create({ model: "interlace", input: "Say hi.", max_output_tokens: 8, interlace_policy: { type: "text", pieces: ["Hi."] } } as unknown as Params);
+  t.equal((await d.client.responses.retrieve(r.id)).id, r.id, "retrievable on the other engine while retained");
+  const expired = await waitFor("the response to expire", () => d.client.responses.retrieve(r.id).then(() => false, (e: unknown) => e), 20_000);
   t.ok(expired instanceof OpenAI.NotFoundError, "past the retention: 404");
   t.match((expired as InstanceType<typeof OpenAI.NotFoundError>).error, { code: "not_found", message: /unknown or expired/ });
-  const cont = await client.responses.create({ model: "interlace", previous_response_id: r.id, input: "hi" }).catch((e: unknown) => e);
-  t.ok(cont instanceof OpenAI.NotFoundError, "and cannot be continued");
+  const onC = await c.client.responses.retrieve(r.id).catch((e: unknown) => e);
+  t.ok(onC instanceof OpenAI.NotFoundError, "on the engine that generated it too");
+  const cont = await c.client.responses.create({ model: "interlace", previous_response_id: r.id, input: "hi" }).catch((e: unknown) => e);
+  t.ok(cont instanceof OpenAI.NotFoundError, "and it cannot be continued");
   t.match((cont as Error).message, /responses are kept 3 s/, "the 404 says how long responses are kept");
 });
