@@ -100,7 +100,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       started.push({ name: "nats", close: () => own.drain().catch(() => undefined) });
       nc = own;
     }
-    const responseStore = nc !== undefined ? await openSharedResponseStore(nc, options.server.responseStoreTtlMs) : undefined;
+    // Keys under the pool's namespace, the only ones its NATS identity may touch.
+    const responseStore = nc !== undefined ? await openSharedResponseStore(nc, { ttlMs: options.server.responseStoreTtlMs, namespace: options.heartbeat?.pool.namespace ?? "default" }) : undefined;
 
     const spec = options.speculation;
     const toolCache = new ToolCache({ ttlMs: spec.cacheTtlMs, maxEntriesPerSession: spec.cacheEntriesPerSession, maxBytes: spec.cacheMaxBytes });
@@ -205,9 +206,9 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
 }
 
 /** The engines' shared Responses store; loaded only with NATS, so standalone pods never load the KV client. */
-async function openSharedResponseStore(nc: NatsConnection, ttlMs: number): Promise<ResponseStore> {
+async function openSharedResponseStore(nc: NatsConnection, options: { ttlMs: number; namespace: string }): Promise<ResponseStore> {
   const { JetStreamResponseStore } = await import("./server/jetstream-response-store.js");
-  return JetStreamResponseStore.open(nc, ttlMs);
+  return JetStreamResponseStore.open(nc, options);
 }
 
 async function main(): Promise<void> {
