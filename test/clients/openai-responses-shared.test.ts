@@ -8,7 +8,8 @@
  * input_items) and continued through `previous_response_id` on engine B,
  * which prefills the stored conversation (its usage counts the earlier turn)
  * and answers from it; B deletes it, after which every id of it is OpenAI's
- * 404. On engines whose `--response-store-ttl-ms` is short, a stored
+ * 404. While NATS is down, a read is a 503 with Retry-After, and after its
+ * restart the response is there again. On engines whose `--response-store-ttl-ms` is short, a stored
  * response, readable on either, becomes a 404 on both once that retention
  * has passed; a retention under the minimum is refused, naming the flag.
  */
@@ -87,6 +88,15 @@ t.test("a response created on engine A is read, continued and deleted on engine 
     t.match((err as InstanceType<typeof OpenAI.NotFoundError>).error, { code: "not_found", message: /unknown or expired/, type: String }, "in OpenAI's error shape");
   }
   t.equal((await b.client.responses.retrieve(second.id)).id, second.id, "the follow-up itself is still stored");
+
+  // NATS down for a while: the store cannot be read, which is a 503 to retry (the response may be retained), not a 404.
+  const restarting = nats.restart(10_000);
+  const down = await waitFor("an error while NATS is down", () => b.client.responses.retrieve(second.id).then(() => false, (e: unknown) => e), 10_000);
+  t.ok(down instanceof OpenAI.APIError && down.status === 503, `a 503 while the store is unreachable: ${String(down)}`);
+  t.match((down as InstanceType<typeof OpenAI.APIError>).headers?.get("retry-after"), /^\d+$/, "with Retry-After");
+  await restarting;
+  const back = await waitFor("the response after NATS is back", () => b.client.responses.retrieve(second.id).catch(() => undefined), 30_000);
+  t.equal(back.id, second.id, "NATS back (file storage): the response is there again");
 });
 
 t.test("retention: a stored response is a 404 on every engine once --response-store-ttl-ms has passed", async (t) => {

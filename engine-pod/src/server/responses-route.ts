@@ -83,9 +83,18 @@ const MAX_PAGE = 100;
 export function mountResponses(app: Express, json: RequestHandler, ctx: ResponsesRoutesContext): void {
   /** Responses being generated, by id: `cancel` aborts one. */
   const running = new Map<string, { abort: AbortController; shell: ResponseShell; cancelled: boolean }>();
+  /** A store that cannot be reached (NATS down) is a 503 to retry, never a 404: the response may well be retained. */
+  const fromStore = async <T>(read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (err) {
+      ctx.log.warn({ err }, "response store unavailable");
+      throw new HttpError(503, ErrorCode.NotReady, `the response store cannot be reached (${(err as Error).message}); retry`, { "Retry-After": String(ctx.errors.retryAfterSeconds) });
+    }
+  };
   const stored = async (req: Request): Promise<StoredResponse> => {
     const id = String(req.params["id"]);
-    const found = await ctx.store.get(id);
+    const found = await fromStore(() => ctx.store.get(id));
     if (found === undefined) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     return found;
   };
@@ -102,7 +111,7 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
 
   app.delete("/v1/responses/:id", async (req: Request, res: Response) => {
     const id = String(req.params["id"]);
-    if (!(await ctx.store.delete(id))) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
+    if (!(await fromStore(() => ctx.store.delete(id)))) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     res.json({ id, object: "response", deleted: true });
   });
 
@@ -110,7 +119,7 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
     const id = String(req.params["id"]);
     const run = running.get(id);
     if (run === undefined) {
-      if ((await ctx.store.get(id)) !== undefined) throw HttpError.of(ErrorCode.BadRequest, `response ${id} has already finished; only a response being generated can be cancelled`);
+      if ((await fromStore(() => ctx.store.get(id))) !== undefined) throw HttpError.of(ErrorCode.BadRequest, `response ${id} has already finished; only a response being generated can be cancelled`);
       throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     }
     run.cancelled = true;
@@ -120,7 +129,8 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
 
   app.post("/v1/responses", json, async (req: Request, res: Response) => {
     const input = parseResponsesRequest(req.body, { maxPromptBytes: ctx.maxPromptBytes });
-    const previous = input.previousResponseId !== undefined ? await ctx.store.get(input.previousResponseId) : undefined;
+    const previousId = input.previousResponseId;
+    const previous = previousId !== undefined ? await fromStore(() => ctx.store.get(previousId)) : undefined;
     if (input.previousResponseId !== undefined && previous === undefined) {
       throw HttpError.of(
         ErrorCode.NotFound,
