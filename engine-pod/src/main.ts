@@ -2,7 +2,8 @@
  * @module The engine pod's entrypoint (`npm run engine -- --model-preset test`):
  * parse the options, start the HTTP server (so `/healthz` answers while the
  * model loads), generate or locate the model, connect the executor selected
- * by `--executor`, load the engine, and serve until SIGTERM/SIGINT; then
+ * by `--executor` (and, with a NATS URL, the engines' shared Responses
+ * store), load the engine, and serve until SIGTERM/SIGINT; then
  * drain (heartbeats and `/readyz` say draining, new sessions get 503, live
  * ones finish within `--drain-grace-ms` or are cut with the reason), stop
  * accepting, close the engine and the executor.
@@ -17,7 +18,7 @@ import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { HeartbeatPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
-import { EngineServer, type DrainOutcome, type ToolCatalog } from "./server/index.js";
+import { EngineServer, type DrainOutcome, type ResponseStore, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { connectNats, natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
 import { readInterruptKeys, requireCredentials } from "../../common/src/security/credential-files.js";
@@ -104,6 +105,16 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const inbox = new InterruptInbox();
     const { executor, catalog, nats } = await createExecutor(options, log, metrics, inbox);
     started.push({ name: "executor", close: () => executor.close() });
+    // One NATS connection per pod: the executor's when it has one, else one for the heartbeats and the Responses store.
+    let nc = nats;
+    const natsUrl = options.executor.natsUrl ?? options.heartbeat?.natsUrl;
+    if (nc === undefined && natsUrl !== undefined) {
+      const own = await connectNats({ servers: natsUrl, name: `interlace-engine-${options.podName}`, security: natsSecurityFromEnv() });
+      started.push({ name: "nats", close: () => own.drain().catch(() => undefined) });
+      nc = own;
+    }
+    // Keys under the pool's namespace, the only ones its NATS identity may touch.
+    const responseStore = nc !== undefined ? await openSharedResponseStore(nc, { ttlMs: options.server.responseStoreTtlMs, namespace: options.heartbeat?.pool.namespace ?? "default" }) : undefined;
 
     const spec = options.speculation;
     const toolCache = new ToolCache({ ttlMs: spec.cacheTtlMs, maxEntriesPerSession: spec.cacheEntriesPerSession, maxBytes: spec.cacheMaxBytes });
@@ -118,6 +129,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       log: log.child({ subsystem: "http" }),
       // INTERLACE_API_KEYS_FILE / INTERLACE_API_KEYS (the chart's API key Secret); unset: no authentication.
       apiKeys: apiKeysFromEnv(),
+      ...(responseStore !== undefined ? { responseStore } : {}),
     });
     const port = await server.listen(options.server.port, options.server.host);
     started.push({ name: "http", close: () => server.close() });
@@ -172,14 +184,8 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const hb = options.heartbeat;
     if (hb !== undefined) {
       const host = hb.podIp ?? (options.server.host === "0.0.0.0" || options.server.host === "::" ? "127.0.0.1" : options.server.host);
-      // One NATS connection per pod: the executor's when it has one, else one for the heartbeats alone.
-      let nc = nats;
-      if (nc === undefined) {
-        const own = await connectNats({ servers: hb.natsUrl, name: `interlace-engine-${options.podName}`, security: natsSecurityFromEnv() });
-        started.push({ name: "nats", close: () => own.drain().catch(() => undefined) });
-        nc = own;
-      }
-      heartbeat = await HeartbeatPublisher.open(nc, {
+      // The pod's connection (heartbeats need a NATS URL, so there is one).
+      heartbeat = await HeartbeatPublisher.open(nc!, {
         pod: options.podName,
         endpoint: hb.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
         pool: hb.pool,
@@ -219,6 +225,12 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     await closeAll();
     throw err;
   }
+}
+
+/** The engines' shared Responses store; loaded only with NATS, so standalone pods never load the KV client. */
+async function openSharedResponseStore(nc: NatsConnection, options: { ttlMs: number; namespace: string }): Promise<ResponseStore> {
+  const { JetStreamResponseStore } = await import("./server/jetstream-response-store.js");
+  return JetStreamResponseStore.open(nc, options);
 }
 
 async function main(): Promise<void> {

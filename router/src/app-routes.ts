@@ -15,7 +15,10 @@
  * (cold-start-hold.ts). Session and response ids name their engine
  * (session-id.ts), so any replica serves any session, and a
  * `previous_response_id` goes to the engine that retains that response's
- * sequence.
+ * sequence. Responses are stored in the engines' shared bucket, so when that
+ * engine is gone a follow-up is placed as a first turn is (the engine it
+ * reaches prefills the stored conversation), and GET, `input_items`,
+ * DELETE and cancel go to any ready engine of the app's pool.
  */
 import type { Express, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
@@ -275,19 +278,21 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     });
   });
 
-  // Responses: a first turn is placed as chat completions are; a follow-up goes where its previous response is (response ids name their engine, session-id.ts).
+  // Responses: a first turn is placed as chat completions are; a follow-up goes where its previous response is while that
+  // engine lives (it may retain the response's sequence; response ids name their engine, session-id.ts), else it is placed too.
   app.post("/v1/apps/:ns/:app/responses", json, async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
     const merged = mergeResponsesRequest(config, req.body);
     const pool = { namespace: config.namespace, name: config.enginePool.name };
-    const previous = merged.previousResponseId !== undefined ? responseOwner(ctx, config.namespace, merged.previousResponseId, res, "previous_response_id") : undefined;
+    const previous = merged.previousResponseId !== undefined ? routedResponse(ctx, merged.previousResponseId, res, "previous_response_id") : undefined;
     const body = previous !== undefined ? { ...merged.body, previous_response_id: previous.engineResponseId } : merged.body;
     const principal = principalOf(res);
     const send = async (signal: AbortSignal): Promise<{ engine: EngineHeartbeat; response: globalThis.Response; sentAt?: number }> => {
-      if (previous === undefined) return placeAndPost(ctx, pool, merged, "/v1/responses", body, signal);
-      // No re-placement: only this engine holds the previous response; its 429 (no free sequence) goes back to the client.
-      const response = await callEngine(ctx, previous.engine, "/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }, signal);
-      return { engine: previous.engine, response };
+      const holder = previous !== undefined ? ctx.engines.find(config.namespace, previous.pod) : undefined;
+      if (holder === undefined) return placeAndPost(ctx, pool, merged, "/v1/responses", body, signal);
+      // No re-placement while the holder lives: only it retains the sequence; its 429 (no free sequence) goes back to the client.
+      const response = await callEngine(ctx, holder, "/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }, signal);
+      return { engine: holder, response };
     };
     let engine = "";
     // The `error` event the router adds when the engine goes continues the stream's numbering.
@@ -302,14 +307,14 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
       if (!isObject(event)) return data;
       if (typeof event["sequence_number"] === "number") nextSequence = event["sequence_number"] + 1;
       if (!isObject(event["response"])) return data;
-      return JSON.stringify({ ...event, response: clientResponse(ctx, event["response"], engine, principal) });
+      return JSON.stringify({ ...event, response: clientResponse(ctx, event["response"], engine, principal, merged.previousResponseId) });
     };
     await proxyOpenAi(ctx, res, config, merged.stream, async (signal) => {
       const sent = await send(signal);
       engine = sent.engine.pod;
       return sent;
     }, {
-      json: (payload) => clientResponse(ctx, payload, engine, principal),
+      json: (payload) => clientResponse(ctx, payload, engine, principal, merged.previousResponseId),
       rewrite,
       ends: (e) => ["response.completed", "response.incomplete", "response.failed", "error"].includes(e.event ?? ""),
       lost: (pod) => `event: error\ndata: ${JSON.stringify({ type: "error", code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-response`, param: null, sequence_number: nextSequence })}\n\n`,
@@ -318,17 +323,18 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
 
   app.get("/v1/apps/:ns/:app/responses/:id", async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
-    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, param(req, "id"), res, "response");
+    const { engine, engineResponseId, pod } = responseEngine(ctx, config, param(req, "id"), res);
     const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "GET" });
     if (!upstream.ok) return relayError(res, upstream);
     res.setHeader("X-Interlace-Engine", engine.pod);
-    res.json(clientResponse(ctx, await upstream.json(), engine.pod, principalOf(res)));
+    res.json(clientResponse(ctx, await upstream.json(), pod, principalOf(res)));
   });
 
-  // A stored response's input items (paged by item ids, which need no routing), its deletion and a running one's cancel: on the engine that holds it.
+  // A stored response's input items (paged by item ids, which need no routing), its deletion and a running one's cancel:
+  // on the engine that generated it, or any engine of the pool once that one is gone (they share the store).
   app.get("/v1/apps/:ns/:app/responses/:id/input_items", async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
-    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, param(req, "id"), res, "response");
+    const { engine, engineResponseId } = responseEngine(ctx, config, param(req, "id"), res);
     const query = new URLSearchParams(Object.entries(req.query).flatMap(([k, v]): [string, string][] => (typeof v === "string" ? [[k, v]] : [])));
     const search = query.size > 0 ? `?${query.toString()}` : "";
     const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/input_items${search}`, { method: "GET" });
@@ -340,7 +346,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
   app.delete("/v1/apps/:ns/:app/responses/:id", async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
     const id = param(req, "id");
-    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, id, res, "response");
+    const { engine, engineResponseId } = responseEngine(ctx, config, id, res);
     const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "DELETE" });
     if (!upstream.ok) return relayError(res, upstream);
     res.setHeader("X-Interlace-Engine", engine.pod);
@@ -349,41 +355,59 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
 
   app.post("/v1/apps/:ns/:app/responses/:id/cancel", async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
-    const { engine, engineResponseId } = responseOwner(ctx, config.namespace, param(req, "id"), res, "response");
+    const { engine, engineResponseId, pod } = responseEngine(ctx, config, param(req, "id"), res);
     const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/cancel`, { method: "POST" });
     if (!upstream.ok) return relayError(res, upstream);
     res.setHeader("X-Interlace-Engine", engine.pod);
-    res.json(clientResponse(ctx, await upstream.json(), engine.pod, principalOf(res)));
+    res.json(clientResponse(ctx, await upstream.json(), pod, principalOf(res)));
   });
 }
 
 /**
- * The engine and engine-side id of a routed response id, after the owner
- * check (403 for another key's response). An id this router did not issue,
- * or whose engine is gone (its stored conversation and retained sequence
- * went with it), is a 404 `not_found`, as the engine answers for an expired
- * id: the client sends the whole conversation as input instead.
+ * The engine pod and engine-side id a routed response id names, after the
+ * owner check (403 for another key's response). An id this router did not
+ * issue is a 404 `not_found`, as the engine answers for an expired id.
  */
-function responseOwner(ctx: AppRoutesContext, namespace: string, id: string, res: Response, what: string): { engine: EngineHeartbeat; engineResponseId: string } {
+function routedResponse(ctx: AppRoutesContext, id: string, res: Response, what: string): { pod: string; engineResponseId: string } {
   const parsed = parseRoutedResponseId(id);
   if (parsed === null) throw notFound(`${what} ${id} is unknown (not a response id this router issued)`);
   refuseUnlessOwner(ctx, parsed, res, `response ${id} belongs to another API key: only the key that created it may read or continue it`);
-  const engine = ctx.engines.find(namespace, parsed.pod);
-  if (engine === undefined) {
-    throw notFound(`${what} ${id} is unknown or expired: engine ${parsed.pod}, which held it, is gone (no heartbeat within the TTL); send the whole conversation as input instead`);
-  }
-  return { engine, engineResponseId: parsed.engineSessionId };
+  return { pod: parsed.pod, engineResponseId: parsed.engineSessionId };
+}
+
+/**
+ * The engine to ask about a stored response: the one that generated it (the
+ * only one that can cancel it while it runs), or, once that one is gone, any
+ * ready engine of the app's pool, since every engine reads the shared store.
+ */
+function responseEngine(ctx: AppRoutesContext, config: { namespace: string; enginePool: { name: string } }, id: string, res: Response): { engine: EngineHeartbeat; engineResponseId: string; pod: string } {
+  const routed = routedResponse(ctx, id, res, "response");
+  const engine = ctx.engines.find(config.namespace, routed.pod) ?? anyReadyEngine(ctx, config.namespace, config.enginePool.name);
+  return { engine, ...routed };
+}
+
+/** A ready engine of a pool, taken in turn; 503 when there is none. */
+function anyReadyEngine(ctx: AppRoutesContext, namespace: string, pool: string): EngineHeartbeat {
+  const ready = ctx.engines.loads(namespace, pool).flatMap((e) => ctx.engines.find(namespace, e.pod) ?? []);
+  const engine = ready[ctx.nextTurn() % Math.max(1, ready.length)];
+  if (engine === undefined) throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${namespace}/${pool} has no ready engine to read the stored response`, { "Retry-After": String(ctx.retryAfterSeconds) });
+  return engine;
 }
 
 /** An engine's response object with its ids (`id`, `previous_response_id`: both the engine's) as routed ids for `principal`. */
-function clientResponse(ctx: AppRoutesContext, payload: unknown, pod: string, principal: string): unknown {
+/**
+ * A response object with routed ids: its own under `pod`, and its previous
+ * one as the client named it when known (a follow-up placed on another
+ * engine than its previous response's), else under `pod` too.
+ */
+function clientResponse(ctx: AppRoutesContext, payload: unknown, pod: string, principal: string, previousResponseId?: string): unknown {
   if (!isObject(payload)) return payload;
   const routed = (engineId: unknown): unknown => {
     if (typeof engineId !== "string") return engineId;
     const base = routedSessionId(pod, engineId);
     return routedResponseId(pod, engineId, ctx.owners.tag(base, principal));
   };
-  return { ...payload, id: routed(payload["id"]), previous_response_id: routed(payload["previous_response_id"]) };
+  return { ...payload, id: routed(payload["id"]), previous_response_id: previousResponseId ?? routed(payload["previous_response_id"]) };
 }
 
 /**

@@ -17,7 +17,7 @@ import OpenAI from "openai";
 import type { FunctionTool, ResponseFunctionToolCall } from "openai/resources/responses/responses";
 import t from "tap";
 import { outputsFor, responsesModel, WEATHER_POLICY, weatherAgent } from "./weather-agent.js";
-import { ResponseStore } from "../../engine-pod/src/server/response-store.js";
+import { MemoryResponseStore } from "../../engine-pod/src/server/memory-response-store.js";
 import { postJson, startTestPod } from "../server/helpers.js";
 import { ConformanceRecorder } from "../helpers/openai-conformance.js";
 
@@ -182,23 +182,23 @@ t.test("OpenAI Agents SDK with its default Responses model: stateless, then chai
   t.same(continued, continued.map(() => true), `every chained turn continued a resident sequence: ${JSON.stringify(continued)}`);
 });
 
-t.test("the response store: TTL and cap", async (t) => {
+t.test("the in-memory response store: TTL and cap", async (t) => {
   let now = 0;
-  const store = new ResponseStore({ ttlMs: 100, maxEntries: 2 }, () => now);
+  const store = new MemoryResponseStore({ ttlMs: 100, maxEntries: 2 }, () => now);
   const entry = (id: string) => ({ id, conversation: [], toolsKey: "[]", response: { id }, inputItems: [] });
-  store.put(entry("a"));
-  store.put(entry("b"));
-  store.put(entry("c"));
-  t.equal(store.get("a"), undefined, "over the cap: the oldest is dropped");
-  t.equal(store.get("b")?.id, "b");
+  await store.put(entry("a"));
+  await store.put(entry("b"));
+  await store.put(entry("c"));
+  t.equal(await store.get("a"), undefined, "over the cap: the oldest is dropped");
+  t.equal((await store.get("b"))?.id, "b");
   now = 101;
-  t.equal(store.get("c"), undefined, "past the TTL");
+  t.equal(await store.get("c"), undefined, "past the TTL");
   t.equal(store.size, 1);
   now = 0;
-  store.put(entry("d"));
-  t.ok(store.delete("d"));
-  t.equal(store.get("d"), undefined, "deleted");
-  t.notOk(store.delete("d"), "a second delete finds nothing");
+  await store.put(entry("d"));
+  t.ok(await store.delete("d"));
+  t.equal(await store.get("d"), undefined, "deleted");
+  t.notOk(await store.delete("d"), "a second delete finds nothing");
 });
 
 t.test("openai SDK: input_items, delete and cancel", async (t) => {

@@ -4,7 +4,8 @@
  * common/src/security, TLS): unauthenticated, plaintext and wrong-identity
  * clients are refused; engine and runner work end to end over TLS with their
  * own credentials; a result forged by another pool's runner, and an unsigned
- * or replayed interrupt, never reach the session.
+ * or replayed interrupt, never reach the session; an engine's stored
+ * Responses are out of reach of another namespace's engines.
  */
 import t from "tap";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -13,7 +14,8 @@ import { mintPowerlessCreds } from "../../common/src/security/nats-credentials.j
 import { natsConnectOptions, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { signInterrupt } from "../../common/src/security/interrupt-signature.js";
 import type { NatsIdentity } from "../../common/src/security/nats-permissions.js";
-import { Header, interruptSubject, poolStream, PROTOCOL_VERSION, RUNNERS_CONSUMER, sendInterrupt, toolSubject } from "../../common/src/protocol/index.js";
+import { Header, interruptSubject, poolStream, PROTOCOL_VERSION, RESPONSES_BUCKET, RUNNERS_CONSUMER, sendInterrupt, toolSubject } from "../../common/src/protocol/index.js";
+import { JetStreamResponseStore } from "../../engine-pod/src/server/jetstream-response-store.js";
 import { createNatsSecurity, natsClientSecurity, removeNatsSecurity } from "../../hack/nats.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { counterValue, makeCall, POOL, poolConfig, startExecutor, startRunner } from "./fixtures.js";
@@ -137,6 +139,29 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.equal(await counterValue(executor.metrics.droppedCompletions, { reason: "unsigned" }), 1);
     t.equal(await counterValue(executor.metrics.droppedCompletions, { reason: "unknown_key" }), 1, "signed with a key this namespace does not hold");
     t.equal(await counterValue(executor.metrics.droppedCompletions, { reason: "replayed" }), 1);
+  });
+
+  await t.test("stored Responses: an engine reads and writes its own namespace's, never another's", async (t) => {
+    const engine = await open(await as(ENGINE));
+    const otherNsEngine = await open(await as({ kind: "engine", namespace: "team-b", pod: "engine-9" }));
+    const mine = await JetStreamResponseStore.open(engine, { ttlMs: 60_000, namespace: "default" });
+    const stored = { id: "resp_abc", conversation: [{ role: "user" as const, content: "secret plans" }], toolsKey: "[]", response: { id: "resp_abc" }, inputItems: [] };
+    await mine.put(stored);
+    t.same(await mine.get("resp_abc"), stored, "its own namespace's response, with the engine's credentials");
+    const theirs = await JetStreamResponseStore.open(otherNsEngine, { ttlMs: 60_000, namespace: "team-b" });
+    await theirs.put({ ...stored, id: "resp_b" });
+    t.equal((await theirs.get("resp_b"))?.id, "resp_b", "the other namespace's engine uses its own keys");
+    t.equal(await theirs.get("resp_abc"), undefined, "and does not see this namespace's");
+    const key = (ns: string): string => `$JS.API.DIRECT.GET.KV_${RESPONSES_BUCKET}.$KV.${RESPONSES_BUCKET}.${ns}.resp_abc`;
+    const denied = async (nc: NatsConnection, subject: string, body = ""): Promise<boolean> =>
+      nc.request(subject, body, { timeout: 3_000 }).then(
+        () => false,
+        (err: unknown) => /permission/i.test(String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? "")),
+      );
+    t.ok(await denied(otherNsEngine, key("default")), "another namespace's engine cannot read the key directly");
+    t.ok(await denied(otherNsEngine, `$JS.API.STREAM.MSG.GET.KV_${RESPONSES_BUCKET}`, JSON.stringify({ last_by_subj: `$KV.${RESPONSES_BUCKET}.default.resp_abc` })), "nor through a whole-stream get");
+    t.ok(await denied(otherNsEngine, `$KV.${RESPONSES_BUCKET}.default.resp_abc`, "{}"), "nor overwrite it");
+    t.ok(await mine.delete("resp_abc"), "deleted by its own engine");
   });
 
   await t.test("the JetStream objects exist as the identities created them", async (t) => {

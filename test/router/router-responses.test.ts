@@ -12,9 +12,11 @@
  * replica) and continue that response's retained sequence, which the
  * engine's own `interlace_engine_tokens_prefilled_total` shows (only the new
  * items prefilled). An engine killed mid-stream ends the stream with an
- * `engine_lost` error event. Unknown ids and ids of a gone engine are 404s,
- * another key's ids 403s, a missing or unknown key 401, all in OpenAI's
- * error shape.
+ * `engine_lost` error event; its stored responses live on in the engines'
+ * shared bucket: read, continued (the surviving engine prefills the stored
+ * conversation) and deleted through the router. Unknown and deleted ids are
+ * 404s, another key's ids 403s, a missing or unknown key 401, all in
+ * OpenAI's error shape.
  */
 import { run, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
@@ -234,7 +236,7 @@ t.test("OpenAI Agents SDK pointed at the app's base URL: stateless, then chained
   t.same(chained, chained.map(() => [engine, true]), `every chained turn ran on ${engine} and continued a resident sequence: ${JSON.stringify(chained)}`);
 });
 
-t.test("the engine dies mid-stream: the stream ends with an engine_lost error; its ids are then 404s naming that", async (t) => {
+t.test("the engine dies mid-stream: the stream ends with an engine_lost error; its stored responses are continued on the other engine", async (t) => {
   const first = await create(c0, { input: "Weather and time in Paris?", tools, interlace_policy: policy });
   const victim = stack.engines.get(first.engine)!;
   // A long scripted answer continuing the first response, so it runs on the victim; killed at its first delta.
@@ -253,11 +255,31 @@ t.test("the engine dies mid-stream: the stream ends with an engine_lost error; i
   t.match(last, { type: "error", code: "engine_lost", message: new RegExp(`engine ${first.engine} stopped mid-response`) }, "the stream ends with an error event");
 
   t.ok(await eventually(() => stack.routers.every((r) => r.engines.find("default", first.engine) === undefined), 15_000), "the routers dropped the engine");
-  const cont = await c1.responses.create({ previous_response_id: first.r.id, input: outputsFor(callsOf(first.r)), tools }).catch((e: unknown) => e);
-  t.ok(cont instanceof OpenAI.NotFoundError, "404");
-  t.match((cont as Error).message, new RegExp(`engine ${first.engine}, which held it, is gone.*send the whole conversation as input`));
-  const read = await c0.responses.retrieve(first.r.id).catch((e: unknown) => e);
-  t.ok(read instanceof OpenAI.NotFoundError);
+  const survivor = [...stack.engines.keys()].find((pod) => pod !== first.engine)!;
+  const read = await c0.responses.retrieve(first.r.id);
+  t.equal(read.id, first.r.id, "GET through the router: the same routed id, read from the shared store");
+  t.same(callsOf(read).map((c) => c.call_id), ["call_w", "call_t"]);
+  const items = await c1.responses.inputItems.list(first.r.id);
+  t.same(items.data.map((i) => (i.type === "message" ? [i.role, i.content] : [i.type])), [["user", [{ type: "input_text", text: "Weather and time in Paris?" }]]], "its input items");
+
+  const cont = await create(c1, { previous_response_id: first.r.id, input: outputsFor(callsOf(first.r)), tools, interlace_policy: policy });
+  t.equal(cont.engine, survivor, "the follow-up was placed on the surviving engine");
+  t.equal(cont.r.status, "completed");
+  t.equal(cont.r.previous_response_id, first.r.id, "naming the previous response as the client does");
+  t.match(cont.r.id, new RegExp(`^resp_${survivor}\\.`));
+  t.match(cont.r.output_text, /sunny at noon/, "the answer that follows the tool outputs");
+  const ext = (cont.r as unknown as Interlace).interlace;
+  t.equal(ext.continued, false, "no retained sequence there: the stored conversation was rendered again");
+  // (What it prefilled is less what its prefix cache held: it ran this very conversation in the first test.)
+  t.ok(cont.r.usage!.input_tokens > first.r.usage!.input_tokens + first.r.usage!.output_tokens, `the prompt holds the first turn and its calls (${cont.r.usage!.input_tokens} tokens; the first turn was ${first.r.usage!.input_tokens} + ${first.r.usage!.output_tokens})`);
+  const again = await create(c0, { previous_response_id: cont.r.id, input: "And tomorrow?", tools, max_output_tokens: 8, interlace_policy: { type: "text", pieces: ["Rain."] } });
+  t.equal(again.engine, survivor, "a follow-up of the new response goes where it lives");
+  t.equal((again.r as unknown as Interlace).interlace.continued, true, "and continues its retained sequence");
+
+  await c1.responses.delete(first.r.id);
+  const gone = await c0.responses.retrieve(first.r.id).catch((e: unknown) => e);
+  t.ok(gone instanceof OpenAI.NotFoundError, "deleted through the router: a 404 for every replica");
+  t.match((gone as InstanceType<typeof OpenAI.NotFoundError>).error, { code: "not_found", message: /unknown or expired/ });
   const fresh = await create(c0, { input: "Weather and time in Paris?", tools, interlace_policy: policy });
   t.not(fresh.engine, first.engine, "new first turns go to the live engine");
 });

@@ -3,7 +3,8 @@
  * shared by every party so whichever starts first creates them:
  * the per-pool call stream and its `runners` consumer (runners), a
  * namespace's `INTERLACE_INTR_<ns>` interrupt stream (runners and engines), an engine pod's
- * interrupt consumer (engines), the `interlace-runners` heartbeat bucket.
+ * interrupt consumer (engines), the `interlace-runners` heartbeat bucket,
+ * the `interlace-responses` bucket of stored Responses API turns (engines).
  *
  * Streams and buckets have `INTERLACE_NATS_REPLICAS` replicas (default 1;
  * 3 on the chart's three-node cluster, so losing one node loses nothing).
@@ -17,6 +18,7 @@ import {
   DeliverPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
+  jetstreamManager,
   RetentionPolicy,
   StorageType,
   type ConsumerConfig,
@@ -33,6 +35,7 @@ import {
   namespaceIntrSubjects,
   poolStream,
   poolSubjects,
+  RESPONSES_BUCKET,
   RUNNERS_BUCKET,
   RUNNERS_CONSUMER,
   type EnginePodRef,
@@ -156,6 +159,21 @@ export async function ensureEngineConsumer(jsm: JetStreamManager, engine: Engine
 /** The runner heartbeat bucket (one key per live runner, history 1, values expire after `ttlMs`). */
 export async function openRunnersBucket(nc: NatsConnection, ttlMs = 60_000): Promise<KV> {
   return new Kvm(nc).create(RUNNERS_BUCKET, { history: 1, ttl: ttlMs, storage: StorageType.File, replicas: natsReplicas() });
+}
+
+/**
+ * The stored Responses bucket: a value expires `ttlMs` after it was written.
+ * The retention is the engines' validated `--response-store-ttl-ms`; the
+ * bucket takes the value of the engine that opens it last, so a changed
+ * setting reaches the bucket with the rollout that changes it.
+ */
+export async function openResponsesBucket(nc: NatsConnection, ttlMs: number): Promise<KV> {
+  const kv = await new Kvm(nc).create(RESPONSES_BUCKET, { history: 1, ttl: ttlMs, storage: StorageType.File, replicas: natsReplicas() });
+  const jsm = await jetstreamManager(nc);
+  const stream = `KV_${RESPONSES_BUCKET}`;
+  const { config } = await jsm.streams.info(stream);
+  if (config.max_age !== nanos(ttlMs)) await jsm.streams.update(stream, { ...config, max_age: nanos(ttlMs) });
+  return kv;
 }
 
 /** The effect log bucket (see reliability.ts): records live as long as a call may be redelivered. */

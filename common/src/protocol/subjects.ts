@@ -30,6 +30,8 @@ export const INTR_PREFIX = "interlace.intr";
 /** The single interrupt stream of releases before namespaced subjects; removed by the operator (its subjects overlap every namespace's). */
 export const LEGACY_INTR_STREAM = "INTERLACE_INTR";
 export const RUNNERS_BUCKET = "interlace-runners";
+/** Stored Responses API turns, one key per engine response id (every engine of every pool reads and writes it). */
+export const RESPONSES_BUCKET = "interlace-responses";
 export const RUNNERS_CONSUMER = "runners";
 
 /**

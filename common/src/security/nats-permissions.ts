@@ -21,7 +21,8 @@
  * Identities (see README "Security"):
  * - `engine` (one engine pod): publishes calls to its namespace's tool
  *   subjects, reads its own interrupt subjects only through its own durable
- *   consumer, reads runner heartbeats, writes its own engine heartbeat.
+ *   consumer, reads runner heartbeats, writes its own engine heartbeat, and
+ *   reads and writes its namespace's stored Responses (`interlace-responses`).
  * - `engine-pool` (every pod of one EnginePool, what the operator mints: a
  *   Deployment's pod names are not known before the pods exist, and a pod
  *   cannot mount a Secret named after itself): the same, except that the
@@ -48,6 +49,7 @@ import {
   INTR_PREFIX,
   intrStream,
   poolStream,
+  RESPONSES_BUCKET,
   RUNNERS_BUCKET,
   RUNNERS_CONSUMER,
   TOOLS_PREFIX,
@@ -150,6 +152,10 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...streamSetup(`KV_${RUNNERS_BUCKET}`),
           ...kvWrite(ENGINES_BUCKET, `${ns}.>`),
           ...streamSetup(`KV_${ENGINES_BUCKET}`),
+          // Stored Responses of its namespace only: direct gets by key (no whole-stream reads), writes and purges.
+          ...streamSetup(`KV_${RESPONSES_BUCKET}`),
+          `$JS.API.DIRECT.GET.KV_${RESPONSES_BUCKET}.$KV.${RESPONSES_BUCKET}.${ns}.>`,
+          ...kvWrite(RESPONSES_BUCKET, `${ns}.>`),
         ],
         subscribe: [inbox],
       };

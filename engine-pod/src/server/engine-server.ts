@@ -15,7 +15,8 @@ import type { EngineMetrics } from "../metrics/index.js";
 import { ToolCache } from "../speculation/index.js";
 import { mountCacheToolOutput } from "./cache-tool-output-route.js";
 import { mountChatCompletions } from "./chat-completions-route.js";
-import { DEFAULT_RESPONSE_STORE, ResponseStore } from "./response-store.js";
+import { DEFAULT_RESPONSE_RETENTION, type ResponseStore } from "./response-store.js";
+import { MemoryResponseStore } from "./memory-response-store.js";
 import { mountResponses } from "./responses-route.js";
 import { HttpError, NOT_READY, sendError, toHttpError, type ErrorContext } from "./http-errors.js";
 import type { ToolCatalog } from "./resolve-tools.js";
@@ -49,6 +50,8 @@ export interface EngineServerOptions {
   apiKeys?: ApiKeys | null;
   /** The tool cache `cache-tool-output` fills (shared with the engine's speculation); default a private one. */
   toolCache?: ToolCache;
+  /** Where Responses API turns are stored (the engines' shared bucket with NATS); default this process's memory, under the limits' TTL and cap. */
+  responseStore?: ResponseStore;
 }
 
 /** Requests that start new work on the engine: refused while it drains. */
@@ -143,10 +146,12 @@ export class EngineServer {
       maxTtlMs: toolCache.ttlMs,
     });
     mountChatCompletions(app, json, { engine, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, errors });
-    const store = new ResponseStore({
-      ttlMs: limits.responseStoreTtlMs ?? DEFAULT_RESPONSE_STORE.ttlMs,
-      maxEntries: limits.maxStoredResponses ?? DEFAULT_RESPONSE_STORE.maxEntries,
-    });
+    const store =
+      options.responseStore ??
+      new MemoryResponseStore({
+        ttlMs: limits.responseStoreTtlMs ?? DEFAULT_RESPONSE_RETENTION.ttlMs,
+        maxEntries: limits.maxStoredResponses ?? DEFAULT_RESPONSE_RETENTION.maxEntries,
+      });
     mountResponses(app, json, { engine, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, errors, store });
 
     app.use((req: Request, _res: Response) => {

@@ -5,3 +5,5 @@ export { EngineServer, DEFAULT_SERVER_LIMITS, DRAIN_EXPIRED, type DrainOutcome, 
 export type { ToolCatalog } from "./resolve-tools.js";
 export { HttpError, SESSION_FINISHED, NOT_READY } from "./http-errors.js";
 export { parseChatCompletion, toChatMessages, toToolSpecs } from "./openai.js";
+export type { ResponseStore, StoredResponse, ResponseRetention } from "./response-store.js";
+export { MemoryResponseStore } from "./memory-response-store.js";

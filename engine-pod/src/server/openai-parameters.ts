@@ -73,7 +73,7 @@ export const RESPONSES_PARAMETERS: Readonly<Record<string, ParameterRow>> = {
   instructions: { support: "implemented", note: "the system message" },
   max_output_tokens: { support: "implemented", note: "generated tokens, call blocks included" },
   max_tool_calls: { support: "implemented", note: "the turn ends at that many calls" },
-  previous_response_id: { support: "implemented", note: "continues a stored response (its KV stays resident for `--response-retention-ms`)" },
+  previous_response_id: { support: "implemented", note: "continues a stored response on any engine sharing the store (its KV stays resident on its own engine for `--response-retention-ms`)" },
   store: { support: "implemented", note: "`false`: the response is neither kept nor continuable" },
   metadata: { support: "implemented", note: "kept and echoed" },
   text: { support: "implemented", note: "`format`: `text`, `json_object` and `json_schema` (as `response_format` in chat completions)" },

@@ -1,10 +1,12 @@
 /**
- * @module Stored Responses API turns, for `previous_response_id` and
- * `GET /v1/responses/{id}`: each response's whole conversation (so a
- * follow-up can be rendered again when its KV is no longer retained), the
- * instructions and tools it ran with (a follow-up with other ones cannot
- * continue the resident sequence), and the response object. Bounded by a
- * TTL and an entry cap (oldest first); an expired, evicted or deleted id is
+ * @module The store of Responses API turns behind `previous_response_id`,
+ * `GET /v1/responses/{id}`, its `input_items` and `DELETE`: each response's
+ * whole conversation (so a follow-up can be rendered again on any engine,
+ * when no engine retains its KV), the instructions and tools it ran with (a
+ * follow-up with other ones cannot continue the resident sequence), and the
+ * response object. Two implementations: {@link MemoryResponseStore} (a
+ * standalone engine) and `JetStreamResponseStore` (every engine sharing one
+ * bucket, when NATS is configured). An expired, evicted or deleted id is
  * unknown.
  */
 import type { ConversationMessage } from "./responses.js";
@@ -21,49 +23,27 @@ export interface StoredResponse {
   inputItems: Record<string, unknown>[];
 }
 
-export interface ResponseStoreLimits {
-  /** How long a response stays retrievable and continuable, ms. */
+/** How long responses are kept, and (in memory only) how many at most: for the 404's explanation. */
+export interface ResponseRetention {
+  /** How long a response stays retrievable and continuable after it was stored, ms. */
   ttlMs: number;
-  maxEntries: number;
+  /** Most responses kept at once (oldest dropped first); absent: bounded by the TTL alone. */
+  maxEntries?: number;
 }
 
-export const DEFAULT_RESPONSE_STORE: ResponseStoreLimits = { ttlMs: 30 * 60_000, maxEntries: 1024 };
-
-export class ResponseStore {
-  /** Insertion order is age order: the first entry is the oldest. */
-  private readonly entries = new Map<string, { value: StoredResponse; expiresAt: number }>();
-
-  constructor(
-    readonly limits: ResponseStoreLimits = DEFAULT_RESPONSE_STORE,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  get size(): number {
-    return this.entries.size;
-  }
-
-  put(value: StoredResponse): void {
-    this.entries.delete(value.id);
-    this.entries.set(value.id, { value, expiresAt: this.now() + this.limits.ttlMs });
-    for (const id of this.entries.keys()) {
-      if (this.entries.size <= this.limits.maxEntries) break;
-      this.entries.delete(id);
-    }
-  }
-
+export interface ResponseStore {
+  readonly retention: ResponseRetention;
+  put(value: StoredResponse): Promise<void>;
+  /** The stored response, or undefined when unknown, expired, evicted or deleted. */
+  get(id: string): Promise<StoredResponse | undefined>;
   /** Forgets a response (`DELETE /v1/responses/{id}`); false when it was unknown or expired. */
-  delete(id: string): boolean {
-    return this.get(id) !== undefined && this.entries.delete(id);
-  }
+  delete(id: string): Promise<boolean>;
+}
 
-  /** The stored response, or undefined when unknown, expired or evicted. */
-  get(id: string): StoredResponse | undefined {
-    const e = this.entries.get(id);
-    if (e === undefined) return undefined;
-    if (e.expiresAt <= this.now()) {
-      this.entries.delete(id);
-      return undefined;
-    }
-    return e.value;
-  }
+export const DEFAULT_RESPONSE_RETENTION = { ttlMs: 30 * 60_000, maxEntries: 1024 } as const;
+
+/** What the 404 of an unknown `previous_response_id` says about retention. */
+export function describeRetention(retention: ResponseRetention): string {
+  const ttl = `responses are kept ${Math.round(retention.ttlMs / 1000)} s`;
+  return retention.maxEntries === undefined ? ttl : `${ttl}, at most ${retention.maxEntries}`;
 }

@@ -7,8 +7,11 @@
  * (`--response-retention-ms`, `--max-retained-responses`), the new items are
  * appended to its resident KV cells and nothing of the history is
  * prefilled again; after that, the whole conversation is rendered and
- * prefilled (less what the prefix cache still holds). An id that is unknown
- * or past `--response-store-ttl-ms` is a 404. On `--backend openai` the
+ * prefilled (less what the prefix cache still holds), on whichever engine
+ * the follow-up reached: with NATS configured the store is shared by every
+ * engine (response-store.ts), so a response outlives the engine that
+ * generated it. An id that is unknown, deleted or past
+ * `--response-store-ttl-ms` is a 404. On `--backend openai` the
  * conversation is re-sent to the upstream's chat completions every turn.
  *
  * Streams carry the Responses event types the official SDKs parse
@@ -25,7 +28,7 @@ import { answerInstruction } from "./generation-options.js";
 import { CallArgumentsStream } from "./call-arguments-stream.js";
 import { HttpError, toHttpError, type ErrorContext } from "./http-errors.js";
 import { openAiLogprobs, withSystemText, type OpenAiTokenLogprob } from "./openai.js";
-import type { ResponseStore, StoredResponse } from "./response-store.js";
+import { describeRetention, type ResponseStore, type StoredResponse } from "./response-store.js";
 import {
   assistantTurn,
   messageItem,
@@ -52,7 +55,7 @@ export interface ResponsesRoutesContext {
 }
 
 /** The engine request for a parsed body, continuing `previous` when given. */
-function completionRequest(id: string, input: ResponsesInput, previous: ReturnType<ResponseStore["get"]>): { request: CompletionRequest; body: ConversationMessage[]; toolsKey: string } {
+function completionRequest(id: string, input: ResponsesInput, previous: StoredResponse | undefined): { request: CompletionRequest; body: ConversationMessage[]; toolsKey: string } {
   // The answer format's instruction is part of the system text: a follow-up under another format starts afresh.
   const answerFormat = input.generation.answerFormat;
   const toolsKey = JSON.stringify(answerFormat === undefined ? input.tools : [input.tools, answerFormat]);
@@ -80,34 +83,43 @@ const MAX_PAGE = 100;
 export function mountResponses(app: Express, json: RequestHandler, ctx: ResponsesRoutesContext): void {
   /** Responses being generated, by id: `cancel` aborts one. */
   const running = new Map<string, { abort: AbortController; shell: ResponseShell; cancelled: boolean }>();
-  const stored = (req: Request): StoredResponse => {
+  /** A store that cannot be reached (NATS down) is a 503 to retry, never a 404: the response may well be retained. */
+  const fromStore = async <T>(read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (err) {
+      ctx.log.warn({ err }, "response store unavailable");
+      throw new HttpError(503, ErrorCode.NotReady, `the response store cannot be reached (${(err as Error).message}); retry`, { "Retry-After": String(ctx.errors.retryAfterSeconds) });
+    }
+  };
+  const stored = async (req: Request): Promise<StoredResponse> => {
     const id = String(req.params["id"]);
-    const found = ctx.store.get(id);
+    const found = await fromStore(() => ctx.store.get(id));
     if (found === undefined) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     return found;
   };
 
-  app.get("/v1/responses/:id", (req: Request, res: Response) => {
-    res.json(stored(req).response);
+  app.get("/v1/responses/:id", async (req: Request, res: Response) => {
+    res.json((await stored(req)).response);
   });
 
-  app.get("/v1/responses/:id/input_items", (req: Request, res: Response) => {
-    const page = inputItemsPage(stored(req).inputItems, req.query);
+  app.get("/v1/responses/:id/input_items", async (req: Request, res: Response) => {
+    const page = inputItemsPage((await stored(req)).inputItems, req.query);
     // OpenAI's schema has the ids as required strings: an empty page (past the last item) names none.
     res.json({ object: "list", data: page.items, first_id: page.items[0]?.["id"] ?? "", last_id: page.items.at(-1)?.["id"] ?? "", has_more: page.hasMore });
   });
 
-  app.delete("/v1/responses/:id", (req: Request, res: Response) => {
-    const id = stored(req).id;
-    ctx.store.delete(id);
+  app.delete("/v1/responses/:id", async (req: Request, res: Response) => {
+    const id = String(req.params["id"]);
+    if (!(await fromStore(() => ctx.store.delete(id)))) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     res.json({ id, object: "response", deleted: true });
   });
 
-  app.post("/v1/responses/:id/cancel", (req: Request, res: Response) => {
+  app.post("/v1/responses/:id/cancel", async (req: Request, res: Response) => {
     const id = String(req.params["id"]);
     const run = running.get(id);
     if (run === undefined) {
-      if (ctx.store.get(id) !== undefined) throw HttpError.of(ErrorCode.BadRequest, `response ${id} has already finished; only a response being generated can be cancelled`);
+      if ((await fromStore(() => ctx.store.get(id))) !== undefined) throw HttpError.of(ErrorCode.BadRequest, `response ${id} has already finished; only a response being generated can be cancelled`);
       throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     }
     run.cancelled = true;
@@ -117,11 +129,12 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
 
   app.post("/v1/responses", json, async (req: Request, res: Response) => {
     const input = parseResponsesRequest(req.body, { maxPromptBytes: ctx.maxPromptBytes });
-    const previous = input.previousResponseId !== undefined ? ctx.store.get(input.previousResponseId) : undefined;
+    const previousId = input.previousResponseId;
+    const previous = previousId !== undefined ? await fromStore(() => ctx.store.get(previousId)) : undefined;
     if (input.previousResponseId !== undefined && previous === undefined) {
       throw HttpError.of(
         ErrorCode.NotFound,
-        `previous_response_id ${input.previousResponseId} is unknown or expired (responses are kept ${Math.round(ctx.store.limits.ttlMs / 1000)} s, at most ${ctx.store.limits.maxEntries}): send the whole conversation as input instead`,
+        `previous_response_id ${input.previousResponseId} is unknown or expired (${describeRetention(ctx.store.retention)}): send the whole conversation as input instead`,
       );
     }
     const engine = ctx.engine();
@@ -138,14 +151,16 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
     const started = performance.now();
     let firstTextAt: number | undefined;
     /** The finished response (stored when asked); `streamedArguments`: a call's arguments as its deltas spelled them. */
-    const finish = (result: CompletionResult, withMessage: boolean, streamedArguments?: (callId: string) => string | undefined): Record<string, unknown> => {
+    const finish = async (result: CompletionResult, withMessage: boolean, streamedArguments?: (callId: string) => string | undefined): Promise<Record<string, unknown>> => {
       const end = performance.now();
       const n = result.usage.completionTokens;
       ctx.metrics.observeCompletion(result.finishReason, firstTextAt === undefined ? undefined : firstTextAt - started, firstTextAt !== undefined && n > 1 ? (end - firstTextAt) / (n - 1) : undefined);
       const output = outputItems(result, messageId, withMessage).map((item) => (item.type === "function_call" ? { ...item, arguments: streamedArguments?.(item.call_id) ?? item.arguments } : item));
       const response = responseObject(shell, result, output);
       if (input.store) {
-        ctx.store.put({ id: shell.id, conversation: [...body, assistantTurn(result)], ...(input.instructions !== undefined ? { instructions: input.instructions } : {}), toolsKey, response, inputItems: input.inputItems });
+        const value = { id: shell.id, conversation: [...body, assistantTurn(result)], ...(input.instructions !== undefined ? { instructions: input.instructions } : {}), toolsKey, response, inputItems: input.inputItems };
+        // The answer is generated: a store that fails (NATS down, a value over its size limit) costs its follow-ups, not this answer.
+        await ctx.store.put(value).catch((err: unknown) => ctx.log.error({ err, response: shell.id }, "response not stored: previous_response_id and GET will not find it"));
       }
       return response;
     };
@@ -162,7 +177,7 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
         }
         throw err;
       }
-      res.json(finish(result, result.content !== ""));
+      res.json(await finish(result, result.content !== ""));
       return;
     }
 
@@ -257,7 +272,7 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
         onCallStream,
       });
       open();
-      const response = finish(result, messageOpen, (id) => calls.get(id)?.final);
+      const response = await finish(result, messageOpen, (id) => calls.get(id)?.final);
       closeMessage(response["status"] === "incomplete" ? "incomplete" : "completed");
       // Calls no stream announced (a backend without call streaming) go out whole.
       (response["output"] as OutputItem[]).forEach((item, index) => {
