@@ -25,7 +25,7 @@ export interface ColdStart {
   id: string;
   /** ms after the run's start. */
   atMs: number;
-  /** Spawn to ready, ms (absent: it failed to start). */
+  /** Spawn to ready, ms (absent: still starting when the trace ended, or it failed to start). */
   readyMs?: number;
   error?: string;
 }
@@ -54,12 +54,17 @@ export class ProcessPool {
     return this.members.filter((m) => !m.stopping).length;
   }
 
-  /** Starts `n` processes and waits until all are ready (before the trace starts: not cold starts). */
-  async warm(n: number): Promise<void> {
-    for (let i = 0; i < n; i++) {
-      const m = this.add(false);
-      await m.ready;
+  /**
+   * Starts `n` processes and waits until all are ready (before the trace
+   * starts: not cold starts). `together`: all at once (runners start
+   * light); otherwise one at a time (model loads compete for the cores).
+   */
+  async warm(n: number, together = false): Promise<void> {
+    if (together) {
+      await Promise.all(Array.from({ length: n }, () => this.add(false).ready));
+      return;
     }
+    for (let i = 0; i < n; i++) await this.add(false).ready;
   }
 
   /** Starts or stops processes until `wanted` are running or starting. */
@@ -86,12 +91,15 @@ export class ProcessPool {
     const ready = this.spawn(id);
     const m: Member = { id, ready, stopping: false };
     this.members.push(m);
+    // Counted when started: one still loading when the trace ends is a cold start too (with no ready time).
+    const start: ColdStart = { side: this.side, id, atMs: Math.round(spawnedAt) };
+    if (cold) this.coldStarts.push(start);
     ready.then(
       () => {
-        if (cold) this.coldStarts.push({ side: this.side, id, atMs: Math.round(spawnedAt), readyMs: Math.round(this.clock() - spawnedAt) });
+        start.readyMs = Math.round(this.clock() - spawnedAt);
       },
       (err: unknown) => {
-        if (cold) this.coldStarts.push({ side: this.side, id, atMs: Math.round(spawnedAt), error: String(err).slice(0, 300) });
+        start.error = String(err).slice(0, 300);
         this.exited(m);
       },
     );

@@ -48,7 +48,7 @@ export function parseConfig(argv: readonly string[]): AutoscaleConfig {
   const trace =
     traceFile !== undefined
       ? parseTrace(readFileSync(traceFile, "utf8"), duration)
-      : shapedTrace({ baseRate: f.num("base-rate", 0.1, pos), stepRate: f.num("step-rate", 0.3, pos), burstRate: f.num("burst-rate", 0.6, pos), durationS: duration ?? (quick ? 120 : 300) });
+      : shapedTrace({ baseRate: f.num("base-rate", 0.1, pos), stepRate: f.num("step-rate", 0.3, pos), burstRate: f.num("burst-rate", 0.6, pos), durationS: duration ?? (quick ? 90 : 300) });
   const policies = (f.str("policies") ?? POLICIES.join(",")).split(",").map((p) => {
     if (!(POLICIES as readonly string[]).includes(p)) throw new Error(`--policies: unknown policy "${p}" (policies: ${POLICIES.join(", ")})`);
     return p as PolicyName;

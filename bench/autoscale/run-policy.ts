@@ -98,7 +98,7 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
     const app = withAppDefaults({ namespace: BENCH_NS, name: APP, enginePool: { name: ENGINE_POOL_NAME }, systemPrompt: "You are a bench agent. Use the tools.", maxTokens: 512, tools: [SLEEP_TOOL] });
     await apps.put(appKey(BENCH_NS, APP), JSON.stringify(app));
     const warmStart = performance.now();
-    await fleet.runners.warm(policy.initial.runners);
+    await fleet.runners.warm(policy.initial.runners, true);
     await fleet.engines.warm(policy.initial.engines);
     const deadline = Date.now() + 60_000;
     while (router.engines.loads(BENCH_NS, ENGINE_POOL_NAME).length < policy.initial.engines || router.apps.get(BENCH_NS, APP) === undefined) {

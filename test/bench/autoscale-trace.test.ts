@@ -131,6 +131,6 @@ t.test("flags: unknown ones and bad bounds are refused", async (t) => {
   t.throws(() => parseConfig(["--min-engines", "3", "--max-engines", "2"]), /--min-engines \(3\) exceeds --max-engines \(2\)/);
   t.throws(() => parseConfig(["--policies", "static,hpa"]), /unknown policy "hpa"/);
   const c = parseConfig(["--quick"]);
-  t.equal(c.trace.durationS, 120);
+  t.equal(c.trace.durationS, 90);
   t.same(c.policies, ["static", "engine-only", "joint"]);
 });
