@@ -18,7 +18,7 @@ import { renderSvg } from "../lib/output.js";
 import { chartSpec } from "./chart.js";
 import { POLICIES, policyOf, type PolicyName, type ScaleSetup } from "./policies.js";
 import { runPolicy, type PolicyRun, type RunSetup } from "./run-policy.js";
-import { summarize, withCost } from "./summary.js";
+import { checkTargets, summarize, withCost } from "./summary.js";
 import { parseTrace, shapedTrace, traceArrivals, type Trace } from "./trace.js";
 
 const FLAGS = [
@@ -143,12 +143,15 @@ export async function run(argv: string[]): Promise<void> {
     );
   }
   console.log(`SLO attainment = tasks completed within ${s.sloTaskP90Ms} ms of their arrival / all tasks. Replica-seconds count each process from its start to its exit (loading and draining included).`);
+  const targets = checkTargets(results);
+  for (const c of targets) console.log(`Target: ${c.target}: ${c.met ? "met" : "MISSED"} (${c.measured}).`);
   console.log(`Total ${((performance.now() - started) / 1000).toFixed(0)} s.`);
 
   if (config.json !== undefined) {
     const out = {
       results,
       config: configJson(config, arrivals.length),
+      targets,
       runs: runs.map((r) => ({
         policy: r.policy,
         end_ms: Math.round(r.endMs),

@@ -50,3 +50,29 @@ export function withCost(results: Omit<PolicyResult, "cost_vs_static">[]): Polic
   const total = (r: Omit<PolicyResult, "cost_vs_static">): number => r.replica_seconds_engines + r.replica_seconds_tools;
   return results.map((r) => ({ ...r, cost_vs_static: base === undefined || total(base) === 0 ? null : r3(total(r) / total(base)) }));
 }
+
+export interface TargetCheck {
+  target: string;
+  met: boolean;
+  /** What was measured, in words. */
+  measured: string;
+}
+
+/**
+ * The issue's targets for the joint scaler: at least 95% of tasks within the
+ * SLO, at most 60% of static-max's replica-seconds, and a better SLO
+ * attainment than engine-only scaling (which matters where the tools are the
+ * bottleneck). A target whose runs are missing is left out.
+ */
+export function checkTargets(results: readonly PolicyResult[]): TargetCheck[] {
+  const joint = results.find((r) => r.policy === "joint");
+  if (joint === undefined) return [];
+  const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+  const checks: TargetCheck[] = [{ target: "joint keeps ≥ 95% of tasks within the SLO", met: joint.slo_attainment >= 0.95, measured: pct(joint.slo_attainment) }];
+  if (joint.cost_vs_static !== null) checks.push({ target: "joint uses ≤ 60% of static-max's replica-seconds", met: joint.cost_vs_static <= 0.6, measured: pct(joint.cost_vs_static) });
+  const engineOnly = results.find((r) => r.policy === "engine-only");
+  if (engineOnly !== undefined) {
+    checks.push({ target: "joint beats engine-only on SLO attainment", met: joint.slo_attainment > engineOnly.slo_attainment, measured: `${pct(joint.slo_attainment)} vs ${pct(engineOnly.slo_attainment)}` });
+  }
+  return checks;
+}

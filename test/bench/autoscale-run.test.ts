@@ -54,7 +54,7 @@ t.test("a tiny trace through every policy writes the results JSON and chart", as
   );
   t.match(stdout, /\| policy \| SLO attainment \|/, "prints the table");
 
-  const out = JSON.parse(readFileSync(json, "utf8")) as { results: Result[]; config: Record<string, unknown>; runs: Run[] };
+  const out = JSON.parse(readFileSync(json, "utf8")) as { results: Result[]; config: Record<string, unknown>; targets: { target: string; met: boolean }[]; runs: Run[] };
   t.same(out.results.map((r) => r.policy), ["static", "engine-only", "joint"], "each policy, in order");
   for (const r of out.results) {
     for (const k of ["slo_attainment", "replica_seconds_engines", "replica_seconds_tools", "task_p90_ms", "cold_starts"] as const) t.type(r[k], "number", `${r.policy}.${k} is a number`);
@@ -66,6 +66,7 @@ t.test("a tiny trace through every policy writes the results JSON and chart", as
   t.equal(new Set(out.results.map((r) => r.tasks)).size, 1, "the same arrivals for every policy");
   t.match(out.config, { duration_s: 20, seed: 3, slo_task_p90_ms: 30000, model_preset: "test", policies: ["static", "engine-only", "joint"] });
 
+  t.equal(out.targets.length, 3, "the issue's three targets checked for joint");
   const fixed = out.runs.find((r) => r.policy === "static")!;
   t.same(fixed.replicas_engines[0], { at_ms: 0, replicas: 2 }, "static starts at max engines");
   t.same(fixed.replicas_tools[0], { at_ms: 0, replicas: 2 }, "and max runners");

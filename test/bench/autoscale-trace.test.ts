@@ -8,7 +8,7 @@ import t from "tap";
 import { parseConfig } from "../../bench/autoscale/main.js";
 import { policyOf, queueDepthEngines, type ScaleSetup } from "../../bench/autoscale/policies.js";
 import { replicaSeconds, ReplicaTimeline } from "../../bench/autoscale/replica-seconds.js";
-import { summarize } from "../../bench/autoscale/summary.js";
+import { checkTargets, summarize, withCost } from "../../bench/autoscale/summary.js";
 import { parseTrace, rateAt, shapedTrace, traceArrivals } from "../../bench/autoscale/trace.js";
 import type { SignalSample } from "../../operator/src/autoscaling/index.js";
 
@@ -133,4 +133,18 @@ t.test("flags: unknown ones and bad bounds are refused", async (t) => {
   const c = parseConfig(["--quick"]);
   t.equal(c.trace.durationS, 90);
   t.same(c.policies, ["static", "engine-only", "joint"]);
+});
+
+t.test("the issue's targets are checked against the joint run", async (t) => {
+  const row = (policy: string, slo_attainment: number, engines: number, tools: number) => ({
+    policy, slo_attainment, replica_seconds_engines: engines, replica_seconds_tools: tools, task_p90_ms: 1, cold_starts: 0, task_p50_ms: 1, tasks: 10, completed: 10, scale_decisions: 0, cold_start_p50_ms: null,
+  });
+  const results = withCost([row("static", 1, 100, 100), row("engine-only", 0.7, 60, 20), row("joint", 0.96, 50, 60)]);
+  t.equal(results[2]!.cost_vs_static, 0.55);
+  t.same(
+    checkTargets(results).map((c) => [c.met, c.measured]),
+    [[true, "96.0%"], [true, "55.0%"], [true, "96.0% vs 70.0%"]],
+  );
+  const missed = checkTargets(withCost([row("static", 1, 100, 100), row("joint", 0.9, 100, 40)]));
+  t.same(missed.map((c) => c.met), [false, false], "below 95%, above 60%; no engine-only run, no comparison");
 });
