@@ -115,23 +115,32 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
     const ticks: Tick[] = [];
     const window: SignalSample[] = [];
     let stopped = false;
+    /** One sample, one decision, applied. */
+    async function tick(): Promise<void> {
+      const now = Date.now();
+      const sample: SignalSample = {
+        at: now,
+        engines: await live.engineSignals(BENCH_NS, ENGINE_POOL_NAME),
+        tools: { [TOOL_POOL_NAME]: (await live.toolPoolSignal(BENCH_NS, TOOL_POOL_NAME)) ?? { pending: 0, ackPending: 0 } },
+      };
+      window.push(sample);
+      const want = policy.decide({ now, window, engines: fleet.engines.wanted, runners: fleet.runners.wanted });
+      const atMs = Math.round(clock());
+      for (const reason of want.reasons) decisions.push({ atMs, reason });
+      fleet.engines.scaleTo(want.engines);
+      fleet.runners.scaleTo(want.runners);
+      const load = engineLoad(sample.engines);
+      const tools = sample.tools[TOOL_POOL_NAME]!;
+      ticks.push({ atMs, engines: fleet.engines.wanted, runners: fleet.runners.wanted, queuedSessions: load.queuedSessions, activeSessions: load.activeSessions, callsPending: tools.pending, callsRunning: tools.ackPending });
+    }
     const scaler = (async () => {
       while (!stopped) {
-        const now = Date.now();
-        const sample: SignalSample = {
-          at: now,
-          engines: await live.engineSignals(BENCH_NS, ENGINE_POOL_NAME),
-          tools: { [TOOL_POOL_NAME]: (await live.toolPoolSignal(BENCH_NS, TOOL_POOL_NAME)) ?? { pending: 0, ackPending: 0 } },
-        };
-        window.push(sample);
-        const want = policy.decide({ now, window, engines: fleet.engines.wanted, runners: fleet.runners.wanted });
-        const atMs = Math.round(clock());
-        for (const reason of want.reasons) decisions.push({ atMs, reason });
-        fleet.engines.scaleTo(want.engines);
-        fleet.runners.scaleTo(want.runners);
-        const load = engineLoad(sample.engines);
-        const tools = sample.tools[TOOL_POOL_NAME]!;
-        ticks.push({ atMs, engines: fleet.engines.wanted, runners: fleet.runners.wanted, queuedSessions: load.queuedSessions, activeSessions: load.activeSessions, callsPending: tools.pending, callsRunning: tools.ackPending });
+        try {
+          await tick();
+        } catch (err) {
+          // A missed sample (NATS busy on a loaded machine) skips a tick, as the operator's requeue would.
+          log(`    scaler tick failed: ${String(err).slice(0, 200)}`);
+        }
         await new Promise((r) => setTimeout(r, setup.tickMs));
       }
     })();
