@@ -13,6 +13,7 @@ const suites: Record<string, () => Promise<{ run(argv: string[]): Promise<void> 
   speculation: () => import("./speculation/main.js"),
   programs: () => import("./programs/main.js"),
   "kv-retention": () => import("./kv-retention/main.js"),
+  autoscale: () => import("./autoscale/main.js"),
 };
 
 const [name, ...argv] = process.argv.slice(2);
