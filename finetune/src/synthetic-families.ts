@@ -73,6 +73,22 @@ const listOf = (xs: readonly string[], lo: number, hi: number) => (rng: Rng): Dr
   return { arg: out, text: out.length === 1 ? out[0]! : `${out.slice(0, -1).join(", ")} and ${out.at(-1)}` };
 };
 const yes = (text: string) => (): DrawnValue => ({ arg: true, text });
+/** A rate the request gives in percent ("4.5%") that the function takes as a decimal (0.045), as its description says. */
+const percentAsDecimal = (lo: number, hi: number) => (rng: Rng): DrawnValue => {
+  const pct = Number((lo + rng() * (hi - lo)).toFixed(rng() < 0.5 ? 0 : 1));
+  return { arg: Number((pct / 100).toFixed(4)), text: `${pct}%` };
+};
+/** A rate the request gives in percent ("4.5%") that the function takes in percent (4.5). */
+const percentAsNumber = (lo: number, hi: number) => (rng: Rng): DrawnValue => {
+  const pct = Number((lo + rng() * (hi - lo)).toFixed(rng() < 0.5 ? 0 : 1));
+  return { arg: pct, text: rng() < 0.5 ? `${pct}%` : `${pct} percent` };
+};
+/** A US city the request names alone (or with its state spelled out) that the function wants as "City, ST", as its description says. */
+const US_CITIES: readonly [string, string, string][] = [["Denver", "CO", "Colorado"], ["Austin", "TX", "Texas"], ["Tucson", "AZ", "Arizona"], ["Omaha", "NE", "Nebraska"], ["Raleigh", "NC", "North Carolina"], ["Boise", "ID", "Idaho"], ["Madison", "WI", "Wisconsin"], ["Savannah", "GA", "Georgia"], ["Spokane", "WA", "Washington"], ["Albany", "NY", "New York"], ["Tulsa", "OK", "Oklahoma"], ["Reno", "NV", "Nevada"]];
+const cityState = (rng: Rng): DrawnValue => {
+  const [city, code, state] = pick(rng, US_CITIES);
+  return { arg: `${city}, ${code}`, text: rng() < 0.6 ? city : `${city}, ${state}` };
+};
 
 const CITIES = ["Reykjavik", "Accra", "Kyoto", "Valparaiso", "Tallinn", "Perth", "Quebec City", "Marrakesh", "Bergen", "Cusco", "Seville", "Hobart", "Winnipeg", "Da Nang", "Porto", "Krakow", "Tbilisi", "Cebu", "Salzburg", "Halifax", "Bordeaux", "Goa", "Kraków", "Windhoek"];
 const COUNTRIES = ["Iceland", "Ghana", "Uruguay", "Estonia", "New Zealand", "Morocco", "Finland", "Colombia", "Greece", "Thailand", "Slovenia", "Jordan", "Kenya", "Croatia", "Argentina", "Malaysia"];
@@ -146,7 +162,7 @@ export const FAMILIES: readonly FunctionFamily[] = [
     asks: ["Calculate the compound interest", "What will an investment be worth", "Compute the future value of an investment"],
     params: [
       { names: ["principal", "initial_amount"], type: "float", description: "The initial investment.", draw: money(500, 50000), phrases: ["for {v}", "of {v}"] },
-      { names: ["annual_rate", "rate", "interest_rate"], type: "float", description: "Annual interest rate as a decimal, e.g. 0.05.", draw: float(0.01, 0.12, 3), phrases: ["at an annual rate of {v}", "with a yearly rate of {v}"] },
+      { names: ["annual_rate", "rate", "interest_rate"], type: "float", description: "Annual interest rate as a decimal, e.g. 0.05 for 5%.", draw: percentAsDecimal(1, 12), phrases: ["at an annual rate of {v}", "with a yearly rate of {v}"] },
       { names: ["years", "time_years", "duration"], type: "integer", description: "Number of years the money is invested.", draw: int(2, 40), phrases: ["over {v} years", "for {v} years"] },
       { names: ["compounds_per_year", "n"], type: "integer", description: "How many times a year interest is compounded. Default is 1.", draw: int(2, 12), phrases: ["compounded {v} times a year"], optional: true },
     ],
@@ -378,7 +394,7 @@ export const FAMILIES: readonly FunctionFamily[] = [
     asks: ["Calculate the monthly payment", "What would the monthly mortgage be", "Compute the monthly installment"],
     params: [
       { names: ["loan_amount", "principal"], type: "float", description: "The amount borrowed.", draw: money(20000, 900000), phrases: ["for a loan of {v}", "on {v}"] },
-      { names: ["annual_rate", "interest_rate"], type: "float", description: "Annual interest rate in percent.", draw: float(1.5, 9, 2), phrases: ["at {v} percent", "with an interest rate of {v}%"] },
+      { names: ["annual_rate", "interest_rate"], type: "float", description: "Annual interest rate in percent, e.g. 6.5 for 6.5%.", draw: percentAsNumber(1.5, 9), phrases: ["at {v}", "with an interest rate of {v}"] },
       { names: ["term_years", "years"], type: "integer", description: "Loan term in years.", draw: int(5, 30), phrases: ["over {v} years"] },
     ],
   },
@@ -437,6 +453,44 @@ export const FAMILIES: readonly FunctionFamily[] = [
       { names: ["distance", "distance_km"], type: "integer", description: "Trip distance in kilometers.", draw: int(20, 1500), phrases: ["for a {v} km trip", "to drive {v} km"] },
       { names: ["consumption", "liters_per_100km"], type: "float", description: "Fuel use in liters per 100 km.", draw: float(3.5, 14, 1), phrases: ["at {v} liters per 100 km", "using {v} L/100km"] },
       { names: ["price_per_liter", "fuel_price"], type: "float", description: "Fuel price per liter.", draw: float(1.1, 2.4, 2), phrases: ["with fuel at {v} per liter"] },
+    ],
+  },
+  {
+    names: ["weather.current_conditions", "conditions.now", "meteo.current"],
+    description: "Current weather conditions in a US city.",
+    asks: ["What's the weather like", "Get the current conditions", "How is the weather right now"],
+    params: [
+      { names: ["location", "city_state"], type: "string", description: "The city and state, e.g. Austin, TX.", draw: cityState, phrases: ["in {v}"] },
+      { names: ["unit", "temperature_unit"], type: "string", description: "Temperature unit. Default is 'fahrenheit'.", enum: ["celsius", "fahrenheit"], draw: oneOf(["celsius"]), phrases: ["in {v}"], optional: true },
+    ],
+  },
+  {
+    names: ["tax.sales_tax_estimate", "estimate_sales_tax", "retail.tax_due"],
+    description: "Sales tax due on a purchase in a US city.",
+    asks: ["How much sales tax is due", "Estimate the sales tax", "Calculate the tax"],
+    params: [
+      { names: ["amount", "purchase_amount"], type: "float", description: "The purchase amount in dollars.", draw: money(5, 900), phrases: ["on a purchase of {v}", "on {v}"] },
+      { names: ["location", "city"], type: "string", description: "City and state of the purchase, e.g. Tulsa, OK.", draw: cityState, phrases: ["in {v}"] },
+    ],
+  },
+  {
+    names: ["savings.interest_earned", "deposit.simple_interest", "bank.interest_on_deposit"],
+    description: "Simple interest earned on a deposit.",
+    asks: ["How much interest will I earn", "Calculate the interest earned", "Work out the simple interest"],
+    params: [
+      { names: ["principal", "deposit"], type: "float", description: "The deposit in dollars.", draw: money(100, 20000), phrases: ["on {v}", "on a deposit of {v}"] },
+      { names: ["rate", "interest_rate"], type: "float", description: "Yearly interest rate as a decimal (0.03 means 3%).", draw: percentAsDecimal(1, 9), phrases: ["at {v} a year", "at a rate of {v}"] },
+      { names: ["years", "term"], type: "integer", description: "Years on deposit.", draw: int(1, 15), phrases: ["over {v} years", "for {v} years"] },
+    ],
+  },
+  {
+    names: ["loan.apr_payment", "car_loan.monthly_payment", "credit.installment"],
+    description: "Monthly payment of a loan from its APR in percent.",
+    asks: ["What is the monthly payment", "Calculate the installment", "Work out the monthly payment"],
+    params: [
+      { names: ["amount", "loan_amount"], type: "float", description: "Amount borrowed in dollars.", draw: money(2000, 60000), phrases: ["on a loan of {v}", "for {v}"] },
+      { names: ["apr", "apr_percent"], type: "float", description: "Annual percentage rate in percent, e.g. 7.9 for 7.9%.", draw: percentAsNumber(2, 24), phrases: ["at an APR of {v}", "at {v} APR"] },
+      { names: ["months", "term_months"], type: "integer", description: "Loan term in months.", draw: int(12, 84), phrases: ["over {v} months", "for {v} months"] },
     ],
   },
 ];

@@ -4,7 +4,9 @@
  * add what 200 tuning entries cannot: many distinct function and parameter
  * spellings, so the model learns to read a schema and copy each value the
  * request spells out into the parameter it belongs to, to leave out an
- * optional parameter the request does not mention, to pick the one function
+ * optional parameter the request does not mention, to respell a value as the
+ * parameter's description asks ("4.5%" as 0.045, "Denver" as "Denver, CO"),
+ * to pick the one function
  * that fits among others, and to make one call per item when a request asks
  * about several (the missing-call and wrong-argument failures of the
  * accuracy bench). No BFCL entry is behind them.
@@ -131,10 +133,13 @@ function parallelTask(rng: Rng): { question: string; tools: ToolSpec[]; calls: S
   if (rng() < 0.5 && varying.length > 0) {
     const vi = pick(rng, varying);
     const values: DrawnValue[] = [shared[vi]!];
+    // Distinct as written and as passed ("Denver" and "Denver, Colorado" are one call).
+    const args = new Set([JSON.stringify(shared[vi]!.arg)]);
     for (let tries = 0; values.length < count && tries < 40; tries++) {
       const v = s.family.params[vi]!.draw(rng);
-      if (!taken.has(v.text)) {
+      if (!taken.has(v.text) && !args.has(JSON.stringify(v.arg))) {
         taken.add(v.text);
+        args.add(JSON.stringify(v.arg));
         values.push(v);
       }
     }

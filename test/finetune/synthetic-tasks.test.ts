@@ -33,6 +33,10 @@ t.test("every value a call passes is spelled out in the request", async (t) => {
     if (typeof v === "boolean") return true; // the request's wording ("vegetarian") stands for it
     const s = String(v);
     if (text.includes(s)) return true;
+    // The description asks for another spelling: a rate as a decimal ("4.5%" → 0.045), a US city with its state code.
+    if (typeof v === "number" && text.includes(`${Number((v * 100).toFixed(2))}%`)) return true;
+    const cityState = /^(.+), [A-Z]{2}$/.exec(s);
+    if (cityState !== null && text.includes(cityState[1]!)) return true;
     const iso = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
     return iso !== null && text.includes(`${MONTHS[Number(iso[2]) - 1]} ${Number(iso[3])}, ${iso[1]}`);
   };
