@@ -28,6 +28,7 @@ export interface AutoscalerMetrics {
   engineQueuedSessions: Gauge<"pool_namespace" | "pool">;
   engineActiveSessions: Gauge<"pool_namespace" | "pool">;
   engineKvUse: Gauge<"pool_namespace" | "pool">;
+  engineHeldRequests: Gauge<"pool_namespace" | "pool">;
 }
 
 function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
@@ -53,6 +54,12 @@ function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
     engineQueuedSessions: new Gauge({ name: "interlace_autoscaler_engine_queued_sessions", help: "Sessions waiting for a sequence on an EnginePool's ready engines.", labelNames: pool, registers }),
     engineActiveSessions: new Gauge({ name: "interlace_autoscaler_engine_active_sessions", help: "Live sessions on an EnginePool's ready engines (running, trapped or queued).", labelNames: pool, registers }),
     engineKvUse: new Gauge({ name: "interlace_autoscaler_engine_kv_use_ratio", help: "KV cells in use as a share of an EnginePool's ready engines' cells.", labelNames: pool, registers }),
+    engineHeldRequests: new Gauge({
+      name: "interlace_autoscaler_engine_held_requests",
+      help: "Requests the routers hold for an EnginePool with no ready engine (a cold start); above 0 on a pool at zero, the pool wakes.",
+      labelNames: pool,
+      registers,
+    }),
   };
 }
 

@@ -4,7 +4,10 @@
  * instead of failing at once, in a bounded queue per pool, until an engine's
  * heartbeat says it is ready (then placement runs again) or the hold
  * timeout passes. A request past the timeout, or one that finds the queue
- * full, gets 503 `no_engine` with `Retry-After`.
+ * full, gets 503 `no_engine` with `Retry-After`. The counts held per pool
+ * go into the router's presence, where the operator's autoscaler reads them
+ * to wake a pool at zero; the first request held for a pool is announced at
+ * once (`onFirstHeld`), not at the next presence beat.
  */
 import type { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode } from "./errors.js";
@@ -18,6 +21,8 @@ export interface ColdStartHoldOptions {
   /** How long a request may wait for a ready engine, from when it first found none (0: none is held). */
   timeoutMs: number;
   retryAfterSeconds: number;
+  /** Called when a pool goes from no request held to one (e.g. to publish the presence now). */
+  onFirstHeld?: (pool: { namespace: string; name: string }) => void;
 }
 
 export class ColdStartHold {
@@ -34,6 +39,11 @@ export class ColdStartHold {
   /** When a request that finds no ready engine now stops waiting (performance.now() ms). */
   deadline(): number {
     return performance.now() + this.options.timeoutMs;
+  }
+
+  /** Requests held now, by pool key (`namespace/name`); pools with none are absent. */
+  heldByPool(): ReadonlyMap<string, number> {
+    return this.held;
   }
 
   /** Requests held now for `pool`. */
@@ -60,6 +70,7 @@ export class ColdStartHold {
       throw new HttpError(503, RouterCode.NoEngine, `EnginePool ${key} has no ready engine (${why()}) and ${now} request(s) already wait for one to start (the router holds at most ${this.options.maxHeld}); retry later`, retryAfter);
     }
     this.set(key, now + 1);
+    if (now === 0) this.options.onFirstHeld?.(pool);
     const started = performance.now();
     let outcome: "ready" | "timeout" | "aborted" = "timeout";
     try {

@@ -3,7 +3,9 @@
  * which app configs it serves (by content hash) and how many sessions it has
  * open per app. The operator reads it for the AgentApp's Ready condition
  * (a router serves the app's current config) and `status.activeSessions`
- * (summed over routers). Deleted on shutdown; a killed router's value expires.
+ * (summed over routers); and the requests it holds per EnginePool with no
+ * ready engine, which the autoscaler reads to wake a pool at zero. Deleted on
+ * shutdown; a killed router's value expires.
  */
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "../../common/src/index.js";
@@ -20,12 +22,15 @@ export class PresencePublisher {
     private readonly apps: AppRegistry,
     private readonly live: ReadonlyMap<string, number>,
     private readonly log: Logger,
+    /** Requests held now per EnginePool (`namespace/name`), the cold-start hold's. */
+    private readonly held: () => ReadonlyMap<string, number> = () => new Map(),
   ) {}
 
   value(): RouterPresence {
     const apps: RouterPresence["apps"] = {};
     for (const [id, served] of this.apps.all()) apps[id] = { hash: served.hash, activeSessions: this.live.get(id) ?? 0 };
-    return { router: this.routerId, at: Date.now(), apps };
+    const held = Object.fromEntries([...this.held()].filter(([, n]) => n > 0));
+    return { router: this.routerId, at: Date.now(), apps, ...(Object.keys(held).length > 0 ? { held } : {}) };
   }
 
   start(intervalMs: number): void {

@@ -84,7 +84,16 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     nextTurn: () => turn++,
   };
   // App requests wait out a cold start (their pool scaled to zero or starting); programs keep their own queue.
-  const coldStart = new ColdStartHold({ engines, metrics, maxHeld: options.coldStartMaxHeld, timeoutMs: options.coldStartHoldMs, retryAfterSeconds: options.retryAfterSeconds });
+  // The first request held for a pool is in the presence at once: it is what wakes a pool the autoscaler took to zero.
+  let presence: PresencePublisher | undefined;
+  const coldStart = new ColdStartHold({
+    engines,
+    metrics,
+    maxHeld: options.coldStartMaxHeld,
+    timeoutMs: options.coldStartHoldMs,
+    retryAfterSeconds: options.retryAfterSeconds,
+    onFirstHeld: () => void presence?.publish(),
+  });
   mountAppRoutes(app, json, {
     ...placeContext,
     coldStart,
@@ -118,7 +127,6 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
 
   const { server, port } = await listen(app, options.port, options.host);
   const watches: KvWatch[] = [];
-  let presence: PresencePublisher | undefined;
   const gauges = setInterval(() => {
     for (const [pool, n] of engines.counts()) metrics.engines.set({ pool }, n);
     metrics.apps.set(apps.size);
@@ -139,7 +147,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     nc = await connectNats({ servers: options.natsUrl, name: `router-${options.routerId}`, security: security?.nats ?? {} });
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
     const routersKv = await openRoutersBucket(nc);
-    presence = new PresencePublisher(routersKv, options.routerId, apps, live, log);
+    presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());
     presence.start(options.presenceMs);
     ready = true;
     log.info({ port, apps: apps.size, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");

@@ -323,6 +323,16 @@ const invalid: Record<string, Case> = {
     obj: variant(engine, "as-window", (o) => (o.spec.autoscaling = { maxReplicas: 4, scaleDownStabilizationSeconds: -5, idleSecondsBeforeZero: -1 })),
     messages: ["spec.autoscaling.scaleDownStabilizationSeconds", "spec.autoscaling.idleSecondsBeforeZero"],
   },
+  "a negative drain grace period": {
+    kind: EnginePool,
+    obj: variant(engine, "drain-negative", (o) => (o.spec.drainGraceSeconds = -1)),
+    messages: ["spec.drainGraceSeconds", "greater than or equal to 0"],
+  },
+  "a drain grace period beyond an hour": {
+    kind: EnginePool,
+    obj: variant(engine, "drain-long", (o) => (o.spec.drainGraceSeconds = 3601)),
+    messages: ["spec.drainGraceSeconds", "less than or equal to 3600"],
+  },
   "SLO with a zero task latency": {
     kind: AgentApp,
     obj: variant(app, "slo-zero", (o) => (o.spec.slo = { taskLatencyP90Ms: 0 })),
@@ -391,6 +401,7 @@ const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
     kind: ToolPool,
     obj: variant(tools, "as-zero", (o) => (o.spec.autoscaling = { minReplicas: 0, maxReplicas: 8, scaleDownStabilizationSeconds: 0, idleSecondsBeforeZero: 60 })),
   },
+  "an EnginePool whose engines drain for ten minutes": { kind: EnginePool, obj: variant(engine, "drain-ten", (o) => (o.spec.drainGraceSeconds = 600)) },
   "an external-mode EnginePool": { kind: EnginePool, obj: variant(engine, "as-external", (o) => (o.spec.autoscaling = { mode: "external", minReplicas: 1, maxReplicas: 64 })) },
   "an app with both objectives": { kind: AgentApp, obj: variant(app, "slo", (o) => (o.spec.slo = { taskLatencyP90Ms: 8000, ttftP90Ms: 500 })) },
   "minimal app": { kind: AgentApp, obj: { apiVersion: API_VERSION, kind: "AgentApp", metadata: { name: "minimal" }, spec: { enginePool: { name: "e" } } } },
@@ -425,6 +436,7 @@ t.test("CRDs against a real kube-apiserver", async (t) => {
     t.equal(ep.spec.kvPolicy, "auto");
     t.equal(ep.spec.runtime.contextSize, 8192, "explicit value kept");
     t.equal(ep.spec.runtime.parallelSequences, 4);
+    t.equal(ep.spec.drainGraceSeconds, 25, "the engine's own drain grace by default");
     const tp = (await kubeRequest(kc, "GET", `${collection(ToolPool)}/basic-tools`)).body as any;
     t.equal(tp.spec.tools[1].speculative, false, "speculative defaults to false");
     t.equal(tp.spec.tools[2].http.method, "POST", "HTTP method defaults to POST");

@@ -6,7 +6,8 @@
  * EnginePool; when load stops both shrink after their stabilization windows
  * and not before, the zero-minimum pool goes to zero after idling; bounds
  * hold; external mode gets no decision; a pool shared by apps gets the most
- * any of them wants.
+ * any of them wants; pools at zero wake when the router holds requests for
+ * the engines or calls wait for the runners.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -95,6 +96,39 @@ t.test("load stops: both shrink after their windows and not before; the zero-min
   t.equal(tools[0]?.reason, "scaled ToolPool search 6→1: 0 calls pending, 0 running (1 per runner), at most 0 runners wanted over the last 120 s");
   t.equal(tools[1]?.reason, "scaled ToolPool search 1→0: 0 calls pending, 0 running (1 per runner), idle for 300 s");
   t.same(final, { qwen: 1, search: 0 });
+});
+
+t.test("pools at zero wake: the engines for requests the router holds, the runners for calls pending; both go back to zero after idling", async (t) => {
+  const { ticks, changes, final } = replay(trace("wake-from-zero"));
+  t.same(
+    changes.map((c) => [c.t, c.kind, c.current, c.desired]),
+    [
+      [30, "EnginePool", 0, 1],
+      [50, "ToolPool", 0, 1],
+      [130, "EnginePool", 1, 0],
+      [130, "ToolPool", 1, 0],
+    ],
+    "nothing wakes an idle pool; held requests wake the engines at once, pending calls the runners; 60 s idle takes both back to zero",
+  );
+  t.equal(changes[0]?.reason, "woke EnginePool qwen 0→1: 3 requests held by the router");
+  t.equal(changes[0]?.direction, "up");
+  t.equal(changes[1]?.reason, "woke ToolPool search 0→1: 2 calls pending, 0 running (2 per runner), p90 tool wait 0.0 s (budget 1.0 s)", "a departed runner's short wait does not keep calls waiting on a pool with no runner");
+  t.match(ticks[4]?.decision.pools[0], { name: "qwen", current: 1, desired: 1 }, "held while the woken engine loads: no signal, the count stays");
+  t.match(ticks[4]?.decision.pools[0]?.reason ?? "", "3 requests held by the router");
+  t.same(final, { qwen: 0, search: 0 });
+});
+
+t.test("a held request wakes the engines up to minReplicas when that is higher, and never beyond maxReplicas", async (t) => {
+  const sample: SignalSample = { at: 1_000, engines: [], tools: {}, heldRequests: 1 };
+  const decide = (autoscaling: ScaledPool["autoscaling"], replicas = 0): PoolDecision | undefined =>
+    decideAutoscaling({ now: 1_000, enginePool: { name: "qwen", replicas, ...(autoscaling ? { autoscaling } : {}) }, toolPools: [], window: [sample] }).pools[0];
+  t.match(decide({ minReplicas: 0, maxReplicas: 3 }), { current: 0, desired: 1, reason: "woke EnginePool qwen 0→1: 1 request held by the router" });
+  // minReplicas 2 on a pool at 0 (set by hand): the bound lifts it, whatever is held.
+  t.match(decide({ minReplicas: 2, maxReplicas: 3 }), { current: 0, desired: 2 });
+  t.match(decide({ minReplicas: 0, maxReplicas: 3 }, 2), { current: 2, desired: 2 }, "engines starting (none reports yet): held requests change nothing");
+  t.equal(decide({ mode: "external", maxReplicas: 3 }), undefined, "external mode: left to the external scaler");
+  const nothingHeld = decideAutoscaling({ now: 1_000, enginePool: { name: "qwen", replicas: 0, autoscaling: { minReplicas: 0, maxReplicas: 3 } }, toolPools: [], window: [{ ...sample, heldRequests: 0 }] });
+  t.match(nothingHeld.pools[0], { current: 0, desired: 0, reason: "EnginePool qwen stays at 0: no engine reports, no live signal" });
 });
 
 t.test("a window not yet observed in full shrinks nothing (an operator that just started)", async (t) => {

@@ -83,6 +83,18 @@ t.test("engine Deployment: args parse with the engine's own option parser", asyn
   t.match(dep.spec?.template.spec?.volumes?.find((v) => v.name === shm?.name)?.emptyDir, { medium: "Memory" });
 });
 
+t.test("engine Deployment: the drain's grace period reaches the engine, and the pod's termination grace covers it and the engine's shutdown", async (t) => {
+  const podArgs = (pool: EnginePool): string[] => (buildEngineDeployment(pool, build).spec?.template.spec?.containers[0]?.args ?? []).map((a) => (a === "$(POD_NAME)" ? "p" : a));
+  const drain = (pool: EnginePool): number => parseEnginePodOptions({ flags: parseArgv(podArgs(pool)), env: {} }).server.drainGraceMs;
+  const termination = (pool: EnginePool): number | undefined => buildEngineDeployment(pool, build).spec?.template.spec?.terminationGracePeriodSeconds;
+  t.equal(drain(enginePool({ drainGraceSeconds: 120 })), 120_000, "the engine's own parser reads 120 s");
+  t.equal(termination(enginePool({ drainGraceSeconds: 120 })), 135, "SIGKILL 15 s after the grace period (the engine's shutdown bound)");
+  t.equal(drain(enginePool()), 25_000, "absent: the engine's default");
+  t.equal(termination(enginePool()), 40);
+  t.equal(drain(enginePool({ drainGraceSeconds: 0 })), 0, "0: live sessions are cut at once, with the reason");
+  t.equal(termination(enginePool({ drainGraceSeconds: 0 })), 15);
+});
+
 t.test("engine model sources: PVC mounted read-only, hostPath file mounted read-only, URL fetched by an init container", async (t) => {
   const pvc = buildEngineDeployment(enginePool({ model: { pvc: { claimName: "models", path: "q/q.gguf" } } }), build);
   const podSpec = pvc.spec?.template.spec!;

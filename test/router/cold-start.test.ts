@@ -5,11 +5,12 @@
  * (a bounded queue with a timeout) and placed once the engine's first
  * heartbeat arrives; past the timeout it gets 503 with `Retry-After`, and
  * beyond the bound 503 at once. The hold's gauge, histogram and refusal
- * counter say what happened.
+ * counter say what happened, and the router's presence carries the count
+ * held per pool (what the operator's autoscaler wakes a pool at zero on).
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
-import { appKey, openAppsBucket, type AppConfig } from "../../common/src/protocol/index.js";
+import { appKey, encodeToken, openAppsBucket, openRoutersBucket, type AppConfig, type RouterPresence } from "../../common/src/protocol/index.js";
 import { startRouter, type Router } from "../../router/src/index.js";
 import { routerOptions, type RouterOptions } from "../../router/src/config.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -22,6 +23,12 @@ const nats = await startNatsServer(t);
 const nc = await connect({ servers: nats.url });
 t.teardown(() => nc.close());
 const apps = await openAppsBucket(nc);
+const presences = await openRoutersBucket(nc);
+
+async function presenceOf(id: string): Promise<RouterPresence | undefined> {
+  const e = await presences.get(encodeToken(id));
+  return e?.operation === "PUT" ? (e.json() as RouterPresence) : undefined;
+}
 
 async function router(id: string, options: Partial<RouterOptions>): Promise<{ router: Router; base: string }> {
   const r = await startRouter(routerOptions({ natsUrl: nats.url, routerId: id, upstreamTimeoutMs: 20_000, logLevel: "silent", ...options }), log.child({ router: id }));
@@ -60,7 +67,7 @@ t.test("past the hold timeout: 503 no_engine with Retry-After", async (t) => {
 });
 
 t.test("beyond the hold's bound: 503 at once, while the held request still waits", async (t) => {
-  const { router: r, base } = await router("router-bound", { coldStartHoldMs: 120_000, coldStartMaxHeld: 1 });
+  const { router: r, base } = await router("router-bound", { coldStartHoldMs: 120_000, coldStartMaxHeld: 1, presenceMs: 60_000 });
   await putApp(appConfig("busy", { enginePool: { name: "starting" } }), [r]);
   const first = new AbortController();
   const waiting = postJson(`${base}/v1/apps/default/busy/sessions`, QUICK, first.signal).catch((err: unknown) => err);
@@ -71,9 +78,21 @@ t.test("beyond the hold's bound: 503 at once, while the held request still waits
   t.match(((await second.json()) as ErrorBody).error.message, /1 request\(s\) already wait for one to start \(the router holds at most 1\)/);
   t.equal(await refusals(r, "queue_full"), 1);
   t.equal(await held(r, "starting"), 1, "the first is still held");
+  // Published at once (the presence beat is a minute here), for the autoscaler to wake the pool.
+  const presence = await waitFor(
+    "the held request in the router's presence",
+    async () => {
+      const p = await presenceOf("router-bound");
+      return p?.held !== undefined ? p : undefined;
+    },
+    10_000,
+  );
+  t.same(presence.held, { "default/starting": 1 }, "the presence says how many requests the router holds for the pool");
   first.abort();
   await waiting;
   await waitFor("the client that left to stop being held", async () => (await held(r, "starting")) === 0);
+  await r.close();
+  t.equal(await presenceOf("router-bound"), undefined, "a closed router's presence is gone");
 });
 
 t.test("a request sent while the pool is at zero is served once an engine starts and heartbeats", async (t) => {

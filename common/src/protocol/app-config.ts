@@ -6,7 +6,9 @@
  * reaches every replica within moments and without a restart. Each router
  * writes a {@link RouterPresence} into `interlace-routers` (values expire):
  * which app configs it serves, by content hash, and its live session counts —
- * what the operator's AgentApp Ready condition and `activeSessions` read.
+ * what the operator's AgentApp Ready condition and `activeSessions` read —
+ * and the requests it holds per EnginePool with no ready engine, which the
+ * operator's autoscaler reads to wake a pool at zero.
  */
 import { createHash } from "node:crypto";
 import { StorageType } from "@nats-io/jetstream";
@@ -115,6 +117,8 @@ export interface RouterPresence {
   at: number;
   /** App key → the config hash it serves and the sessions it has open for the app. */
   apps: Record<string, { hash: string; activeSessions: number }>;
+  /** EnginePool (`namespace/name`) → requests held now waiting for a ready engine (the cold-start hold); pools with none are left out. */
+  held?: Record<string, number>;
 }
 
 export async function openAppsBucket(nc: NatsConnection): Promise<KV> {

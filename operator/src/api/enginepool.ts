@@ -51,6 +51,9 @@ export const BACKENDS = ["llama-cpp", "openai"] as const;
 export type Backend = (typeof BACKENDS)[number];
 export const DEVICES = ["cpu", "cuda"] as const;
 export type Device = (typeof DEVICES)[number];
+/** The engine's own `--drain-grace-ms` default, in seconds. */
+export const ENGINE_DRAIN_GRACE_DEFAULT_SECONDS = 25;
+
 export const KV_POLICIES = ["keep", "swap", "recompute", "auto"] as const satisfies readonly KvPolicy[];
 
 export interface EngineRuntime {
@@ -126,6 +129,13 @@ export interface EnginePoolSpec {
   inferencePool?: InferencePoolExposure;
   /** Joint autoscaling against the SLOs of the apps on the pool (absent: `replicas` stays as written). */
   autoscaling?: AutoscalingSpec;
+  /**
+   * How long an engine pod being removed (scale-down, rollout, node drain)
+   * lets its live sessions run on before cutting them with a reason, seconds.
+   * Rendered as the engine's `--drain-grace-ms` and, with a margin for the
+   * engine's own shutdown, the pod's `terminationGracePeriodSeconds`. Default 25.
+   */
+  drainGraceSeconds?: number;
 }
 
 export interface EnginePoolStatus {
@@ -276,6 +286,12 @@ const specSchema = object(
       },
     ),
     autoscaling: autoscalingSchema("engine pods", 64),
+    drainGraceSeconds: int(
+      "Seconds an engine pod being removed (scale-down, rollout, node drain) lets its live sessions run on before it cuts them with the reason 'engine draining: grace period expired'. The pod's terminationGracePeriodSeconds is this plus 15 s for the engine's own shutdown.",
+      0,
+      3600,
+      { default: ENGINE_DRAIN_GRACE_DEFAULT_SECONDS },
+    ),
   },
   {
     required: ["runtime"],

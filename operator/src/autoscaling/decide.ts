@@ -4,7 +4,9 @@
  * count each builtin-mode pool should have and why. Tool backlog drives the
  * runners; engine queueing that the tool backlog does not explain (and KV
  * pressure) drives the engines; scale-downs wait out the stabilisation
- * window; a pool with minReplicas 0 goes to zero after idling. Pure: the
+ * window; a pool with minReplicas 0 goes to zero after idling, and wakes when
+ * the routers hold requests for it (engines) or calls wait on its consumer
+ * (runners). Pure: the
  * controller gathers the samples and applies the result.
  */
 import type { AppSlo, AutoscalingSpec, ScaleDirection } from "../api/index.js";
@@ -83,12 +85,12 @@ export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
 
   const engine = input.enginePool;
   if (engine !== undefined) {
-    const demands = samples.map((s) => ({ at: s.at, d: engineDemand(engineLoad(s.engines), toolsOutstanding(s)) }));
+    const demands = samples.map((s) => ({ at: s.at, d: engineDemand(engineLoad(s.engines), toolsOutstanding(s), s.heldRequests ?? 0) }));
     const latest: EngineDemand | undefined = demands.at(-1)?.d;
     generationBacklogged = latest?.backlogged === true;
     if (isBuiltin(engine) && latest !== undefined) {
       const b = boundsOf(engine.autoscaling);
-      const history: Recommendation[] = demands.map(({ at, d }) => ({ at, replicas: d.engines, idle: d.idle }));
+      const history: Recommendation[] = demands.map(({ at, d }) => ({ at, replicas: d.engines, idle: d.idle, wake: d.engines === null && d.heldRequests > 0 }));
       const s = stabilize(input.now, engine.replicas, b, history);
       pools.unshift(decision("EnginePool", engine.name, engine.replicas, s.desired, engineReason(engine.name, engine.replicas, s, b, latest)));
     }

@@ -4,7 +4,8 @@
  * waiting for its tool holds a sequence but needs no generation, and more
  * engines would not make its tool answer sooner. So queueing that the tool
  * backlog explains does not grow the engines; queueing beyond it, or queued
- * sessions under KV pressure, does.
+ * sessions under KV pressure, does. Requests the routers hold for want of a
+ * ready engine are work too: a pool that holds them is not idle.
  */
 import { KV_PRESSURE } from "./policy.js";
 import type { EngineLoad } from "./signals.js";
@@ -21,20 +22,22 @@ export interface EngineDemand {
   kvShare: number;
   /** Queued sessions beyond what the tool backlog explains, or queued under KV pressure: generation holds tasks up. */
   backlogged: boolean;
-  /** No session at all. */
+  /** Requests the routers hold for want of a ready engine. */
+  heldRequests: number;
+  /** No session at all, and no request held. */
   idle: boolean;
 }
 
-export function engineDemand(load: EngineLoad, outstandingToolCalls: number): EngineDemand {
+export function engineDemand(load: EngineLoad, outstandingToolCalls: number, heldRequests = 0): EngineDemand {
   const parkedOnTools = Math.min(load.activeSessions, outstandingToolCalls);
   const generating = load.activeSessions - parkedOnTools;
   const kvShare = load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0;
-  const idle = load.activeSessions === 0 && load.queuedSessions === 0;
-  if (load.engines === 0) return { engines: null, load, generating, parkedOnTools, kvShare, backlogged: false, idle };
+  const idle = load.activeSessions === 0 && load.queuedSessions === 0 && heldRequests === 0;
+  if (load.engines === 0) return { engines: null, load, generating, parkedOnTools, kvShare, heldRequests, backlogged: false, idle };
   const sequencesPerEngine = Math.max(1, load.totalSequences / load.engines);
   let engines = Math.ceil(generating / sequencesPerEngine);
   const kvPressure = kvShare >= KV_PRESSURE && load.queuedSessions > 0 && generating > 0;
   if (kvPressure) engines = Math.max(engines, load.engines + 1);
   const backlogged = load.queuedSessions > 0 && (kvPressure || generating > load.totalSequences);
-  return { engines, load, generating, parkedOnTools, kvShare, backlogged, idle };
+  return { engines, load, generating, parkedOnTools, kvShare, heldRequests, backlogged, idle };
 }

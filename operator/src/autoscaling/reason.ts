@@ -18,9 +18,10 @@ function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-/** "scaled ToolPool weather 2→4" or "ToolPool weather stays at 2". */
+/** "scaled ToolPool weather 2→4", "woke EnginePool qwen 0→1" or "ToolPool weather stays at 2". */
 export function headline(kind: PoolKindName, name: string, current: number, desired: number): string {
-  return desired === current ? `${kind} ${name} stays at ${current}` : `scaled ${kind} ${name} ${current}→${desired}`;
+  if (desired === current) return `${kind} ${name} stays at ${current}`;
+  return `${current === 0 ? "woke" : "scaled"} ${kind} ${name} ${current}→${desired}`;
 }
 
 /** What the bounds or the window did, when they decided rather than the demand. */
@@ -42,6 +43,7 @@ function stabilization(s: Stabilized, b: Bounds, unit: string): string | null {
       return "no live signal";
     case "demand":
     case "steady":
+    case "wake":
       return null;
   }
 }
@@ -55,10 +57,14 @@ export function toolReason(name: string, current: number, s: Stabilized, b: Boun
 
 export function engineReason(name: string, current: number, s: Stabilized, b: Bounds, d: EngineDemand): string {
   const l = d.load;
+  const held = d.heldRequests > 0 ? [`${plural(d.heldRequests, "request")} held by the router`] : [];
   const facts =
     l.engines === 0
-      ? ["no engine reports"]
+      ? held.length > 0
+        ? held
+        : ["no engine reports"]
       : [
+          ...held,
           `${plural(l.queuedSessions, "session")} queued`,
           `${d.generating} generating on ${plural(l.totalSequences, "sequence")}`,
           `KV ${Math.round(d.kvShare * 100)}% used`,

@@ -2,7 +2,9 @@
  * @module How many runners one sample of a tool pool asks for: enough
  * concurrency slots for every outstanding call (waiting and running), unless
  * the calls that wait are measured to wait within the app's budget for tool
- * waits, in which case waiting is tolerated and no runner is added.
+ * waits, in which case waiting is tolerated and no runner is added. A pool
+ * at zero with calls pending always asks for runners: with none, the calls
+ * would wait for ever, whatever a departed runner last measured.
  */
 import type { AppSlo } from "../api/index.js";
 import { TOOL_WAIT_SHARE } from "./policy.js";
@@ -33,7 +35,7 @@ export function runnerDemand(signal: ToolPoolSignal | undefined, concurrency: nu
   const budget = toolWaitBudgetMs(slo);
   const wait = signal?.waitP90Ms;
   const withinBudget = wait !== undefined && budget !== undefined && wait <= budget;
-  const backlogged = pending > 0 && !withinBudget;
+  const backlogged = pending > 0 && (!withinBudget || current === 0);
   const needed = Math.ceil((pending + running) / Math.max(1, concurrency));
   return {
     runners: backlogged ? needed : Math.min(needed, Math.max(current, Math.ceil(running / Math.max(1, concurrency)))),

@@ -30,6 +30,12 @@ export interface SignalSample {
   engines: EngineSignal[];
   /** By ToolPool name. */
   tools: Record<string, ToolPoolSignal>;
+  /**
+   * Requests the routers hold for the app's EnginePool because it has no
+   * ready engine (their cold-start hold), summed over fresh router presences;
+   * absent: 0. A pool at zero has no heartbeat: this is what wakes it.
+   */
+  heldRequests?: number;
 }
 
 /** An EnginePool's engines summed. */

@@ -5,7 +5,9 @@
  * once the window has been observed in full (an operator that just started
  * has not seen the last five minutes, so it does not shrink anything); to
  * zero only when minReplicas is 0 and every sample over the idle period was
- * idle. Always within [minReplicas, maxReplicas].
+ * idle; from zero to one at once when work waits for the pool (the routers
+ * hold requests for it) though no replica reports a signal to size from.
+ * Always within [minReplicas, maxReplicas].
  */
 import { AUTOSCALING_DEFAULTS, type AutoscalingSpec } from "../api/index.js";
 
@@ -26,6 +28,8 @@ export interface Recommendation {
   at: number;
   replicas: number | null;
   idle: boolean;
+  /** Work waits for this pool with no replica to measure (requests held by the routers): a pool at zero wakes. */
+  wake?: boolean;
 }
 
 /** Why the count is what it is. */
@@ -38,6 +42,7 @@ export type StabilizedBy =
   | "above-max"
   | "hold-window" // lower, but not for a whole window yet
   | "steady"
+  | "wake" // at zero, and work waits for it
   | "no-signal";
 
 export interface Stabilized {
@@ -51,6 +56,7 @@ export function stabilize(now: number, current: number, b: Bounds, history: read
   const latest = history.at(-1);
   if (current < b.minReplicas) return { desired: b.minReplicas, by: "below-min", peak: latest?.replicas ?? 0 };
   if (current > b.maxReplicas) return { desired: b.maxReplicas, by: "above-max", peak: latest?.replicas ?? 0 };
+  if (current === 0 && latest?.wake === true) return { desired: Math.min(b.maxReplicas, Math.max(1, b.minReplicas)), by: "wake", peak: latest.replicas ?? 0 };
   if (latest === undefined || latest.replicas === null) return { desired: current, by: "no-signal", peak: 0 };
   if (latest.replicas > current) {
     return latest.replicas > b.maxReplicas ? { desired: b.maxReplicas, by: current === b.maxReplicas ? "steady" : "capped", peak: latest.replicas } : { desired: latest.replicas, by: "demand", peak: latest.replicas };

@@ -1,7 +1,8 @@
 /**
  * @module The joint autoscaler's controller: every interval, for each
  * AgentApp whose EnginePool or ToolPools have `spec.autoscaling`, it samples
- * the live signals (engine heartbeats from the engines bucket, each tool
+ * the live signals (engine heartbeats from the engines bucket, the requests
+ * the routers hold for the EnginePool while it has no ready engine, each tool
  * pool's JetStream consumer backlog and its runners' p90 wait), keeps the
  * window of samples the pools' stabilization and idle periods need, runs the
  * pure decision function, and, for builtin-mode pools whose count changes,
@@ -70,7 +71,12 @@ export class AutoscalerReconciler implements Reconciler {
     }
 
     const now = this.ctx.now?.().getTime() ?? Date.now();
-    const sample: SignalSample = { at: now, engines: engine?.spec.autoscaling ? await live.engineSignals(ns, engine.metadata.name ?? "") : [], tools: {} };
+    const sample: SignalSample = { at: now, engines: [], tools: {} };
+    if (engine?.spec.autoscaling) {
+      sample.engines = await live.engineSignals(ns, engine.metadata.name ?? "");
+      // A pool at zero has no heartbeat: the requests routers hold for it are what wake it.
+      sample.heldRequests = await live.heldRequests(ns, engine.metadata.name ?? "");
+    }
     for (const pool of tools) sample.tools[pool.metadata.name ?? ""] = (await live.toolPoolSignal(ns, pool.metadata.name ?? "")) ?? { pending: 0, ackPending: 0 };
     const windowMs = Math.max(...scaled.map((p) => windowMsOf(boundsOf(p.spec.autoscaling ?? { maxReplicas: 1 }))));
     const window = trim([...(this.history.get(appKey) ?? []), sample], now, windowMs);
@@ -130,6 +136,7 @@ export class AutoscalerReconciler implements Reconciler {
       m.engineQueuedSessions.set(labels, load.queuedSessions);
       m.engineActiveSessions.set(labels, load.activeSessions);
       m.engineKvUse.set(labels, load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0);
+      m.engineHeldRequests.set(labels, sample.heldRequests ?? 0);
     }
     for (const pool of tools) {
       if (!pool.spec.autoscaling) continue;

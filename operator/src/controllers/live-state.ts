@@ -7,8 +7,10 @@
  * the status reports: which routers serve an app's current config and with
  * how many sessions (`interlace-routers`), how many engines of a pool are
  * ready (`interlace-engines`), and a tool pool's calls in flight
- * (`interlace-runners`); for the joint autoscaler, the engines' load figures
- * and a tool pool's JetStream consumer backlog with its runners' p90 wait.
+ * (`interlace-runners`); for the joint autoscaler, the engines' load figures,
+ * the requests the routers hold for a pool with no ready engine (what wakes a
+ * pool at zero), and a tool pool's JetStream consumer backlog with its
+ * runners' p90 wait.
  * Injectable: without a NATS URL nothing is observed and the reconcilers say
  * so.
  */
@@ -53,6 +55,8 @@ export interface LiveState {
   callsInFlight(namespace: string, pool: string): Promise<number>;
   /** Load figures of a pool's engines with a fresh heartbeat. */
   engineSignals(namespace: string, pool: string): Promise<EngineSignal[]>;
+  /** Requests the routers with a fresh presence hold for an EnginePool with no ready engine, summed. */
+  heldRequests(namespace: string, pool: string): Promise<number>;
   /** A tool pool's consumer backlog and its runners' p90 wait; null while the pool has no consumer yet. */
   toolPoolSignal(namespace: string, pool: string): Promise<ToolPoolSignal | null>;
   close(): Promise<void>;
@@ -66,6 +70,7 @@ export const unobservedLiveState: LiveState = {
   readyEngines: async () => 0,
   callsInFlight: async () => 0,
   engineSignals: async () => [],
+  heldRequests: async () => 0,
   toolPoolSignal: async () => null,
   close: async () => {},
 };
@@ -177,6 +182,19 @@ export class NatsLiveState implements LiveState {
       if (parsed.ok && this.now() - created <= FRESH_MS) out.push(parsed.value);
     }
     return out;
+  }
+
+  async heldRequests(namespace: string, pool: string): Promise<number> {
+    const { routers } = await this.buckets();
+    const key = `${namespace}/${pool}`;
+    let n = 0;
+    for (const { data } of await values(routers, ">")) {
+      const p = data as RouterPresence;
+      if (typeof p?.at !== "number" || this.now() - p.at > FRESH_MS) continue;
+      const held = p.held?.[key];
+      if (typeof held === "number" && Number.isInteger(held) && held > 0) n += held;
+    }
+    return n;
   }
 
   async toolPoolSignal(namespace: string, pool: string): Promise<ToolPoolSignal | null> {

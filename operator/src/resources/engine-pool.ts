@@ -1,6 +1,7 @@
 /**
  * @module EnginePool → its children: the engine Deployment (image, args,
- * model volume, GPU and memory resources, probes), a headless Service the
+ * model volume, GPU and memory resources, probes, the drain's grace period
+ * and the pod's termination grace to match), a headless Service the
  * router resolves pod by pod, and a PodDisruptionBudget. Pure functions of
  * the EnginePool and the operator's build options.
  */
@@ -14,7 +15,7 @@ import type {
   V1VolumeMount,
 } from "@kubernetes/client-node";
 import { SPECULATION_LIMITS } from "../../../common/src/index.js";
-import type { AdapterSource, EnginePool, FileSource, ModelSource } from "../api/index.js";
+import { ENGINE_DRAIN_GRACE_DEFAULT_SECONDS, type AdapterSource, type EnginePool, type FileSource, type ModelSource } from "../api/index.js";
 import {
   CONTAINER_SECURITY,
   HOME_ENV,
@@ -37,6 +38,19 @@ export const ENGINE_COMMAND = ["node", "dist/engine-pod/src/main.js"];
 /** The init container that checks the model and its adapters from their GGUF headers before the engine starts. */
 export const CHECK_MODEL_CONTAINER = "check-model";
 export const CHECK_MODEL_COMMAND = ["node", "dist/engine-pod/src/check-model.js"];
+
+/**
+ * Seconds the pod's termination grace adds to the drain's: after the grace
+ * period the engine still answers the sessions it cut and closes its model
+ * and NATS connection, which its own shutdown bounds at 15 s
+ * (engine-pod/src/main.ts). SIGKILL must not come before.
+ */
+export const ENGINE_SHUTDOWN_MARGIN_SECONDS = 15;
+
+/** The drain's grace period an EnginePool gives its engines, seconds. */
+export function engineDrainGraceSeconds(pool: EnginePool): number {
+  return pool.spec.drainGraceSeconds ?? ENGINE_DRAIN_GRACE_DEFAULT_SECONDS;
+}
 
 /** Names of an EnginePool's children (Deployment, Service and PDB share one). */
 export function engineChildName(pool: EnginePool): string {
@@ -167,6 +181,7 @@ export function engineArgs(pool: EnginePool, model: ResolvedModel | undefined, d
   if (cache?.entriesPerSession !== undefined) args.push("--tool-cache-entries", String(cache.entriesPerSession));
   if (cache?.maxBytes !== undefined) args.push("--tool-cache-max-bytes", String(cache.maxBytes));
   if (cache?.maxOutputBytes !== undefined) args.push("--max-cached-output-bytes", String(cache.maxOutputBytes));
+  args.push("--drain-grace-ms", String(engineDrainGraceSeconds(pool) * 1000));
   args.push("--executor", "nats", "--nats-url", opts.natsUrl, "--pod-name", "$(POD_NAME)");
   // Heartbeats for the routers: load and resident prefixes, reached at the pod IP (POD_IP).
   args.push("--pool", `${pool.metadata.namespace ?? "default"}/${pool.metadata.name ?? ""}`);
@@ -250,6 +265,8 @@ export function buildEngineDeployment(pool: EnginePool, opts: BuildOptions, cred
         },
         spec: {
           securityContext: POD_SECURITY,
+          // SIGTERM starts the drain; SIGKILL waits for its grace period and the engine's shutdown after it.
+          terminationGracePeriodSeconds: engineDrainGraceSeconds(pool) + ENGINE_SHUTDOWN_MARGIN_SECONDS,
           ...(inits.length ? { initContainers: inits } : {}),
           containers: [container],
           volumes,
