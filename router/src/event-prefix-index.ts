@@ -10,8 +10,8 @@
  * this router, restarted under a new epoch) or whose events skipped a
  * number (one was missed: core NATS does not redeliver) is answered from
  * its last heartbeat instead, until a heartbeat resyncs it: the heartbeat's
- * prefixes are the engine's state as of its event `kvEvents.seq`, and events
- * after it that arrived meanwhile are replayed on top. An engine that
+ * prefixes are the engine's state as of its event `kvEvents.seq`, and the
+ * events continuing from it that arrived meanwhile are replayed on top. An engine that
  * publishes no events (no `kvEvents` in its heartbeat) stays on its heartbeat.
  */
 import type { Logger } from "../../common/src/index.js";
@@ -80,10 +80,11 @@ export class EventPrefixIndex implements PrefixIndex {
     e.synced = true;
     e.epoch = position.epoch;
     e.seq = position.seq;
-    const replay = e.pending.filter((p) => p.epoch === position.epoch && p.seq > position.seq).sort((a, b) => a.seq - b.seq);
+    // Replay the run that continues the heartbeat; anything past a hole is dropped (a later event or heartbeat reveals it).
+    const later = e.pending.filter((p) => p.epoch === position.epoch && p.seq > position.seq).sort((a, b) => a.seq - b.seq);
     e.pending = [];
-    for (const p of replay) this.apply(pool, p);
-    if (!wasSynced && e.synced) this.log.debug({ pool, pod: heartbeat.pod, seq: e.seq, replayed: replay.length }, "KV events in sync (heartbeat resync)");
+    for (const p of later) if (p.seq === e.seq + 1) this.change(key, e, p);
+    if (!wasSynced) this.log.info({ pool, pod: heartbeat.pod, seq: e.seq }, "KV events in sync (heartbeat resync)");
   }
 
   forget(pool: string, pod: string): void {

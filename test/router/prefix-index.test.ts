@@ -83,6 +83,15 @@ t.test("a gap falls back to the heartbeat until the next heartbeat resyncs, repl
   t.equal(index.blocks(POOL, "a").leading(chainB).matched, 0);
   index.apply(POOL, ev("a", 8, { removed: chainA.slice(1) }));
   t.same(index.blocks(POOL, "a").leading(chainA), { matched: 1, filled: 1 }, "events apply again");
+  // Events past a hole in what arrived meanwhile are not replayed: the index stays at the run's end.
+  index.apply(POOL, ev("a", 10, { stored: chainA })); // 9 lost
+  index.apply(POOL, ev("a", 12, { stored: chainB })); // 11 lost
+  t.equal(index.source(POOL, "a"), "heartbeat");
+  index.heartbeat(POOL, heartbeat("a", [chainA[0]!], { epoch: "e1", seq: 9 }));
+  t.same(index.blocks(POOL, "a").leading(chainA), { matched: 3, filled: 3 }, "event 10 replayed");
+  t.equal(index.blocks(POOL, "a").leading(chainB).matched, 0, "event 12, past the hole, is not");
+  index.apply(POOL, ev("a", 13, {}));
+  t.equal(index.source(POOL, "a"), "heartbeat", "the next event shows the index missed one");
 });
 
 t.test("a new engine, a restart under a new epoch, and an engine without events are answered from heartbeats", async (t) => {
