@@ -6,6 +6,8 @@
  * does not show yet (so a burst of arrivals between two heartbeats does not
  * all land on one engine). An engine not refreshed within the TTL, or whose
  * key is deleted, is gone: listeners hear it, so open streams to it end.
+ * Which blocks each engine holds is the prefix index's to say: the registry
+ * tells it of heartbeats and departures and hands its answer to placement.
  */
 import type { KvWatchEntry } from "@nats-io/kv";
 import { entryJson } from "./kv-watch.js";

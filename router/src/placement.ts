@@ -1,7 +1,8 @@
 /**
  * @module Session placement, a pure function of the pool's engines (as their
- * heartbeats and this router's in-flight placements describe them) and the
- * request's prefix-hash chain. Three policies, so the benchmark can compare
+ * heartbeats and this router's in-flight placements describe their load, and
+ * the router's prefix index — router/src/prefix-index — their blocks) and
+ * the request's prefix-hash chain. Three policies, so the benchmark can compare
  * them on the same arrivals:
  *
  * - `prefix-affinity` (Interlace): the engine holding the longest resident
