@@ -8,7 +8,7 @@
  */
 import t from "tap";
 import { createLogger, prefixHashChain } from "../../common/src/index.js";
-import { validateKvEvent, type EngineHeartbeat, type KvEvent } from "../../common/src/protocol/index.js";
+import { parseEngineHeartbeat, validateKvEvent, type EngineHeartbeat, type KvEvent } from "../../common/src/protocol/index.js";
 import { EventPrefixIndex } from "../../router/src/event-prefix-index.js";
 import { HeartbeatPrefixIndex } from "../../router/src/heartbeat-prefix-index.js";
 import { kvEventsPool } from "../../router/src/kv-event-watch.js";
@@ -140,4 +140,7 @@ t.test("KV events are validated and their subject names the pool", async (t) => 
   t.notOk(validateKvEvent({ pod: "a", epoch: "e1", seq: 1, extra: true }).ok);
   t.equal(kvEventsPool(kvEventsSubject({ namespace: "team-a", name: "gpu.pool" })), "team-a/gpu.pool");
   t.equal(kvEventsPool("interlace.tools.a.b"), null);
+  t.ok(parseEngineHeartbeat(heartbeat("a", [], { epoch: "e1", seq: 0 })).ok, "a heartbeat's KV event position");
+  const badPosition = parseEngineHeartbeat({ ...heartbeat("a", []), kvEvents: { epoch: "e1", seq: -1 } });
+  t.match(badPosition.ok ? "" : badPosition.reason, /kvEvents/);
 });
