@@ -1,7 +1,8 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--front router|envoy] [--quick] [--json FILE]`: session placement policies side by
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--front router|envoy]
+ * [--index heartbeat|events] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
@@ -10,7 +11,10 @@
  * through a real Envoy asking the endpoint picker (GAIE ext_proc,
  * hack/envoy.ts), on the same arrivals; it adds each request's open latency
  * (POST to 201) and the paired per-request difference, the picker's added
- * latency. Per policy: TTFT p50/p90, task latency
+ * latency. `--index` picks the router's prefix index (its `--prefix-index`,
+ * default events: the engines' KV events, heartbeats as the fallback;
+ * heartbeat: heartbeat snapshots only), so the two compare on the same
+ * arrivals. Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
  * swept rate whose TTFT p90 stays under the SLO. The client retries a
@@ -31,6 +35,7 @@ import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { NatsServer } from "../../hack/nats.js";
 import { spawnToolRunner } from "../../hack/stack.js";
 import { routerOptions } from "../../router/src/config.js";
+import { PREFIX_INDEXES, type PrefixIndexKind } from "../../router/src/prefix-index.js";
 import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
 import { pickerOptions, startPicker, type Picker } from "../../router/src/picker/index.js";
 import { EnvoyGateway, type ExtProcTiming } from "../../hack/envoy.js";
@@ -78,6 +83,8 @@ interface Config {
   prefixStore: number;
   /** `envoy`: prefix affinity through the router vs through Envoy and the endpoint picker (instead of the three policies). */
   front: Front;
+  /** The router's prefix index (`--prefix-index`). */
+  index: PrefixIndexKind;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -120,7 +127,14 @@ function parseConfig(argv: string[]): Config {
     // Enough for the pool's stores together to hold every app's prefix while one engine's cannot (the issue's regime).
     prefixStore: f.get("prefix-store") === "0" ? 0 : num("prefix-store", Math.ceil(num("apps", 6) / num("engines", 2))),
     front: frontOf(f.get("front")),
+    index: indexOf(f.get("index")),
   };
+}
+
+function indexOf(value: string | undefined): PrefixIndexKind {
+  if (value === undefined) return "events";
+  if ((PREFIX_INDEXES as readonly string[]).includes(value)) return value as PrefixIndexKind;
+  throw new Error(`--index must be ${PREFIX_INDEXES.join(" or ")}, got "${value}"`);
 }
 
 function frontOf(value: string | undefined): Front {
@@ -260,7 +274,7 @@ async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<
   const log = createLogger("bench", "warn");
   const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixWaitMs: config.prefixWaitMs, logLevel: "warn" };
   if (mode.front === "router") {
-    const router: Router = await startRouter(routerOptions({ natsUrl, routerId: `bench-${mode.policy}`, upstreamTimeoutMs: 30_000, ...placement }), log);
+    const router: Router = await startRouter(routerOptions({ natsUrl, routerId: `bench-${mode.policy}`, upstreamTimeoutMs: 30_000, prefixIndex: config.index, ...placement }), log);
     return {
       base: `http://127.0.0.1:${router.port}`,
       sees: (n, app) => router.engines.loads(BENCH_NS, BENCH_POOL).length >= n && router.apps.get(BENCH_NS, app) !== undefined,
@@ -469,7 +483,8 @@ export async function run(argv: string[]): Promise<void> {
       `${config.sequences} sequences per engine and a prefix store of ${config.prefixStore} (--prefix-store: app prefixes kept beyond the session slots; ${config.apps} apps' prefixes ${config.apps > config.prefixStore ? "exceed one engine's store" : "fit in one engine's store"}, ${config.apps > config.prefixStore * config.engines ? "exceed" : "fit across"} the pool's).\n` +
       `Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines); ` +
-      `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms).\n`,
+      `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms).\n` +
+      `Prefix index: ${config.index === "events" ? "the engines' KV events, heartbeats as the fallback" : "heartbeat snapshots"} (--index ${config.index}${config.front === "envoy" ? "; the router only: the endpoint picker places from heartbeats" : ""}).\n`,
   );
   const nats = await NatsServer.start();
   const nc = await connect({ servers: nats.url });
@@ -611,6 +626,7 @@ export async function run(argv: string[]): Promise<void> {
         prefix_wait_ms: config.prefixWaitMs,
         prefix_store_per_engine: config.prefixStore,
         front: config.front,
+        index: config.index,
         calls_per_task: config.calls,
         tool_ms: config.toolMs,
         quick: config.quick,

@@ -70,6 +70,8 @@ export interface HeartbeatSettings {
   /** `POD_IP` from the downward API. */
   podIp?: string;
   intervalMs: number;
+  /** How often the engine's KV events compare its blocks with the last event (`--kv-events-ms`; 0: no KV events). */
+  kvEventsMs: number;
 }
 
 /** Speculative tool calls (`--draft-model`, `--max-draft-tokens`, the tool cache's bounds). */
@@ -224,7 +226,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
 
 const POOL_REF = /^([a-z0-9][a-z0-9-]{0,62})\/([a-z0-9][a-z0-9-]{0,62})$/;
 
-/** `--pool ns/name` turns heartbeats on (they need `--nats-url`); `--advertise-url`, `--heartbeat-ms`. */
+/** `--pool ns/name` turns heartbeats and KV events on (they need `--nats-url`); `--advertise-url`, `--heartbeat-ms`, `--kv-events-ms` (100; 0: off). */
 function parseHeartbeat(src: Source, natsUrl: string | undefined): HeartbeatSettings | undefined {
   const poolRaw = optionalStringOpt(src, "pool");
   if (poolRaw === undefined || poolRaw === "") return undefined;
@@ -242,6 +244,7 @@ function parseHeartbeat(src: Source, natsUrl: string | undefined): HeartbeatSett
     ...(advertise !== undefined ? { advertiseUrl: advertise } : {}),
     ...(podIp !== undefined && podIp !== "" ? { podIp } : {}),
     intervalMs: intOpt(src, "heartbeat-ms", 1000, { min: 100, max: 60_000 }),
+    kvEventsMs: intOpt(src, "kv-events-ms", 100, { min: 0, max: 60_000 }),
   };
 }
 

@@ -15,7 +15,7 @@ import { createBuiltinTools } from "../../common/src/builtin-tools/index.js";
 import { parseEnginePodOptions, type EnginePodOptions } from "./config.js";
 import { createEngine, InterruptInbox, loadRuntime, type Engine } from "./engine/index.js";
 import { InProcessExecutor, type Executor } from "./executor/index.js";
-import { HeartbeatPublisher } from "./heartbeat/index.js";
+import { HeartbeatPublisher, KvEventPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
 import { EngineServer, type DrainOutcome, type ResponseStore, type ToolCatalog } from "./server/index.js";
@@ -185,19 +185,28 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     if (hb !== undefined) {
       const host = hb.podIp ?? (options.server.host === "0.0.0.0" || options.server.host === "::" ? "127.0.0.1" : options.server.host);
       // The pod's connection (heartbeats need a NATS URL, so there is one).
-      heartbeat = await HeartbeatPublisher.open(nc!, {
+      const podNats = nc!;
+      // KV events first: the heartbeat carries what they last published.
+      let kvEvents: KvEventPublisher | undefined;
+      if (hb.kvEventsMs > 0) {
+        const events = (kvEvents = new KvEventPublisher(podNats, { pod: options.podName, pool: hb.pool, intervalMs: hb.kvEventsMs, log: log.child({ subsystem: "kv-events" }) }));
+        events.start(engine);
+        started.push({ name: "kv-events", close: async () => events.close() });
+      }
+      heartbeat = await HeartbeatPublisher.open(podNats, {
         pod: options.podName,
         endpoint: hb.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
         pool: hb.pool,
         model: basename(modelPath),
         intervalMs: hb.intervalMs,
         log: log.child({ subsystem: "heartbeat" }),
+        ...(kvEvents !== undefined ? { kvEvents } : {}),
       });
       heartbeat.start(engine);
       const beating = heartbeat;
       // Closed before the engine (closers run in reverse): routers stop placing here first.
       started.push({ name: "heartbeat", close: () => beating.close() });
-      log.info({ pool: hb.pool, intervalMs: hb.intervalMs }, "heartbeats started");
+      log.info({ pool: hb.pool, intervalMs: hb.intervalMs, kvEventsMs: hb.kvEventsMs }, "heartbeats started");
     }
     log.info(
       {

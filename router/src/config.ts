@@ -4,6 +4,7 @@
  */
 import { defaultSource, enumOpt, parseArgv, ErrorCode, intOpt, InterlaceError, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
 import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
+import { PREFIX_INDEXES, type PrefixIndexKind } from "./prefix-index.js";
 import { apiKeysFromEnv, type ApiKeys } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { readKeyFile, requireCredentials } from "../../common/src/security/credential-files.js";
@@ -32,6 +33,8 @@ export interface RouterOptions {
   /** This replica's name (presence key, logs); defaults to the host name. */
   routerId: string;
   placement: PlacementPolicy;
+  /** Where placement learns which blocks each engine holds: its heartbeats, or its KV events (heartbeats as the fallback). */
+  prefixIndex: PrefixIndexKind;
   /** CHWBL load factor c: no engine takes a session that would put it above c x the pool's mean load. */
   loadFactor: number;
   /** An engine whose heartbeat this router has not seen refreshed for this long is dropped. */
@@ -104,7 +107,8 @@ function invalid(message: string): InterlaceError {
 
 /**
  * Reads `--port` (8080), `--host`, `--nats-url` (required), `--router-id`,
- * `--placement prefix-affinity|least-loaded|round-robin`, `--load-factor`
+ * `--placement prefix-affinity|least-loaded|round-robin`,
+ * `--prefix-index heartbeat|events` (events), `--load-factor`
  * (percent, 125), `--engine-ttl-ms` (3000), `--max-body-bytes`,
  * `--retry-after-seconds`, `--upstream-timeout-ms`, `--prefix-wait-ms` (1000),
  * `--cold-start-hold-ms` (60000), `--cold-start-max-held` (100),
@@ -126,6 +130,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     natsUrl,
     routerId,
     placement: enumOpt(src, "placement", PLACEMENT_POLICIES, "prefix-affinity"),
+    prefixIndex: enumOpt(src, "prefix-index", PREFIX_INDEXES, "events"),
     loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     maxBodyBytes: intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 }),

@@ -6,19 +6,21 @@
  * does not show yet (so a burst of arrivals between two heartbeats does not
  * all land on one engine). An engine not refreshed within the TTL, or whose
  * key is deleted, is gone: listeners hear it, so open streams to it end.
+ * Which blocks each engine holds is the prefix index's to say: the registry
+ * tells it of heartbeats and departures and hands its answer to placement.
  */
 import type { KvWatchEntry } from "@nats-io/kv";
 import { entryJson } from "./kv-watch.js";
 import type { Logger } from "../../common/src/index.js";
 import { parseEngineHeartbeat, parseEngineKey, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import type { EngineLoad } from "./placement.js";
+import { HeartbeatPrefixIndex } from "./heartbeat-prefix-index.js";
+import type { PrefixIndex } from "./prefix-index.js";
 
 interface EngineRecord {
   heartbeat: EngineHeartbeat;
   /** Local arrival time of the last heartbeat (ms, monotonic enough: Date.now()). */
   seenAt: number;
-  prefixes: ReadonlySet<string>;
-  filling: ReadonlySet<string>;
   /** Local arrival times of placements made here and not yet reflected in a heartbeat. */
   pending: number[];
   /** Placements of this router being sent to the engine now. */
@@ -29,6 +31,8 @@ export interface EngineRegistryOptions {
   ttlMs: number;
   log: Logger;
   now?: () => number;
+  /** Where placement learns engines' blocks (default: their heartbeats). */
+  prefixIndex?: PrefixIndex;
 }
 
 function poolKey(namespace: string, name: string): string {
@@ -43,9 +47,11 @@ export class EngineRegistry {
   private readonly waiters = new Map<string, Set<() => void>>();
   private sweeper: NodeJS.Timeout | undefined;
   private readonly now: () => number;
+  readonly prefixIndex: PrefixIndex;
 
   constructor(private readonly options: EngineRegistryOptions) {
     this.now = options.now ?? Date.now;
+    this.prefixIndex = options.prefixIndex ?? new HeartbeatPrefixIndex();
   }
 
   /** Starts the periodic sweep that drops stale engines (and tells listeners). */
@@ -88,7 +94,8 @@ export class EngineRegistry {
     const previous = pool.get(heartbeat.pod);
     // Placements confirmed well before this heartbeat was received are in its figures now.
     const pending = (previous?.pending ?? []).filter((at) => at > now - 50);
-    pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, prefixes: new Set(heartbeat.prefixes), filling: new Set(heartbeat.fillingPrefixes ?? []), pending, sending: previous?.sending ?? 0 });
+    pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, pending, sending: previous?.sending ?? 0 });
+    this.prefixIndex.heartbeat(pk, heartbeat);
     this.wake(pk);
   }
 
@@ -124,6 +131,7 @@ export class EngineRegistry {
   private remove(pk: string, pod: string, reason: string): void {
     const pool = this.pools.get(pk);
     if (pool?.delete(pod)) {
+      this.prefixIndex.forget(pk, pod);
       this.options.log.info({ pod, pool: pk, reason }, "engine left placement");
       for (const l of this.goneListeners) l(pod, reason);
       this.wake(pk);
@@ -152,7 +160,8 @@ export class EngineRegistry {
 
   /** Ready engines of a pool, as placement sees them. */
   loads(namespace: string, pool: string): EngineLoad[] {
-    return this.fresh(poolKey(namespace, pool))
+    const pk = poolKey(namespace, pool);
+    return this.fresh(pk)
       .filter((r) => r.heartbeat.ready)
       .map((r) => {
         const h = r.heartbeat;
@@ -163,8 +172,7 @@ export class EngineRegistry {
           capacity: h.totalSequences,
           // A sequence a paused session would give up is one a session may be sent to (the engine admits it by eviction).
           free: h.freeSequences + (h.reclaimableSequences ?? 0) - r.pending.length - r.sending,
-          prefixes: r.prefixes,
-          filling: r.filling,
+          blocks: this.prefixIndex.blocks(pk, h.pod),
         };
       });
   }

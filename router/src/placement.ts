@@ -1,7 +1,8 @@
 /**
  * @module Session placement, a pure function of the pool's engines (as their
- * heartbeats and this router's in-flight placements describe them) and the
- * request's prefix-hash chain. Three policies, so the benchmark can compare
+ * heartbeats and this router's in-flight placements describe their load, and
+ * the router's prefix index — router/src/prefix-index — their blocks) and
+ * the request's prefix-hash chain. Three policies, so the benchmark can compare
  * them on the same arrivals:
  *
  * - `prefix-affinity` (Interlace): the engine holding the longest resident
@@ -32,8 +33,8 @@
  * The result is an order of engines to try: the chosen one first, then the
  * rest by load, so a refusal (429, connection refused) moves on at once.
  */
-import { residentPrefixLength } from "../../common/src/index.js";
 import { ringFor } from "./consistent-hash.js";
+import type { EngineBlocks } from "./prefix-index.js";
 
 export const PLACEMENT_POLICIES = ["prefix-affinity", "least-loaded", "round-robin"] as const;
 export type PlacementPolicy = (typeof PLACEMENT_POLICIES)[number];
@@ -62,9 +63,8 @@ export interface EngineLoad {
   capacity: number;
   /** Free sequences, less this router's unconfirmed placements. */
   free: number;
-  prefixes: ReadonlySet<string>;
-  /** Those of `prefixes` a session there is still prefilling (absent: none). */
-  filling?: ReadonlySet<string>;
+  /** The blocks it holds, as the router's prefix index (heartbeats or KV events) knows them. */
+  blocks: EngineBlocks;
 }
 
 export interface PlacementRequest {
@@ -110,9 +110,10 @@ function rotate<T>(items: readonly T[], turn: number): T[] {
 export function place(engines: readonly EngineLoad[], request: PlacementRequest, options: PlacementOptions): Placement {
   if (engines.length === 0) return { order: [], reason: "no-engine", matched: 0 };
   const byName = [...engines].sort((a, b) => (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0));
-  const matched = new Map(byName.map((e) => [e.pod, residentPrefixLength(request.chain, e.prefixes)]));
+  const leading = new Map(byName.map((e) => [e.pod, e.blocks.leading(request.chain)]));
+  const matched = new Map(byName.map((e) => [e.pod, leading.get(e.pod)!.matched]));
   // Of the match, what is in cells already (not still being prefilled there).
-  const filled = new Map(byName.map((e) => [e.pod, residentPrefixLength(request.chain, { has: (h) => e.prefixes.has(h) && e.filling?.has(h) !== true })]));
+  const filled = new Map(byName.map((e) => [e.pod, leading.get(e.pod)!.filled]));
   // Rest of the order: engines with room first, then by load; ties rotate so equal engines share work.
   const byLoad = (list: readonly EngineLoad[]): EngineLoad[] =>
     rotate(list, options.turn).sort((a, b) => Number(a.free <= 0) - Number(b.free <= 0) || a.load - b.load);

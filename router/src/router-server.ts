@@ -19,6 +19,8 @@ import { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
 import type { KvWatch } from "./kv-watch.js";
 import { watchAppsAndEngines } from "./registry-watches.js";
+import { EventPrefixIndex } from "./event-prefix-index.js";
+import { watchKvEvents } from "./kv-event-watch.js";
 import { RouterMetrics } from "./metrics.js";
 import { PresencePublisher } from "./presence.js";
 import { SessionOwners } from "./session-owner.js";
@@ -40,7 +42,8 @@ export interface Router {
 export async function startRouter(options: RouterOptions, log: Logger): Promise<Router> {
   const metrics = new RouterMetrics();
   const apps = new AppRegistry(log.child({ subsystem: "apps" }));
-  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }) });
+  const eventIndex = options.prefixIndex === "events" ? new EventPrefixIndex(log.child({ subsystem: "prefix-index" })) : undefined;
+  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }), ...(eventIndex !== undefined ? { prefixIndex: eventIndex } : {}) });
   const live = new Map<string, number>();
   let ready = false;
   let closing = false;
@@ -145,12 +148,14 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   };
   try {
     nc = await connectNats({ servers: options.natsUrl, name: `router-${options.routerId}`, security: security?.nats ?? {} });
+    // Events before heartbeats: an event published between the first heartbeat and the subscription would read as a gap.
+    if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }));
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
     const routersKv = await openRoutersBucket(nc);
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());
     presence.start(options.presenceMs);
     ready = true;
-    log.info({ port, apps: apps.size, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
+    log.info({ port, apps: apps.size, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
   } catch (err) {
     await close();
     throw err;

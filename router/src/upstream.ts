@@ -13,7 +13,8 @@
  * ready or the hold times out (cold-start-hold.ts), instead of a 503 at once.
  */
 import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
-import { ErrorCode, residentPrefixLength, type Logger } from "../../common/src/index.js";
+import { ErrorCode, type Logger } from "../../common/src/index.js";
+import { withKnownBlocks } from "./prefix-index.js";
 import type { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
@@ -89,11 +90,11 @@ export async function placeAndPost(
   for (;;) {
     const loads = ctx.engines
       .loads(pool.namespace, pool.name)
-      .map((e) => (known === undefined ? e : { ...e, prefixes: new Set([...e.prefixes, ...known(e.pod)]) }));
+      .map((e) => (known === undefined ? e : { ...e, blocks: withKnownBlocks(e.blocks, known(e.pod)) }));
     const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
     if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
       decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
-      decision.matched = residentPrefixLength(placement.chain, loads.find((e) => e.pod === hints.prefer)!.prefixes);
+      decision.matched = loads.find((e) => e.pod === hints.prefer)!.blocks.leading(placement.chain).matched;
     }
     const canHold = (): boolean => performance.now() < holdUntil && signal?.aborted !== true;
     const hold = async (): Promise<void> => {

@@ -46,7 +46,7 @@ await eventually(() => picker.engines.loads(pool.namespace, pool.name).length ==
 
 const endpointOf = (pod: string): string => new URL(stack.engines.get(pod)!.url).host;
 const alphaPrefix = prefixHashChain({ messages: [{ role: "system", content: alpha.systemPrompt }], tools: alpha.tools })[1]!;
-const holders = (): string[] => picker.engines.loads(pool.namespace, pool.name).filter((e) => e.prefixes.has(alphaPrefix)).map((e) => e.pod);
+const holders = (): string[] => picker.engines.loads(pool.namespace, pool.name).filter((e) => e.blocks.leading([alphaPrefix]).matched === 1).map((e) => e.pod);
 const idle = (): boolean => picker.engines.loads(pool.namespace, pool.name).every((e) => e.load === 0 && e.free === e.capacity);
 
 async function prefilled(pod: string): Promise<number> {
@@ -229,7 +229,7 @@ t.test("a data plane that walks the fallback list (Envoy's override-host balance
   const first = await openSession(walking.url, "gamma", QUICK);
   await streamEvents(walking.url, "gamma", first.id);
   const gammaPrefix = prefixHashChain({ messages: [{ role: "system", content: gamma.systemPrompt }], tools: gamma.tools })[1]!;
-  t.ok(await eventually(() => listing.engines.loads(pool.namespace, pool.name).find((e) => e.pod === first.engine)?.prefixes.has(gammaPrefix) === true, 5_000));
+  t.ok(await eventually(() => listing.engines.loads(pool.namespace, pool.name).find((e) => e.pod === first.engine)?.blocks.leading([gammaPrefix]).matched === 1, 5_000));
   // Both idle in the picker's view: a heartbeat still showing the first session running would let the
   // load bound put the other engine first (seen on a loaded machine), and nothing would need a retry.
   t.ok(await eventually(() => listing.engines.loads(pool.namespace, pool.name).every((e) => e.load === 0 && e.free === e.capacity), 10_000), "the picker sees both engines idle");

@@ -6,11 +6,12 @@ import t from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
 import { loadBound, place, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
 import { HashRing } from "../../router/src/consistent-hash.js";
+import { snapshotBlocks } from "../../router/src/prefix-index.js";
 
 const PA: PlacementOptions = { policy: "prefix-affinity", loadFactor: 1.25, turn: 0 };
 
-function engine(pod: string, load: number, prefixes: string[] = [], capacity = 4): EngineLoad {
-  return { pod, load, capacity, free: capacity - load, prefixes: new Set(prefixes) };
+function engine(pod: string, load: number, prefixes: string[] = [], capacity = 4, filling: string[] = []): EngineLoad {
+  return { pod, load, capacity, free: capacity - load, blocks: snapshotBlocks(new Set(prefixes), new Set(filling)) };
 }
 
 const sys = (s: string, user: string): string[] => prefixHashChain({ messages: [{ role: "system", content: s }, { role: "user", content: user }] });
@@ -32,7 +33,7 @@ t.test("among equal matches, an engine whose cells hold the prefix beats one sti
   const chain = sys("shared prompt", "u");
   const app = chain[0]!;
   // e0 took the spill and is prefilling the app's prefix; e1 has held it for a while and runs one session more.
-  const filling: EngineLoad = { ...engine("e0", 1, [app]), filling: new Set([app]) };
+  const filling = engine("e0", 1, [app], 4, [app]);
   const engines = [filling, engine("e1", 2, [app])];
   const p = place(engines, { chain, affinityKey: app }, PA);
   t.equal(p.order[0], "e1", "the engine that holds it, although more loaded (within the bound)");
@@ -42,7 +43,7 @@ t.test("among equal matches, an engine whose cells hold the prefix beats one sti
   t.equal(only.order[0], "e0");
   t.equal(only.reason, "prefix");
   // A longer match that is still being filled still beats a shorter one in cells.
-  const longer = place([{ ...engine("e0", 0, [chain[0]!, chain[1]!]), filling: new Set([chain[1]!]) }, engine("e1", 0, [app])], { chain, affinityKey: app }, PA);
+  const longer = place([engine("e0", 0, [chain[0]!, chain[1]!], 4, [chain[1]!]), engine("e1", 0, [app])], { chain, affinityKey: app }, PA);
   t.equal(longer.order[0], "e0");
 });
 

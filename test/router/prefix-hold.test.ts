@@ -39,7 +39,7 @@ t.test("a full prefix engine within the bound: held for, not spilled", async (t)
   const warm = await openSession(holding, "alpha", QUICK);
   await streamEvents(holding, "alpha", warm.id);
   const E = warm.engine;
-  t.ok(await eventually(() => stack.routers[0]!.engines.loads("default", POOL).find((e) => e.pod === E)?.prefixes.has(alphaPrefix) === true, 5_000));
+  t.ok(await eventually(() => stack.routers[0]!.engines.loads("default", POOL).find((e) => e.pod === E)?.blocks.leading([alphaPrefix]).matched === 1, 5_000));
   t.ok(await eventually(() => loadOf(E) === 0, 5_000), "the warm-up session has left E");
   const a1 = await openSession(holding, "alpha", longSession());
   const a2 = await openSession(holding, "alpha", longSession());

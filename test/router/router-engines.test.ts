@@ -33,7 +33,7 @@ function appPrefix(app: typeof alpha): string {
 async function heldBy(prefix: string): Promise<string[]> {
   return stack.routers[0]!.engines
     .loads("default", "pool")
-    .filter((e) => e.prefixes.has(prefix))
+    .filter((e) => e.blocks.leading([prefix]).matched === 1)
     .map((e) => e.pod);
 }
 

@@ -27,3 +27,10 @@ t.test("the cold-start hold's timeout and bound: defaults, and out-of-range valu
   t.throws(() => parseRouterOptions({ flags: parseArgv(["--cold-start-hold-ms", "-1"]), env: { NATS_URL: "nats://x" } }), /--cold-start-hold-ms/);
   t.throws(() => parseRouterOptions({ flags: parseArgv([]), env: { NATS_URL: "nats://x", COLD_START_MAX_HELD: "lots" } }), /--cold-start-max-held \(COLD_START_MAX_HELD\)/);
 });
+
+t.test("--prefix-index: events by default, heartbeat on request, anything else refused naming the flag", async (t) => {
+  t.equal(parseRouterOptions({ flags: parseArgv([]), env: { NATS_URL: "nats://x" } }).prefixIndex, "events");
+  t.equal(parseRouterOptions({ flags: parseArgv(["--prefix-index", "heartbeat"]), env: { NATS_URL: "nats://x" } }).prefixIndex, "heartbeat");
+  t.equal(parseRouterOptions({ flags: parseArgv([]), env: { NATS_URL: "nats://x", PREFIX_INDEX: "heartbeat" } }).prefixIndex, "heartbeat");
+  t.throws(() => parseRouterOptions({ flags: parseArgv(["--prefix-index", "exact"]), env: { NATS_URL: "nats://x" } }), /--prefix-index/);
+});

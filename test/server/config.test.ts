@@ -67,6 +67,14 @@ t.test("clear errors", async (t) => {
     [["--model-preset", "test", "--max-body-bytes", "2048", "--max-prompt-bytes", "4096"], /--max-prompt-bytes .* must be <= 2048/],
     [["--model-preset", "test", "--drain-grace-ms", "-5"], /--drain-grace-ms \(DRAIN_GRACE_MS\): must be >= 0/],
     [["--model-preset", "test", "--drain-grace-ms", "soon"], /--drain-grace-ms \(DRAIN_GRACE_MS\)/],
+    [["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--kv-events-ms", "-1"], /--kv-events-ms \(KV_EVENTS_MS\): must be >= 0/],
   ];
   for (const [argv, message] of cases) t.throws(() => parseEnginePodOptions(src(argv)), message, argv.join(" ") || "(nothing)");
+});
+
+t.test("--pool turns on heartbeats and KV events (every 100 ms by default; 0 turns them off)", async (t) => {
+  const on = parseEnginePodOptions(src(["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p"]));
+  t.equal(on.heartbeat?.kvEventsMs, 100);
+  const off = parseEnginePodOptions(src(["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--kv-events-ms", "0"]));
+  t.equal(off.heartbeat?.kvEventsMs, 0);
 });

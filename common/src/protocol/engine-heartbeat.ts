@@ -12,6 +12,7 @@ import { natsReplicas } from "./streams.js";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeToken, encodeToken } from "./subjects.js";
+import type { KvEventPosition } from "./kv-events.js";
 
 export const ENGINES_BUCKET = "interlace-engines";
 /** Values older than this are purged by the server (readers use their own, shorter bound). */
@@ -58,6 +59,11 @@ export interface EngineHeartbeat {
    * forks it; an engine already holding the prefix serves it sooner.
    */
   fillingPrefixes?: string[];
+  /**
+   * The KV event (protocol/kv-events) `prefixes` reflect: a router that
+   * missed events resyncs from here (absent: the engine publishes none).
+   */
+  kvEvents?: KvEventPosition;
   /** Writer's clock, epoch ms (informational: readers time staleness by arrival). */
   at: number;
 }
@@ -98,6 +104,10 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
   if (h["reclaimableSequences"] !== undefined && !isCount(h["reclaimableSequences"])) return { ok: false, reason: "reclaimableSequences must be a non-negative number" };
   const filling = h["fillingPrefixes"];
   if (filling !== undefined && (!Array.isArray(filling) || !filling.every((p) => typeof p === "string"))) return { ok: false, reason: "fillingPrefixes must be a string array" };
+  const position = h["kvEvents"] as Record<string, unknown> | undefined;
+  if (position !== undefined && (position === null || typeof position !== "object" || typeof position["epoch"] !== "string" || position["epoch"] === "" || !Number.isInteger(position["seq"]) || !isCount(position["seq"]))) {
+    return { ok: false, reason: "kvEvents must be {epoch: non-empty string, seq: non-negative integer}" };
+  }
   return { ok: true, value: data as EngineHeartbeat };
 }
 

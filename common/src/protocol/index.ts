@@ -16,5 +16,6 @@ export * from "./streams.js";
 export * from "./reliability.js";
 export * from "./publish.js";
 export * from "./engine-heartbeat.js";
+export * from "./kv-events.js";
 export * from "./app-config.js";
 export * from "./stream-replicas.js";

@@ -5,6 +5,7 @@
  * the runner sends back as an error result).
  */
 import { compileSchema } from "../wire/validator.js";
+import { kvEventSchema, type KvEvent } from "./kv-events.js";
 import { callMessageSchema, interruptMessageSchema, resultMessageSchema, type CallMessage, type InterruptMessage, type ResultMessage } from "./messages.js";
 
 export { compileSchema, describeErrors, validateArguments, type Validated } from "../wire/validator.js";
@@ -12,3 +13,4 @@ export { compileSchema, describeErrors, validateArguments, type Validated } from
 export const validateCallMessage = compileSchema<CallMessage>(callMessageSchema, "call");
 export const validateResultMessage = compileSchema<ResultMessage>(resultMessageSchema, "result");
 export const validateInterruptMessage = compileSchema<InterruptMessage>(interruptMessageSchema, "interrupt");
+export const validateKvEvent = compileSchema<KvEvent>(kvEventSchema, "kvEvent");

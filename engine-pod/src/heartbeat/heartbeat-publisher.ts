@@ -10,6 +10,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../../common/src/index.js";
 import { engineKey, openEnginesBucket, type EngineHeartbeat } from "../../../common/src/protocol/index.js";
 import type { AdvertisedPrefixes, Engine, EngineStats } from "../engine/index.js";
+import type { KvEventPublisher } from "./kv-event-publisher.js";
 
 export interface HeartbeatOptions {
   pod: string;
@@ -18,6 +19,8 @@ export interface HeartbeatOptions {
   model: string;
   intervalMs: number;
   log: Logger;
+  /** The pod's KV events, whose last published state the heartbeat carries (absent: the engine's prefixes as they are). */
+  kvEvents?: KvEventPublisher;
 }
 
 /** Stats fields the engine-core split adds; read when present, derived when not. */
@@ -29,6 +32,7 @@ export function heartbeatOf(
   identity: Pick<EngineHeartbeat, "pod" | "endpoint" | "pool" | "model">,
   tokensPerSecond: number,
   accepting: boolean,
+  kvEvents?: ReturnType<KvEventPublisher["snapshot"]>,
 ): EngineHeartbeat {
   const stats = engine.stats() as LoadStats;
   const total = stats.totalSequences ?? stats.maxSessions;
@@ -44,7 +48,9 @@ export function heartbeatOf(
     kvCellsUsed: stats.kvCellsUsed,
     kvCellsTotal: stats.kvCellsTotal,
     tokensPerSecond: stats.tokensPerSecond ?? tokensPerSecond,
-    ...advertised(engine.advertisedPrefixes()),
+    // With KV events, the prefixes exactly as last published, and which event that was (routers resync from it).
+    ...advertised(kvEvents?.prefixes ?? engine.advertisedPrefixes()),
+    ...(kvEvents !== undefined ? { kvEvents: kvEvents.position } : {}),
     at: Date.now(),
   };
 }
@@ -94,7 +100,7 @@ export class HeartbeatPublisher {
       const rate = now > this.last.at ? ((tokens - this.last.tokens) * 1000) / (now - this.last.at) : 0;
       this.last = { at: now, tokens };
       const { pod, endpoint, pool, model } = this.options;
-      const value = heartbeatOf(engine, { pod, endpoint, pool, model }, Math.round(rate * 10) / 10, this.accepting);
+      const value = heartbeatOf(engine, { pod, endpoint, pool, model }, Math.round(rate * 10) / 10, this.accepting, this.options.kvEvents?.snapshot());
       await this.kv.put(this.key, JSON.stringify(value));
     } catch (err) {
       if (!this.closed) this.options.log.warn({ err }, "heartbeat not published");

@@ -1,0 +1,40 @@
+/**
+ * @module The router's subscription to every pool's engine KV events
+ * (protocol/kv-events), feeding the `events` prefix index. Malformed
+ * messages are logged and dropped (a dropped one shows up as a gap, which
+ * the index answers from the engine's heartbeat).
+ */
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Logger } from "../../common/src/index.js";
+import { ALL_KV_EVENTS, decodeToken, KV_EVENTS_PREFIX, validateKvEvent } from "../../common/src/protocol/index.js";
+import type { EventPrefixIndex } from "./event-prefix-index.js";
+
+/** The pool key (`namespace/name`) of a KV-event subject; null for anything else. */
+export function kvEventsPool(subject: string): string | null {
+  const parts = subject.split(".");
+  if (parts.length !== 4 || `${parts[0]}.${parts[1]}` !== KV_EVENTS_PREFIX) return null;
+  try {
+    return `${decodeToken(parts[2]!)}/${decodeToken(parts[3]!)}`;
+  } catch {
+    return null;
+  }
+}
+
+/** Subscribes `index` to the KV events; returns the subscription (unsubscribe to stop). */
+export function watchKvEvents(nc: NatsConnection, index: EventPrefixIndex, log: Logger): Subscription {
+  return nc.subscribe(ALL_KV_EVENTS, {
+    callback: (err, msg) => {
+      if (err !== null) return void log.warn({ err }, "KV event subscription failed");
+      const pool = kvEventsPool(msg.subject);
+      let body: unknown;
+      try {
+        body = msg.json();
+      } catch {
+        body = undefined;
+      }
+      const event = validateKvEvent(body);
+      if (pool === null || !event.ok) return void log.warn({ subject: msg.subject, reason: event.ok ? "not a pool's KV-event subject" : event.error }, "malformed KV event dropped");
+      index.apply(pool, event.value);
+    },
+  });
+}
