@@ -149,6 +149,27 @@ export class ProgramReplica {
     return replica;
   }
 
+  /**
+   * A follower becomes the owner (this replica claimed the lease): it reads
+   * the rest of the journal and the spec first (the watch may lag), so the
+   * run resumes from everything the previous owner wrote.
+   */
+  async promote(leaseRevision: number): Promise<void> {
+    const kv = this.ctx.kv;
+    for (;;) {
+      const n = this.run.events.length;
+      const entry = await kv.get(programKeys.event(this.id, n));
+      if (entry?.operation !== "PUT") break;
+      this.takeEvent(n, entry.json<JournaledEvent>());
+    }
+    const spec = await kv.get(programKeys.spec(this.id));
+    if (spec?.operation === "PUT") this.applySpec(spec.json<ProgramSpec>());
+    const cancel = await kv.get(programKeys.cancel(this.id));
+    this.leaseRevision = leaseRevision;
+    this.run.takeOver();
+    this.own(cancel?.operation === "PUT" ? cancel.json<CancelRequest>() : undefined);
+  }
+
   /** Resolves once the spec's first `count` mutations reached the run (a mutation made through this replica, answered with the run's view). */
   async caughtUp(count: number, timeoutMs = 10_000): Promise<boolean> {
     if (this.applied >= count) return true;
@@ -289,12 +310,16 @@ export class ProgramReplica {
     } else if (entry.key === programKeys.lease(id)) {
       const lease = entry.json<ProgramLease>();
       if (this.owner && lease.holder !== this.ctx.instance) void this.close(`its lease is held by ${lease.holder || "nobody"} now`);
-    } else if (entry.key.startsWith(`${id}.e.`) && !this.owner) {
-      this.ahead.set(Number(entry.key.slice(id.length + 3)), entry.json<JournaledEvent>());
-      for (let next = this.ahead.get(this.run.events.length); next !== undefined; next = this.ahead.get(this.run.events.length)) {
-        this.ahead.delete(this.run.events.length);
-        this.run.apply(next);
-      }
+    } else if (entry.key.startsWith(`${id}.e.`) && !this.owner) this.takeEvent(Number(entry.key.slice(id.length + 3)), entry.json<JournaledEvent>());
+  }
+
+  /** A follower applies journaled events in order, whatever order they arrive in (and each once). */
+  private takeEvent(n: number, j: JournaledEvent): void {
+    if (n < this.run.events.length) return;
+    this.ahead.set(n, j);
+    for (let next = this.ahead.get(this.run.events.length); next !== undefined; next = this.ahead.get(this.run.events.length)) {
+      this.ahead.delete(this.run.events.length);
+      this.run.apply(next);
     }
   }
 

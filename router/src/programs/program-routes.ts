@@ -1,12 +1,14 @@
 /**
- * @module The program API of an app:
+ * @module The program API of an app, answered by any router replica for any
+ * program (the program store reads and writes the shared programs bucket):
  * - `POST /v1/apps/{ns}/{app}/programs`: submit a program (program-request.ts);
  *   201 at once with a handle per variable, each call's deduced objective,
  *   and the URLs below; `"open": true` keeps it open for more calls;
  * - `POST .../programs/{id}/calls`: more calls (and inputs and functions) for
  *   an open program, as its client makes them; `"close": true` ends it
  *   (409 `program_closed` once closed or ended);
- * - `DELETE .../programs/{id}`: cancels it and its running calls;
+ * - `DELETE .../programs/{id}`: cancels it and its running calls, where it
+ *   runs; answers once it has ended, with the reason;
  * - `GET .../programs/{id}`: the program's state (variables, calls, engines);
  * - `GET .../programs/{id}/events`: server-sent events, one per variable as
  *   it is produced (`value`) or fails (`failed`, with the cause), then

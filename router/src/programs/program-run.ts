@@ -87,7 +87,7 @@ export class ProgramRun {
   private cancelReason: string | undefined;
   /** Stopped by {@link relinquish}: another replica runs it now; nothing more is emitted here. */
   private detached = false;
-  readonly follower: boolean;
+  private mirroring: boolean;
   /** When a client last added to the program or asked for a value (an abandoned open program is cancelled). */
   lastActivity: number;
   private deduced: Map<string, Deduced>;
@@ -113,9 +113,24 @@ export class ProgramRun {
   ) {
     this.startedAt = options.startedAt ?? Date.now();
     this.lastActivity = Date.now();
-    this.follower = options.follower === true;
+    this.mirroring = options.follower === true;
     this.adopt(parsed);
     this.deduced = deduce(parsed.dag, parsed.finals);
+  }
+
+  /** Mirrors another replica's run (see {@link ProgramRunOptions.follower}). */
+  get follower(): boolean {
+    return this.mirroring;
+  }
+
+  /**
+   * This replica took the program over: the mirror becomes the run, its
+   * unfinished calls wait to run again; {@link start} then dispatches them.
+   * Its readers (SSE, long-polls) keep reading the same run.
+   */
+  takeOver(): void {
+    this.mirroring = false;
+    this.deriveCalls();
   }
 
   get program(): ParsedProgram {

@@ -241,10 +241,14 @@ export class ProgramStore {
       return;
     }
     this.log.info({ program: id, from: seen.lease.holder || "nobody" }, "taking a program over");
-    await this.replicas.get(id)?.close("taken over by this replica");
     try {
-      const replica = await ProgramReplica.open(this.context(), id, revision);
-      if (replica !== null) this.replicas.set(id, replica);
+      // A follower this replica holds becomes the run, so its readers keep reading it.
+      const held = this.replicas.get(id);
+      if (held !== undefined && !held.owner) await held.promote(revision);
+      else {
+        const replica = await ProgramReplica.open(this.context(), id, revision);
+        if (replica !== null) this.replicas.set(id, replica);
+      }
     } catch (err) {
       this.log.error({ err, program: id }, "cannot resume a program taken over; releasing its lease");
       await kv.update(programKeys.lease(id), encode({ holder: "", done: false } satisfies ProgramLease), revision).catch(() => undefined);
