@@ -3,7 +3,8 @@
  * (the entrypoint the chart runs) share a real nats-server, with a real
  * engine process on the generated `test` model (greedy: temperature 0).
  * - A program submitted to router A is read through router B: its status,
- *   its SSE events and a long-poll of its final value.
+ *   its SSE events and a long-poll of its final value; an open program A
+ *   runs takes calls, a get with its criterion and its close through B.
  * - DELETE through B cancels a program A runs: its running call's engine
  *   session ends, and both replicas report it cancelled, with the reason.
  * - Router A SIGKILLed mid-program: B takes the program over once A's lease
@@ -146,6 +147,24 @@ t.test("DELETE through router B cancels a program router A runs, and its running
   const log = await events(routerB, program.eventsUrl);
   t.match(log.at(-1), { type: "done", state: "cancelled", reason: /cancelled by its client/ });
   t.match(await (await fetch(`${routerB.url}${program.url}`, { method: "DELETE" })).json(), { state: "cancelled", cancelled: false }, "DELETE again: already ended");
+});
+
+t.test("an open program A runs grows and is read through B", async (t) => {
+  const created = await postJson(`${routerA.url}${appPath}/programs`, { open: true, inputs: { topic: "the harbour at dawn" } });
+  t.equal(created.status, 201);
+  const { id, url, callsUrl } = (await created.json()) as { id: string; url: string; callsUrl: string };
+  const added = await postJson(`${routerB.url}${callsUrl}`, { calls: [{ id: "draft", function: "draft" }] });
+  t.equal(added.status, 200, "B takes the call for the program A runs");
+  t.match(await added.json(), { state: "open", variables: { line: { id: `${id}.line` } }, calls: [{ id: "draft", function: "draft" }] });
+  // The get through B names the final output, which is what starts the call on A.
+  const got = await fetch(`${routerB.url}${appPath}/variables/${id}.line?criteria=latency&timeoutMs=60000`);
+  t.equal(got.status, 200);
+  t.match(await got.json(), { state: "ready", value: undisturbed["line"], criteria: "latency" }, "the value the same call gave in the closed program");
+  const closed = await postJson(`${routerB.url}${callsUrl}`, { close: true });
+  t.equal(closed.status, 200);
+  t.ok(await eventually(async () => ((await (await fetch(`${routerA.url}${url}`)).json()) as { state: string }).state === "succeeded", 10_000), "closed through B, A ends it");
+  const late = await postJson(`${routerB.url}${callsUrl}`, { calls: [] });
+  t.equal(late.status, 409, "an ended program takes no more calls, through either replica");
 });
 
 t.test("router A SIGKILLed mid-program: router B takes it over and finishes it with the same outputs", async (t) => {
