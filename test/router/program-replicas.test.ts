@@ -1,5 +1,5 @@
 /**
- * Programs across router replicas, on real processes: two router processes
+ * Programs across router replicas, on real processes: three router processes
  * (the entrypoint the chart runs) share a real nats-server, with a real
  * engine process on the generated `test` model (greedy: temperature 0).
  * - A program submitted to router A is read through router B: its status,
@@ -7,9 +7,11 @@
  *   runs takes calls, a get with its criterion and its close through B.
  * - DELETE through B cancels a program A runs: its running call's engine
  *   session ends, and both replicas report it cancelled, with the reason.
- * - Router A SIGKILLed mid-program: B takes the program over once A's lease
- *   lapses and finishes it with the same outputs as an undisturbed run; the
- *   value A produced before dying is kept (not produced again).
+ * - Router A SIGKILLed mid-program: B or C (a third replica, competing for
+ *   the claim) takes the program over once A's lease lapses, exactly one of
+ *   them runs it, and it finishes, read through B, with the same outputs as
+ *   an undisturbed run; the value A produced before dying is kept (not
+ *   produced again).
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
@@ -55,10 +57,12 @@ function chain(sleepMs: number): Record<string, unknown> {
 const env = { NATS_URL: nats.url, PROGRAM_LEASE_MS: String(LEASE_MS), ENGINE_TTL_MS: "3000" };
 const routerA = await spawnRouter(t, ["--router-id", "router-a"], env);
 const routerB = await spawnRouter(t, ["--router-id", "router-b"], env);
+// A third replica competes with B for A's programs: the claim lets exactly one of them run it.
+const routerC = await spawnRouter(t, ["--router-id", "router-c"], env);
 const appPath = "/v1/apps/default/chain";
 
 // Both replicas see the engine and the app before any subtest (no top-level assertion: tap would end the root test).
-for (const router of [routerA, routerB]) {
+for (const router of [routerA, routerB, routerC]) {
   const metric = `interlace_router_engines{pool="default/${POOL}"} 1`;
   if (!(await eventually(async () => (await fetch(`${router.url}/metrics`).then((r) => r.text())).includes(metric), 30_000))) throw new Error(`${router.url} does not see the engine`);
 }
@@ -167,7 +171,7 @@ t.test("an open program A runs grows and is read through B", async (t) => {
   t.equal(late.status, 409, "an ended program takes no more calls, through either replica");
 });
 
-t.test("router A SIGKILLed mid-program: router B takes it over and finishes it with the same outputs", async (t) => {
+t.test("router A SIGKILLed mid-program: another replica takes it over and finishes it with the same outputs", async (t) => {
   const program = await submit(routerA, chain(3000));
   // A has produced `line` and runs the wait call when it dies.
   const before = await events(routerB, program.eventsUrl, (e) => e.variable === "line");
@@ -176,7 +180,7 @@ t.test("router A SIGKILLed mid-program: router B takes it over and finishes it w
   t.equal(running.calls["wait"]?.state, "running", "A is in the middle of the wait call");
   await routerA.kill();
   const rest = await events(routerB, program.eventsUrl);
-  t.match(rest.at(-1), { type: "done", state: "succeeded" }, "the program finished through B");
+  t.match(rest.at(-1), { type: "done", state: "succeeded" }, "the program finished, read through B");
   t.same(values(rest), undisturbed, "the same outputs as the undisturbed run");
   t.same(
     rest.map((e) => e.variable ?? e.type),
@@ -186,8 +190,12 @@ t.test("router A SIGKILLed mid-program: router B takes it over and finishes it w
   t.same(rest[0], before[0], "the value A produced before it died, as it was");
   const view = (await (await fetch(`${routerB.url}${program.url}`)).json()) as Record<string, unknown>;
   t.match(view, { state: "succeeded", calls: { draft: { state: "done" }, wait: { state: "done" }, finish: { state: "done" } } });
-  const metrics = await (await fetch(`${routerB.url}/metrics`)).text();
-  t.match(metrics, /interlace_router_programs_total\{outcome="succeeded"\} 1\b/, "B ran it to its end (only the replica running a program counts it)");
-  const sent = [...metrics.matchAll(/^interlace_router_program_requests_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
-  t.equal(sent, 2, "B sent the unfinished calls (wait, finish) to the engine, not the finished one");
+  // Only the replica running a program counts it and sends its requests: B and C together ran it once.
+  const count = async (pattern: RegExp): Promise<number> => {
+    let sum = 0;
+    for (const router of [routerB, routerC]) for (const m of (await (await fetch(`${router.url}/metrics`)).text()).matchAll(pattern)) sum += Number(m[1]);
+    return sum;
+  };
+  t.equal(await count(/^interlace_router_programs_total\{outcome="succeeded"\} (\d+)$/gm), 1, "one replica took it over and ran it to its end");
+  t.equal(await count(/^interlace_router_program_requests_total\{[^}]*\} (\d+)$/gm), 2, "the unfinished calls (wait, finish) were sent once, the finished one not again");
 });
