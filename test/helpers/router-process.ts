@@ -2,7 +2,8 @@
  * @module Test helper: a router replica as its own process (the entrypoint
  * the chart runs, `router/src/main.ts`), so a test can SIGKILL it. The port
  * comes from its "listening" log line, readiness from `/readyz`; it is
- * stopped (SIGTERM, then SIGKILL) when the test ends.
+ * stopped (SIGTERM, then SIGKILL) when the test ends. `ROUTER_LOGS=1` copies
+ * its log to stderr; a router that exits on its own prints its log's tail.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
