@@ -12,6 +12,8 @@
  *   them runs it, and it finishes, read through B, with the same outputs as
  *   an undisturbed run; the value A produced before dying is kept (not
  *   produced again).
+ * - A router shut down normally (SIGTERM) mid-program releases its lease, so
+ *   another replica resumes the program without waiting for the lease.
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
@@ -34,13 +36,13 @@ await spawnPoolEngine(t, nats.url, engine, ["--sequences", "4"]);
 
 const FUNCTIONS: SemanticFunction[] = [
   { name: "draft", template: "Write one line about {{input:topic}}.\nLine: {{output:line}}", outputs: [{ name: "line", maxTokens: 8, temperature: 0 }], tools: false },
-  { name: "wait_for", template: "Wait for {{input:job}}.\nStatus: {{output:status}}", outputs: [{ name: "status", maxTokens: 16, temperature: 0 }], tools: ["sleep"] },
+  { name: "wait_for", template: "Wait for {{input:job}}.\nStatus: {{output:status}}", outputs: [{ name: "status", maxTokens: 64, temperature: 0 }], tools: ["sleep"] },
   { name: "finish", template: "Combine {{input:a}} with {{input:b}}.\nResult: {{output:result}}", outputs: [{ name: "result", maxTokens: 8, temperature: 0 }], tools: false },
 ];
 const apps = await openAppsBucket(nc);
-await apps.put(appKey("default", "chain"), JSON.stringify(appConfig("chain", { tools: [SLEEP_TOOL], semanticFunctions: FUNCTIONS })));
+await apps.put(appKey("default", "chain"), JSON.stringify(appConfig("chain", { tools: [SLEEP_TOOL], semanticFunctions: FUNCTIONS, callingMode: "sync" })));
 
-/** draft → wait_for (a scripted sleep of `sleepMs`) → finish, reading both. */
+/** draft → wait_for (a scripted sleep of `sleepMs`: sync calling, so its session holds until the sleep ends) → finish, reading both. */
 function chain(sleepMs: number): Record<string, unknown> {
   const policy = { type: "lpt-dag", calls: [{ id: "w", tool: "sleep", arguments: { ms: sleepMs }, dependsOn: [] }], finalText: "ready" };
   return {
@@ -129,7 +131,7 @@ t.test("a program submitted to router A is read through router B", async (t) => 
   t.match(viewB, { state: "succeeded", calls: { draft: { state: "done", engine }, wait: { state: "done", engine }, finish: { state: "done", engine } } }, "B's status view: every call done, on the engine that ran it");
   t.same(values(await events(routerA, program.eventsUrl)), values(throughB), "A and B tell the same values");
   undisturbed = values(throughB);
-  t.ok(undisturbed["line"] && undisturbed["result"], "the model's values are non-empty");
+  t.ok(undisturbed["line"] && undisturbed["status"] && undisturbed["result"], "every value is non-empty");
 });
 
 t.test("DELETE through router B cancels a program router A runs, and its running call", async (t) => {
@@ -198,4 +200,17 @@ t.test("router A SIGKILLed mid-program: another replica takes it over and finish
   };
   t.equal(await count(/^interlace_router_programs_total\{outcome="succeeded"\} (\d+)$/gm), 1, "one replica took it over and ran it to its end");
   t.equal(await count(/^interlace_router_program_requests_total\{[^}]*\} (\d+)$/gm), 2, "the unfinished calls (wait, finish) were sent once, the finished one not again");
+});
+
+t.test("a router shut down mid-program gives its lease up: another replica resumes the program at once", async (t) => {
+  const routerD = await spawnRouter(t, ["--router-id", "router-d", "--program-lease-ms", "60000"], env);
+  const program = await submit(routerD, chain(3000));
+  await events(routerB, program.eventsUrl, (e) => e.variable === "line");
+  // SIGTERM, as a rollout does; with a one-minute lease, only the release lets B or C resume it before the wait below ends.
+  await routerD.stop();
+  const started = Date.now();
+  const rest = await events(routerB, program.eventsUrl);
+  t.match(rest.at(-1), { type: "done", state: "succeeded" }, "it finished");
+  t.ok(Date.now() - started < 60_000, "before D's one-minute lease would have lapsed");
+  t.same(values(rest), undisturbed, "the same outputs as the undisturbed run");
 });

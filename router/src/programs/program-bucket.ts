@@ -78,6 +78,11 @@ export interface ProgramSpec {
 export interface ProgramLease {
   /** The router instance (`<router id>/<random>`) running it; a restarted router is a new instance. */
   holder: string;
+  /**
+   * How long it lasts unrenewed: the holder's `--program-lease-ms` (replicas
+   * may be configured differently; the holder's word counts). 0 once given up.
+   */
+  ms: number;
   /** The program ended: nobody needs to run it; purged after `finishedAt` + keep. */
   done: boolean;
   finishedAt?: number;

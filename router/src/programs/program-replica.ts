@@ -218,7 +218,7 @@ export class ProgramReplica {
       this.ctx.metrics.programsLive.dec();
       if (release) {
         await this.journal;
-        const lease: ProgramLease = { holder: "", done: false };
+        const lease: ProgramLease = { holder: "", ms: 0, done: false };
         await this.ctx.kv.update(programKeys.lease(this.id), encode(lease), this.leaseRevision!).catch(() => undefined);
       }
     }
@@ -277,7 +277,7 @@ export class ProgramReplica {
 
   private async renew(): Promise<void> {
     if (this.closed || this.leaseRevision === undefined) return;
-    const lease: ProgramLease = { holder: this.ctx.instance, done: false };
+    const lease: ProgramLease = { holder: this.ctx.instance, ms: this.ctx.leaseMs, done: false };
     try {
       this.leaseRevision = await this.ctx.kv.update(programKeys.lease(this.id), encode(lease), this.leaseRevision);
     } catch (err) {
@@ -289,7 +289,7 @@ export class ProgramReplica {
   private async finishLease(finishedAt: number): Promise<void> {
     clearInterval(this.renewal);
     if (this.closed || this.leaseRevision === undefined) return;
-    const lease: ProgramLease = { holder: this.ctx.instance, done: true, finishedAt };
+    const lease: ProgramLease = { holder: this.ctx.instance, ms: this.ctx.leaseMs, done: true, finishedAt };
     this.leaseRevision = await this.ctx.kv.update(programKeys.lease(this.id), encode(lease), this.leaseRevision).catch((err: unknown) => {
       this.ctx.log.warn({ err, program: this.id }, "cannot mark a finished program's lease done");
       return this.leaseRevision;

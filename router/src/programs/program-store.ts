@@ -10,7 +10,8 @@
  * - cancels: its own run directly, another replica's by writing the
  *   program's `cancel` key, then waits for the owner's `done`;
  * - watches every lease and claims (compare-and-set) a program whose lease
- *   went unrenewed for `leaseMs`, or that its holder gave up when shutting
+ *   went unrenewed for as long as its holder said it lasts (its `leaseMs`),
+ *   or that its holder gave up when shutting
  *   down, and resumes it;
  * - purges programs `keepMs` after they ended, and cancels an open program
  *   nobody added to or asked for a value for `keepMs`.
@@ -47,7 +48,7 @@ const MUTATION_RETRIES = 20;
 interface SeenLease {
   lease: ProgramLease;
   revision: number;
-  /** Local time the revision was first seen: the lease expires `leaseMs` after, unless renewed (no clock is compared across machines). */
+  /** Local time the revision was first seen: the lease expires its `ms` after, unless renewed (no clock is compared across machines). */
   seenAt: number;
 }
 
@@ -95,7 +96,7 @@ export class ProgramStore {
     const id = newProgramId();
     const spec: ProgramSpec = { id, config, principal, startedAt: Date.now(), mutations: [{ kind: "create", body }] };
     await kv.create(programKeys.spec(id), encode(spec));
-    const lease: ProgramLease = { holder: this.instance, done: false };
+    const lease: ProgramLease = { holder: this.instance, ms: this.options.leaseMs, done: false };
     const revision = await kv.create(programKeys.lease(id), encode(lease));
     const replica = await ProgramReplica.open(this.context(), id, revision);
     if (replica === null) throw new Error(`program ${id} vanished from the bucket as it was created`);
@@ -209,6 +210,8 @@ export class ProgramStore {
     } catch {
       return;
     }
+    // A lease written before leases carried their duration lasts this replica's.
+    if (typeof lease.ms !== "number") lease = { ...lease, ms: this.options.leaseMs };
     const seen = this.leases.get(id);
     if (seen?.revision !== entry.revision) this.leases.set(id, { lease, revision: entry.revision, seenAt: Date.now() });
   }
@@ -223,7 +226,7 @@ export class ProgramStore {
         continue;
       }
       if (seen.lease.holder === this.instance || this.claiming.has(id)) continue;
-      if (seen.lease.holder !== "" && now - seen.seenAt < this.options.leaseMs) continue;
+      if (now - seen.seenAt < seen.lease.ms) continue;
       this.claiming.add(id);
       void this.claim(id, seen).finally(() => this.claiming.delete(id));
     }
@@ -231,7 +234,7 @@ export class ProgramStore {
 
   private async claim(id: string, seen: SeenLease): Promise<void> {
     const kv = this.bucket();
-    const lease: ProgramLease = { holder: this.instance, done: false };
+    const lease: ProgramLease = { holder: this.instance, ms: this.options.leaseMs, done: false };
     let revision: number;
     try {
       revision = await kv.update(programKeys.lease(id), encode(lease), seen.revision);
@@ -251,7 +254,7 @@ export class ProgramStore {
       }
     } catch (err) {
       this.log.error({ err, program: id }, "cannot resume a program taken over; releasing its lease");
-      await kv.update(programKeys.lease(id), encode({ holder: "", done: false } satisfies ProgramLease), revision).catch(() => undefined);
+      await kv.update(programKeys.lease(id), encode({ holder: "", ms: 0, done: false } satisfies ProgramLease), revision).catch(() => undefined);
     }
   }
 
