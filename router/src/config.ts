@@ -75,6 +75,8 @@ export interface RouterOptions {
   programLatencyBatch: number;
   /** Deduce program requests' objectives from the DAG (Parrot §5.2); off, every request is latency-critical on its own (the baseline). */
   programDeduction: boolean;
+  /** A program whose running replica has not renewed its lease for this long is taken over by another replica. */
+  programLeaseMs: number;
   logLevel: string;
   /** Absent: everything open (tests, laptops). */
   security?: RouterSecurity;
@@ -89,6 +91,7 @@ const DEFAULT_PROGRAM_OPTIONS = {
   programQueueTimeoutMs: 120_000,
   programLatencyBatch: 4,
   programDeduction: true,
+  programLeaseMs: 10_000,
 } as const satisfies Partial<RouterOptions>;
 
 /**
@@ -116,7 +119,7 @@ function invalid(message: string): InterlaceError {
  * `--max-variable-bytes` (262144), `--max-program-calls` (256),
  * `--max-programs` (1000), `--program-keep-ms` (600000),
  * `--program-queue-timeout-ms` (120000), `--program-latency-batch` (4),
- * `--program-deduction on|off` (on), `--log-level`.
+ * `--program-deduction on|off` (on), `--program-lease-ms` (10000), `--log-level`.
  */
 export function parseRouterOptions(src: Source = defaultSource()): RouterOptions {
   const natsUrl = optionalStringOpt(src, "nats-url");
@@ -147,6 +150,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     programQueueTimeoutMs: intOpt(src, "program-queue-timeout-ms", DEFAULT_PROGRAM_OPTIONS.programQueueTimeoutMs, { min: 100, max: 3_600_000 }),
     programLatencyBatch: intOpt(src, "program-latency-batch", DEFAULT_PROGRAM_OPTIONS.programLatencyBatch, { min: 1, max: 4096 }),
     programDeduction: enumOpt(src, "program-deduction", ["on", "off"] as const, DEFAULT_PROGRAM_OPTIONS.programDeduction ? "on" : "off") === "on",
+    programLeaseMs: intOpt(src, "program-lease-ms", DEFAULT_PROGRAM_OPTIONS.programLeaseMs, { min: 300, max: 600_000 }),
     logLevel: stringOpt(src, "log-level", "info"),
     security: routerSecurityFromEnv(src.env),
   };

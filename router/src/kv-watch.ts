@@ -17,6 +17,8 @@ export class KvWatch {
     private readonly kv: KV,
     private readonly apply: (entry: KvWatchEntry) => void,
     private readonly log: Logger,
+    /** The keys watched (a subject-style filter); every key by default. */
+    private readonly key = ">",
   ) {
     this.loaded = new Promise((r) => (this.markLoaded = r));
   }
@@ -24,7 +26,7 @@ export class KvWatch {
   async start(): Promise<void> {
     // The initial values end with the entry whose delta (entries still to come) is 0.
     if ((await this.kv.status()).values === 0) this.markLoaded();
-    const iter = await this.kv.watch({ key: ">" });
+    const iter = await this.kv.watch({ key: this.key });
     this.iter = iter;
     void (async () => {
       try {

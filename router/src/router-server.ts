@@ -30,6 +30,7 @@ import { ProgramExecutor } from "./programs/program-executor.js";
 import { ProgramPrefixes } from "./programs/program-prefixes.js";
 import { mountProgramRoutes } from "./programs/program-routes.js";
 import { ProgramStore } from "./programs/program-store.js";
+import { openProgramsBucket } from "./programs/program-bucket.js";
 
 export interface Router {
   port: number;
@@ -106,15 +107,17 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   });
   const programPrefixes = new ProgramPrefixes(60_000);
   engines.onGone((pod) => programPrefixes.forget(pod));
+  const programLog = log.child({ subsystem: "programs" });
   const programs = new ProgramStore(
-    { routerId: options.routerId, max: options.maxPrograms, keepMs: options.programKeepMs, retryAfterSeconds: options.retryAfterSeconds, deduction: options.programDeduction },
+    { routerId: options.routerId, max: options.maxPrograms, keepMs: options.programKeepMs, retryAfterSeconds: options.retryAfterSeconds, deduction: options.programDeduction, leaseMs: options.programLeaseMs },
     metrics,
+    new ProgramExecutor({ ...placeContext, log: programLog, prefixes: programPrefixes, queueTimeoutMs: options.programQueueTimeoutMs, latencyBatch: options.programLatencyBatch }),
+    programLog,
   );
   mountProgramRoutes(app, json, {
     apps,
     metrics,
     store: programs,
-    executor: new ProgramExecutor({ ...placeContext, log: log.child({ subsystem: "programs" }), prefixes: programPrefixes, queueTimeoutMs: options.programQueueTimeoutMs, latencyBatch: options.programLatencyBatch }),
     limits: { maxValueBytes: options.maxVariableBytes, maxCalls: options.maxProgramCalls },
   });
   app.use((req: Request) => {
@@ -139,7 +142,8 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   const close = async (): Promise<void> => {
     closing = true;
     clearInterval(gauges);
-    programs.close();
+    // Running programs are handed over first: their leases are released, so another replica resumes them at once.
+    await programs.close();
     await closeServer(server);
     for (const w of watches) w.stop();
     engines.stop();
@@ -152,6 +156,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }));
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
     const routersKv = await openRoutersBucket(nc);
+    await programs.attach(await openProgramsBucket(nc));
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());
     presence.start(options.presenceMs);
     ready = true;

@@ -210,9 +210,9 @@ t.test("bad programs are refused with the reason", async (t) => {
   t.match(big.message, /inputs\.chunk is 20000 bytes; a variable holds at most 16384/);
   t.equal((await fetch(`${r0}/v1/apps/default/reports/programs/router-0~000000000000`)).status, 404);
   t.equal((await fetch(`${r0}/v1/apps/default/nope/programs`, { method: "POST", body: "{}" })).status, 404, "unknown app");
-  const other = await fetch(`${r0}/v1/apps/default/reports/variables/elsewhere~0123456789ab.final`);
+  const other = await fetch(`${r0}/v1/apps/default/reports/variables/prog_0123456789abcdef01234567.final`);
   t.equal(other.status, 404);
-  t.match(((await other.json()) as { error: { message: string } }).error.message, /runs on router elsewhere/);
+  t.match(((await other.json()) as { error: { message: string } }).error.message, /no program "prog_0123456789abcdef01234567"/);
 });
 
 t.test("an open program: calls wait for a get; DELETE cancels the running call and frees its engine", async (t) => {

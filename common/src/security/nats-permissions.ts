@@ -58,10 +58,11 @@ import {
 } from "../protocol/subjects.js";
 import { EFFECTS_BUCKET, MAXDELIVER_STREAM } from "../protocol/reliability.js";
 
-/** Buckets of the router's protocol (`interlace-apps`, `interlace-engines`, `interlace-routers`). */
+/** Buckets of the router's protocol (`interlace-apps`, `interlace-engines`, `interlace-routers`, `interlace-programs`). */
 const APPS_BUCKET = "interlace-apps";
 const ENGINES_BUCKET = "interlace-engines";
 const ROUTERS_BUCKET = "interlace-routers";
+const PROGRAMS_BUCKET = "interlace-programs";
 
 export type NatsIdentity =
   | { kind: "engine"; namespace: string; pod: string }
@@ -206,6 +207,9 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...streamSetup(`KV_${ROUTERS_BUCKET}`),
           ...kvRead(ROUTERS_BUCKET),
           ...kvWrite(ROUTERS_BUCKET),
+          // Programs: every replica reads, writes and purges them (router/src/programs/program-bucket.ts).
+          ...kvRead(PROGRAMS_BUCKET),
+          ...kvWrite(PROGRAMS_BUCKET),
           ...kvRead(RUNNERS_BUCKET),
         ],
         subscribe: [inbox],

@@ -78,7 +78,8 @@ export class ProgramExecutor implements ProgramDispatcher {
     for (const g of groups) this.ctx.metrics.taskGroupSize.observe(calls.filter((c) => c.deduced.group === g).length);
     const units = new Map<string, Prepared[]>();
     for (const c of calls) {
-      const first = this.prepare(run, c, templateOutputs(c.call.pieces)[0]!);
+      // A call taken over from another replica resumes at its first output without a value.
+      const first = this.prepare(run, c, run.pendingOutputs(c.call)[0] ?? templateOutputs(c.call.pieces)[0]!);
       // A task group is one unit; otherwise calls whose prompts share the template's leading text.
       const key = c.deduced.group !== undefined ? `group:${c.deduced.group}` : `prefix:${first.chain[first.appSegments] ?? ""}`;
       units.set(key, [...(units.get(key) ?? []), first]);
@@ -126,8 +127,8 @@ export class ProgramExecutor implements ProgramDispatcher {
     try {
       let next: Prepared | undefined = first;
       const outputs = templateOutputs(call.pieces);
-      for (let i = 0; next !== undefined && !run.signal.aborted; i++) {
-        const got = await this.generate(run, next, i === 0 ? prefer : run.placedOn.get(call.id), i === 0 ? onFilled : () => undefined);
+      for (let i = outputs.indexOf(first.output); next !== undefined && !run.signal.aborted; i++) {
+        const got = await this.generate(run, next, next === first ? prefer : run.placedOn.get(call.id), next === first ? onFilled : () => undefined);
         run.placedOn.set(call.id, got.pod);
         const u = run.usage.get(call.id) ?? { promptTokens: 0, prefilledTokens: 0 };
         run.usage.set(call.id, { promptTokens: u.promptTokens + got.promptTokens, prefilledTokens: u.prefilledTokens + got.prefilledTokens });

@@ -1,12 +1,14 @@
 /**
- * @module The program API of an app:
+ * @module The program API of an app, answered by any router replica for any
+ * program (the program store reads and writes the shared programs bucket):
  * - `POST /v1/apps/{ns}/{app}/programs`: submit a program (program-request.ts);
  *   201 at once with a handle per variable, each call's deduced objective,
  *   and the URLs below; `"open": true` keeps it open for more calls;
  * - `POST .../programs/{id}/calls`: more calls (and inputs and functions) for
  *   an open program, as its client makes them; `"close": true` ends it
  *   (409 `program_closed` once closed or ended);
- * - `DELETE .../programs/{id}`: cancels it and its running calls;
+ * - `DELETE .../programs/{id}`: cancels it and its running calls, where it
+ *   runs; answers once it has ended, with the reason;
  * - `GET .../programs/{id}`: the program's state (variables, calls, engines);
  * - `GET .../programs/{id}/events`: server-sent events, one per variable as
  *   it is produced (`value`) or fails (`failed`, with the cause), then
@@ -26,8 +28,8 @@ import { principalOf } from "../../../common/src/security/http-auth.js";
 import { badRequest, HttpError, notFound, RouterCode } from "../errors.js";
 import type { RouterMetrics } from "../metrics.js";
 import { OBJECTIVE_PRIORITY } from "./dag.js";
-import type { ProgramExecutor } from "./program-executor.js";
-import { extendProgram, parseProgram, type ParsedProgram, type ProgramLimits } from "./program-request.js";
+import { extendProgram, parseProgram, type ProgramLimits } from "./program-request.js";
+import { replay } from "./program-replica.js";
 import type { ProgramEvent, ProgramRun, VariableState } from "./program-run.js";
 import type { ProgramStore } from "./program-store.js";
 
@@ -35,7 +37,6 @@ export interface ProgramRoutesContext {
   apps: AppRegistry;
   metrics: RouterMetrics;
   store: ProgramStore;
-  executor: ProgramExecutor;
   limits: ProgramLimits;
 }
 
@@ -72,13 +73,13 @@ function writeEvent(res: Response, index: number, e: ProgramEvent): void {
 }
 
 export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: ProgramRoutesContext): void {
-  /** The caller's program of the app in the URL (404 / 403 with the reason). */
-  const runOf = (req: Request, res: Response, id = param(req, "id")): ProgramRun => ctx.store.get(appOf(ctx, req).config, id, principalOf(res));
+  /** The caller's program of the app in the URL, from whichever replica runs it (404 / 403 with the reason). */
+  const replicaOf = (req: Request, res: Response, id = param(req, "id")) => ctx.store.get(appOf(ctx, req).config, id, principalOf(res));
 
-  app.post("/v1/apps/:ns/:app/programs", json, (req: Request, res: Response) => {
+  app.post("/v1/apps/:ns/:app/programs", json, async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
     const program = parseProgram(config, req.body, ctx.limits);
-    const run = ctx.store.create(config, program, ctx.executor, principalOf(res));
+    const { run } = await ctx.store.create(config, req.body, principalOf(res));
     const root = base(config.namespace, config.name);
     res.status(201).json({
       id: run.id,
@@ -89,35 +90,44 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
       ...handles(run, program.dag.producer.keys(), program.dag.order),
       outputs: Object.fromEntries(program.finals),
     });
-    run.start();
   });
 
-  app.post("/v1/apps/:ns/:app/programs/:id/calls", json, (req: Request, res: Response) => {
-    const run = runOf(req, res);
-    if (!run.program.open || run.done) {
+  app.post("/v1/apps/:ns/:app/programs/:id/calls", json, async (req: Request, res: Response) => {
+    const replica = await replicaOf(req, res);
+    const run = replica.run;
+    const refuseClosed = (state: string): never => {
       ctx.metrics.rejected.inc({ code: RouterCode.ProgramClosed });
-      throw new HttpError(409, RouterCode.ProgramClosed, `program ${run.id} is ${run.state === "running" ? "closed" : run.state}: it takes no more calls; submit a new program`);
-    }
-    const before: ParsedProgram = run.program;
-    const next = extendProgram(run.config, before, req.body, ctx.limits);
-    const added = next.calls.slice(before.calls.length).map((c) => c.id);
-    const variables = [...next.dag.producer.keys()].filter((v) => !before.dag.producer.has(v));
-    run.extend(next);
+      throw new HttpError(409, RouterCode.ProgramClosed, `program ${run.id} is ${state === "running" ? "closed" : state}: it takes no more calls; submit a new program`);
+    };
+    if (!run.program.open || run.done) refuseClosed(run.state);
+    let added: string[] = [];
+    let variables: string[] = [];
+    // Checked against the program as stored (another replica may have extended or closed it meanwhile).
+    await ctx.store.mutate(replica, { kind: "extend", body: req.body }, (spec) => {
+      const before = replay(spec);
+      if (!before.open) refuseClosed("closed");
+      const next = extendProgram(spec.config, before, req.body, ctx.limits);
+      added = next.calls.slice(before.calls.length).map((c) => c.id);
+      variables = [...next.dag.producer.keys()].filter((v) => !before.dag.producer.has(v));
+    });
     res.status(200).json({ id: run.id, state: run.state, ...handles(run, variables, added) });
   });
 
-  app.delete("/v1/apps/:ns/:app/programs/:id", (req: Request, res: Response) => {
-    const run = runOf(req, res);
-    const cancelled = run.cancel("cancelled by its client (DELETE)");
+  app.delete("/v1/apps/:ns/:app/programs/:id", async (req: Request, res: Response) => {
+    const replica = await replicaOf(req, res);
+    const run = replica.run;
+    const cancelled = await ctx.store.cancel(replica, "cancelled by its client (DELETE)");
     const last = run.events.at(-1);
-    res.status(200).json({ id: run.id, state: run.state, cancelled, failed: last?.type === "done" ? last.failed : [] });
+    res.status(200).json({ id: run.id, state: run.state, cancelled, failed: last?.type === "done" ? last.failed : [], ...(last?.type === "done" && last.reason !== undefined ? { reason: last.reason } : {}) });
   });
 
-  app.get("/v1/apps/:ns/:app/programs/:id", (req: Request, res: Response) => {
-    const run = runOf(req, res);
+  app.get("/v1/apps/:ns/:app/programs/:id", async (req: Request, res: Response) => {
+    const { run } = await replicaOf(req, res);
+    const last = run.events.at(-1);
     res.json({
       id: run.id,
       state: run.state,
+      ...(last?.type === "done" && last.reason !== undefined ? { reason: last.reason } : {}),
       ...(run.finishedAt !== undefined ? { latencyMs: run.finishedAt - run.startedAt } : {}),
       variables: Object.fromEntries([...run.variables].map(([name, s]) => [name, variableView(run, name, s)])),
       calls: Object.fromEntries(
@@ -132,8 +142,8 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
     });
   });
 
-  app.get("/v1/apps/:ns/:app/programs/:id/events", (req: Request, res: Response) => {
-    const run = runOf(req, res);
+  app.get("/v1/apps/:ns/:app/programs/:id/events", async (req: Request, res: Response) => {
+    const { run } = await replicaOf(req, res);
     const lastId = Number.parseInt(req.get("Last-Event-ID") ?? "-1", 10);
     startEventStream(res);
     let sent = Number.isFinite(lastId) ? lastId + 1 : 0;
@@ -149,11 +159,12 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
     flush();
   });
 
-  app.get("/v1/apps/:ns/:app/variables/:id", (req: Request, res: Response) => {
+  app.get("/v1/apps/:ns/:app/variables/:id", async (req: Request, res: Response) => {
     const id = param(req, "id");
     const dot = id.lastIndexOf(".");
     if (dot <= 0) throw notFound(`no variable "${id}" (variable ids are <program id>.<variable name>)`);
-    const run = runOf(req, res, id.slice(0, dot));
+    const replica = await replicaOf(req, res, id.slice(0, dot));
+    const run = replica.run;
     const name = id.slice(dot + 1);
     if (!run.variables.has(name)) throw notFound(`program ${run.id} has no variable "${name}"`);
     const criteria = req.query["criteria"];
@@ -166,8 +177,9 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
     const timeoutMs = rawTimeout === undefined ? 30_000 : Number(rawTimeout);
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_POLL_MS) throw badRequest(`timeoutMs must be an integer in 0..${MAX_POLL_MS}, got ${JSON.stringify(rawTimeout)}`);
     // Parrot's get(perf=…): the criterion makes the variable a final output; in an open program the get is what starts its calls.
-    if (criteria !== undefined) run.setCriterion(name, criteria);
-    else if (produced && run.program.open && !run.program.finals.has(name)) run.setCriterion(name, run.config.objective);
+    // Stored as a mutation of the program, so the replica running it applies it wherever the get arrived.
+    const criterion = criteria ?? (produced && run.program.open && !run.program.finals.has(name) ? run.config.objective : undefined);
+    if (criterion !== undefined && run.program.finals.get(name) !== criterion && !run.done) await ctx.store.mutate(replica, { kind: "criterion", variable: name, criterion });
     const answer = (): boolean => {
       const s = run.variables.get(name)!;
       if (s.state === "pending") return false;

@@ -15,6 +15,13 @@
  * the value depends on before anything in it runs. Cancelling fails every
  * value not yet produced with `cancelled` and aborts the calls in flight
  * ({@link ProgramRun.signal}).
+ *
+ * Every router replica holds a run of a program it serves: the one holding
+ * the program's lease runs it (its events are journaled to the programs
+ * bucket), the others are *followers* whose run only mirrors the journal
+ * ({@link ProgramRun.apply}) and never dispatches. A replica taking a
+ * program over rebuilds the run from the journal ({@link ProgramRun.restore}):
+ * values already produced are kept, and calls not finished run again.
  */
 import type { AppConfig } from "../../../common/src/protocol/index.js";
 import type { Criterion, Dag, Deduced, Objective } from "./dag.js";
@@ -38,7 +45,21 @@ export type VariableState =
 export type ProgramEvent =
   | { type: "value"; variable: string; id: string; call: string | null; value: string; t: number }
   | { type: "failed"; variable: string; id: string; error: VariableError; t: number }
-  | { type: "done"; state: "succeeded" | "failed" | "cancelled"; latencyMs: number; failed: string[]; t: number };
+  | { type: "done"; state: "succeeded" | "failed" | "cancelled"; latencyMs: number; failed: string[]; t: number; reason?: string };
+
+/** An event as journaled: with the engine and usage of the call that produced it (for the status view of other replicas). */
+export interface JournaledEvent {
+  event: ProgramEvent;
+  engine?: string;
+  usage?: { promptTokens: number; prefilledTokens: number };
+}
+
+export interface ProgramRunOptions {
+  /** When the program was submitted (a run rebuilt on another replica keeps the original). */
+  startedAt?: number;
+  /** Mirrors another replica's run: never dispatches, never finishes on its own. */
+  follower?: boolean;
+}
 
 export type CallState = "waiting" | "running" | "done" | "failed" | "cancelled";
 
@@ -60,10 +81,15 @@ export class ProgramRun {
   readonly variables = new Map<string, VariableState>();
   readonly calls = new Map<string, CallState>();
   readonly events: ProgramEvent[] = [];
-  readonly startedAt = Date.now();
+  readonly startedAt: number;
   finishedAt: number | undefined;
+  /** Why it was cancelled (the `done` event's `reason`). */
+  private cancelReason: string | undefined;
+  /** Stopped by {@link relinquish}: another replica runs it now; nothing more is emitted here. */
+  private detached = false;
+  private mirroring: boolean;
   /** When a client last added to the program or asked for a value (an abandoned open program is cancelled). */
-  lastActivity = this.startedAt;
+  lastActivity: number;
   private deduced: Map<string, Deduced>;
   /** The objective each started call was dispatched with (later deductions do not reach it). */
   private readonly dispatchedWith = new Map<string, Deduced>();
@@ -83,9 +109,28 @@ export class ProgramRun {
     /** The principal of the API key that created the program: the only one that may read, extend or cancel it. */
     readonly owner: string,
     private readonly deduce: Deduce,
+    options: ProgramRunOptions = {},
   ) {
+    this.startedAt = options.startedAt ?? Date.now();
+    this.lastActivity = Date.now();
+    this.mirroring = options.follower === true;
     this.adopt(parsed);
     this.deduced = deduce(parsed.dag, parsed.finals);
+  }
+
+  /** Mirrors another replica's run (see {@link ProgramRunOptions.follower}). */
+  get follower(): boolean {
+    return this.mirroring;
+  }
+
+  /**
+   * This replica took the program over: the mirror becomes the run, its
+   * unfinished calls wait to run again; {@link start} then dispatches them.
+   * Its readers (SSE, long-polls) keep reading the same run.
+   */
+  takeOver(): void {
+    this.mirroring = false;
+    this.deriveCalls();
   }
 
   get program(): ParsedProgram {
@@ -141,6 +186,11 @@ export class ProgramRun {
     return out;
   }
 
+  /** Someone is reading its events or waiting for a value. */
+  get watched(): boolean {
+    return this.listeners.size > 0;
+  }
+
   subscribe(listener: (e: ProgramEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -153,6 +203,7 @@ export class ProgramRun {
 
   /** A call produced one of its outputs (template output name). */
   produced(call: ProgramCall, output: string, value: string): void {
+    if (this.detached) return;
     const variable = call.produces.get(output)!;
     if (this.variables.get(variable)?.state !== "pending") return;
     const at = Date.now();
@@ -164,6 +215,7 @@ export class ProgramRun {
 
   /** A call failed: its outputs not yet produced fail with `error`, then its dependents. */
   failed(call: ProgramCall, code: string, message: string): void {
+    if (this.detached) return;
     if (this.calls.get(call.id) !== "running") return;
     this.calls.set(call.id, "failed");
     for (const variable of call.produces.values()) this.failVariable(variable, { code, message, call: call.id });
@@ -176,7 +228,8 @@ export class ProgramRun {
    * produced it), the calls in flight are aborted. False when it had ended.
    */
   cancel(reason: string): boolean {
-    if (this.done) return false;
+    if (this.done || this.follower || this.detached) return false;
+    this.cancelReason = reason;
     for (const [id, state] of this.calls) if (state === "waiting" || state === "running") this.calls.set(id, "cancelled");
     for (const [variable, s] of this.variables) {
       if (s.state === "pending") this.failVariable(variable, { code: "cancelled", message: `the program was cancelled: ${reason}`, call: this.parsed.dag.producer.get(variable)! });
@@ -184,6 +237,64 @@ export class ProgramRun {
     this.abort.abort(new Error(reason));
     this.finish();
     return true;
+  }
+
+  /**
+   * Another replica holds the program now: the calls in flight are aborted
+   * (their engine sessions end) and this run emits nothing more.
+   */
+  relinquish(): void {
+    this.detached = true;
+    this.abort.abort(new Error("another router replica runs this program now"));
+  }
+
+  /** The outputs of `call` (template names) whose variables have no value yet, in template order. */
+  pendingOutputs(call: ProgramCall): string[] {
+    return [...call.produces].filter(([, v]) => this.variables.get(v)?.state === "pending").map(([output]) => output);
+  }
+
+  /**
+   * Rebuilds a taken-over run from its journal, before {@link start}: the
+   * values and failures it holds are kept (and not emitted again); a call
+   * with an output still pending waits to run again; an ended run stays ended.
+   */
+  restore(journal: readonly JournaledEvent[]): void {
+    for (const j of journal) this.record(j);
+    this.deriveCalls();
+  }
+
+  /** A follower's run takes the next journaled event of the replica that runs the program. */
+  apply(j: JournaledEvent): void {
+    this.record(j);
+    this.deriveCalls();
+    for (const l of [...this.listeners]) l(j.event);
+  }
+
+  private record(j: JournaledEvent): void {
+    const e = j.event;
+    if (e.type === "value") this.variables.set(e.variable, { state: "ready", value: e.value, at: this.startedAt + e.t });
+    else if (e.type === "failed") this.variables.set(e.variable, { state: "failed", error: e.error, at: this.startedAt + e.t });
+    else this.finishedAt = this.startedAt + e.t;
+    if (e.type === "value" && e.call !== null) {
+      if (j.engine !== undefined) this.placedOn.set(e.call, j.engine);
+      if (j.usage !== undefined) this.usage.set(e.call, j.usage);
+    }
+    this.events.push(e);
+  }
+
+  /** Call states as the variables show them (a rebuilt or mirrored run). */
+  private deriveCalls(): void {
+    for (const c of this.parsed.calls) {
+      const outputs = [...c.produces.values()].map((v) => this.variables.get(v)?.state);
+      if (outputs.every((s) => s !== "pending")) this.calls.set(c.id, outputs.includes("failed") ? "failed" : "done");
+      else if (this.done) this.calls.set(c.id, "cancelled");
+      else if (outputs.includes("ready")) this.calls.set(c.id, this.follower ? "running" : "waiting");
+      else if (this.follower) {
+        const inputs = [...new Set([...c.bind.values()].flat())];
+        const active = !this.parsed.open || upstreamCalls(this.parsed.dag, this.parsed.finals.keys()).has(c.id);
+        this.calls.set(c.id, active && inputs.every((v) => this.variables.get(v)?.state === "ready") ? "running" : "waiting");
+      } else this.calls.set(c.id, "waiting");
+    }
   }
 
   /** Values of the variables `call` reads, and of its outputs produced so far. */
@@ -207,7 +318,11 @@ export class ProgramRun {
   }
 
   private pump(): void {
-    if (this.done) return;
+    if (this.follower) {
+      this.deriveCalls();
+      return;
+    }
+    if (this.done || this.detached) return;
     const program = this.parsed;
     // While open, only what a named final output needs runs.
     const active = program.open ? upstreamCalls(program.dag, program.finals.keys()) : undefined;
@@ -240,10 +355,11 @@ export class ProgramRun {
     this.finishedAt = Date.now();
     const failed = [...this.variables].filter(([, s]) => s.state === "failed").map(([v]) => v);
     const state = this.abort.signal.aborted ? "cancelled" : failed.length === 0 ? "succeeded" : "failed";
-    this.emit({ type: "done", state, latencyMs: this.finishedAt - this.startedAt, failed, t: this.finishedAt - this.startedAt });
+    this.emit({ type: "done", state, latencyMs: this.finishedAt - this.startedAt, failed, t: this.finishedAt - this.startedAt, ...(state === "cancelled" && this.cancelReason !== undefined ? { reason: this.cancelReason } : {}) });
   }
 
   private emit(e: ProgramEvent): void {
+    if (this.detached) return;
     this.events.push(e);
     for (const l of [...this.listeners]) l(e);
   }
