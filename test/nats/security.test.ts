@@ -15,6 +15,7 @@ import { natsConnectOptions, type NatsSecurity } from "../../common/src/security
 import { signInterrupt } from "../../common/src/security/interrupt-signature.js";
 import type { NatsIdentity } from "../../common/src/security/nats-permissions.js";
 import { Header, interruptSubject, poolStream, PROTOCOL_VERSION, RESPONSES_BUCKET, RUNNERS_CONSUMER, sendInterrupt, toolSubject } from "../../common/src/protocol/index.js";
+import { ALL_KV_EVENTS, kvEventsSubject } from "../../common/src/protocol/kv-events.js";
 import { JetStreamResponseStore } from "../../engine-pod/src/server/jetstream-response-store.js";
 import { createNatsSecurity, natsClientSecurity, removeNatsSecurity } from "../../hack/nats.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -162,6 +163,28 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.ok(await denied(otherNsEngine, `$JS.API.STREAM.MSG.GET.KV_${RESPONSES_BUCKET}`, JSON.stringify({ last_by_subj: `$KV.${RESPONSES_BUCKET}.default.resp_abc` })), "nor through a whole-stream get");
     t.ok(await denied(otherNsEngine, `$KV.${RESPONSES_BUCKET}.default.resp_abc`, "{}"), "nor overwrite it");
     t.ok(await mine.delete("resp_abc"), "deleted by its own engine");
+  });
+
+  await t.test("KV events: an engine publishes its own namespace's, never another's; the router reads every pool's", async (t) => {
+    const router = await open(await as({ kind: "router" }));
+    const engine = await open(await as(ENGINE));
+    const otherNsEngine = await open(await as({ kind: "engine", namespace: "team-b", pod: "engine-9" }));
+    const received: string[] = [];
+    const sub = router.subscribe(ALL_KV_EVENTS, { callback: (_err, m) => received.push(m.subject) });
+    t.teardown(() => sub.unsubscribe());
+    await router.flush();
+    const errors: string[] = [];
+    const watch = async (nc: NatsConnection): Promise<void> => {
+      for await (const s of nc.status()) if (s.type === "error") errors.push(String(s.error));
+    };
+    void watch(otherNsEngine);
+    engine.publish(kvEventsSubject({ namespace: "default", name: "qwen" }), "{}");
+    otherNsEngine.publish(kvEventsSubject({ namespace: "default", name: "qwen" }), "{}");
+    await engine.flush();
+    await otherNsEngine.flush().catch(() => undefined);
+    t.ok(await eventually(() => received.length >= 1 && errors.some((e) => /permission/i.test(e))), `the event arrives and the forgery is refused (${errors.join("; ")})`);
+    await new Promise((r) => setTimeout(r, 200));
+    t.same(received, [kvEventsSubject({ namespace: "default", name: "qwen" })], "the router got the engine's event and not the other namespace's forgery");
   });
 
   await t.test("the JetStream objects exist as the identities created them", async (t) => {

@@ -77,6 +77,9 @@ export function serverAuthConfig(root: Pick<NatsTrustRoot, "operatorJwt" | "acco
     `operator: ${root.operatorJwt}`,
     `system_account: ${root.systemPublicKey}`,
     "resolver: MEMORY",
+    // A client's CONNECT line carries its user JWT, and a JWT carries its permissions: the router's
+    // (every bucket it reads and writes, every pool's KV events) outgrows NATS's 4 KiB default.
+    "max_control_line: 16384",
     "resolver_preload: {",
     `  ${root.accountPublicKey}: ${root.accountJwt}`,
     `  ${root.systemPublicKey}: ${root.systemJwt}`,

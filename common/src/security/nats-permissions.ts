@@ -44,6 +44,7 @@
  * Every identity gets its own inbox prefix (`_INBOX_<identity>`), so no client
  * can read another's request replies (JetStream API answers, acks).
  */
+import { ALL_KV_EVENTS, KV_EVENTS_PREFIX } from "../protocol/kv-events.js";
 import {
   encodeToken,
   INTR_PREFIX,
@@ -157,6 +158,8 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...streamSetup(`KV_${RESPONSES_BUCKET}`),
           `$JS.API.DIRECT.GET.KV_${RESPONSES_BUCKET}.$KV.${RESPONSES_BUCKET}.${ns}.>`,
           ...kvWrite(RESPONSES_BUCKET, `${ns}.>`),
+          // KV events (prefix blocks stored and evicted) of its namespace's pools, for the routers' prefix index.
+          `${KV_EVENTS_PREFIX}.${ns}.*`,
         ],
         subscribe: [inbox],
       };
@@ -212,7 +215,8 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...kvWrite(PROGRAMS_BUCKET),
           ...kvRead(RUNNERS_BUCKET),
         ],
-        subscribe: [inbox],
+        // Every pool's KV events: a router places on all pools (router/src/prefix-index.ts).
+        subscribe: [inbox, ALL_KV_EVENTS],
       };
     case "operator":
       return {
