@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { watchListening } from "./listening-port.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -32,35 +33,12 @@ export async function spawnEngine(args: string[], options: { readyTimeoutMs?: nu
     clearTimeout(timer);
   };
   try {
-    let out = "";
-    const port = await new Promise<number>((resolvePort, reject) => {
-      let found = false;
-      const timer = setTimeout(() => reject(new Error(`engine did not start listening: ${out.slice(-2000)}`)), options.readyTimeoutMs ?? 120_000);
-      child.stdout!.on("data", (chunk: Buffer) => {
-        out = (out + chunk.toString()).slice(-16_000);
-        // Keep draining the pipe after the port is known, so the engine never blocks on a full pipe.
-        if (found) return;
-        for (const line of out.split("\n")) {
-          if (!line.includes('"listening')) continue;
-          try {
-            const port = (JSON.parse(line) as { port?: number }).port;
-            if (typeof port === "number") {
-              found = true;
-              clearTimeout(timer);
-              resolvePort(port);
-              return;
-            }
-          } catch {
-            // a partial line; wait for the rest
-          }
-        }
-      });
-      void exited.then(() => reject(new Error(`engine exited before listening: ${out.slice(-2000)}`)));
-    });
+    const log = watchListening(child, exited, { what: "engine", timeoutMs: options.readyTimeoutMs ?? 120_000 });
+    const port = await log.port;
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + (options.readyTimeoutMs ?? 120_000);
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`engine exited with ${child.exitCode} while loading: ${out.slice(-2000)}`);
+      if (child.exitCode !== null) throw new Error(`engine exited with ${child.exitCode} while loading: ${log.tail().slice(-2000)}`);
       const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
       if (ready) break;
       if (Date.now() > deadline) throw new Error("engine not ready in time");

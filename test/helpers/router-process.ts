@@ -8,6 +8,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { watchListening } from "../../hack/listening-port.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -33,7 +34,7 @@ export async function spawnRouter(t: Teardownable, args: string[], env: NodeJS.P
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   // Its log's tail, where it ends when nobody asked it to.
   child.once("exit", (code, signal) => {
-    if (!stopping) process.stderr.write(`router ${args.join(" ")} exited (${code ?? signal}): ${out.slice(-4000)}\n`);
+    if (!stopping) process.stderr.write(`router ${args.join(" ")} exited (${code ?? signal}): ${log.tail().slice(-4000)}\n`);
   });
   let stopping = false;
   const gone = (): boolean => child.exitCode !== null || child.signalCode !== null;
@@ -54,36 +55,12 @@ export async function spawnRouter(t: Teardownable, args: string[], env: NodeJS.P
   t.teardown(stop);
   // A test that crashes runs no teardown: the router must not outlive it.
   process.once("exit", () => child.kill("SIGKILL"));
-  let out = "";
-  const port = await new Promise<number>((resolvePort, reject) => {
-    let found = false;
-    const timer = setTimeout(() => reject(new Error(`router did not start listening: ${out.slice(-2000)}`)), 60_000);
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out = (out + chunk.toString()).slice(-16_000);
-      if (process.env["ROUTER_LOGS"] === "1") process.stderr.write(chunk);
-      // Keep draining the pipe after the port is known, so the router never blocks on a full pipe.
-      if (found) return;
-      for (const line of out.split("\n")) {
-        if (!line.includes('"listening')) continue;
-        try {
-          const port = (JSON.parse(line) as { port?: number }).port;
-          if (typeof port === "number") {
-            found = true;
-            clearTimeout(timer);
-            resolvePort(port);
-            return;
-          }
-        } catch {
-          // a partial line; wait for the rest
-        }
-      }
-    });
-    void exited.then(() => reject(new Error(`router exited before listening: ${out.slice(-2000)}`)));
-  });
+  const log = watchListening(child, exited, { what: "router", timeoutMs: 60_000, echo: process.env["ROUTER_LOGS"] === "1" });
+  const port = await log.port;
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false))) {
-    if (gone() || Date.now() > deadline) throw new Error(`router not ready: ${out.slice(-2000)}`);
+    if (gone() || Date.now() > deadline) throw new Error(`router not ready: ${log.tail().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
   return { url, child, kill, stop };

@@ -170,7 +170,11 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     const engine = await open(await as(ENGINE));
     const otherNsEngine = await open(await as({ kind: "engine", namespace: "team-b", pod: "engine-9" }));
     const received: string[] = [];
-    const sub = router.subscribe(ALL_KV_EVENTS, { callback: (_err, m) => received.push(m.subject) });
+    const sub = router.subscribe(ALL_KV_EVENTS, {
+      callback: (_err, m) => {
+        received.push(m.subject);
+      },
+    });
     t.teardown(() => sub.unsubscribe());
     await router.flush();
     const errors: string[] = [];
