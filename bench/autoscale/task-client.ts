@@ -6,6 +6,7 @@
  * waiting for capacity is part of it, as its user would see.
  */
 import { readEventStream, type SessionEvent } from "../../common/src/index.js";
+import { sleepChain } from "../lib/sleep-chain.js";
 
 export interface TaskOptions {
   /** Tool calls per task, one after the other. */
@@ -28,13 +29,7 @@ export interface TaskResult {
 
 /** The scripted task's body: `calls` sleeps in a chain, a little generation around each. */
 export function taskBody(n: number, o: TaskOptions): Record<string, unknown> {
-  const calls = Array.from({ length: o.calls }, (_, k) => ({
-    id: `c${k}`,
-    tool: "sleep",
-    arguments: { ms: o.toolMs, result: `r${k}` },
-    dependsOn: k === 0 ? [] : [`c${k - 1}`],
-    estimatedLatencyMs: o.toolMs,
-  }));
+  const calls = sleepChain(o.calls, o.toolMs);
   return { prompt: `Task ${n}: look the item up and report.`, policy: { type: "lpt-dag", calls, thinkTokens: o.thinkTokens, finalText: "Done." } };
 }
 

@@ -8,6 +8,7 @@
  */
 import { withAppDefaults, type AppConfig } from "../../common/src/protocol/index.js";
 import { seededRandom } from "../lib/stats.js";
+import { sleepChain } from "../lib/sleep-chain.js";
 
 const WORDS = (
   "time year people way day man thing woman life child world school state family student group country problem hand part place case week company system " +
@@ -85,13 +86,7 @@ export function arrivals(o: WorkloadOptions): Arrival[] {
     // Drawn even with --distinct, so the random stream and the arrival times stay the same.
     const drawn = Math.floor(rnd() * o.apps);
     const app = o.distinct === true ? n : drawn;
-    const calls = Array.from({ length: o.calls }, (_, k) => ({
-      id: `c${k}`,
-      tool: "sleep",
-      arguments: { ms: o.toolMs, result: `r${k}` },
-      dependsOn: k === 0 ? [] : [`c${k - 1}`],
-      estimatedLatencyMs: o.toolMs,
-    }));
+    const calls = sleepChain(o.calls, o.toolMs);
     out.push({
       at: t,
       app,
