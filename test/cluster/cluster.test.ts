@@ -6,8 +6,9 @@
  * a session through the AgentApp's endpoint that runs tools on the tool
  * runner pods, a scaled EnginePool's new engine in placement, and that pool
  * exposed as an InferencePool behind an Envoy pod (the operator's endpoint
- * picker choosing the engine) serving a session end to end. A pod that
- * crash-loops fails the test with its log.
+ * picker choosing the engine) serving a session end to end, and an engine pod
+ * deleted mid-session: drained (its session finishes) or lost (the session
+ * ends with a reason). A pod that crash-loops fails the test with its log.
  */
 import { execFile } from "node:child_process";
 import path from "node:path";
@@ -193,19 +194,38 @@ t.test("Interlace on a real single-node cluster", async (t) => {
   }
   t.comment(`tool runner kill: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
 
-  // An engine pod deleted: its session ends at the client with a reason, and the Deployment replaces the pod.
+  // An engine pod deleted (a scale-down): it drains, so its live session finishes there, and the Deployment replaces the pod.
   mark = Date.now();
   {
-    const opened = await openSession(router, "assistant", { type: "lpt-dag", calls: [{ id: "long", tool: "sleep", arguments: { ms: 20000 } }], finalText: " done" });
+    const opened = await openSession(router, "assistant", { type: "lpt-dag", calls: [{ id: "long", tool: "sleep", arguments: { ms: 8000 } }], finalText: " done" });
     const seen: Record<string, unknown>[] = [];
     for await (const e of opened.events) {
       seen.push(e);
       if (e["type"] === "call") await cluster.kubectl(["delete", "pod", "-n", APP_NS, "--wait=false", opened.engine]);
     }
     const last = seen.at(-1) ?? {};
+    t.same({ type: last["type"], reason: last["reason"] }, { type: "done", reason: "eos" }, `the draining engine finished its session (${JSON.stringify(last).slice(0, 300)})`);
+    t.equal(seen.filter((e) => e["type"] === "interrupt" && e["id"] === "long").length, 1, "with its call's result");
+    await waitReady(cluster, [APP_NS], 300_000, { interlace: true });
+    const engines = (await listPods(cluster, APP_NS, "app.kubernetes.io/component=engine")).map((p) => p.metadata.name);
+    t.notOk(engines.includes(opened.engine), "the drained engine pod is gone");
+    t.equal(engines.length, 2, "the Deployment replaced it");
+  }
+  t.comment(`engine pod drain: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
+
+  // An engine pod lost (no grace): its session ends at the client with a reason, and the Deployment replaces the pod.
+  mark = Date.now();
+  {
+    const opened = await openSession(router, "assistant", { type: "lpt-dag", calls: [{ id: "long", tool: "sleep", arguments: { ms: 20000 } }], finalText: " done" });
+    const seen: Record<string, unknown>[] = [];
+    for await (const e of opened.events) {
+      seen.push(e);
+      if (e["type"] === "call") await cluster.kubectl(["delete", "pod", "-n", APP_NS, "--grace-period=0", "--force", "--wait=false", opened.engine]);
+    }
+    const last = seen.at(-1) ?? {};
     const reason = String(last["code"] ?? last["reason"] ?? "");
     t.ok(last["type"] !== "done" || last["reason"] !== "eos", `the session did not pretend to finish (${JSON.stringify(last).slice(0, 300)})`);
-    t.match(reason, /engine_lost|cancelled|error/, "the client got a reason");
+    t.match(reason, /engine_lost|cancelled|error|draining/, "the client got a reason");
     await waitReady(cluster, [APP_NS], 300_000, { interlace: true });
     const engines = (await listPods(cluster, APP_NS, "app.kubernetes.io/component=engine")).map((p) => p.metadata.name);
     t.notOk(engines.includes(opened.engine), "the deleted engine pod is gone");
