@@ -1,5 +1,5 @@
 /**
- * @module The router's subscription to every pool's engine KV events
+ * @module A router's (or endpoint picker's) subscription to the engines' KV events
  * (protocol/kv-events), feeding the `events` prefix index. Malformed
  * messages are logged and dropped (a dropped one shows up as a gap, which
  * the index answers from the engine's heartbeat).
@@ -20,9 +20,9 @@ export function kvEventsPool(subject: string): string | null {
   }
 }
 
-/** Subscribes `index` to the KV events; returns the subscription (unsubscribe to stop). */
-export function watchKvEvents(nc: NatsConnection, index: EventPrefixIndex, log: Logger): Subscription {
-  return nc.subscribe(ALL_KV_EVENTS, {
+/** Subscribes `index` to the KV events (every pool's, or `subject`'s alone); returns the subscription (unsubscribe to stop). */
+export function watchKvEvents(nc: NatsConnection, index: EventPrefixIndex, log: Logger, subject = ALL_KV_EVENTS): Subscription {
+  return nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err !== null) return void log.warn({ err }, "KV event subscription failed");
       const pool = kvEventsPool(msg.subject);

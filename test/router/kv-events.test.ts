@@ -8,7 +8,7 @@
  * Heartbeats are 10 s apart here, so "before the next heartbeat" is checked
  * against the heartbeat's own timestamp. An out-of-sequence event (a gap)
  * sends the events router back to the engine's heartbeat until the next one
- * resyncs it.
+ * resyncs it. The endpoint picker keeps the same events index as the router.
  */
 import t from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
@@ -17,6 +17,9 @@ import { startRouter, type Router } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
 import { EventPrefixIndex } from "../../router/src/event-prefix-index.js";
 import { place } from "../../router/src/placement.js";
+import type { EngineRegistry } from "../../router/src/engine-registry.js";
+import { pickerOptions } from "../../router/src/picker/config.js";
+import { startPicker } from "../../router/src/picker/picker-server.js";
 import { appConfig, log, openSession, POOL, QUICK, startStack, streamEvents } from "./fixtures.js";
 import { eventually } from "../helpers/wait.js";
 
@@ -36,13 +39,16 @@ const heartbeatRouter = await startRouter(
   log.child({ router: "heartbeat" }),
 );
 t.teardown(() => heartbeatRouter.close());
+// The endpoint picker, the other front door, keeps the same events index for its pool.
+const picker = await startPicker(pickerOptions({ natsUrl: stack.nats.url, pool: { namespace: "default", name: POOL }, engineTtlMs: 4 * HEARTBEAT_MS, logLevel: "silent" }), log.child({ picker: "events" }));
+t.teardown(() => picker.close());
 const alpha = appConfig("alpha");
 await stack.putApp(alpha);
 t.ok(await eventually(() => heartbeatRouter.engines.loads("default", POOL).length === 2 && heartbeatRouter.apps.get("default", "alpha") !== undefined, 20_000));
 
 /** alpha's own blocks: its system prompt and its tool block. */
 const appChain = prefixHashChain({ messages: [{ role: "system", content: alpha.systemPrompt }], tools: alpha.tools });
-const held = (router: Router, pod: string): number => router.engines.loads("default", POOL).find((e) => e.pod === pod)?.blocks.leading(appChain).matched ?? -1;
+const held = (router: { engines: EngineRegistry }, pod: string): number => router.engines.loads("default", POOL).find((e) => e.pod === pod)?.blocks.leading(appChain).matched ?? -1;
 const beatAt = (router: Router, pod: string): number | undefined => router.engines.find("default", pod)?.at;
 /** Where `router` would place an alpha session now (its own index, no side effects). */
 const wouldPlace = (router: Router): ReturnType<typeof place> =>
@@ -76,6 +82,7 @@ t.test("an engine that evicts a prefix loses the events router's preference befo
   const synced = beatAt(heartbeatRouter, E);
   t.equal(wouldPlace(eventsRouter).order[0], E, "both routers prefer E for alpha");
   t.equal(wouldPlace(heartbeatRouter).order[0], E);
+  t.equal(held(picker, E), 2, "the endpoint picker sees alpha's blocks on E too");
 
   // Two other prompts at once on E's two sequences overwrite alpha's cells (no prefix store): an eviction.
   const unrelated = (n: number): Promise<Response> =>
@@ -90,6 +97,7 @@ t.test("an engine that evicts a prefix loses the events router's preference befo
   }
 
   t.ok(await eventually(() => held(eventsRouter, E) === 0, 5_000), "the events index dropped alpha's blocks on E");
+  t.ok(await eventually(() => held(picker, E) === 0, 5_000), "and so did the endpoint picker's: both front doors see the eviction");
   const precise = wouldPlace(eventsRouter);
   const coarse = wouldPlace(heartbeatRouter);
   const placed = await openSession(events, "alpha", { ...QUICK, prompt: "And once more." });

@@ -7,6 +7,7 @@
 import { defaultSource, enumOpt, ErrorCode, intOpt, InterlaceError, optionalStringOpt, parseArgv, stringOpt, type Source } from "../../../common/src/index.js";
 import { routerSecurityFromEnv, type RouterSecurity } from "../config.js";
 import { PLACEMENT_POLICIES, type PlacementPolicy } from "../placement.js";
+import { PREFIX_INDEXES, type PrefixIndexKind } from "../prefix-index.js";
 
 export interface PickerOptions {
   /** gRPC port of the ext_proc and health services (GAIE's default: 9002). */
@@ -14,6 +15,8 @@ export interface PickerOptions {
   /** HTTP port of `/healthz`, `/readyz` and `/metrics`. */
   port: number;
   host: string;
+  /** Where prefix matches come from: the engines' KV events (as the router) or their heartbeats alone. */
+  prefixIndex: PrefixIndexKind;
   natsUrl: string;
   /** The EnginePool this picker serves (the InferencePool's pods). */
   pool: { namespace: string; name: string };
@@ -47,7 +50,8 @@ function invalid(message: string): InterlaceError {
 
 /**
  * Reads `--grpc-port` (9002), `--port` (9090), `--host`, `--nats-url`
- * (required), `--pool ns/name` (required), `--placement`, `--load-factor`
+ * (required), `--pool ns/name` (required), `--placement`, `--prefix-index
+ * heartbeat|events` (events, as the router), `--load-factor`
  * (percent, 125), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
  * `--retry-after-seconds` (1), `--max-body-bytes` (1 MiB),
  * `--max-endpoints` (1), `--drain-ms` (2000), `--shutdown-grace-ms`
@@ -66,6 +70,7 @@ export function parsePickerOptions(src: Source = defaultSource()): PickerOptions
     natsUrl,
     pool: { namespace: m[1]!, name: m[3]! },
     placement: enumOpt(src, "placement", PLACEMENT_POLICIES, "prefix-affinity"),
+    prefixIndex: enumOpt(src, "prefix-index", PREFIX_INDEXES, "events"),
     loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),

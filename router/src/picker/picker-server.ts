@@ -31,6 +31,9 @@ import { ExtProcExchange, type ExchangeContext } from "./ext-proc-exchange.js";
 import { externalProcessorService, type ProcessingRequest, type ProcessingResponse } from "./ext-proc-service.js";
 import { PickerMetrics } from "./metrics.js";
 import { routeRequest } from "./picker-request.js";
+import { EventPrefixIndex } from "../event-prefix-index.js";
+import { watchKvEvents } from "../kv-event-watch.js";
+import { kvEventsSubject } from "../../../common/src/protocol/index.js";
 
 /** The gRPC health service names GAIE's endpoint-picker protocol defines. */
 export const HealthService = {
@@ -51,7 +54,9 @@ export interface Picker {
 export async function startPicker(options: PickerOptions, log: Logger): Promise<Picker> {
   const metrics = new PickerMetrics();
   const apps = new AppRegistry(log.child({ subsystem: "apps" }));
-  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }) });
+  // The same index the router keeps, so both front doors see the same prefixes (router-server.ts).
+  const eventIndex = options.prefixIndex === "events" ? new EventPrefixIndex(log.child({ subsystem: "prefix-index" })) : undefined;
+  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }), ...(eventIndex !== undefined ? { prefixIndex: eventIndex } : {}) });
   const security = options.security;
   const owners = SessionOwners.from(security?.apiKeys ?? null, security?.ownerTagKey);
   const pool = options.pool;
@@ -118,6 +123,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   try {
     nc = await connectNats({ servers: options.natsUrl, name: `picker-${pool.namespace}-${pool.name}`, security: security?.nats ?? {} });
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
+    if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), kvEventsSubject(pool));
     // Streams are taken only once the view is loaded: until then the data plane finds the port closed and retries
     // (a restarting picker's requests wait for it instead of failing).
     grpcPort = await new Promise<number>((resolve, reject) => {
@@ -125,7 +131,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
     });
     ready = true;
     setReady(true);
-    log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs }, "endpoint picker ready");
+    log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs }, "endpoint picker ready");
   } catch (err) {
     await close();
     throw err;
