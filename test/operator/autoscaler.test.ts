@@ -14,11 +14,10 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
 import { encodeCall, ensureIntrStream, interruptSubject, ensurePoolStream, poolStream, PROTOCOL_VERSION, toolSubject, type PoolRef } from "../../common/src/protocol/index.js";
-import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
-import { controlPlaneFor } from "../helpers/control-plane.js";
+import { CoreTypes } from "../../operator/src/runtime/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { poolConfig, startRunner } from "../nats/fixtures.js";
-import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
+import { startOperatorStack, waitFor } from "./helpers.js";
 
 const NS = "scaling";
 
@@ -28,18 +27,7 @@ t.teardown(() => nc.close());
 const jsm = await jetstreamManager(nc);
 const js = jetstream(nc);
 
-const cp = await controlPlaneFor(t);
-const admin = new KubeClient(adminAccess(cp));
-await installGeneratedCrds(admin);
-await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
-const saConfig = await operatorAccount(cp, "interlace-system", "interlace");
-const operator = startTestOperator(
-  ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url, "--autoscale-interval-ms", "200"],
-  saConfig,
-  testLogger("operator"),
-);
-t.teardown(() => operator.stop());
-await operator.start();
+const { admin, metricsText } = await startOperatorStack(t, NS, ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url, "--autoscale-interval-ms", "200"]);
 
 function toolPool(name: string, autoscaling: ToolPool["spec"]["autoscaling"]): ToolPool {
   return {
@@ -69,7 +57,6 @@ async function backlog(pool: PoolRef, n: number, tool = "forecast", agoMs = 0): 
   }
 }
 
-const metricsText = async (): Promise<string> => (await fetch(`http://127.0.0.1:${operator.manager.probePort}/metrics`)).text();
 
 t.test("a tool backlog scales the builtin ToolPool up; the external one is left alone", async (t) => {
   // The backlog first, so the autoscaler's first look sees all of it.

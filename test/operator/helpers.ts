@@ -19,6 +19,7 @@ import {
   loadKubeConfig,
   type ResourceType,
 } from "../../operator/src/runtime/index.js";
+import { controlPlaneFor } from "../helpers/control-plane.js";
 import { waitFor } from "../helpers/wait.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -139,4 +140,28 @@ export function startTestOperator(argv: string[], access: KubeConfig, log: Logge
     watchTimeoutSeconds: 60,
     ...overrides,
   });
+}
+
+export interface OperatorStack {
+  cp: KubeconfigSource;
+  admin: KubeClient;
+  operator: Operator;
+  /** The operator's `/metrics` text. */
+  metricsText(): Promise<string>;
+}
+
+/**
+ * A control plane with the generated CRDs and `namespace`, and an operator
+ * started with `argv` under the chart's ServiceAccount (stopped when `t` ends).
+ */
+export async function startOperatorStack(t: Parameters<typeof controlPlaneFor>[0], namespace: string, argv: string[]): Promise<OperatorStack> {
+  const cp = await controlPlaneFor(t);
+  const admin = new KubeClient(adminAccess(cp));
+  await installGeneratedCrds(admin);
+  await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+  const operator = startTestOperator(argv, await operatorAccount(cp, "interlace-system", "interlace"), testLogger("operator"));
+  t.teardown(() => operator.stop());
+  await operator.start();
+  const metricsText = async (): Promise<string> => (await fetch(`http://127.0.0.1:${operator.manager.probePort}/metrics`)).text();
+  return { cp, admin, operator, metricsText };
 }

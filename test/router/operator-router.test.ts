@@ -10,14 +10,13 @@
  */
 import t from "tap";
 import type { V1ConfigMap } from "@kubernetes/client-node";
-import { controlPlaneFor } from "../helpers/control-plane.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
 import { APP_CONFIG_KEY, type AppConfig } from "../../operator/src/resources/index.js";
-import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
+import { CoreTypes } from "../../operator/src/runtime/index.js";
 import { startRouter } from "../../router/src/index.js";
 import { spawnEngine } from "../../hack/engine-process.js";
-import { adminAccess, condition, installGeneratedCrds, markDeploymentAvailable, operatorAccount, startTestOperator, testLogger, waitFor } from "../operator/helpers.js";
+import { condition, markDeploymentAvailable, startOperatorStack, waitFor } from "../operator/helpers.js";
 import { log, longSession, QUICK } from "./fixtures.js";
 import { BUILTIN_TOOLS, spawnRunner } from "../nats/fixtures.js";
 import { routerOptions } from "../../router/src/config.js";
@@ -25,19 +24,8 @@ import { routerOptions } from "../../router/src/config.js";
 t.setTimeout(280_000);
 const NS = "apps";
 
-const cp = await controlPlaneFor(t);
-const admin = new KubeClient(adminAccess(cp));
-await installGeneratedCrds(admin);
-await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
 const nats = await startNatsServer(t);
-const saConfig = await operatorAccount(cp, "interlace-system", "interlace");
-const operator = startTestOperator(
-  ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url, "--router-url", "http://interlace-router.interlace-system.svc:8080"],
-  saConfig,
-  testLogger("operator"),
-);
-t.teardown(() => operator.stop());
-await operator.start();
+const { cp, admin } = await startOperatorStack(t, NS, ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url, "--router-url", "http://interlace-router.interlace-system.svc:8080"]);
 
 const getApp = (): Promise<AgentApp | null> => admin.get<AgentApp>(AgentAppKind, NS, "helper");
 

@@ -16,31 +16,18 @@ import { readEventStream, type SessionEvent } from "../../common/src/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { AgentAppKind, EnginePoolKind, type AgentApp, type EnginePool } from "../../operator/src/api/index.js";
-import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
+import { CoreTypes } from "../../operator/src/runtime/index.js";
 import { routerOptions } from "../../router/src/config.js";
 import { startRouter } from "../../router/src/index.js";
-import { controlPlaneFor } from "../helpers/control-plane.js";
 import { startNatsServer } from "../helpers/nats-server.js";
-import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "../operator/helpers.js";
+import { startOperatorStack, waitFor } from "../operator/helpers.js";
 import { log, postJson, QUICK } from "./fixtures.js";
 
 t.setTimeout(300_000);
 const NS = "wake";
 
-const cp = await controlPlaneFor(t);
-const admin = new KubeClient(adminAccess(cp));
-await installGeneratedCrds(admin);
-await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
 const nats = await startNatsServer(t);
-const saConfig = await operatorAccount(cp, "interlace-system", "interlace");
-const operator = startTestOperator(
-  ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url, "--autoscale-interval-ms", "200"],
-  saConfig,
-  testLogger("operator"),
-);
-t.teardown(() => operator.stop());
-await operator.start();
-const metricsText = async (): Promise<string> => (await fetch(`http://127.0.0.1:${operator.manager.probePort}/metrics`)).text();
+const { cp, admin, metricsText } = await startOperatorStack(t, NS, ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url, "--autoscale-interval-ms", "200"]);
 
 type Event = KubernetesObject & { reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } };
 const scaleEvents = async (): Promise<Event[]> =>
