@@ -2,7 +2,7 @@
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
  * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--front router|envoy]
- * [--index heartbeat|events] [--quick] [--json FILE]`: session placement policies side by
+ * [--index heartbeat|events] [--model-preset bench|test] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
@@ -40,6 +40,7 @@ import { startRouter, type PlacementPolicy, type Router } from "../../router/src
 import { pickerOptions, startPicker, type Picker } from "../../router/src/picker/index.js";
 import { EnvoyGateway, type ExtProcTiming } from "../../hack/envoy.js";
 import { parsePickTiming } from "../../router/src/server-timing.js";
+import { PRESET_NAMES } from "../../engine-pod/src/model/presets.js";
 import { connect } from "@nats-io/transport-node";
 import { mean, quantile, r3 } from "../lib/stats.js";
 import { renderSvg } from "../lib/output.js";
@@ -85,6 +86,12 @@ interface Config {
   front: Front;
   /** The router's prefix index (`--prefix-index`). */
   index: PrefixIndexKind;
+  /**
+   * The engines' generated model (`--model-preset`): `bench` decodes at a
+   * realistic pace; `test` decodes in milliseconds, so the engines leave the
+   * CPU to the front doors and a run isolates their own overhead.
+   */
+  modelPreset: (typeof PRESET_NAMES)[number];
 }
 
 function parseConfig(argv: string[]): Config {
@@ -128,7 +135,15 @@ function parseConfig(argv: string[]): Config {
     prefixStore: f.get("prefix-store") === "0" ? 0 : num("prefix-store", Math.ceil(num("apps", 6) / num("engines", 2))),
     front: frontOf(f.get("front")),
     index: indexOf(f.get("index")),
+    modelPreset: presetOf(f.get("model-preset")),
   };
+}
+
+function presetOf(value: string | undefined): Config["modelPreset"] {
+  if (value === undefined) return "bench";
+  const preset = PRESET_NAMES.find((p) => p === value);
+  if (preset === undefined) throw new Error(`--model-preset must be one of ${PRESET_NAMES.join(", ")}, got "${value}"`);
+  return preset;
 }
 
 function indexOf(value: string | undefined): PrefixIndexKind {
@@ -249,7 +264,7 @@ async function startEngines(config: Config, natsUrl: string): Promise<EngineProc
     engines.push(
       await spawnEngine(
         [
-          "--model-preset", "bench", "--executor", "nats", "--nats-url", natsUrl, "--pool", `${BENCH_NS}/${BENCH_POOL}`, "--pod-name", `bench-engine-${i}`,
+          "--model-preset", config.modelPreset, "--executor", "nats", "--nats-url", natsUrl, "--pool", `${BENCH_NS}/${BENCH_POOL}`, "--pod-name", `bench-engine-${i}`,
           "--sequences", String(config.sequences), "--context-size", String(contextSize), "--threads", "1", "--heartbeat-ms", "250", "--kv-policy", "keep",
           "--prefix-store", String(config.prefixStore),
         ],
@@ -616,6 +631,7 @@ export async function run(argv: string[]): Promise<void> {
         rates: config.rates,
         headline_rate: headline,
         engines: config.engines,
+        model_preset: config.modelPreset,
         sequences_per_engine: config.sequences,
         threads_per_engine: 1,
         duration_s: config.durationS,

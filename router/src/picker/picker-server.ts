@@ -12,7 +12,7 @@
  * be streaming through) for up to `shutdownGraceMs`, then drains NATS.
  */
 import type { Server as HttpServer } from "node:http";
-import { Server, ServerCredentials, type ServerDuplexStream } from "@grpc/grpc-js";
+import { Metadata, Server, ServerCredentials, type ServerDuplexStream } from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import express from "express";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -28,6 +28,7 @@ import { SessionOwners } from "../session-owner.js";
 import type { PickerOptions } from "./config.js";
 import { EndpointPicker } from "./endpoint-picker.js";
 import { ExtProcExchange, type ExchangeContext } from "./ext-proc-exchange.js";
+import { warmCodecs } from "./codec-warmup.js";
 import { externalProcessorService, type ProcessingRequest, type ProcessingResponse } from "./ext-proc-service.js";
 import { PickerMetrics } from "./metrics.js";
 import { routeRequest } from "./picker-request.js";
@@ -96,7 +97,9 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   };
   const grpc = new Server();
   health.addToServer(grpc);
-  grpc.addService(externalProcessorService(), {
+  const service = externalProcessorService();
+  warmCodecs(service);
+  grpc.addService(service, {
     Process: (call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>) => serveStream(call, ctx),
   });
   const app = express();
@@ -143,6 +146,9 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
 /** One ext_proc stream: its messages handled in order, one at a time; its end ends the answer stream. */
 function serveStream(call: ServerDuplexStream<ProcessingRequest, ProcessingResponse>, ctx: ExchangeContext): void {
   ctx.metrics.inFlight.inc();
+  // The stream's HTTP/2 response headers go out now, while the data plane is still sending the body,
+  // rather than inside the pick with its first answer.
+  call.sendMetadata(new Metadata());
   let open = true;
   const exchange = new ExtProcExchange(ctx, (response) => {
     if (open && !call.writableEnded) call.write(response);
