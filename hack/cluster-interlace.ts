@@ -79,6 +79,10 @@ export async function helmInstall(cluster: Cluster, extraSets: string[] = []): P
     "image.pullPolicy=IfNotPresent",
     `nats.image.repository=${nats.repository}`,
     `nats.image.tag=${nats.tag}`,
+    // The samples' namespace gets the engine, picker and runner NetworkPolicies (the cluster enforces
+    // them), and the gateway pod (gatewayManifests) is let in to the InferencePool's engines and picker.
+    `networkPolicy.appNamespaces={${APP_NS}}`,
+    `networkPolicy.gatewayPeers[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=${GATEWAY}`,
     ...extraSets,
   ];
   return cluster.helm(["install", RELEASE, path.join(ROOT, "charts/interlace"), "--namespace", RELEASE_NS, "--create-namespace", ...sets.flatMap((s) => ["--set", s])]);

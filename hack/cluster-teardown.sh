@@ -3,7 +3,7 @@
 # state it was left in: its processes (by the process groups it recorded),
 # the containers and shims of its containerd (found by its socket path), the
 # mounts under its folder and its pods' network namespaces, its bridge,
-# kube-proxy's iptables rules, and the folder itself. Idempotent.
+# kube-proxy's and kube-router's iptables rules (and kube-router's ipsets), and the folder itself. Idempotent.
 #
 #   bash hack/cluster-teardown.sh DIR             tear down now
 #   bash hack/cluster-teardown.sh --after PID DIR wait until PID exits, then tear down
@@ -69,7 +69,7 @@ awk -v d="$DIR/" '{ gsub(/\\040/, " ", $5); if (index($5, d) == 1) print $5 }' /
   umount -l "$m" 2>/dev/null
 done
 
-# 4. The bridge (its veths went with the namespaces) and kube-proxy's rules.
+# 4. The bridge (its veths went with the namespaces), kube-proxy's and kube-router's rules.
 if [[ -n "$BRIDGE" ]] && ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" 2>/dev/null; fi
 if [[ -x "$BIN/kube-proxy" ]] && command -v iptables >/dev/null; then
   "$BIN/kube-proxy" --cleanup --proxy-mode=iptables >/dev/null 2>&1
@@ -81,6 +81,20 @@ if [[ -x "$BIN/kube-proxy" ]] && command -v iptables >/dev/null; then
   done
 fi
 
+# kube-router's network-policy chains (jumps from INPUT/FORWARD/OUTPUT first) and its ipsets.
+for ipt in iptables ip6tables; do
+  command -v $ipt >/dev/null || continue
+  for c in INPUT FORWARD OUTPUT; do
+    $ipt -S "$c" 2>/dev/null | grep -e "-j KUBE-ROUTER-$c" | sed 's/^-A /-D /' | while read -r rule; do eval "$ipt $rule" 2>/dev/null; done
+  done
+  chains=$($ipt -S 2>/dev/null | awk '/^-N (KUBE-ROUTER-|KUBE-POD-FW-|KUBE-NWPLCY-)/ { print $2 }')
+  for c in $chains; do $ipt -F "$c" 2>/dev/null; done
+  for c in $chains; do $ipt -X "$c" 2>/dev/null; done
+done
+if command -v ipset >/dev/null; then
+  for set in $(ipset list -n 2>/dev/null | grep -E '^(inet6:)?KUBE-(SRC|DST)-'); do ipset destroy "$set" 2>/dev/null; done
+fi
+
 # 5. What the kubelet makes outside its root folder: its cgroups (empty now) and,
 #    when it made it, /var/lib/kubelet (device-plugin and pod-resources sockets).
 for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
@@ -89,6 +103,7 @@ done
 [[ -f "$DIR/var-lib-kubelet-made" ]] && rm -rf /var/lib/kubelet
 
 if [[ -f "$DIR/ip_forward" ]]; then cat "$DIR/ip_forward" > /proc/sys/net/ipv4/ip_forward 2>/dev/null; fi
+if [[ -f "$DIR/bridge-nf-call-iptables" ]]; then cat "$DIR/bridge-nf-call-iptables" > /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null; fi
 
 cpdir="$(cat "$DIR/control-plane-dir" 2>/dev/null || true)"
 if [[ "$cpdir" == */interlace-cp-* && -d "$cpdir" ]]; then

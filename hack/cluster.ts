@@ -2,8 +2,9 @@
  * @module A real single-node Kubernetes cluster on this machine, for the
  * end-to-end test and `bash hack/cluster.sh up`: etcd + kube-apiserver
  * (hack/control-plane.ts) with kube-controller-manager and kube-scheduler,
- * its own containerd (runc, CNI bridge), a kubelet, kube-proxy (iptables)
- * and CoreDNS, all at the pinned Kubernetes version and on the host's
+ * its own containerd (runc, CNI bridge), a kubelet, kube-proxy (iptables),
+ * kube-router's network-policy controller (so NetworkPolicies hold, as on a
+ * cluster with a policy-enforcing CNI) and CoreDNS, all at pinned versions and on the host's
  * loopback plus the cluster's own bridge (`interlace0`, 10.244.0.0/24, its
  * gateway 10.244.0.1 is where kube-apiserver, the kubelet and CoreDNS
  * listen). Images come from hack/images.sh (imported into the cluster's
@@ -171,10 +172,10 @@ async function clearStale(): Promise<void> {
 
 function checkPrerequisites(): void {
   const missing: string[] = [];
-  for (const b of ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl", "coredns", "helm"]) {
+  for (const b of ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kube-router", "kubectl", "coredns", "helm"]) {
     if (!existsSync(path.join(BIN, b))) missing.push(`${b} (bash hack/install-tools.sh)`);
   }
-  for (const b of ["/usr/bin/containerd", "/usr/bin/ctr", "/usr/sbin/runc", `${CNI_BIN}/bridge`, `${CNI_BIN}/host-local`, `${CNI_BIN}/loopback`]) {
+  for (const b of ["/usr/bin/containerd", "/usr/bin/ctr", "/usr/sbin/runc", `${CNI_BIN}/bridge`, `${CNI_BIN}/host-local`, `${CNI_BIN}/loopback`, "/usr/sbin/ipset"]) {
     if (!existsSync(b) && !existsSync(b.replace("/usr/sbin/", "/usr/bin/"))) missing.push(`${b} (bash hack/tools/05-cluster-packages.sh)`);
   }
   if (process.getuid?.() !== 0) missing.push("root (the kubelet, containerd and kube-proxy need it)");
@@ -348,6 +349,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     // Pod -> Service -> pod is routed through the host (teardown restores the old value).
     await writeFile(path.join(dir, "ip_forward"), (await readFile("/proc/sys/net/ipv4/ip_forward", "utf8")).trim());
     await writeFile("/proc/sys/net/ipv4/ip_forward", "1");
+    // Pod-to-pod frames on the bridge must pass iptables, or no NetworkPolicy can see them (teardown restores the old value).
+    const bridgeNf = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+    if (!existsSync(bridgeNf)) throw new Error(`${bridgeNf} is missing: load br_netfilter (modprobe br_netfilter) so that NetworkPolicies can be enforced on the bridge`);
+    await writeFile(path.join(dir, "bridge-nf-call-iptables"), (await readFile(bridgeNf, "utf8")).trim());
+    await writeFile(bridgeNf, "1");
     step("bridge");
 
     cp = await startControlPlane({ address: gateway, runPods: true, controllers: CLUSTER_CONTROLLERS });
@@ -426,10 +432,35 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       async () => `kubelet:\n${await tail(path.join(dir, "kubelet.log"))}\ncontainerd:\n${await tail(path.join(dir, "containerd.log"))}`,
     );
     step("kubelet: node Ready");
+    // kube-router's network-policy controller only (no routing, no service proxy: the bridge and
+    // kube-proxy do those): it turns NetworkPolicies into iptables rules and ipsets on the bridge.
+    // It looks its Node up at start, so it starts once the node has registered.
+    const routerHealthz = await freePort();
+    const kubeRouter = await startTracked(
+      path.join(BIN, "kube-router"),
+      [
+        `--kubeconfig=${kubeconfig}`,
+        `--hostname-override=${nodeName}`,
+        "--run-firewall=true",
+        "--run-router=false",
+        "--run-service-proxy=false",
+        "--enable-cni=false",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        `--health-port=${routerHealthz}`,
+        "--v=1",
+      ],
+      "kube-router",
+    );
     const resolver = new Resolver({ timeout: 1000, tries: 1 });
     resolver.setServers([gateway]);
     await waitFor("cluster DNS", deadline, async () => ((await resolver.resolve4("kubernetes.default.svc.cluster.local")).length > 0 ? true : undefined), () => tail(path.join(dir, "coredns.log")));
     step("kube-proxy + CoreDNS");
+    // Policies hold from the first pod on: the controller has hooked its chain into FORWARD.
+    await waitFor("kube-router's network-policy chains", deadline, async () => {
+      if (kubeRouter.exitCode !== null) throw new Error(`kube-router exited (${kubeRouter.exitCode})`);
+      return (await run("iptables", ["-S", "FORWARD"])).includes("KUBE-ROUTER-FORWARD") ? true : undefined;
+    }, () => tail(path.join(dir, "kube-router.log")));
+    step("kube-router network policies");
 
     // Storage for claims (JetStream): hostPath volumes without a class bind claims without one.
     for (let i = 0; i < (opts.persistentVolumes ?? 4); i++) {

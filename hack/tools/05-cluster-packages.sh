@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Debian packages the single-node test cluster and the local image builds
 # need: containerd + runc + CNI plugins (the kubelet's runtime), iptables and
-# conntrack (kube-proxy), podman + mmdebstrap (images without a registry).
+# conntrack (kube-proxy), ipset (kube-router's network-policy controller), podman + mmdebstrap (images without a registry).
 # Idempotent: installs only what is missing. Needs root and apt; elsewhere it
 # says what is missing and leaves the cluster test to report it.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack podman mmdebstrap)
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack ipset podman mmdebstrap)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -145,12 +145,21 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   const nats = find(ms, "NetworkPolicy", "interlace-nats");
   t.same(nats.spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [4222, 6222, 8222]);
   t.same(nats.spec.ingress[0].from[0].podSelector.matchLabels, { "app.kubernetes.io/name": "interlace" }, "clients only from Interlace pods");
+  const prometheus = [{ namespaceSelector: {}, podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } } }];
+  t.same(nats.spec.ingress[2].from, prometheus, "the monitor port only from Prometheus pods, not from every namespace");
   const engines = find(ms, "NetworkPolicy", "interlace-engines");
   t.same(engines.spec.podSelector.matchLabels, { "app.kubernetes.io/name": "interlace", "app.kubernetes.io/component": "engine" });
   const from = engines.spec.ingress[0].from;
   t.same(from.map((f: { podSelector: { matchLabels: Record<string, string> } }) => f.podSelector.matchLabels["app.kubernetes.io/component"]), ["operator", "router"], "only the operator/router reach engine pods");
-  t.equal(engines.spec.ingress.length, 1, "nothing else by default");
-  t.ok(find(ms, "NetworkPolicy", "interlace-toolrunners"));
+  t.same(
+    from.map((f: { namespaceSelector?: { matchLabels: Record<string, string> } }) => f.namespaceSelector?.matchLabels),
+    [{ "kubernetes.io/metadata.name": "interlace-system" }, { "kubernetes.io/metadata.name": "interlace-system" }],
+    "both peers in the release namespace: without a namespaceSelector the router in the release namespace cannot reach engines elsewhere",
+  );
+  t.equal(from[1].podSelector.matchLabels["app.kubernetes.io/instance"], "interlace", "this release's router, not any pod labelled router");
+  t.same(engines.spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [8080, 8080]);
+  t.same(engines.spec.ingress[1].from, prometheus, "and Prometheus (the pod port serves /metrics); nothing else by default");
+  t.same(find(ms, "NetworkPolicy", "interlace-toolrunners").spec.ingress, [{ from: prometheus, ports: [{ port: 8080, protocol: "TCP" }] }], "runners: only Prometheus, on the metrics port");
   const operatorArgs: string[] = find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args;
   t.same(operatorArgs.filter((a) => a.startsWith("--picker-")), ["--picker-placement=prefix-affinity", "--picker-load-factor=125", "--picker-prefix-wait-ms=1000", "--picker-engine-ttl-ms=3000"], "endpoint pickers place as the router does");
   t.same(find(ms, "NetworkPolicy", "interlace-endpoint-pickers").spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [8080], "no gateway is let in by default");
@@ -165,7 +174,13 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   t.notMatch(conf1, /cluster \{/, "a single node has no cluster block");
   t.notOk(find(withAuth, "Secret", "interlace-nats-tls"), "a provided TLS Secret is used as is");
   t.same(find(withAuth, "StatefulSet", "interlace-nats").spec.template.spec.volumes.find((v: { name: string }) => v.name === "tls").secret.secretName, "my-tls");
-  t.same(withAuth.filter((m) => m.kind === "NetworkPolicy" && m.metadata.name === "interlace-engines").map((m) => m.metadata.namespace), ["team-a", "team-b"]);
+  for (const name of ["interlace-engines", "interlace-endpoint-pickers", "interlace-toolrunners"]) {
+    t.same(withAuth.filter((m) => m.kind === "NetworkPolicy" && m.metadata.name === name).map((m) => m.metadata.namespace), ["team-a", "team-b"], `${name}: in every app namespace`);
+  }
+  t.same(find(withAuth, "NetworkPolicy", "interlace-engines").spec.ingress[0].from[1].namespaceSelector.matchLabels, { "kubernetes.io/metadata.name": "interlace-system" }, "engines in team-a let in the router from the release namespace");
+  const noScraper = await render(["networkPolicy.prometheusPeers=null"]);
+  t.same(find(noScraper, "NetworkPolicy", "interlace-nats").spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [4222, 6222], "no Prometheus peers: the monitor port is closed to every pod");
+  t.notOk(find(noScraper, "NetworkPolicy", "interlace-toolrunners").spec.ingress, "and runners take no traffic at all");
   t.ok(find(withAuth, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.includes("--nats-auth-secret=nats-auth"), "a provided trust root is handed to the operator");
   const plain = await render(["nats.tls.enabled=false", "nats.auth.enabled=false", "router.apiKeys.generate=false", "nats.replicas=1", "networkPolicy.enabled=false"]);
   const op = find(plain, "Deployment", "interlace-operator").spec.template.spec.containers[0];

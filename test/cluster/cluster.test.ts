@@ -19,6 +19,7 @@ import { startCluster, type Cluster } from "../../hack/cluster.js";
 import { APP_NS, RELEASE_NS, applyGateway, applySamples, authHeader, routerApiKey, failOnBrokenPods, helmInstall, listPods, routerUrl, waitReady } from "../../hack/cluster-interlace.js";
 import { kubeRequest } from "../../hack/control-plane.js";
 import { readEventStream } from "../../common/src/session-client.js";
+import { networkPolicySteps } from "./steps-netpol.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const execFileP = promisify(execFile);
@@ -255,6 +256,10 @@ t.test("Interlace on a real single-node cluster", async (t) => {
     t.ok(next !== undefined && next !== leader, `another operator pod (${next}) took over`);
   }
   t.comment(`operator failover: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
+
+  mark = Date.now();
+  await t.test("NetworkPolicies hold: a pod in another namespace reaches no engine, runner or NATS port", (t) => networkPolicySteps(t, cluster));
+  t.comment(`network policies: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
 
   await failOnBrokenPods(cluster, APP_NS);
   await failOnBrokenPods(cluster, RELEASE_NS);
