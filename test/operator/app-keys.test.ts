@@ -12,7 +12,9 @@
  *   key file's) on tenant A's app: 403 on every route; A's keys work there;
  * - a session, program or response belongs to the key that created it:
  *   another key — of the same app, or B's through its own app — gets 403 on
- *   reads, event streams, input items, continuations and deletes;
+ *   reads, event streams, input items, continuations and deletes; the
+ *   stored response names its key id in the shared bucket, and the engine
+ *   refuses it to another key too;
  * - a new value under the same Secret key takes effect with no restart: the
  *   old value is refused, the new one works and still owns what the old one
  *   created (the key id is the same).
@@ -27,7 +29,11 @@ import { AgentAppKind, EnginePoolKind, Reason, type AgentApp, type EnginePool } 
 import { CoreTypes } from "../../operator/src/runtime/index.js";
 import { startRouter } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
-import { parseApiKeys } from "../../common/src/security/http-auth.js";
+import { Kvm } from "@nats-io/kv";
+import { connect } from "@nats-io/transport-node";
+import { onBehalfOf, parseApiKeys } from "../../common/src/security/http-auth.js";
+import { RESPONSES_BUCKET } from "../../common/src/protocol/index.js";
+import { parseRoutedResponseId } from "../../router/src/session-id.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { eventually } from "../helpers/wait.js";
 import { log, QUICK } from "../router/fixtures.js";
@@ -192,6 +198,15 @@ t.test("a session, program or response belongs to the key that created it: any o
   const replayed = await sdk(BOB, B).responses.create({ model: "app", previous_response_id: aliceResponse, input: "and then?" }).catch((e: unknown) => e);
   t.ok(replayed instanceof OpenAI.PermissionDeniedError, "A's response as previous_response_id on B's app: 403");
   t.equal(await status("GET", `${appUrl(B)}/programs/${aliceProgram}`, BOB), 404, "A's program through B's app: not B's app's program (404)");
+  // The stored response itself carries its creator's key id, and the engine checks it too (behind the router's owner tag).
+  const engineId = parseRoutedResponseId(aliceResponse)!.engineSessionId;
+  const nc = await connect({ servers: nats.url });
+  t.teardown(() => nc.close());
+  const entry = await (await new Kvm(nc).open(RESPONSES_BUCKET)).get(`${A}.${engineId}`);
+  t.equal(entry?.json<{ owner?: string }>().owner, `secret:${A}/api-keys/alice`, "the shared bucket's record names alice's key id");
+  const onEngine = (keyId: string): Promise<number> => fetch(`${engine.url}/v1/responses/${engineId}`, { headers: onBehalfOf(keyId) }).then(async (r) => (await r.arrayBuffer(), r.status));
+  t.equal(await onEngine(`secret:${B}/api-keys/bob`), 403, "the engine refuses it on behalf of another key");
+  t.equal(await onEngine(`secret:${A}/api-keys/alice`), 200, "and serves it on behalf of alice's (control)");
   // Nothing was changed by the refused calls.
   t.equal(await status("GET", `${appUrl(A)}/responses/${aliceResponse}`, ALICE), 200, "alice still reads her response");
   t.equal(await status("GET", `${appUrl(A)}/programs/${aliceProgram}`, ALICE), 200, "and her program");

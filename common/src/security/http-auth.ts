@@ -58,6 +58,13 @@ export function apiKeysFromEnv(env: NodeJS.ProcessEnv = process.env): ApiKeys | 
 export const MISSING_KEY = "missing credentials: send Authorization: Bearer <API key>";
 export const MALFORMED_AUTHORIZATION = 'the Authorization header must be "Bearer <API key>"';
 
+/**
+ * The HTTP header in which a front door (the router, the only holder of an
+ * engine's API key) tells an engine on whose behalf it calls: the client's
+ * key id, which a stored Response records as its owner.
+ */
+export const ON_BEHALF_OF_HEADER = "Interlace-On-Behalf-Of";
+
 /** The principal of an unauthenticated request when authentication is off. */
 export const ANONYMOUS = "anonymous";
 
@@ -95,6 +102,22 @@ export function bearerAuth(keys: ApiKeys | null): RequestHandler {
 export function principalOf(res: Response): string {
   const p: unknown = res.locals["principal"];
   return typeof p === "string" ? p : ANONYMOUS;
+}
+
+/** The header a front door sends to act for `principal` (URI-encoded: a header value is ASCII). */
+export function onBehalfOf(principal: string): Record<string, string> {
+  return { [ON_BEHALF_OF_HEADER]: encodeURIComponent(principal) };
+}
+
+/** Whom a request acts for: the {@link ON_BEHALF_OF_HEADER} its front door set, else its own principal. */
+export function actingFor(req: Request, res: Response): string {
+  const header = req.get(ON_BEHALF_OF_HEADER);
+  if (header === undefined || header === "") return principalOf(res);
+  try {
+    return decodeURIComponent(header);
+  } catch {
+    return header;
+  }
 }
 
 /** Sends 403 `forbidden` with `message` (a route's ownership check). */
