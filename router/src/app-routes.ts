@@ -33,7 +33,7 @@ import { parseRoutedResponseId, parseRoutedSessionId, routedResponseId, routedSe
 import { startEventStream } from "../../common/src/event-stream.js";
 import { relayEventStream, type RelayOptions } from "./stream-relay.js";
 import { placeAndPost, type PlaceContext } from "./upstream.js";
-import { principalOf } from "../../common/src/security/http-auth.js";
+import { onBehalfOf, principalOf } from "../../common/src/security/http-auth.js";
 import type { SessionOwners } from "./session-owner.js";
 import { pickTiming } from "./server-timing.js";
 
@@ -287,11 +287,13 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     const previous = merged.previousResponseId !== undefined ? routedResponse(ctx, merged.previousResponseId, res, "previous_response_id") : undefined;
     const body = previous !== undefined ? { ...merged.body, previous_response_id: previous.engineResponseId } : merged.body;
     const principal = principalOf(res);
+    // The engine stores the response with its creator's key id (and checks it on a continuation).
+    const actingCtx = { ...ctx, engineHeaders: { ...ctx.engineHeaders, ...onBehalfOf(principal) } };
     const send = async (signal: AbortSignal): Promise<{ engine: EngineHeartbeat; response: globalThis.Response; sentAt?: number }> => {
       const holder = previous !== undefined ? ctx.engines.find(config.namespace, previous.pod) : undefined;
-      if (holder === undefined) return placeAndPost(ctx, pool, merged, "/v1/responses", body, signal);
+      if (holder === undefined) return placeAndPost(actingCtx, pool, merged, "/v1/responses", body, signal);
       // No re-placement while the holder lives: only it retains the sequence; its 429 (no free sequence) goes back to the client.
-      const response = await callEngine(ctx, holder, "/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }, signal);
+      const response = await callEngine(actingCtx, holder, "/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }, signal);
       return { engine: holder, response };
     };
     let engine = "";
@@ -324,7 +326,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
   app.get("/v1/apps/:ns/:app/responses/:id", async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
     const { engine, engineResponseId, pod } = responseEngine(ctx, config, param(req, "id"), res);
-    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "GET" });
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "GET", headers: onBehalfOf(principalOf(res)) });
     if (!upstream.ok) return relayError(res, upstream);
     res.setHeader("X-Interlace-Engine", engine.pod);
     res.json(clientResponse(ctx, await upstream.json(), pod, principalOf(res)));
@@ -337,7 +339,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     const { engine, engineResponseId } = responseEngine(ctx, config, param(req, "id"), res);
     const query = new URLSearchParams(Object.entries(req.query).flatMap(([k, v]): [string, string][] => (typeof v === "string" ? [[k, v]] : [])));
     const search = query.size > 0 ? `?${query.toString()}` : "";
-    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/input_items${search}`, { method: "GET" });
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/input_items${search}`, { method: "GET", headers: onBehalfOf(principalOf(res)) });
     if (!upstream.ok) return relayError(res, upstream);
     res.setHeader("X-Interlace-Engine", engine.pod);
     res.json(await upstream.json());
@@ -347,7 +349,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     const { config } = appOf(ctx, req);
     const id = param(req, "id");
     const { engine, engineResponseId } = responseEngine(ctx, config, id, res);
-    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "DELETE" });
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}`, { method: "DELETE", headers: onBehalfOf(principalOf(res)) });
     if (!upstream.ok) return relayError(res, upstream);
     res.setHeader("X-Interlace-Engine", engine.pod);
     res.json({ ...((await upstream.json()) as Record<string, unknown>), id });
@@ -356,7 +358,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
   app.post("/v1/apps/:ns/:app/responses/:id/cancel", async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
     const { engine, engineResponseId, pod } = responseEngine(ctx, config, param(req, "id"), res);
-    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/cancel`, { method: "POST" });
+    const upstream = await callEngine(ctx, engine, `/v1/responses/${encodeURIComponent(engineResponseId)}/cancel`, { method: "POST", headers: onBehalfOf(principalOf(res)) });
     if (!upstream.ok) return relayError(res, upstream);
     res.setHeader("X-Interlace-Engine", engine.pod);
     res.json(clientResponse(ctx, await upstream.json(), pod, principalOf(res)));

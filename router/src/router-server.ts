@@ -11,9 +11,9 @@ import express, { type NextFunction, type Request, type Response } from "express
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/index.js";
 import { openRoutersBucket } from "../../common/src/protocol/index.js";
-import { AppRegistry } from "./app-registry.js";
+import { AppRegistry, type ServedApp } from "./app-registry.js";
 import { ColdStartHold } from "./cold-start-hold.js";
-import { mountAppRoutes } from "./app-routes.js";
+import { mountAppRoutes, param } from "./app-routes.js";
 import type { RouterOptions } from "./config.js";
 import { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
@@ -24,7 +24,7 @@ import { watchKvEvents } from "./kv-event-watch.js";
 import { RouterMetrics } from "./metrics.js";
 import { PresencePublisher } from "./presence.js";
 import { SessionOwners } from "./session-owner.js";
-import { bearerAuth } from "../../common/src/security/http-auth.js";
+import { AppAccess } from "./app-access.js";
 import { connectNats } from "../../common/src/security/nats-connect.js";
 import { ProgramExecutor } from "./programs/program-executor.js";
 import { ProgramPrefixes } from "./programs/program-prefixes.js";
@@ -70,9 +70,26 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     if (reason !== null) throw new HttpError(503, RouterCode.NotReady, `router not ready: ${reason}`, { "Retry-After": String(options.retryAfterSeconds) });
     next();
   });
-  // Every API request carries a client's API key (probes and /metrics stay open: NetworkPolicies guard them).
+  // Every API request carries a client's API key, scoped to the app it names (app-access.ts); probes and
+  // /metrics stay open (NetworkPolicies guard them). Checked before any body is read.
   const security = options.security;
-  app.use("/v1", bearerAuth(security?.apiKeys ?? null));
+  const access = new AppAccess(security?.apiKeys ?? null, () => apps.all().map(([, served]) => served.config));
+  const admit = (res: Response, served: ServedApp | undefined, authorization: string | undefined): void => {
+    try {
+      res.locals["principal"] = access.principal(served?.config, authorization);
+    } catch (err) {
+      if (err instanceof HttpError) metrics.rejected.inc({ code: err.code });
+      throw err;
+    }
+  };
+  app.use("/v1/apps/:ns/:app", (req, res, next) => {
+    admit(res, apps.get(param(req, "ns"), param(req, "app")), req.get("Authorization"));
+    next();
+  });
+  app.use("/v1", (req, res, next) => {
+    if (res.locals["principal"] === undefined) admit(res, undefined, req.get("Authorization"));
+    next();
+  });
   const json = express.json({ limit: options.maxBodyBytes, type: () => true });
   let nc: NatsConnection | undefined;
   const placeContext = {

@@ -358,9 +358,33 @@ const invalid: Record<string, Case> = {
     obj: variant(app, "fn-dupe", (o) => (o.spec.semanticFunctions = [{ name: "f", template: "A {{output:y}}", outputs: [{ name: "y" }, { name: "y" }] }])),
     messages: ["spec.semanticFunctions[0].outputs[1]", "Duplicate value"],
   },
+  "auth naming no Secret": {
+    kind: AgentApp,
+    obj: variant(app, "auth-empty", (o) => (o.spec.auth = { apiKeySecrets: [] })),
+    messages: ["spec.auth.apiKeySecrets", "at least 1"],
+  },
+  "auth without apiKeySecrets": {
+    kind: AgentApp,
+    obj: variant(app, "auth-none", (o) => (o.spec.auth = {})),
+    messages: ["spec.auth.apiKeySecrets", "Required value"],
+  },
+  "auth naming a Secret that is not a valid name": {
+    kind: AgentApp,
+    obj: variant(app, "auth-name", (o) => (o.spec.auth = { apiKeySecrets: [{ name: "Team_Keys" }, { name: "keys", key: "a/b" }] })),
+    messages: ["spec.auth.apiKeySecrets[0].name", "spec.auth.apiKeySecrets[1].key", "should match"],
+  },
+  "auth naming the same Secret key twice": {
+    kind: AgentApp,
+    obj: variant(app, "auth-dupe", (o) => (o.spec.auth = { apiKeySecrets: [{ name: "keys", key: "a" }, { name: "other" }, { name: "keys", key: "a" }] })),
+    messages: ["spec.auth.apiKeySecrets", "each Secret (and key) may be named once"],
+  },
 };
 
 const valid: Record<string, { kind: KindDefinition; obj: Obj }> = {
+  "an app with its own API keys (spec.auth)": {
+    kind: AgentApp,
+    obj: variant(app, "auth", (o) => (o.spec.auth = { apiKeySecrets: [{ name: "team-a.keys" }, { name: "shared-keys", key: "team-a" }, { name: "shared-keys", key: "team-a-next" }] })),
+  },
   "EnginePool exposed as an InferencePool (defaults)": { kind: EnginePool, obj: variant(engine, "exposed", (o) => (o.spec.inferencePool = {})) },
   "openai backend without a model": {
     kind: EnginePool,

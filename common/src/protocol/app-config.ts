@@ -45,6 +45,29 @@ export interface AppConfig {
   tools: ToolSpec[];
   /** The AgentApp's KV retention hint, sent with each session that gives none (`spec.kvRetention`). */
   retention?: RetentionHint;
+  /**
+   * The API keys that may use this app (`spec.auth`), by identity only:
+   * present, the app accepts these keys and no other; absent, the router's
+   * own key file decides (see router/src/app-access.ts).
+   */
+  auth?: AppAuth;
+}
+
+/** One API key an app accepts: a stable id (what owns what it creates) and the SHA-256 of the key, never the key. */
+export interface AppKeyIdentity {
+  /** `secret:<namespace>/<Secret>/<data key>`: the same across rotations of the key's value. */
+  id: string;
+  /** Hex SHA-256 of the key as the client sends it. */
+  sha256: string;
+}
+
+export interface AppAuth {
+  keys: AppKeyIdentity[];
+}
+
+/** The key id of Secret `name`'s entry `key` in `namespace`: contains ":", which a key-file principal never does. */
+export function appKeyId(namespace: string, name: string, key: string): string {
+  return `secret:${namespace}/${name}/${key}`;
 }
 
 /** The fields an app must name; everything else has the AgentApp's defaults. */
@@ -105,6 +128,18 @@ export function parseAppConfig(data: unknown): { ok: true; value: AppConfig } | 
     const fn = f as Record<string, unknown> | null;
     if (fn === null || typeof fn !== "object" || typeof fn["name"] !== "string" || typeof fn["template"] !== "string" || !Array.isArray(fn["outputs"])) {
       return { ok: false, reason: `semanticFunctions[${i}] must be {name, template, outputs, tools}` };
+    }
+  }
+  const auth = c["auth"];
+  if (auth !== undefined) {
+    // Fail closed: a router must never serve an app whose key list it cannot read (it would fall back to the global keys).
+    const keys = auth !== null && typeof auth === "object" ? (auth as Record<string, unknown>)["keys"] : undefined;
+    if (!Array.isArray(keys)) return { ok: false, reason: "auth.keys must be an array" };
+    for (const [i, k] of keys.entries()) {
+      const key = k as Record<string, unknown> | null;
+      if (key === null || typeof key !== "object" || typeof key["id"] !== "string" || typeof key["sha256"] !== "string" || !/^[0-9a-f]{64}$/.test(key["sha256"])) {
+        return { ok: false, reason: `auth.keys[${i}] must be {id, sha256} with a hex SHA-256` };
+      }
     }
   }
   return { ok: true, value: data as AppConfig };

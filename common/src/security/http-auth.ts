@@ -20,7 +20,16 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 /** API keys by the SHA-256 of the key → principal. */
 export type ApiKeys = ReadonlyMap<string, string>;
 
-const digest = (key: string): string => createHash("sha256").update(key).digest("hex");
+/** Hex SHA-256 of an API key: how keys are compared and how an app's keys are published (never in clear). */
+export const apiKeyDigest = (key: string): string => createHash("sha256").update(key).digest("hex");
+const digest = apiKeyDigest;
+
+/** The token of an `Authorization: Bearer <token>` value; undefined when there is no header, null when it is malformed. */
+export function bearerToken(header: string | undefined): string | undefined | null {
+  if (header === undefined || header === "") return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m === null ? null : m[1]!;
+}
 
 /** Parses `<principal>:<key>` entries (lines or commas; `#` comments). Throws on a malformed entry. */
 export function parseApiKeys(text: string): ApiKeys {
@@ -46,6 +55,16 @@ export function apiKeysFromEnv(env: NodeJS.ProcessEnv = process.env): ApiKeys | 
   return null;
 }
 
+export const MISSING_KEY = "missing credentials: send Authorization: Bearer <API key>";
+export const MALFORMED_AUTHORIZATION = 'the Authorization header must be "Bearer <API key>"';
+
+/**
+ * The HTTP header in which a front door (the router, the only holder of an
+ * engine's API key) tells an engine on whose behalf it calls: the client's
+ * key id, which a stored Response records as its owner.
+ */
+export const ON_BEHALF_OF_HEADER = "Interlace-On-Behalf-Of";
+
 /** The principal of an unauthenticated request when authentication is off. */
 export const ANONYMOUS = "anonymous";
 
@@ -62,10 +81,10 @@ function reject(res: Response, status: 401 | 403, message: string): void {
  */
 export function authenticateBearer(keys: ApiKeys | null, header: string | undefined): { principal: string } | { refused: string } {
   if (keys === null) return { principal: ANONYMOUS };
-  if (header === undefined || header === "") return { refused: "missing credentials: send Authorization: Bearer <API key>" };
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (m === null) return { refused: "the Authorization header must be \"Bearer <API key>\"" };
-  const principal = keys.get(digest(m[1]!));
+  const token = bearerToken(header);
+  if (token === undefined) return { refused: MISSING_KEY };
+  if (token === null) return { refused: MALFORMED_AUTHORIZATION };
+  const principal = keys.get(digest(token));
   return principal === undefined ? { refused: "the bearer token is not a known API key" } : { principal };
 }
 
@@ -83,6 +102,22 @@ export function bearerAuth(keys: ApiKeys | null): RequestHandler {
 export function principalOf(res: Response): string {
   const p: unknown = res.locals["principal"];
   return typeof p === "string" ? p : ANONYMOUS;
+}
+
+/** The header a front door sends to act for `principal` (URI-encoded: a header value is ASCII). */
+export function onBehalfOf(principal: string): Record<string, string> {
+  return { [ON_BEHALF_OF_HEADER]: encodeURIComponent(principal) };
+}
+
+/** Whom a request acts for: the {@link ON_BEHALF_OF_HEADER} its front door set, else its own principal. */
+export function actingFor(req: Request, res: Response): string {
+  const header = req.get(ON_BEHALF_OF_HEADER);
+  if (header === undefined || header === "") return principalOf(res);
+  try {
+    return decodeURIComponent(header);
+  } catch {
+    return header;
+  }
 }
 
 /** Sends 403 `forbidden` with `message` (a route's ownership check). */

@@ -21,6 +21,8 @@ export interface StoredResponse {
   response: Record<string, unknown>;
   /** The request's own input items, each with an id (`GET /v1/responses/{id}/input_items`). */
   inputItems: Record<string, unknown>[];
+  /** The API key id that created it (through the router: the client's; see http-auth.ts `actingFor`): only it may read, continue or delete it. */
+  owner?: string;
 }
 
 /** How long responses are kept, and (in memory only) how many at most: for the 404's explanation. */

@@ -22,6 +22,7 @@
 import { randomUUID } from "node:crypto";
 import type { Express, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
+import { actingFor } from "../../../common/src/security/http-auth.js";
 import type { CallStreamEvent, CompletionRequest, CompletionResult, Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
 import { answerInstruction } from "./generation-options.js";
@@ -82,7 +83,7 @@ const MAX_PAGE = 100;
 
 export function mountResponses(app: Express, json: RequestHandler, ctx: ResponsesRoutesContext): void {
   /** Responses being generated, by id: `cancel` aborts one. */
-  const running = new Map<string, { abort: AbortController; shell: ResponseShell; cancelled: boolean }>();
+  const running = new Map<string, { abort: AbortController; shell: ResponseShell; cancelled: boolean; owner: string }>();
   /** A store that cannot be reached (NATS down) is a 503 to retry, never a 404: the response may well be retained. */
   const fromStore = async <T>(read: () => Promise<T>): Promise<T> => {
     try {
@@ -92,25 +93,31 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
       throw new HttpError(503, ErrorCode.NotReady, `the response store cannot be reached (${(err as Error).message}); retry`, { "Retry-After": String(ctx.errors.retryAfterSeconds) });
     }
   };
-  const stored = async (req: Request): Promise<StoredResponse> => {
+  /** 403 unless the caller acts for the key that created the response (responses stored before owners were recorded have none). */
+  const refuseUnlessOwner = (owner: string | undefined, req: Request, res: Response, id: string): void => {
+    if (owner !== undefined && owner !== actingFor(req, res)) throw HttpError.of(ErrorCode.Forbidden, `response ${id} belongs to another API key: only the key that created it may read, continue, cancel or delete it`);
+  };
+  const stored = async (req: Request, res: Response): Promise<StoredResponse> => {
     const id = String(req.params["id"]);
     const found = await fromStore(() => ctx.store.get(id));
     if (found === undefined) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
+    refuseUnlessOwner(found.owner, req, res, id);
     return found;
   };
 
   app.get("/v1/responses/:id", async (req: Request, res: Response) => {
-    res.json((await stored(req)).response);
+    res.json((await stored(req, res)).response);
   });
 
   app.get("/v1/responses/:id/input_items", async (req: Request, res: Response) => {
-    const page = inputItemsPage((await stored(req)).inputItems, req.query);
+    const page = inputItemsPage((await stored(req, res)).inputItems, req.query);
     // OpenAI's schema has the ids as required strings: an empty page (past the last item) names none.
     res.json({ object: "list", data: page.items, first_id: page.items[0]?.["id"] ?? "", last_id: page.items.at(-1)?.["id"] ?? "", has_more: page.hasMore });
   });
 
   app.delete("/v1/responses/:id", async (req: Request, res: Response) => {
     const id = String(req.params["id"]);
+    await stored(req, res);
     if (!(await fromStore(() => ctx.store.delete(id)))) throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     res.json({ id, object: "response", deleted: true });
   });
@@ -119,9 +126,12 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
     const id = String(req.params["id"]);
     const run = running.get(id);
     if (run === undefined) {
-      if ((await fromStore(() => ctx.store.get(id))) !== undefined) throw HttpError.of(ErrorCode.BadRequest, `response ${id} has already finished; only a response being generated can be cancelled`);
+      const found = await fromStore(() => ctx.store.get(id));
+      if (found !== undefined) refuseUnlessOwner(found.owner, req, res, id);
+      if (found !== undefined) throw HttpError.of(ErrorCode.BadRequest, `response ${id} has already finished; only a response being generated can be cancelled`);
       throw HttpError.of(ErrorCode.NotFound, `response ${id} is unknown or expired`);
     }
+    refuseUnlessOwner(run.owner, req, res, id);
     run.cancelled = true;
     run.abort.abort();
     res.json(cancelledObject(run.shell));
@@ -131,6 +141,8 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
     const input = parseResponsesRequest(req.body, { maxPromptBytes: ctx.maxPromptBytes });
     const previousId = input.previousResponseId;
     const previous = previousId !== undefined ? await fromStore(() => ctx.store.get(previousId)) : undefined;
+    const owner = actingFor(req, res);
+    if (previous !== undefined && previousId !== undefined) refuseUnlessOwner(previous.owner, req, res, previousId);
     if (input.previousResponseId !== undefined && previous === undefined) {
       throw HttpError.of(
         ErrorCode.NotFound,
@@ -145,7 +157,7 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-    const run = { abort, shell, cancelled: false };
+    const run = { abort, shell, cancelled: false, owner };
     running.set(shell.id, run);
     res.on("close", () => running.delete(shell.id));
     const started = performance.now();
@@ -158,7 +170,7 @@ export function mountResponses(app: Express, json: RequestHandler, ctx: Response
       const output = outputItems(result, messageId, withMessage).map((item) => (item.type === "function_call" ? { ...item, arguments: streamedArguments?.(item.call_id) ?? item.arguments } : item));
       const response = responseObject(shell, result, output);
       if (input.store) {
-        const value = { id: shell.id, conversation: [...body, assistantTurn(result)], ...(input.instructions !== undefined ? { instructions: input.instructions } : {}), toolsKey, response, inputItems: input.inputItems };
+        const value = { id: shell.id, conversation: [...body, assistantTurn(result)], ...(input.instructions !== undefined ? { instructions: input.instructions } : {}), toolsKey, response, inputItems: input.inputItems, owner };
         // The answer is generated: a store that fails (NATS down, a value over its size limit) costs its follow-ups, not this answer.
         await ctx.store.put(value).catch((err: unknown) => ctx.log.error({ err, response: shell.id }, "response not stored: previous_response_id and GET will not find it"));
       }

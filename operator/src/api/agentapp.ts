@@ -10,7 +10,7 @@ import { SEMANTIC_FUNCTION_LIMITS } from "../../../common/src/semantic-function.
 import { sloSchema, type AppSlo } from "./autoscaling.js";
 import type { Condition } from "./conditions.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
-import { bool, conditionsSchema, int, localRef, object, observedGenerationSchema, oneOf, str, DNS_LABEL_PATTERN, type OpenApiSchema } from "./schema.js";
+import { bool, conditionsSchema, int, localRef, object, observedGenerationSchema, oneOf, str, DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, type OpenApiSchema } from "./schema.js";
 
 export const CALLING_MODES = ["async", "sync", "syncParallel"] as const satisfies readonly CallingMode[];
 export const OBJECTIVES = ["latency", "throughput"] as const;
@@ -76,6 +76,21 @@ export interface SemanticFunctionSpec {
   tools?: boolean;
 }
 
+/** A Secret in the app's namespace holding API keys that may use the app. */
+export interface ApiKeySecretRef {
+  name: string;
+  /** Only this entry of the Secret's data is a key (absent: every entry is one). */
+  key?: string;
+}
+
+/**
+ * Who may call the app, like project keys on hosted APIs: the keys in these
+ * Secrets and no other. Absent: the router's own API key file decides.
+ */
+export interface AppAuthSpec {
+  apiKeySecrets: ApiKeySecretRef[];
+}
+
 export interface AgentAppSpec {
   enginePool: LocalRef;
   toolPools?: ToolPoolRef[];
@@ -95,6 +110,8 @@ export interface AgentAppSpec {
   maxTokens?: number;
   /** The latency objective the joint autoscaler scales the app's pools against. */
   slo?: AppSlo;
+  /** The API keys that may use the app (absent: the router's key file). */
+  auth?: AppAuthSpec;
 }
 
 export interface AgentAppStatus {
@@ -222,6 +239,32 @@ const specSchema = object(
     },
     maxTokens: int("Cap on generated tokens per session.", 1, 1_048_576, { default: 1024 }),
     slo: sloSchema(),
+    auth: object(
+      "Who may call the app: the API keys in these Secrets and no other (absent: the router's own API key file decides). Each key acts as its own id (secret:<namespace>/<Secret>/<data key>), which owns the sessions, programs and responses it creates; a new value under the same data key is a rotation and keeps that id.",
+      {
+        apiKeySecrets: {
+          type: "array",
+          description: "Secrets in the app's namespace holding its API keys (each value at least 16 characters; surrounding whitespace is ignored).",
+          minItems: 1,
+          maxItems: 16,
+          "x-kubernetes-list-type": "atomic",
+          items: object(
+            "A Secret of API keys.",
+            {
+              name: str("Secret name (same namespace).", { minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+              key: str("Only this entry of the Secret's data is a key (absent: every entry is one).", { minLength: 1, maxLength: 253, pattern: "^[-._a-zA-Z0-9]+$" }),
+            },
+            { required: ["name"] },
+          ),
+        },
+      },
+      {
+        required: ["apiKeySecrets"],
+        "x-kubernetes-validations": [
+          { rule: "self.apiKeySecrets.all(a, self.apiKeySecrets.exists_one(b, b.name == a.name && (has(b.key) ? b.key : '') == (has(a.key) ? a.key : '')))", message: "each Secret (and key) may be named once", fieldPath: ".apiKeySecrets" },
+        ],
+      },
+    ),
   },
   {
     required: ["enginePool"],

@@ -50,6 +50,12 @@ export const Reason = {
   ToolPoolNotFound: "ToolPoolNotFound",
   /** An AgentApp selects a tool its ToolPool does not define. */
   ToolNotFound: "ToolNotFound",
+  /** A Secret an AgentApp's spec.auth names does not exist (the routers stop serving the app: no key may use it). */
+  ApiKeySecretNotFound: "ApiKeySecretNotFound",
+  /** A Secret an AgentApp's spec.auth names lacks the key it names, or holds no key at all. */
+  ApiKeyNotFound: "ApiKeyNotFound",
+  /** An API key in such a Secret is too short to be a key (under 16 characters). */
+  ApiKeyInvalid: "ApiKeyInvalid",
   /** The spec passed the schema but cannot be realised (e.g. a tool name clash across pools). */
   InvalidSpec: "InvalidSpec",
   /** The calling mode needs what the EnginePool's backend lacks (async on an openai-backend pool). */

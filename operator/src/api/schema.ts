@@ -78,6 +78,8 @@ export function bool(description: string, defaultValue: boolean): OpenApiSchema 
 
 /** An RFC 1123 DNS label: a Kubernetes object name usable as a Service name. */
 export const DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+/** A DNS-1123 subdomain (Secret and ConfigMap names). */
+export const DNS_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
 /** `http://` or `https://` followed by a host. */
 export const HTTP_URL_PATTERN = "^https?://[^\\s/?#]+([/?#][^\\s]*)?$";

@@ -1,7 +1,10 @@
 /**
  * @module The AgentApp reconciler: resolves the app's EnginePool and
  * ToolPools from the caches (a missing one is a Degraded condition with its
- * reason, not an error — the pool's arrival re-queues the app), renders the
+ * reason, not an error — the pool's arrival re-queues the app), reads the
+ * Secrets its `spec.auth` names into key identities (a missing Secret or key
+ * is a Degraded reason and the app is withdrawn from the routers: no key
+ * may use it), renders the
  * app config (a ConfigMap for people, the `interlace-apps` KV entry the
  * routers watch) and reports the endpoint. Ready once every referenced pool
  * is Ready and — when NATS is observed — a router serves the current config
@@ -9,7 +12,8 @@
  * live count, read again every few seconds.
  */
 import { AgentAppKind, ConditionType, Reason, type AgentApp, type AgentAppStatus, type EnginePool, type ToolPool } from "../api/index.js";
-import { appConfigMapName, appEndpoint, buildAppConfigMap, resolveAppConfig } from "../resources/index.js";
+import type { V1Secret } from "@kubernetes/client-node";
+import { appConfigMapName, appEndpoint, buildAppConfigMap, resolveAppConfig, resolveAppKeys, type ResolveResult } from "../resources/index.js";
 import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
 import { applyChild, type ReconcilerContext } from "./context.js";
 import { degradedConditions, isReady, mergeConditions, writeStatusIfChanged, type ConditionInput } from "./status.js";
@@ -62,7 +66,11 @@ export class AgentAppReconciler implements Reconciler {
       const tp = this.toolPools.get(req.namespace, ref.name);
       if (tp && !tp.metadata.deletionTimestamp) toolPools.set(ref.name, tp);
     }
-    const resolved = resolveAppConfig(app, enginePool, toolPools);
+    // Keys first: an app whose keys cannot be read is withdrawn from the routers (fail closed), whatever else holds.
+    const keys = app.spec.auth !== undefined ? resolveAppKeys(app, await this.keySecrets(app)) : undefined;
+    if (keys?.ok === false) await live.withdrawApp(req.namespace, req.name);
+    const pools = resolveAppConfig(app, enginePool, toolPools);
+    const resolved: ResolveResult = keys?.ok === false ? keys : pools.ok && keys !== undefined ? { ok: true, config: { ...pools.config, auth: keys.auth } } : pools;
     let conditions: ConditionInput[];
     let failure: unknown = null;
     const status: AgentAppStatus = {
@@ -124,6 +132,16 @@ export class AgentAppReconciler implements Reconciler {
       await recordTransitions(this.ctx.recorder, app, before, status.conditions);
     }
     if (failure) throw failure;
-    return live.observed ? { requeueAfterMs: LIVE_REFRESH_MS } : {};
+    // Secrets are read, not watched (the operator may only get them): a rotated key is published within a refresh.
+    return live.observed || app.spec.auth !== undefined ? { requeueAfterMs: LIVE_REFRESH_MS } : {};
+  }
+
+  /** The Secrets `spec.auth` names, by name (null: not found). */
+  private async keySecrets(app: AgentApp): Promise<Map<string, V1Secret | null>> {
+    const secrets = new Map<string, V1Secret | null>();
+    for (const ref of app.spec.auth?.apiKeySecrets ?? []) {
+      if (!secrets.has(ref.name)) secrets.set(ref.name, await this.ctx.client.get<V1Secret>(CoreTypes.Secret, app.metadata.namespace ?? "default", ref.name));
+    }
+    return secrets;
   }
 }

@@ -131,7 +131,8 @@ export function buildAppConfigMap(app: AgentApp, config: AppConfig): V1ConfigMap
     apiVersion: "v1",
     kind: "ConfigMap",
     metadata: childMeta(app, appConfigMapName(app), APP_CONFIG_COMPONENT),
-    data: { [APP_CONFIG_KEY]: JSON.stringify(config, null, 2) },
+    // Key ids only: the ConfigMap is for people, and key digests have no reader there.
+    data: { [APP_CONFIG_KEY]: JSON.stringify(config.auth !== undefined ? { ...config, auth: { keys: config.auth.keys.map((k) => ({ id: k.id })) } } : config, null, 2) },
   };
 }
 

@@ -6,5 +6,6 @@ export * from "./common.js";
 export * from "./engine-pool.js";
 export * from "./tool-pool.js";
 export * from "./agent-app.js";
+export * from "./app-keys.js";
 export * from "./credentials.js";
 export * from "./endpoint-picker.js";

@@ -28,8 +28,8 @@ export interface ExchangeContext {
   picker: EndpointPicker;
   /** The request's meaning (routeRequest bound to the apps and owners). */
   route(req: PickerRequest): PickerRoute;
-  /** The principal of the request's `authorization`, or the 401 to answer. */
-  authenticate(authorization: string | undefined): string | HttpError;
+  /** The principal of the request's `authorization` on the app it names (app-access.ts); throws the 401 or 403 to answer. */
+  authenticate(req: Omit<PickerRequest, "principal">): string;
   owners: SessionOwners;
   /** The picker's bearer token towards engines, when they require one. */
   engineAuthorization?: string;
@@ -133,11 +133,11 @@ export class ExtProcExchange {
     try {
       const notReady = this.ctx.notReadyReason();
       if (notReady !== null) throw new HttpError(503, ErrorCode.NotReady, `endpoint picker not ready: ${notReady}`, { "Retry-After": String(this.ctx.retryAfterSeconds) });
-      const principal = this.ctx.authenticate(this.headers["authorization"]);
-      if (principal instanceof HttpError) throw principal;
-      this.principal = principal;
       const raw = Buffer.concat(this.chunks);
-      const route = this.ctx.route({ method: this.headers[":method"] ?? "GET", path: this.headers[":path"] ?? "/", headers: this.headers, ...parseJson(raw), principal });
+      const request = { method: this.headers[":method"] ?? "GET", path: this.headers[":path"] ?? "/", headers: this.headers, ...parseJson(raw) };
+      const principal = this.ctx.authenticate(request);
+      this.principal = principal;
+      const route = this.ctx.route({ ...request, principal });
       if (route.kind === "answer") {
         this.phase = "answered";
         this.ctx.metrics.streams.inc({ outcome: "answered" });

@@ -3,5 +3,5 @@
  */
 export { startPicker, HealthService, type Picker } from "./picker-server.js";
 export { parsePickerOptions, pickerOptions, type PickerOptions } from "./config.js";
-export { routeRequest, ENGINE_HEADER, type PickerRoute, type PickerRequest } from "./picker-request.js";
+export { requestApp, routeRequest, ENGINE_HEADER, type PickerRoute, type PickerRequest } from "./picker-request.js";
 export { Gaie } from "./envoy-messages.js";

@@ -105,6 +105,21 @@ function appOf(ctx: PickerContext, namespace: string, name: string): AppConfig {
   return app;
 }
 
+/** The app of this pool a request acts on (by its path, or an OpenAI request's `model`), whose keys it must hold; undefined for none. */
+export function requestApp(req: Omit<PickerRequest, "principal">, ctx: Pick<PickerContext, "app" | "pool">): AppConfig | undefined {
+  const [pathname = "/"] = req.path.split("?", 1);
+  const app = APP_PATH.exec(pathname);
+  if (app !== null) {
+    try {
+      return ctx.app(decodeURIComponent(app[1]!), decodeURIComponent(app[2]!));
+    } catch {
+      return undefined; // a malformed segment: routeRequest answers 400
+    }
+  }
+  if (req.method === "POST" && pathname === "/v1/chat/completions" && isObject(req.body)) return appForModel(ctx, req.body["model"]);
+  return undefined;
+}
+
 /** Interprets one request. Throws {@link HttpError} for the client's errors. */
 export function routeRequest(req: PickerRequest, ctx: PickerContext): PickerRoute {
   const [pathname = "/"] = req.path.split("?", 1);
@@ -165,7 +180,7 @@ function contentText(value: unknown): string {
 }
 
 /** An app of the pool named by `model` (`app` in the pool's namespace, or `ns/app`). */
-function appForModel(ctx: PickerContext, model: unknown): AppConfig | undefined {
+function appForModel(ctx: Pick<PickerContext, "app" | "pool">, model: unknown): AppConfig | undefined {
   if (typeof model !== "string" || model === "") return undefined;
   const slash = model.indexOf("/");
   return slash < 0 ? ctx.app(ctx.pool.namespace, model) : ctx.app(model.slice(0, slash), model.slice(slash + 1));

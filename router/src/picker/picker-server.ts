@@ -17,7 +17,7 @@ import { HealthImplementation } from "grpc-health-check";
 import express from "express";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../../common/src/index.js";
-import { authenticateBearer } from "../../../common/src/security/http-auth.js";
+import { AppAccess } from "../app-access.js";
 import { connectNats } from "../../../common/src/security/nats-connect.js";
 import { AppRegistry } from "../app-registry.js";
 import { EngineRegistry } from "../engine-registry.js";
@@ -31,10 +31,10 @@ import { ExtProcExchange, type ExchangeContext } from "./ext-proc-exchange.js";
 import { warmCodecs } from "./codec-warmup.js";
 import { externalProcessorService, type ProcessingRequest, type ProcessingResponse } from "./ext-proc-service.js";
 import { PickerMetrics } from "./metrics.js";
-import { routeRequest } from "./picker-request.js";
+import { requestApp, routeRequest } from "./picker-request.js";
 import { EventPrefixIndex } from "../event-prefix-index.js";
 import { watchKvEvents } from "../kv-event-watch.js";
-import { kvEventsSubject } from "../../../common/src/protocol/index.js";
+import { kvEventsSubject, type AppConfig } from "../../../common/src/protocol/index.js";
 
 /** The gRPC health service names GAIE's endpoint-picker protocol defines. */
 export const HealthService = {
@@ -67,21 +67,20 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   // Probes say "shutting down" at once; streams that still arrive while draining are served (the data plane is moving away).
   const notReadyReason = (): string | null => (closing ? "shutting down" : loadingReason());
 
+  const appOfPool = (namespace: string, name: string): AppConfig | undefined => {
+    const config = apps.get(namespace, name)?.config;
+    return config !== undefined && config.namespace === pool.namespace && config.enginePool.name === pool.name ? config : undefined;
+  };
+  const access = new AppAccess(security?.apiKeys ?? null, () => apps.all().map(([, served]) => served.config));
   const ctx: ExchangeContext = {
     picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
     route: (req) =>
       routeRequest(req, {
         pool,
         owners,
-        app: (namespace, name) => {
-          const config = apps.get(namespace, name)?.config;
-          return config !== undefined && config.namespace === pool.namespace && config.enginePool.name === pool.name ? config : undefined;
-        },
+        app: appOfPool,
       }),
-    authenticate: (authorization) => {
-      const auth = authenticateBearer(security?.apiKeys ?? null, authorization);
-      return "refused" in auth ? new HttpError(401, ErrorCode.Unauthorized, auth.refused, { "WWW-Authenticate": 'Bearer realm="interlace"' }) : auth.principal;
-    },
+    authenticate: (req) => access.principal(requestApp(req, { pool, app: appOfPool }), req.headers["authorization"]),
     owners,
     ...(security?.engineApiKey !== undefined ? { engineAuthorization: `Bearer ${security.engineApiKey}` } : {}),
     maxBodyBytes: options.maxBodyBytes,
