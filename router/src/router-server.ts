@@ -7,7 +7,7 @@
  * sessions), withdraws the presence and drains NATS.
  */
 import type { Server } from "node:http";
-import express, { type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/index.js";
 import { openRoutersBucket } from "../../common/src/protocol/index.js";
@@ -25,6 +25,7 @@ import { RouterMetrics } from "./metrics.js";
 import { PresencePublisher } from "./presence.js";
 import { SessionOwners } from "./session-owner.js";
 import { bearerAuth } from "../../common/src/security/http-auth.js";
+import { jsonBody } from "../../common/src/json-body.js";
 import { connectNats } from "../../common/src/security/nats-connect.js";
 import { ProgramExecutor } from "./programs/program-executor.js";
 import { ProgramPrefixes } from "./programs/program-prefixes.js";
@@ -37,6 +38,8 @@ export interface Router {
   metrics: RouterMetrics;
   apps: AppRegistry;
   engines: EngineRegistry;
+  /** The HTTP app (its route table is what the route fuzzer covers). */
+  app: Express;
   close(): Promise<void>;
 }
 
@@ -73,7 +76,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   // Every API request carries a client's API key (probes and /metrics stay open: NetworkPolicies guard them).
   const security = options.security;
   app.use("/v1", bearerAuth(security?.apiKeys ?? null));
-  const json = express.json({ limit: options.maxBodyBytes, type: () => true });
+  const json = jsonBody({ limit: options.maxBodyBytes });
   let nc: NatsConnection | undefined;
   const placeContext = {
     engineHeaders: security?.engineApiKey !== undefined ? { authorization: `Bearer ${security.engineApiKey}` } : {},
@@ -166,7 +169,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     throw err;
   }
   let closed: Promise<void> | undefined;
-  return { port, metrics, apps, engines, close: () => (closed ??= close()) };
+  return { port, metrics, apps, engines, app, close: () => (closed ??= close()) };
 }
 
 /** Stops accepting; open streams get a moment to finish, then connections are dropped. */
