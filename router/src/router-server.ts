@@ -45,9 +45,10 @@ export interface Router {
 
 export async function startRouter(options: RouterOptions, log: Logger): Promise<Router> {
   const metrics = new RouterMetrics();
-  const apps = new AppRegistry(log.child({ subsystem: "apps" }));
+  const malformed = (source: string) => () => metrics.malformedMessages.inc({ source });
+  const apps = new AppRegistry(log.child({ subsystem: "apps" }), malformed("apps"));
   const eventIndex = options.prefixIndex === "events" ? new EventPrefixIndex(log.child({ subsystem: "prefix-index" })) : undefined;
-  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }), ...(eventIndex !== undefined ? { prefixIndex: eventIndex } : {}) });
+  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }), onMalformed: malformed("engines"), ...(eventIndex !== undefined ? { prefixIndex: eventIndex } : {}) });
   const live = new Map<string, number>();
   let ready = false;
   let closing = false;
@@ -156,7 +157,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   try {
     nc = await connectNats({ servers: options.natsUrl, name: `router-${options.routerId}`, security: security?.nats ?? {} });
     // Events before heartbeats: an event published between the first heartbeat and the subscription would read as a gap.
-    if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }));
+    if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), undefined, malformed("kv_events"));
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
     const routersKv = await openRoutersBucket(nc);
     await programs.attach(await openProgramsBucket(nc));
