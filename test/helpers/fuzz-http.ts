@@ -63,6 +63,22 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>
   ),
 })).value;
 
+/** Every path to a value inside `value` (object keys and array indexes). */
+export function paths(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
+  if (value === null || typeof value !== "object") return [prefix];
+  const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+  return [prefix, ...entries.flatMap(([k, v]) => paths(v, [...prefix, k]))];
+}
+
+/** A copy of `value` with the value at `path` replaced (`undefined`: removed). */
+export function setAt(value: unknown, path: (string | number)[], replacement: unknown): unknown {
+  if (path.length === 0) return replacement;
+  const [head, ...rest] = path as [string | number, ...(string | number)[]];
+  const copy = (Array.isArray(value) ? [...(value as unknown[])] : { ...(value as Record<string, unknown>) }) as Record<string | number, unknown>;
+  copy[head] = setAt(copy[head], rest, replacement);
+  return copy;
+}
+
 /** Nesting deeper than any decoder should recurse into: arrays or objects `depth` levels down. */
 const deepNesting = fc.tuple(fc.integer({ min: 100, max: 6_000 }), fc.boolean(), fc.constantFrom("prompt", "messages", "value", "input", "arguments", "params", "output")).map(([depth, arrays, key]) => {
   const inner = arrays ? "[".repeat(depth) + "1" + "]".repeat(depth) : '{"a":'.repeat(depth) + "1" + "}".repeat(depth);

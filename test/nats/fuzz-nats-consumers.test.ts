@@ -24,7 +24,7 @@ import { startRouter } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
 import { openProgramsBucket } from "../../router/src/programs/program-bucket.js";
 import { NatsLiveState } from "../../operator/src/controllers/live-state.js";
-import { hostileValue } from "../helpers/fuzz-http.js";
+import { hostileValue, paths, setAt } from "../helpers/fuzz-http.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { eventually } from "../helpers/wait.js";
 
@@ -68,22 +68,6 @@ const heartbeat = {
   kvEvents: { epoch: "e1", seq: 0 },
   at: Date.now(),
 };
-
-/** Every path to a value inside `value` (object keys and array indexes). */
-function paths(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
-  if (value === null || typeof value !== "object") return [prefix];
-  const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-  return [prefix, ...entries.flatMap(([k, v]) => paths(v, [...prefix, k]))];
-}
-
-/** A copy of `value` with the value at `path` replaced (`undefined`: removed). */
-function setAt(value: unknown, path: (string | number)[], replacement: unknown): unknown {
-  if (path.length === 0) return replacement;
-  const [head, ...rest] = path as [string | number, ...(string | number)[]];
-  const copy = (Array.isArray(value) ? [...(value as unknown[])] : { ...(value as Record<string, unknown>) }) as Record<string | number, unknown>;
-  copy[head] = setAt(copy[head], rest, replacement);
-  return copy;
-}
 
 /** A valid value with one value anywhere inside it replaced or removed, a hostile key added, or anything at all. */
 function mutations(valid: Record<string, unknown>): fc.Arbitrary<string> {
