@@ -18,7 +18,11 @@ export interface ServedApp {
 export class AppRegistry {
   private readonly apps = new Map<string, ServedApp>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    /** Told of each entry dropped as malformed (a metric). */
+    private readonly onMalformed: () => void = () => {},
+  ) {}
 
   apply(entry: KvWatchEntry): void {
     const key = parseAppKey(entry.key);
@@ -31,10 +35,12 @@ export class AppRegistry {
     const parsed = parseAppConfig(entryJson(entry));
     if (!parsed.ok) {
       this.log.warn({ app: id, reason: parsed.reason }, "malformed app config ignored");
+      this.onMalformed();
       return;
     }
     if (parsed.value.namespace !== key.namespace || parsed.value.name !== key.name) {
       this.log.warn({ app: id }, "app config names another app; ignored");
+      this.onMalformed();
       return;
     }
     this.set(parsed.value);

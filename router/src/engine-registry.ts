@@ -33,6 +33,8 @@ export interface EngineRegistryOptions {
   now?: () => number;
   /** Where placement learns engines' blocks (default: their heartbeats). */
   prefixIndex?: PrefixIndex;
+  /** Told of each heartbeat dropped as malformed (a metric). */
+  onMalformed?: () => void;
 }
 
 function poolKey(namespace: string, name: string): string {
@@ -80,6 +82,7 @@ export class EngineRegistry {
     const parsed = parseEngineHeartbeat(entryJson(entry));
     if (!parsed.ok) {
       this.options.log.warn({ key: entry.key, reason: parsed.reason }, "malformed engine heartbeat ignored");
+      this.options.onMalformed?.();
       return;
     }
     this.update(parsed.value, entry.isUpdate ? undefined : Math.min(this.now(), entry.created.getTime()));

@@ -20,8 +20,8 @@ export function kvEventsPool(subject: string): string | null {
   }
 }
 
-/** Subscribes `index` to the KV events (every pool's, or `subject`'s alone); returns the subscription (unsubscribe to stop). */
-export function watchKvEvents(nc: NatsConnection, index: EventPrefixIndex, log: Logger, subject = ALL_KV_EVENTS): Subscription {
+/** Subscribes `index` to the KV events (every pool's, or `subject`'s alone); returns the subscription (unsubscribe to stop). `onMalformed` is told of each message dropped. */
+export function watchKvEvents(nc: NatsConnection, index: EventPrefixIndex, log: Logger, subject = ALL_KV_EVENTS, onMalformed: () => void = () => {}): Subscription {
   return nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err !== null) return void log.warn({ err }, "KV event subscription failed");
@@ -33,7 +33,10 @@ export function watchKvEvents(nc: NatsConnection, index: EventPrefixIndex, log: 
         body = undefined;
       }
       const event = validateKvEvent(body);
-      if (pool === null || !event.ok) return void log.warn({ subject: msg.subject, reason: event.ok ? "not a pool's KV-event subject" : event.error }, "malformed KV event dropped");
+      if (pool === null || !event.ok) {
+        onMalformed();
+        return void log.warn({ subject: msg.subject, reason: event.ok ? "not a pool's KV-event subject" : event.error }, "malformed KV event dropped");
+      }
       index.apply(pool, event.value);
     },
   });

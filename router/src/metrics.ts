@@ -17,6 +17,7 @@ export class RouterMetrics {
   readonly engineRetries: Counter<"cause">;
   readonly prefixHolds: Counter<"outcome">;
   readonly rejected: Counter<"code">;
+  readonly malformedMessages: Counter<"source">;
   readonly activeSessions: Gauge<"app">;
   readonly engines: Gauge<"pool">;
   readonly apps: Gauge;
@@ -67,6 +68,12 @@ export class RouterMetrics {
       registers,
     });
     this.rejected = new Counter({ name: "interlace_router_rejected_total", help: "Requests refused by the router, by error code.", labelNames: ["code"], registers });
+    this.malformedMessages = new Counter({
+      name: "interlace_router_malformed_messages_total",
+      help: "NATS messages and KV entries dropped as malformed (apps, engines, kv_events), by source.",
+      labelNames: ["source"],
+      registers,
+    });
     this.activeSessions = new Gauge({ name: "interlace_router_active_sessions", help: "Sessions opened through this router whose event stream or completion is open, by app.", labelNames: ["app"], registers });
     this.engines = new Gauge({ name: "interlace_router_engines", help: "Engines with a fresh heartbeat, by pool.", labelNames: ["pool"], registers });
     this.apps = new Gauge({ name: "interlace_router_apps", help: "AgentApp configs this router serves.", registers });

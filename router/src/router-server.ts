@@ -7,7 +7,7 @@
  * sessions), withdraws the presence and drains NATS.
  */
 import type { Server } from "node:http";
-import express, { type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/index.js";
 import { openRoutersBucket } from "../../common/src/protocol/index.js";
@@ -25,6 +25,7 @@ import { RouterMetrics } from "./metrics.js";
 import { PresencePublisher } from "./presence.js";
 import { SessionOwners } from "./session-owner.js";
 import { AppAccess } from "./app-access.js";
+import { jsonBody } from "../../common/src/json-body.js";
 import { connectNats } from "../../common/src/security/nats-connect.js";
 import { ProgramExecutor } from "./programs/program-executor.js";
 import { ProgramPrefixes } from "./programs/program-prefixes.js";
@@ -37,14 +38,17 @@ export interface Router {
   metrics: RouterMetrics;
   apps: AppRegistry;
   engines: EngineRegistry;
+  /** The HTTP app (its route table is what the route fuzzer covers). */
+  app: Express;
   close(): Promise<void>;
 }
 
 export async function startRouter(options: RouterOptions, log: Logger): Promise<Router> {
   const metrics = new RouterMetrics();
-  const apps = new AppRegistry(log.child({ subsystem: "apps" }));
+  const malformed = (source: string) => () => metrics.malformedMessages.inc({ source });
+  const apps = new AppRegistry(log.child({ subsystem: "apps" }), malformed("apps"));
   const eventIndex = options.prefixIndex === "events" ? new EventPrefixIndex(log.child({ subsystem: "prefix-index" })) : undefined;
-  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }), ...(eventIndex !== undefined ? { prefixIndex: eventIndex } : {}) });
+  const engines = new EngineRegistry({ ttlMs: options.engineTtlMs, log: log.child({ subsystem: "engines" }), onMalformed: malformed("engines"), ...(eventIndex !== undefined ? { prefixIndex: eventIndex } : {}) });
   const live = new Map<string, number>();
   let ready = false;
   let closing = false;
@@ -90,7 +94,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     if (res.locals["principal"] === undefined) admit(res, undefined, req.get("Authorization"));
     next();
   });
-  const json = express.json({ limit: options.maxBodyBytes, type: () => true });
+  const json = jsonBody({ limit: options.maxBodyBytes });
   let nc: NatsConnection | undefined;
   const placeContext = {
     engineHeaders: security?.engineApiKey !== undefined ? { authorization: `Bearer ${security.engineApiKey}` } : {},
@@ -170,7 +174,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   try {
     nc = await connectNats({ servers: options.natsUrl, name: `router-${options.routerId}`, security: security?.nats ?? {} });
     // Events before heartbeats: an event published between the first heartbeat and the subscription would read as a gap.
-    if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }));
+    if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), undefined, malformed("kv_events"));
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
     const routersKv = await openRoutersBucket(nc);
     await programs.attach(await openProgramsBucket(nc));
@@ -183,7 +187,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     throw err;
   }
   let closed: Promise<void> | undefined;
-  return { port, metrics, apps, engines, close: () => (closed ??= close()) };
+  return { port, metrics, apps, engines, app, close: () => (closed ??= close()) };
 }
 
 /** Stops accepting; open streams get a moment to finish, then connections are dropped. */

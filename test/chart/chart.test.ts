@@ -235,21 +235,40 @@ t.test("auth and TLS on by default: every pod that talks to NATS gets the CA and
 });
 
 t.test("the ClusterRole grants exactly what the reconcilers need", async (t) => {
-  const role = find(await render(), "ClusterRole", "interlace-operator");
+  const ms = await render();
+  const role = find(ms, "ClusterRole", "interlace-operator");
   const grants = new Set<string>();
   for (const rule of role.rules) for (const g of rule.apiGroups) for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
   const must = [
     "interlace.dev/enginepools:watch", "interlace.dev/toolpools:list", "interlace.dev/agentapps:patch",
     "interlace.dev/enginepools/status:patch", "interlace.dev/toolpools/finalizers:update",
     "apps/deployments:patch", "apps/deployments:create", "/services:watch", "/configmaps:patch",
-    "policy/poddisruptionbudgets:patch", "/events:create", "coordination.k8s.io/leases:update",
-    "/secrets:get", "/secrets:create", "/secrets:patch", "/pods:watch",
+    "policy/poddisruptionbudgets:patch", "/events:create", "coordination.k8s.io/leases:update", "/pods:watch",
   ];
   for (const g of must) t.ok(grants.has(g), `grants ${g}`);
   for (const g of [...grants]) {
     t.notOk(g.includes("*"), `no wildcard (${g})`);
-    t.notMatch(g, /pods:(create|update|patch|delete)|nodes|clusterroles|customresourcedefinitions|secrets:(list|watch|delete)/, `nothing beyond its children, the Secrets it makes and reading pods (${g})`);
+    t.notMatch(g, /pods:(create|update|patch|delete)|nodes|clusterroles|customresourcedefinitions|secrets/, `nothing beyond its children and reading pods; Secrets are granted apart (${g})`);
   }
+});
+
+t.test("Secrets: the operator's own by name in the release namespace; the pools' get/create/patch, in the listed namespaces only when listed", async (t) => {
+  const rulesOf = (m: any): string[] => m.rules.flatMap((r: any) => r.verbs.map((v: string) => `${r.resources.join(",")}:${v}${r.resourceNames ? `[${r.resourceNames.join(",")}]` : ""}`));
+  const ms = await render();
+  const own = find(ms, "Role", "interlace-operator-credentials");
+  t.equal(own.metadata.namespace, NS);
+  t.same(rulesOf(own).sort(), ["secrets:create", "secrets:get[interlace-nats-auth,interlace-router-credentials]", "secrets:patch[interlace-nats-auth,interlace-router-credentials]", "secrets:update[interlace-nats-auth,interlace-router-credentials]"], "its own Secrets by name; create (which RBAC cannot name) in its namespace");
+  t.same(rulesOf(find(ms, "ClusterRole", "interlace-operator-secrets")).sort(), ["secrets:create", "secrets:get", "secrets:patch"], "no namespaces listed: the pools' Secrets anywhere, never list, watch, update or delete");
+  t.same(find(ms, "ClusterRoleBinding", "interlace-operator-secrets").subjects, [{ kind: "ServiceAccount", name: "interlace", namespace: NS }]);
+  const listed = await render(["rbac.secretNamespaces={team-a,team-b}", "nats.auth.secretName=provided"]);
+  t.notOk(find(listed, "ClusterRole", "interlace-operator-secrets"), "namespaces listed: no cluster-wide Secret access");
+  const roles = listed.filter((m) => m.kind === "Role" && m.metadata.name === "interlace-operator-secrets");
+  t.same(roles.map((r) => r.metadata.namespace), ["team-a", "team-b"], "a Role in each listed namespace");
+  for (const r of roles) t.same(rulesOf(r).sort(), ["secrets:create", "secrets:get", "secrets:patch"]);
+  t.same(listed.filter((m) => m.kind === "RoleBinding" && m.metadata.name === "interlace-operator-secrets").map((b) => b.metadata.namespace), ["team-a", "team-b"]);
+  t.match(rulesOf(find(listed, "Role", "interlace-operator-credentials")), ["secrets:get[provided,interlace-router-credentials]"], "a provided trust root is named instead");
+  const noAuth = await render(["nats.auth.enabled=false", "nats.tls.enabled=false"]);
+  t.notOk(find(noAuth, "Role", "interlace-operator-credentials"), "no NATS auth or TLS: no Secrets of its own");
 });
 
 t.test("helm template with non-default values", async (t) => {
@@ -340,9 +359,9 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
 
   // As the operator's ServiceAccount: exactly what the ClusterRole grants.
   const sa = await cp.kubeConfigFor(NS, "interlace");
-  const can = async (verb: string, group: string, resource: string, namespace = "default", subresource = ""): Promise<boolean> => {
+  const can = async (verb: string, group: string, resource: string, namespace = "default", subresource = "", name = ""): Promise<boolean> => {
     const res = await kubeRequest(sa, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
-      body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { resourceAttributes: { verb, group, resource, namespace, subresource } } },
+      body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { resourceAttributes: { verb, group, resource, namespace, subresource, name } } },
     });
     return (res.body as { status?: { allowed?: boolean } }).status?.allowed === true;
   };
@@ -354,6 +373,9 @@ t.test("rendered manifests apply server-side to a real API server", async (t) =>
   t.ok(await can("create", "", "secrets", "team-a"), "writes pool credentials Secrets");
   t.notOk(await can("list", "", "secrets"), "cannot list Secrets");
   t.notOk(await can("delete", "", "secrets", "team-a"), "cannot delete Secrets");
+  t.notOk(await can("update", "", "secrets", "team-a", "", "pool-engine-credentials"), "never updates a pool's Secret (server-side apply: patch)");
+  t.ok(await can("update", "", "secrets", NS, "", "interlace-nats-auth"), "updates its trust root (keys added, rotated)");
+  t.notOk(await can("update", "", "secrets", NS, "", "interlace-router-api-keys"), "updates no other Secret of the release namespace");
   t.notOk(await can("create", "", "pods"), "no Pods");
   t.ok(await can("list", "", "pods", "team-a"), "reads engine pods' model checks");
   t.notOk(await can("delete", "", "pods", "team-a"), "never deletes Pods");

@@ -117,6 +117,11 @@ const invalid: Record<string, Case> = {
     obj: variant(engine, "adapter-zero", (o) => (o.spec.model.adapters = [{ name: "cml", path: "/a.gguf", scale: 0 }])),
     messages: ["spec.model.adapters[0].scale", "greater than 0"],
   },
+  "adapter path with a list separator": {
+    kind: EnginePool,
+    obj: variant(engine, "adapter-comma", (o) => (o.spec.model.adapters = [{ name: "cml", pvc: { claimName: "loras", path: "a,b.gguf" } }, { name: "x", hostPath: "/srv/x@2.gguf" }])),
+    messages: ["spec.model.adapters[0].pvc.path", "spec.model.adapters[1].hostPath", "should match"],
+  },
   "openai backend without upstream URL": {
     kind: EnginePool,
     obj: variant(engine, "openai-no-url", (o) => (o.spec.runtime = { backend: "openai" })),

@@ -39,7 +39,8 @@ const cp = await controlPlaneFor(t);
 const admin = new KubeClient(adminAccess(cp));
 await installGeneratedCrds(admin);
 await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: RELEASE_NS } }).catch(() => undefined);
-const saConfig = await operatorAccount(cp, RELEASE_NS, "interlace");
+// The chart with rbac.secretNamespaces: Secrets only in the pools' namespace and, by name, the operator's own.
+const saConfig = await operatorAccount(cp, RELEASE_NS, "interlace", { secretNamespaces: [NS] });
 const operator = startTestOperator(
   [
     "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev",
@@ -120,7 +121,9 @@ t.test("a provided trust root (hack/nats-keys.ts layout) is used as it is; missi
     metadata: { name: "provided", namespace: RELEASE_NS },
     data: Object.fromEntries(Object.entries(made).map(([k, v]) => [k, Buffer.from(v).toString("base64")])),
   } as V1Secret);
-  const material = await ensureTrustRoot(new KubeClient(saConfig), RELEASE_NS, "provided", testLogger("trust"));
+  // As the chart would run an operator given nats.auth.secretName=provided: its RBAC names that Secret.
+  const providedAccount = await operatorAccount(cp, RELEASE_NS, "provided-op", { secretNamespaces: [NS], set: ["nats.auth.secretName=provided"] });
+  const material = await ensureTrustRoot(new KubeClient(providedAccount), RELEASE_NS, "provided", testLogger("trust"));
   t.equal(material.accountSeed, made[TrustKey.AccountSeed], "its account seed");
   const after = await secret(RELEASE_NS, "provided");
   t.equal(data(after, "interrupt.key"), material.interruptKey, "the interrupt key was added");
@@ -128,7 +131,8 @@ t.test("a provided trust root (hack/nats-keys.ts layout) is used as it is; missi
   t.equal(data(after, "owner-tag.key"), material.ownerTagKey, "the owner-tag key was added");
   t.equal(data(after, TrustKey.AuthConf), made[TrustKey.AuthConf], "the rest untouched");
   await admin.create(CoreTypes.Secret, { apiVersion: "v1", kind: "Secret", metadata: { name: "broken", namespace: RELEASE_NS }, data: { x: "eA==" } } as V1Secret);
-  await t.rejects(ensureTrustRoot(new KubeClient(saConfig), RELEASE_NS, "broken", testLogger("trust")), /has no "account.seed": make it with hack\/nats-keys.ts/, "a Secret without a seed is a clear error");
+  const brokenAccount = await operatorAccount(cp, RELEASE_NS, "broken-op", { secretNamespaces: [NS], set: ["nats.auth.secretName=broken"] });
+  await t.rejects(ensureTrustRoot(new KubeClient(brokenAccount), RELEASE_NS, "broken", testLogger("trust")), /has no "account.seed": make it with hack\/nats-keys.ts/, "a Secret without a seed is a clear error");
 });
 
 t.test("each pool's Secret, and the Deployment that mounts it", async (t) => {
@@ -167,6 +171,22 @@ t.test("a resync does not re-mint; the operator's account cannot list Secrets", 
   t.equal(data(await secret(NS, "pool-engine-credentials"), "nats.creds"), before, "same credentials after a spec change");
   const denied = await new KubeClient(saConfig).list(CoreTypes.Secret, NS).then(() => null, (err: unknown) => err);
   t.match(denied, { status: 403 });
+});
+
+t.test("the operator's account cannot read or change a Secret it did not make", async (t) => {
+  const sa = new KubeClient(saConfig);
+  await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: "unrelated" } }).catch(() => undefined);
+  const unrelated = (namespace: string, name: string): V1Secret => ({ apiVersion: "v1", kind: "Secret", metadata: { name, namespace }, data: { password: Buffer.from("hunter2").toString("base64") } });
+  await admin.create(CoreTypes.Secret, unrelated("unrelated", "db"));
+  await admin.create(CoreTypes.Secret, unrelated(RELEASE_NS, "interlace-router-api-keys"));
+  const status = (p: Promise<unknown>): Promise<unknown> => p.then(() => "allowed", (err: unknown) => (err as { status?: number }).status);
+  t.equal(await status(sa.get(CoreTypes.Secret, "unrelated", "db")), 403, "another namespace's Secret: get refused by the API server");
+  t.equal(await status(sa.apply(CoreTypes.Secret, unrelated("unrelated", "db"), { fieldManager: "x", force: true })), 403, "… and patch refused");
+  t.equal(await status(sa.get(CoreTypes.Secret, RELEASE_NS, "interlace-router-api-keys")), 403, "a Secret beside its own in the release namespace: get refused (its own are named)");
+  t.equal(await status(sa.replace(CoreTypes.Secret, unrelated(RELEASE_NS, "interlace-router-api-keys"))), 403, "… and update refused");
+  const poolSecret = await secret(NS, "pool-engine-credentials");
+  t.equal(await status(sa.replace(CoreTypes.Secret, poolSecret!)), 403, "even its pools' Secrets are never updated (server-side apply only)");
+  t.equal(await status(sa.get(CoreTypes.Secret, NS, "pool-engine-credentials")), "allowed", "its pools' Secrets: readable");
 });
 
 t.test("a nats-server trusting the operator's root accepts each minted identity for its own subjects only", async (t) => {

@@ -1,13 +1,14 @@
 /**
  * @module Shared pieces of the operator integration tests: polling with a
- * deadline (no fixed sleeps), the chart's own ClusterRole bound to the
- * operator's ServiceAccount, simulated Deployment availability (no
+ * deadline (no fixed sleeps), the chart's own ClusterRole and Secret RBAC
+ * (rendered by helm) bound to the operator's ServiceAccount, simulated Deployment availability (no
  * kube-controller-manager runs), and an operator started under that account.
  */
+import { execFile } from "node:child_process";
 import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import { AppsV1Api, PatchStrategy, loadAllYaml, setHeaderOptions, type KubeConfig, type KubernetesObject, type V1Deployment } from "@kubernetes/client-node";
-import { parse } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import { createLogger, type Logger } from "../../common/src/index.js";
 import { parseArgv } from "../../common/src/index.js";
 import { parseOperatorOptions } from "../../operator/src/config.js";
@@ -28,6 +29,42 @@ export { waitFor };
 
 export const ClusterRoleType: ResourceType = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false };
 export const ClusterRoleBindingType: ResourceType = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false };
+const RbacTypes: Record<string, ResourceType> = {
+  ClusterRole: ClusterRoleType,
+  ClusterRoleBinding: ClusterRoleBindingType,
+  Role: { group: "rbac.authorization.k8s.io", version: "v1", kind: "Role", plural: "roles", namespaced: true },
+  RoleBinding: { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true },
+};
+
+/** Chart values that shape the operator's Secret RBAC. */
+export interface ChartRbacOptions {
+  /** `rbac.secretNamespaces` (default: none listed, every namespace). */
+  secretNamespaces?: readonly string[];
+  /** More `--set` values (e.g. `nats.auth.secretName=provided`). */
+  set?: readonly string[];
+}
+
+/**
+ * The chart's Secret RBAC (templates/operator-secrets-rbac.yaml) as helm
+ * renders it for a release `name` in `namespace` (its trust root and router
+ * Secrets are `<name>-nats-auth` and `<name>-router-credentials`), with
+ * `rbac.secretNamespaces` and other `--set` values when given.
+ */
+export async function chartSecretRbac(namespace: string, name: string, options: ChartRbacOptions = {}): Promise<KubernetesObject[]> {
+  const secretNamespaces = options.secretNamespaces ?? [];
+  const helm = path.join(process.env["INTERLACE_BIN"] ?? path.join(ROOT, ".cache/bin"), "helm");
+  const args = ["template", name, path.join(ROOT, "charts/interlace"), "--namespace", namespace, "--set", `fullnameOverride=${name}`, "--show-only", "templates/operator-secrets-rbac.yaml"];
+  if (secretNamespaces.length > 0) args.push("--set", `rbac.secretNamespaces={${secretNamespaces.join(",")}}`);
+  for (const s of options.set ?? []) args.push("--set", s);
+  const stdout = await new Promise<string>((resolve, reject) =>
+    execFile(helm, args, { env: { ...process.env, HELM_CACHE_HOME: "/tmp/interlace-helm/cache", HELM_CONFIG_HOME: "/tmp/interlace-helm/config", HELM_DATA_HOME: "/tmp/interlace-helm/data" } }, (err, out, stderr) =>
+      err !== null ? reject(new Error(`helm template: ${stderr || err.message}`)) : resolve(out),
+    ),
+  );
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as KubernetesObject | null)
+    .filter((o): o is KubernetesObject => o !== null);
+}
 
 /**
  * The operator ClusterRole's rules exactly as the chart ships them: the
@@ -81,8 +118,11 @@ export async function installGeneratedCrds(admin: KubeClient): Promise<void> {
   }
 }
 
-/** Creates the chart's ClusterRole and binds it to `namespace/name`; returns cluster access acting as that account. */
-export async function operatorAccount(cp: KubeconfigSource, namespace: string, name: string): Promise<KubeConfig> {
+/**
+ * Creates the chart's ClusterRole and Secret RBAC (rendered with `rbac`'s values) and binds them to
+ * `namespace/name`; returns cluster access acting as that account.
+ */
+export async function operatorAccount(cp: KubeconfigSource, namespace: string, name: string, rbac: ChartRbacOptions = {}): Promise<KubeConfig> {
   const admin = new KubeClient(adminAccess(cp));
   const role = `${name}-operator`;
   await admin.apply(ClusterRoleType, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: role }, rules: await chartOperatorRules() } as KubernetesObject, {
@@ -101,6 +141,15 @@ export async function operatorAccount(cp: KubeconfigSource, namespace: string, n
     } as KubernetesObject,
     { fieldManager: "test", force: true },
   );
+  for (const obj of await chartSecretRbac(namespace, name, rbac)) {
+    const type = RbacTypes[obj.kind ?? ""];
+    if (type === undefined) throw new Error(`unexpected ${obj.kind} in the chart's Secret RBAC`);
+    if (type.namespaced) {
+      const ns = obj.metadata?.namespace ?? namespace;
+      await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }).catch(() => undefined);
+    }
+    await admin.apply(type, obj, { fieldManager: "test", force: true });
+  }
   return access;
 }
 

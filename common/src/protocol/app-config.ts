@@ -20,6 +20,8 @@ import type { CallingMode, ChatMessage, RetentionHint, SessionSpeculation } from
 import type { SemanticFunction } from "../semantic-function.js";
 import type { ToolSpec } from "../tools.js";
 import { decodeToken, encodeToken } from "./subjects.js";
+import { compileSchema } from "../wire/validator.js";
+import { appConfigSchema } from "./app-config-schema.js";
 
 export const APPS_BUCKET = "interlace-apps";
 export const ROUTERS_BUCKET = "interlace-routers";
@@ -106,43 +108,12 @@ export function appConfigHash(config: AppConfig): string {
   return createHash("sha256").update(stableJson(config)).digest("hex").slice(0, 16);
 }
 
-/** Checks the shape the router relies on; the reason names the first bad field. */
+const validateAppConfig = compileSchema<AppConfig>(appConfigSchema, "app");
+
+/** Checks every field the router relies on (app-config-schema.ts); the reason names the bad fields. */
 export function parseAppConfig(data: unknown): { ok: true; value: AppConfig } | { ok: false; reason: string } {
-  if (data === null || typeof data !== "object") return { ok: false, reason: "not an object" };
-  const c = data as Record<string, unknown>;
-  for (const k of ["namespace", "name", "systemPrompt", "callingMode", "objective"] as const) {
-    if (typeof c[k] !== "string") return { ok: false, reason: `${k} must be a string` };
-  }
-  const pool = c["enginePool"] as Record<string, unknown> | null | undefined;
-  if (pool === null || typeof pool !== "object" || typeof pool["name"] !== "string") return { ok: false, reason: "enginePool.name must be a string" };
-  if (!Array.isArray(c["fewShot"])) return { ok: false, reason: "fewShot must be an array" };
-  if (!Array.isArray(c["tools"])) return { ok: false, reason: "tools must be an array" };
-  const intr = c["interrupts"] as Record<string, unknown> | null | undefined;
-  if (intr === null || typeof intr !== "object" || typeof intr["userInterrupts"] !== "boolean" || typeof intr["maxQueued"] !== "number") {
-    return { ok: false, reason: "interrupts must be {userInterrupts, maxQueued}" };
-  }
-  if (typeof c["maxTokens"] !== "number") return { ok: false, reason: "maxTokens must be a number" };
-  const fns = c["semanticFunctions"];
-  if (!Array.isArray(fns)) return { ok: false, reason: "semanticFunctions must be an array" };
-  for (const [i, f] of fns.entries()) {
-    const fn = f as Record<string, unknown> | null;
-    if (fn === null || typeof fn !== "object" || typeof fn["name"] !== "string" || typeof fn["template"] !== "string" || !Array.isArray(fn["outputs"])) {
-      return { ok: false, reason: `semanticFunctions[${i}] must be {name, template, outputs, tools}` };
-    }
-  }
-  const auth = c["auth"];
-  if (auth !== undefined) {
-    // Fail closed: a router must never serve an app whose key list it cannot read (it would fall back to the global keys).
-    const keys = auth !== null && typeof auth === "object" ? (auth as Record<string, unknown>)["keys"] : undefined;
-    if (!Array.isArray(keys)) return { ok: false, reason: "auth.keys must be an array" };
-    for (const [i, k] of keys.entries()) {
-      const key = k as Record<string, unknown> | null;
-      if (key === null || typeof key !== "object" || typeof key["id"] !== "string" || typeof key["sha256"] !== "string" || !/^[0-9a-f]{64}$/.test(key["sha256"])) {
-        return { ok: false, reason: `auth.keys[${i}] must be {id, sha256} with a hex SHA-256` };
-      }
-    }
-  }
-  return { ok: true, value: data as AppConfig };
+  const checked = validateAppConfig(data);
+  return checked.ok ? checked : { ok: false, reason: checked.error };
 }
 
 /** What a router writes about itself under its own key in `interlace-routers`. */
@@ -154,6 +125,30 @@ export interface RouterPresence {
   apps: Record<string, { hash: string; activeSessions: number }>;
   /** EnginePool (`namespace/name`) → requests held now waiting for a ready engine (the cold-start hold); pools with none are left out. */
   held?: Record<string, number>;
+}
+
+const wholeCount = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 0;
+
+/**
+ * A presence value as read from the bucket (anyone with write access may
+ * have written it): null unless `at` is a number; entries of `apps` and
+ * `held` that are not well formed are left out, so the counts summed from
+ * them stay whole numbers.
+ */
+export function parseRouterPresence(data: unknown): RouterPresence | null {
+  if (data === null || typeof data !== "object" || Array.isArray(data)) return null;
+  const p = data as Record<string, unknown>;
+  if (typeof p["at"] !== "number" || !Number.isFinite(p["at"])) return null;
+  const entries = (v: unknown): [string, unknown][] => (v !== null && typeof v === "object" ? Object.entries(v) : []);
+  // Object.fromEntries makes own properties: a `__proto__` key stays a key.
+  const apps = Object.fromEntries(
+    entries(p["apps"]).flatMap(([id, entry]) => {
+      const e = entry as Record<string, unknown> | null;
+      return e !== null && typeof e === "object" && typeof e["hash"] === "string" && wholeCount(e["activeSessions"]) ? [[id, { hash: e["hash"], activeSessions: e["activeSessions"] }]] : [];
+    }),
+  );
+  const held = Object.fromEntries(entries(p["held"]).filter((e): e is [string, number] => wholeCount(e[1])));
+  return { router: typeof p["router"] === "string" ? p["router"] : "", at: p["at"], apps, held };
 }
 
 export async function openAppsBucket(nc: NatsConnection): Promise<KV> {

@@ -23,6 +23,7 @@ import type { ToolCatalog } from "./resolve-tools.js";
 import { OPENAPI_DOCUMENT } from "./openapi.js";
 import { mountSessionRoutes } from "./session-routes.js";
 import { bearerAuth, type ApiKeys } from "../../../common/src/security/http-auth.js";
+import { jsonBody } from "../../../common/src/json-body.js";
 
 export interface EngineServerLimits {
   /** Largest request body, bytes (→ 413). */
@@ -127,8 +128,8 @@ export class EngineServer {
       next();
     });
 
-    // Every body is read as JSON whatever its Content-Type (curl -d sends form encoding).
-    const json = express.json({ limit: limits.maxBodyBytes, type: () => true });
+    // Every body is read as JSON whatever its Content-Type (curl -d sends form encoding), nested no deeper than MAX_JSON_DEPTH.
+    const json = jsonBody({ limit: limits.maxBodyBytes });
     const engine = (): Engine => {
       const e = this.current;
       if (e === undefined || this.closing || !e.ready) {

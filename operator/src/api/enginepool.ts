@@ -159,19 +159,27 @@ export type EnginePool = InterlaceObject<"EnginePool", EnginePoolSpec, EnginePoo
 
 const EXACTLY_ONE_SOURCE = "[has(self.path), has(self.pvc), has(self.hostPath), has(self.url)].filter(x, x).size() == 1";
 
-/** The file-source fields, shared by models and adapters. */
-function fileSourceProperties(what: string): Record<string, OpenApiSchema> {
+/**
+ * The file-source fields, shared by models and adapters. An adapter's file
+ * ends up in the engine's `--adapters PATH@SCALE,...` list, so its paths may
+ * not hold `,` or `@` (one with a comma read back as two adapters; found by
+ * the CRD fuzzer).
+ */
+function fileSourceProperties(what: string, listed = false): Record<string, OpenApiSchema> {
+  const chars = listed ? "[^,@]" : ".";
+  const absolute = listed ? "^/[^,@]*$" : "^/";
+  const listedNote = listed ? " No `,` or `@` (the engine's adapter list separators)." : "";
   return {
-    path: str(`Absolute path of the ${what} on a volume present in the pod.`, { minLength: 2, maxLength: 4096, pattern: "^/" }),
+    path: str(`Absolute path of the ${what} on a volume present in the pod.${listedNote}`, { minLength: 2, maxLength: 4096, pattern: absolute }),
     pvc: object(
       `The ${what} on a PersistentVolumeClaim, mounted read-only.`,
       {
         claimName: str("The PersistentVolumeClaim (same namespace).", { minLength: 1, maxLength: 253, pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" }),
-        path: str("Path of the file inside the volume.", { minLength: 1, maxLength: 4096, pattern: "^[^/].*$" }),
+        path: str(`Path of the file inside the volume.${listedNote}`, { minLength: 1, maxLength: 4096, pattern: listed ? "^[^/,@][^,@]*$" : `^[^/]${chars}*$` }),
       },
       { required: ["claimName", "path"] },
     ),
-    hostPath: str(`Absolute path of the ${what} on the node, mounted read-only (every node the pool may run on needs it).`, { minLength: 2, maxLength: 4096, pattern: "^/" }),
+    hostPath: str(`Absolute path of the ${what} on the node, mounted read-only (every node the pool may run on needs it).${listedNote}`, { minLength: 2, maxLength: 4096, pattern: absolute }),
     url: httpUrl("http(s) URL downloaded by an init step before the engine starts."),
     sha256: str("Expected SHA-256 (hex) of the file.", { pattern: "^[a-f0-9]{64}$" }),
   };
@@ -189,7 +197,7 @@ const adaptersSchema: OpenApiSchema = {
     {
       name: str("Unique among the model's adapters.", { minLength: 1, maxLength: 63, pattern: DNS_LABEL_PATTERN }),
       scale: { type: "number", description: "Multiplies the adapter's effect (default 1).", minimum: 0, exclusiveMinimum: true, maximum: 4 },
-      ...fileSourceProperties("adapter GGUF file"),
+      ...fileSourceProperties("adapter GGUF file", true),
     },
     {
       required: ["name"],

@@ -31,7 +31,7 @@ import {
   poolStream,
   RUNNERS_CONSUMER,
   type AppConfig,
-  type RouterPresence,
+  parseRouterPresence,
   type RunnerHeartbeat,
 } from "../../../common/src/protocol/index.js";
 import type { EngineSignal, ToolPoolSignal } from "../autoscaling/index.js";
@@ -144,9 +144,9 @@ export class NatsLiveState implements LiveState {
     let serving = 0;
     let sessions = 0;
     for (const { data } of await values(routers, ">")) {
-      const p = data as RouterPresence;
-      if (typeof p?.at !== "number" || this.now() - p.at > FRESH_MS) continue;
-      const entry = p.apps?.[id];
+      const p = parseRouterPresence(data);
+      if (p === null || this.now() - p.at > FRESH_MS) continue;
+      const entry = Object.hasOwn(p.apps, id) ? p.apps[id] : undefined;
       if (entry === undefined) continue;
       sessions += entry.activeSessions;
       if (entry.hash === hash) serving++;
@@ -169,7 +169,7 @@ export class NatsLiveState implements LiveState {
     let n = 0;
     for (const { data } of await values(runners, `${encodeToken(namespace)}.${encodeToken(pool)}.*`)) {
       const h = data as RunnerHeartbeat;
-      if (typeof h?.inFlight === "number" && typeof h.at === "number" && this.now() - h.at <= FRESH_MS) n += h.inFlight;
+      if (Number.isInteger(h?.inFlight) && h.inFlight > 0 && typeof h.at === "number" && this.now() - h.at <= FRESH_MS) n += h.inFlight;
     }
     return n;
   }
@@ -189,10 +189,9 @@ export class NatsLiveState implements LiveState {
     const key = `${namespace}/${pool}`;
     let n = 0;
     for (const { data } of await values(routers, ">")) {
-      const p = data as RouterPresence;
-      if (typeof p?.at !== "number" || this.now() - p.at > FRESH_MS) continue;
-      const held = p.held?.[key];
-      if (typeof held === "number" && Number.isInteger(held) && held > 0) n += held;
+      const p = parseRouterPresence(data);
+      if (p === null || this.now() - p.at > FRESH_MS) continue;
+      n += (Object.hasOwn(p.held ?? {}, key) ? p.held?.[key] : undefined) ?? 0;
     }
     return n;
   }

@@ -30,7 +30,7 @@ import { randomBytes } from "node:crypto";
 import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { natsReplicas, type AppConfig } from "../../../common/src/protocol/index.js";
+import { natsReplicas, parseAppConfig, type AppConfig } from "../../../common/src/protocol/index.js";
 import type { Criterion } from "./dag.js";
 
 export const PROGRAMS_BUCKET = "interlace-programs";
@@ -90,6 +90,27 @@ export interface ProgramLease {
 
 export interface CancelRequest {
   reason: string;
+}
+
+const MUTATION_KINDS = new Set(["create", "extend", "criterion"]);
+
+/**
+ * A program's spec as read from the bucket, checked before a replica builds
+ * a run from it (any router identity may write the bucket; a malformed spec
+ * answered 500 on every read of the program). Throws naming what is wrong.
+ */
+export function parseProgramSpec(data: unknown): ProgramSpec {
+  if (data === null || typeof data !== "object" || Array.isArray(data)) throw new Error("the spec is not an object");
+  const s = data as Record<string, unknown>;
+  if (typeof s["id"] !== "string" || typeof s["principal"] !== "string") throw new Error("the spec's id and principal must be strings");
+  if (typeof s["startedAt"] !== "number" || !Number.isFinite(s["startedAt"])) throw new Error("the spec's startedAt must be a number");
+  const config = parseAppConfig(s["config"]);
+  if (!config.ok) throw new Error(`the spec's config: ${config.reason}`);
+  const mutations = s["mutations"];
+  if (!Array.isArray(mutations) || mutations.some((m) => m === null || typeof m !== "object" || !MUTATION_KINDS.has((m as { kind?: unknown }).kind as string))) {
+    throw new Error("the spec's mutations must be an array of {kind: create | extend | criterion}");
+  }
+  return data as ProgramSpec;
 }
 
 export function encode(value: unknown): string {

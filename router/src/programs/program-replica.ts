@@ -17,7 +17,7 @@ import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 import type { Logger } from "../../../common/src/index.js";
 import type { RouterMetrics } from "../metrics.js";
-import { encode, programKeys, type CancelRequest, type ProgramLease, type ProgramMutation, type ProgramSpec } from "./program-bucket.js";
+import { encode, parseProgramSpec, programKeys, type CancelRequest, type ProgramLease, type ProgramMutation, type ProgramSpec } from "./program-bucket.js";
 import { extendProgram, parseProgram, type ParsedProgram, type ProgramLimits } from "./program-request.js";
 import { ProgramRun, type Deduce, type JournaledEvent, type ProgramDispatcher } from "./program-run.js";
 
@@ -131,16 +131,25 @@ export class ProgramReplica {
       iter.stop();
       return null;
     }
-    const spec = specEntry.json<ProgramSpec>();
-    const journal = initial
-      .filter((e) => e.operation === "PUT" && e.key.startsWith(`${id}.e.`))
-      .map((e) => ({ n: Number(e.key.slice(id.length + 3)), j: e.json<JournaledEvent>() }))
-      .sort((a, b) => a.n - b.n);
-    const run = new ProgramRun(id, spec.config, replay(spec), ctx.dispatcher, spec.principal, ctx.deduce, { startedAt: spec.startedAt, follower: leaseRevision === undefined });
-    // A journal has no gaps (each event is written after the one before); stop at one just in case.
-    const contiguous: JournaledEvent[] = [];
-    for (const { n, j } of journal) if (n === contiguous.length) contiguous.push(j);
-    run.restore(contiguous);
+    // Entries any router may have written: a program whose entries do not make a run is unknown here (404), never a 500.
+    let spec: ProgramSpec;
+    let run: ProgramRun;
+    try {
+      spec = parseProgramSpec(specEntry.json());
+      const journal = initial
+        .filter((e) => e.operation === "PUT" && e.key.startsWith(`${id}.e.`))
+        .map((e) => ({ n: Number(e.key.slice(id.length + 3)), j: journaled(e.json()) }))
+        .sort((a, b) => a.n - b.n);
+      run = new ProgramRun(id, spec.config, replay(spec), ctx.dispatcher, spec.principal, ctx.deduce, { startedAt: spec.startedAt, follower: leaseRevision === undefined });
+      // A journal has no gaps (each event is written after the one before); stop at one just in case.
+      const contiguous: JournaledEvent[] = [];
+      for (const { n, j } of journal) if (n === contiguous.length) contiguous.push(j);
+      run.restore(contiguous);
+    } catch (err) {
+      ctx.log.warn({ err, program: id }, "malformed program entries: the program is treated as unknown");
+      iter.stop();
+      return null;
+    }
     const replica = new ProgramReplica(ctx, run, spec, leaseRevision);
     replica.watch = iter;
     if (replica.owner) replica.own(initial.find((e) => e.key === programKeys.cancel(id) && e.operation === "PUT")?.json<CancelRequest>());
@@ -296,21 +305,29 @@ export class ProgramReplica {
     });
   }
 
-  /** One change under the program's keys, after the initial load. */
+  /** One change under the program's keys, after the initial load; a malformed one is logged and ignored. */
   private take(entry: KvWatchEntry): void {
+    try {
+      this.takeEntry(entry);
+    } catch (err) {
+      this.ctx.log.warn({ err, program: this.id, key: entry.key }, "malformed program entry ignored");
+    }
+  }
+
+  private takeEntry(entry: KvWatchEntry): void {
     if (this.closed) return;
     const id = this.id;
     if (entry.operation !== "PUT") {
       if (entry.key === programKeys.spec(id)) void this.close("the program was purged");
       return;
     }
-    if (entry.key === programKeys.spec(id)) this.applySpec(entry.json<ProgramSpec>());
+    if (entry.key === programKeys.spec(id)) this.applySpec(parseProgramSpec(entry.json()));
     else if (entry.key === programKeys.cancel(id)) {
       if (this.owner) this.run.cancel(entry.json<CancelRequest>().reason);
     } else if (entry.key === programKeys.lease(id)) {
       const lease = entry.json<ProgramLease>();
       if (this.owner && lease.holder !== this.ctx.instance) void this.close(`its lease is held by ${lease.holder || "nobody"} now`);
-    } else if (entry.key.startsWith(`${id}.e.`) && !this.owner) this.takeEvent(Number(entry.key.slice(id.length + 3)), entry.json<JournaledEvent>());
+    } else if (entry.key.startsWith(`${id}.e.`) && !this.owner) this.takeEvent(Number(entry.key.slice(id.length + 3)), journaled(entry.json()));
   }
 
   /** A follower applies journaled events in order, whatever order they arrive in (and each once). */
@@ -338,4 +355,11 @@ export class ProgramReplica {
       else this.mutationWaiters.push(w);
     }
   }
+}
+
+/** A journaled event as read from the bucket; throws unless it is one. */
+function journaled(data: unknown): JournaledEvent {
+  const event = (data as { event?: { type?: unknown } } | null)?.event;
+  if (event === null || typeof event !== "object" || typeof event.type !== "string") throw new Error("a journaled event must be {event: {type, …}}");
+  return data as JournaledEvent;
 }

@@ -144,9 +144,10 @@ export function mountProgramRoutes(app: Express, json: RequestHandler, ctx: Prog
 
   app.get("/v1/apps/:ns/:app/programs/:id/events", async (req: Request, res: Response) => {
     const { run } = await replicaOf(req, res);
-    const lastId = Number.parseInt(req.get("Last-Event-ID") ?? "-1", 10);
+    // Event ids are indexes: anything but one (a negative number, a fraction, text) replays from the start.
+    const lastId = Number(req.get("Last-Event-ID") ?? -1);
     startEventStream(res);
-    let sent = Number.isFinite(lastId) ? lastId + 1 : 0;
+    let sent = Number.isInteger(lastId) && lastId >= -1 ? lastId + 1 : 0;
     const flush = (): void => {
       for (; sent < run.events.length; sent++) writeEvent(res, sent, run.events[sent]!);
       if (run.events.at(-1)?.type === "done") {
