@@ -19,13 +19,20 @@ import { HeartbeatPrefixIndex } from "./heartbeat-prefix-index.js";
 import type { PrefixIndex } from "./prefix-index.js";
 import type { SharedReservations } from "./shared-reservations.js";
 
-/** A placement counted against its engine until the engine took it (`confirm`) or refused it (`release`). */
+/**
+ * A placement counted against its engine while it is sent; `confirm` (the
+ * engine took it) keeps it counted until a heartbeat shows it, `release`
+ * (refused) drops it, and `finish` (its work is over already: a completion
+ * answered) stops counting it without waiting for a heartbeat.
+ */
 export interface Reservation {
   confirm(): void;
   release(): void;
+  /** Resolves once every front door can see it (never rejects). */
+  finish(): Promise<void>;
 }
 
-export const NO_RESERVATION: Reservation = { confirm: () => undefined, release: () => undefined };
+export const NO_RESERVATION: Reservation = { confirm: () => undefined, release: () => undefined, finish: () => Promise.resolve() };
 
 interface EngineRecord {
   heartbeat: EngineHeartbeat;
@@ -239,7 +246,7 @@ export class EngineRegistry {
     if (shared !== undefined) {
       for (let attempt = 0; ; attempt++) {
         const id = await shared.reserve(namespace, pool, pod);
-        if (id !== null) return { confirm: () => shared.confirm(namespace, pool, id), release: () => shared.release(namespace, pool, id) };
+        if (id !== null) return { confirm: () => shared.confirm(namespace, pool, id), release: () => void shared.release(namespace, pool, id), finish: () => shared.release(namespace, pool, id) };
         if (current || attempt >= 10) return current ? null : NO_RESERVATION;
       }
     }
@@ -256,9 +263,20 @@ export class EngineRegistry {
       if (now !== undefined) now.sending = Math.max(0, now.sending - 1);
       return now;
     };
+    let confirmedAt: number | undefined;
     return {
-      confirm: () => end()?.pending.push(this.now()),
+      confirm: () => {
+        confirmedAt = this.now();
+        end()?.pending.push(confirmedAt);
+      },
       release: () => void end(),
+      finish: () => {
+        end();
+        const pending = record()?.pending;
+        const i = confirmedAt === undefined ? -1 : (pending?.indexOf(confirmedAt) ?? -1);
+        if (i >= 0) pending!.splice(i, 1);
+        return Promise.resolve();
+      },
     };
   }
 

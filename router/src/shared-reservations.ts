@@ -163,17 +163,17 @@ export class SharedReservations {
 
   /** Marks a reservation confirmed (the engine took the request), in the background. */
   confirm(namespace: string, pool: string, id: string): void {
-    this.background(namespace, pool, (held) => held.map((r) => (r.id === id ? { ...r, confirmed: true } : r)), id);
+    void this.background(namespace, pool, (held) => held.map((r) => (r.id === id ? { ...r, confirmed: true } : r)), id);
   }
 
-  /** Drops a reservation (the engine refused, or the request failed), in the background. */
-  release(namespace: string, pool: string, id: string): void {
-    this.background(namespace, pool, (held) => held.filter((r) => r.id !== id), id);
+  /** Drops a reservation (refused, or its work is over); resolves once written (never rejects). */
+  release(namespace: string, pool: string, id: string): Promise<void> {
+    return this.background(namespace, pool, (held) => held.filter((r) => r.id !== id), id);
   }
 
-  /** A write nobody waits for: retried on conflicts (it needs no fresh placement), queued behind this process's placements. */
-  private background(namespace: string, pool: string, change: (held: PlacementReservation[]) => PlacementReservation[], id: string): void {
-    void this.exclusive(namespace, pool, async () => {
+  /** A write retried on conflicts (it needs no fresh placement), queued behind this process's placements; never rejects. */
+  private background(namespace: string, pool: string, change: (held: PlacementReservation[]) => PlacementReservation[], id: string): Promise<void> {
+    return this.exclusive(namespace, pool, async () => {
       for (let attempt = 0; attempt < 20; attempt++) {
         if (!(this.pools.get(reservationsKey(namespace, pool))?.held ?? []).some((r) => r.id === id)) return;
         if (await this.write(namespace, pool, change)) return;

@@ -18,7 +18,7 @@ import { withKnownBlocks } from "./prefix-index.js";
 import { NO_RESERVATION, type EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
-import { place, type PlacementPolicy, type PlacementReason } from "./placement.js";
+import { place, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "./placement.js";
 import type { ColdStartHold } from "./cold-start-hold.js";
 
 export interface PlaceContext {
@@ -52,6 +52,8 @@ export interface PlacedResponse {
   retries: number;
   /** performance.now() when the request went to the engine that answered (the end of the pick). */
   sentAt: number;
+  /** Stops counting the placement against its engine: call when the request's work is over (a completion answered). */
+  finished(): Promise<void>;
 }
 
 type RefusalCause = "capacity" | "unavailable" | "unreachable" | "timeout";
@@ -72,7 +74,7 @@ export interface PlaceHints {
 export async function placeAndPost(
   ctx: PlaceContext,
   pool: { namespace: string; name: string },
-  placement: { chain: readonly string[]; affinityKey: string },
+  placement: PlacementRequest,
   path: string,
   body: unknown,
   signal?: AbortSignal,
@@ -167,11 +169,11 @@ export async function placeAndPost(
             ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
             ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
             ctx.metrics.placementSeconds.observe((performance.now() - started) / 1000);
-            return { engine, response, reason: decision.reason, matched: hits, retries: i, sentAt };
+            return { engine, response, reason: decision.reason, matched: hits, retries: i, sentAt, finished: () => reservation.finish() };
           }
           reservation.release();
           count(false);
-          return { engine, response, reason: decision.reason, matched: 0, retries: i, sentAt };
+          return { engine, response, reason: decision.reason, matched: 0, retries: i, sentAt, finished: () => Promise.resolve() };
         }
         reservation.release();
         cause = response.status === 429 ? "capacity" : "unavailable";

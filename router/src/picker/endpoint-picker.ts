@@ -13,7 +13,7 @@
 import { ErrorCode } from "../../../common/src/index.js";
 import { NO_RESERVATION, type EngineRegistry } from "../engine-registry.js";
 import { HttpError, RouterCode } from "../errors.js";
-import { place, type EngineLoad, type PlacementPolicy, type PlacementReason } from "../placement.js";
+import { place, type EngineLoad, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "../placement.js";
 import type { PickerMetrics } from "./metrics.js";
 
 export interface EndpointPickerOptions {
@@ -87,7 +87,7 @@ export class EndpointPicker {
   }
 
   /** Places a request with prefix chain `chain`; throws 503 (no engine) or 429 (every engine full past the wait). */
-  async place(request: { chain: readonly string[]; affinityKey: string }, subset: readonly string[] | null, signal?: AbortSignal): Promise<Pick> {
+  async place(request: PlacementRequest, subset: readonly string[] | null, signal?: AbortSignal): Promise<Pick> {
     const o = this.options;
     const holdUntil = performance.now() + o.prefixWaitMs;
     let held = false;
