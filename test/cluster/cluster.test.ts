@@ -19,6 +19,7 @@ import { startCluster, type Cluster } from "../../hack/cluster.js";
 import { APP_NS, RELEASE_NS, applyGateway, applySamples, authHeader, routerApiKey, failOnBrokenPods, helmInstall, listPods, routerUrl, waitReady } from "../../hack/cluster-interlace.js";
 import { kubeRequest } from "../../hack/control-plane.js";
 import { readEventStream } from "../../common/src/session-client.js";
+import { routerReplicaSteps } from "./steps-routers.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const execFileP = promisify(execFile);
@@ -130,6 +131,7 @@ t.test("Interlace on a real single-node cluster", async (t) => {
     await new Promise((r) => setTimeout(r, 1000));
   }
   t.equal(engines.ready, 2, "both engines are in the router's placement");
+  await routerReplicaSteps(cluster, t, auth);
 
   // An Envoy pod as the gateway in front of the InferencePool, its endpoint picker deployed by the operator.
   mark = Date.now();
