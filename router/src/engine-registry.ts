@@ -245,7 +245,14 @@ export class EngineRegistry {
     const shared = this.shared;
     if (shared !== undefined) {
       for (let attempt = 0; ; attempt++) {
-        const id = await shared.reserve(namespace, pool, pod);
+        let id: string | null;
+        try {
+          id = await shared.reserve(namespace, pool, pod);
+        } catch (err) {
+          // NATS unreachable: place on this process's view rather than fail the request (the heartbeats are going stale too).
+          this.options.log.warn({ err, pod }, "cannot write a shared placement reservation; placing without it");
+          return NO_RESERVATION;
+        }
         if (id !== null) return { confirm: () => shared.confirm(namespace, pool, id), release: () => void shared.release(namespace, pool, id), finish: () => shared.release(namespace, pool, id) };
         if (current || attempt >= 10) return current ? null : NO_RESERVATION;
       }

@@ -20,9 +20,9 @@
  * Each process judges liveness by its own clock (pods' clocks may differ):
  * a reservation ends when it is released, when a heartbeat of its engine
  * arrives more than {@link REFLECTED_AFTER_MS} after the reservation was
- * seen confirmed (the heartbeat counts the session now), when its engine
- * leaves, or `ttlMs` after it was first seen (its holder died). Each write
- * drops what has ended.
+ * seen confirmed (the heartbeat counts the session now), or `ttlMs` after
+ * it was first seen (its holder died); an engine that left is not placed
+ * on, so its reservations no longer count. Each write drops what has ended.
  */
 import { randomUUID } from "node:crypto";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
@@ -98,12 +98,16 @@ export class SharedReservations {
     for (const id of this.seen.keys()) if (!live.has(id)) this.seen.delete(id);
   }
 
-  private live(namespace: string, pool: string, r: PlacementReservation, now: number): boolean {
+  /**
+   * Over: past its TTL, or confirmed and shown by a later heartbeat. (An
+   * engine this process has no heartbeat of is not counted, but its
+   * reservations are kept: another front door may have seen it first.)
+   */
+  private ended(namespace: string, pool: string, r: PlacementReservation, now: number): boolean {
     const seen = this.seen.get(r.id);
-    if (seen === undefined || now - seen.at > this.options.ttlMs) return false;
+    if (seen === undefined || now - seen.at > this.options.ttlMs) return true;
     const heartbeat = this.options.heartbeatSeenAt(namespace, pool, r.pod);
-    if (heartbeat === undefined) return false;
-    return seen.confirmedAt === undefined || heartbeat <= seen.confirmedAt + REFLECTED_AFTER_MS;
+    return seen.confirmedAt !== undefined && heartbeat !== undefined && heartbeat > seen.confirmedAt + REFLECTED_AFTER_MS;
   }
 
   /** Live reservations on `pod` by every front door (this one included). */
@@ -111,7 +115,7 @@ export class SharedReservations {
     const now = this.now();
     const held = this.pools.get(reservationsKey(namespace, pool))?.held ?? [];
     let n = 0;
-    for (const r of held) if (r.pod === pod && this.live(namespace, pool, r, now)) n++;
+    for (const r of held) if (r.pod === pod && !this.ended(namespace, pool, r, now)) n++;
     return n;
   }
 
@@ -136,7 +140,7 @@ export class SharedReservations {
     const key = reservationsKey(namespace, pool);
     const state = this.pools.get(key) ?? { revision: 0, held: [] };
     const now = this.now();
-    const held = change(state.held.filter((r) => this.live(namespace, pool, r, now)));
+    const held = change(state.held.filter((r) => !this.ended(namespace, pool, r, now)));
     try {
       const revision = await this.options.kv.put(key, JSON.stringify({ held }), { previousSeq: state.revision });
       this.set(key, revision, held);

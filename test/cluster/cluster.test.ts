@@ -131,7 +131,7 @@ t.test("Interlace on a real single-node cluster", async (t) => {
     await new Promise((r) => setTimeout(r, 1000));
   }
   t.equal(engines.ready, 2, "both engines are in the router's placement");
-  await routerReplicaSteps(cluster, t, auth);
+  await routerReplicaSteps(cluster, t, auth, "reports");
 
   // An Envoy pod as the gateway in front of the InferencePool, its endpoint picker deployed by the operator.
   mark = Date.now();

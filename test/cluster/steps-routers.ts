@@ -4,7 +4,9 @@
  * the Service (which picks one). Both are Ready and see both engines of the
  * scaled pool; a session opened through one is read to its end through the
  * other; and one conversation's chat turns (`x-session-id`) land on the same
- * engine through either replica, which place it alike.
+ * engine through either replica, which place it alike. Run on an app the
+ * other steps do not use (`reports`), so its prefixes on the engines do not
+ * change where their sessions go.
  */
 import type { Test } from "tap";
 import type { Cluster } from "../../hack/cluster.js";
@@ -12,7 +14,7 @@ import { APP_NS, RELEASE_NS, listPods } from "../../hack/cluster-interlace.js";
 
 const ROUTER_PORT = 8080;
 
-export async function routerReplicaSteps(cluster: Cluster, t: Test, auth: Record<string, string>, app = "assistant"): Promise<void> {
+export async function routerReplicaSteps(cluster: Cluster, t: Test, auth: Record<string, string>, app: string): Promise<void> {
   const pods = (await listPods(cluster, RELEASE_NS, "app.kubernetes.io/component=router")).filter((p) => p.metadata.deletionTimestamp === undefined);
   t.equal(pods.length, 2, `the chart runs two router replicas: ${pods.map((p) => p.metadata.name).join(", ")}`);
   const bases = pods.map((p) => `http://${p.status.podIP}:${ROUTER_PORT}`);

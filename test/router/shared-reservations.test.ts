@@ -8,16 +8,20 @@
  * so prefix affinity sends every session there up to the CHWBL bound; with
  * per-process reservations each replica fills it to the bound on its own
  * and together they overfill it (six of eight sessions where the bound for
- * eight is five).
+ * eight is five). And the reservations' own rules, two front doors' worth of
+ * them on the same bucket: a reservation one writes counts for the other
+ * until a later heartbeat shows it, its release, or its TTL; two placements
+ * decided on the same view cannot both be written.
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
 import { prefixHashChain } from "../../common/src/index.js";
-import { appKey, openAppsBucket, openEnginesBucket, parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { appKey, openAppsBucket, openEnginesBucket, openReservationsBucket, parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { SharedReservations } from "../../router/src/shared-reservations.js";
 import { spawnRouter } from "../helpers/router-process.js";
 import { eventually } from "../helpers/wait.js";
 import { startNatsServer } from "../helpers/nats-server.js";
-import { appConfig, longSession, openSession, POOL, QUICK, spawnPoolEngine, streamEvents } from "./fixtures.js";
+import { appConfig, log, longSession, openSession, POOL, QUICK, spawnPoolEngine, streamEvents } from "./fixtures.js";
 
 t.setTimeout(600_000);
 
@@ -81,4 +85,48 @@ t.test("one burst split across two routers never puts an engine over the load bo
   t.comment(after?.revision === seen ? "no heartbeat of E came during the burst" : "a heartbeat of E came during the burst (the routers saw part of it there)");
   // Sessions end with the test (their engines stop); cancel them so teardown is quick.
   await Promise.all(opened.map((s, i) => fetch(`${routers[i % 2]!.url}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" })));
+});
+
+t.test("a reservation counts for every front door until a later heartbeat shows it, its release, or its TTL", async (t) => {
+  const kv = await openReservationsBucket(nc);
+  let clock = 1_000_000;
+  const heartbeats = new Map<string, number>([["e1", clock]]);
+  const door = (): SharedReservations => {
+    const s = new SharedReservations({ kv, ttlMs: 15_000, log, now: () => clock, heartbeatSeenAt: (_ns, _pool, pod) => heartbeats.get(pod) });
+    void kv.watch({ key: ">" }).then(async (w) => {
+      t.teardown(() => w.stop());
+      for await (const e of w) s.apply(e);
+    });
+    return s;
+  };
+  const [a, b] = [door(), door()];
+  const sees = (s: SharedReservations, n: number): Promise<boolean> => eventually(() => s.count("ns", "p", "e1") === n, 5_000);
+
+  const first = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
+  t.ok(first !== null, "written");
+  t.ok(await sees(b, 1), "the other front door counts it");
+  a.confirm("ns", "p", first!);
+  t.ok(await eventually(async () => (await kv.get("ns.p"))?.string().includes('"confirmed":true') === true, 5_000), "confirmed");
+  clock += 10;
+  heartbeats.set("e1", clock);
+  t.equal(b.count("ns", "p", "e1"), 1, "a heartbeat right after the confirmation may not count it yet");
+  clock += 100;
+  heartbeats.set("e1", clock);
+  t.equal(b.count("ns", "p", "e1"), 0, "a heartbeat well after it does: the reservation ends");
+
+  const second = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
+  t.ok(await sees(b, 1), "another reservation, counted by the other front door");
+  await a.release("ns", "p", second!);
+  t.ok(await sees(b, 0), "released");
+
+  const third = await b.exclusive("ns", "p", () => b.reserve("ns", "p", "e1"));
+  t.ok(third !== null && (await sees(a, 1)), "one by the other front door, counted by the first");
+  clock += 15_001;
+  t.equal(a.count("ns", "p", "e1"), 0, "never confirmed nor released (its holder died): over after its TTL");
+
+  // Two placements decided on the same view: one is written, the other must place again.
+  const raced = await Promise.all([a.reserve("ns", "p", "e1"), b.reserve("ns", "p", "e1")]);
+  t.equal(raced.filter((id) => id === null).length, 1, "exactly one of two writes on the same revision loses");
+  const again = await (raced[0] === null ? a : b).reserve("ns", "p", "e1");
+  t.ok(again !== null, "the loser's copy is refreshed, so its next try is written");
 });
