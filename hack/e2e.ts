@@ -5,12 +5,13 @@
  * applies samples/, runs the operator as a child process under the chart's
  * ServiceAccount, marks the Deployments it creates available through the
  * status subresource (no kubelet runs), and plays the pods that matter for
- * serving: a nats-server, the router (as the chart's router Deployment runs
- * it) and an engine process for each sample EnginePool an AgentApp uses (the generated `test`
- * model: nothing is downloaded). It prints `kubectl get interlace` once every
- * resource is Ready, then opens a session at the AgentApp's endpoint path on
- * the router and follows it to `done` on the engine. Exits non-zero if
- * anything fails.
+ * serving: a nats-server, two router replicas (as the chart's router
+ * Deployment runs them: `replicas: 2`) and an engine process for each sample
+ * EnginePool an AgentApp uses (the generated `test` model: nothing is
+ * downloaded). It prints `kubectl get interlace` once every resource is
+ * Ready, then opens a session at the AgentApp's endpoint path through one
+ * router replica and follows its events to `done` through the other (and a
+ * sample program the other way round). Exits non-zero if anything fails.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
@@ -116,8 +117,9 @@ async function showResources(cp: ControlPlane, namespace: string): Promise<void>
   }
 }
 
-/** Opens a session at each AgentApp's endpoint path on the router and follows it to `done`. */
-async function sessionThroughRouter(cp: ControlPlane, routerBase: string): Promise<number> {
+/** Opens a session at each AgentApp's endpoint path through router replica 0 and follows it to `done` through replica 1. */
+async function sessionThroughRouters(cp: ControlPlane, routerBases: readonly [string, string]): Promise<number> {
+  const [routerBase, otherBase] = routerBases;
   const list = (await kubeRequest(cp.kubeConfig, "GET", `/apis/interlace.dev/v1alpha1/namespaces/${APP_NS}/agentapps`)).body as { items: any[] };
   for (const app of list.items) {
     const endpoint = String(app.status?.endpoint ?? "");
@@ -132,21 +134,21 @@ async function sessionThroughRouter(cp: ControlPlane, routerBase: string): Promi
       return 1;
     }
     const opened = (await res.json()) as { id: string; engine: string; placement: { reason: string } };
-    const events = await (await fetch(`${routerBase}${appPath}/sessions/${opened.id}/events`)).text();
+    const events = await (await fetch(`${otherBase}${appPath}/sessions/${opened.id}/events`)).text();
     const done = /event: done\n(?:id: \d+\n)?data: (\{.*\})/.exec(events);
     if (done === null) {
       say(`session ${opened.id} did not finish: ${events.slice(-500)}`);
       return 1;
     }
     const reason = (JSON.parse(done[1]!) as { reason: string }).reason;
-    say(`session ${opened.id} opened at ${endpoint} (served by the router) ran on engine ${opened.engine} (placement: ${opened.placement.reason}) and finished: done ${reason}`);
-    if ((await programThroughRouter(routerBase, appPath, String(app.metadata.name))) !== 0) return 1;
+    say(`session ${opened.id} opened at ${endpoint} (through router replica 0, its events read through replica 1) ran on engine ${opened.engine} (placement: ${opened.placement.reason}) and finished: done ${reason}`);
+    if ((await programThroughRouters(otherBase, routerBase, appPath, String(app.metadata.name))) !== 0) return 1;
   }
   return 0;
 }
 
-/** The sample program of an AgentApp with semantic functions (samples/programs/<app>.json), run through the router to its `done` event. */
-async function programThroughRouter(routerBase: string, appPath: string, name: string): Promise<number> {
+/** The sample program of an AgentApp with semantic functions (samples/programs/<app>.json), submitted through one router replica, its events read to `done` through the other. */
+async function programThroughRouters(routerBase: string, otherBase: string, appPath: string, name: string): Promise<number> {
   const file = path.join(ROOT, "samples/programs", `${name}.json`);
   if (!existsSync(file)) return 0;
   const res = await fetch(`${routerBase}${appPath}/programs`, { method: "POST", headers: { "content-type": "application/json" }, body: readFileSync(file, "utf8") });
@@ -155,7 +157,7 @@ async function programThroughRouter(routerBase: string, appPath: string, name: s
     return 1;
   }
   const created = (await res.json()) as { id: string; eventsUrl: string; calls: { id: string; objective: string }[] };
-  const events = await (await fetch(`${routerBase}${created.eventsUrl}`)).text();
+  const events = await (await fetch(`${otherBase}${created.eventsUrl}`)).text();
   const done = /event: done\nid: \d+\ndata: (\{.*\})/.exec(events);
   const state = done === null ? "unfinished" : (JSON.parse(done[1]!) as { state: string }).state;
   if (state !== "succeeded") {
@@ -163,7 +165,7 @@ async function programThroughRouter(routerBase: string, appPath: string, name: s
     return 1;
   }
   const produced = events.split("event: value").length - 1;
-  say(`program ${created.id} (samples/programs/${name}.json: ${created.calls.map((c) => `${c.id}=${c.objective}`).join(", ")}) ran through the router: ${produced} values produced, done ${state}`);
+  say(`program ${created.id} (samples/programs/${name}.json: ${created.calls.map((c) => `${c.id}=${c.objective}`).join(", ")}) ran through replica 1, read through replica 0: ${produced} values produced, done ${state}`);
   return 0;
 }
 
@@ -173,7 +175,7 @@ async function main(): Promise<number> {
   say("starting etcd + kube-apiserver");
   const cp = await startControlPlane();
   let operator: ChildProcess | undefined;
-  let router: ChildProcess | undefined;
+  const routers: ChildProcess[] = [];
   const engines: EngineProcess[] = [];
   let nats: NatsServer | undefined;
   const stopChild = async (child: ChildProcess | undefined): Promise<void> => {
@@ -185,7 +187,7 @@ async function main(): Promise<number> {
   };
   const stopAll = async (): Promise<void> => {
     await stopChild(operator);
-    await stopChild(router);
+    for (const router of routers) await stopChild(router);
     await Promise.all(engines.map((e) => e.stop()));
     await nats?.stop();
     await cp.stop();
@@ -219,14 +221,20 @@ async function main(): Promise<number> {
     }
     nats = await NatsServer.start();
     say(`nats-server (JetStream) on ${nats.url}`);
-    const routerPort = await freePort();
-    router = spawn(
-      process.execPath,
-      [path.join(ROOT, "node_modules/.bin/tsx"), path.join(ROOT, "router/src/main.ts"), `--nats-url=${nats.url}`, `--port=${routerPort}`, "--host=127.0.0.1", "--router-id=interlace-router-0", "--log-level=warn"],
-      { stdio: ["ignore", "inherit", "inherit"], cwd: ROOT },
-    );
-    const routerBase = `http://127.0.0.1:${routerPort}`;
-    say(`running the router as the chart's router Deployment does: npm run router -- --nats-url=${nats.url} --port=${routerPort}`);
+    // Two replicas, as the chart's router Deployment runs: they share the programs, responses and placement reservations through NATS.
+    const routerBases: string[] = [];
+    for (const replica of [0, 1]) {
+      const routerPort = await freePort();
+      routers.push(
+        spawn(
+          process.execPath,
+          [path.join(ROOT, "node_modules/.bin/tsx"), path.join(ROOT, "router/src/main.ts"), `--nats-url=${nats.url}`, `--port=${routerPort}`, "--host=127.0.0.1", `--router-id=interlace-router-${replica}`, "--log-level=warn"],
+          { stdio: ["ignore", "inherit", "inherit"], cwd: ROOT },
+        ),
+      );
+      routerBases.push(`http://127.0.0.1:${routerPort}`);
+      say(`running router replica ${replica} as the chart's router Deployment does: npm run router -- --nats-url=${nats.url} --port=${routerPort}`);
+    }
     // One engine process for each pool a sample AgentApp runs on (samples/ also holds an upstream-backend pool no app uses).
     const appPools = new Set(samples.filter((m) => m.kind === "AgentApp").map((m) => String((m.spec as { enginePool?: { name?: unknown } } | undefined)?.enginePool?.name ?? "")));
     for (const poolName of [...appPools].filter((p) => p !== "").sort()) {
@@ -276,7 +284,7 @@ async function main(): Promise<number> {
       return 1;
     }
     say(`all Interlace resources Ready (${((Date.now() - started) / 1000).toFixed(1)}s in total)`);
-    return await sessionThroughRouter(cp, routerBase);
+    return await sessionThroughRouters(cp, [routerBases[0]!, routerBases[1]!]);
   } finally {
     await stopAll();
   }

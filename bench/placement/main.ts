@@ -2,7 +2,7 @@
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
  * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--front router|envoy]
- * [--index heartbeat|events] [--model-preset bench|test] [--quick] [--json FILE]`: session placement policies side by
+ * [--index heartbeat|events] [--model-preset bench|test] [--routers N] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
@@ -14,7 +14,11 @@
  * latency. `--index` picks the router's prefix index (its `--prefix-index`,
  * default events: the engines' KV events, heartbeats as the fallback;
  * heartbeat: heartbeat snapshots only), so the two compare on the same
- * arrivals. Per policy: TTFT p50/p90, task latency
+ * arrivals. `--routers N` (default 1) runs N router replicas, each its own
+ * process (the chart's entrypoint), and the client spreads sessions over
+ * them in turn (arrival i through replica i mod N), so the replicas place
+ * one stream of arrivals together, each seeing the others' placements only
+ * through NATS (heartbeats, KV events, shared reservations). Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
  * swept rate whose TTFT p90 stays under the SLO. The client retries a
@@ -39,6 +43,7 @@ import { PREFIX_INDEXES, type PrefixIndexKind } from "../../router/src/prefix-in
 import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
 import { pickerOptions, startPicker, type Picker } from "../../router/src/picker/index.js";
 import { EnvoyGateway, type ExtProcTiming } from "../../hack/envoy.js";
+import { spawnRouter, type RouterProcess } from "../../hack/router-process.js";
 import { parsePickTiming } from "../../router/src/server-timing.js";
 import { PRESET_NAMES } from "../../engine-pod/src/model/presets.js";
 import { connect } from "@nats-io/transport-node";
@@ -92,6 +97,8 @@ interface Config {
    * CPU to the front doors and a run isolates their own overhead.
    */
   modelPreset: (typeof PRESET_NAMES)[number];
+  /** Router replicas (processes) the client spreads sessions over. */
+  routers: number;
 }
 
 function parseConfig(argv: string[]): Config {
@@ -136,6 +143,7 @@ function parseConfig(argv: string[]): Config {
     front: frontOf(f.get("front")),
     index: indexOf(f.get("index")),
     modelPreset: presetOf(f.get("model-preset")),
+    routers: routersOf(f.get("routers")),
   };
 }
 
@@ -144,6 +152,13 @@ function presetOf(value: string | undefined): Config["modelPreset"] {
   const preset = PRESET_NAMES.find((p) => p === value);
   if (preset === undefined) throw new Error(`--model-preset must be one of ${PRESET_NAMES.join(", ")}, got "${value}"`);
   return preset;
+}
+
+function routersOf(value: string | undefined): number {
+  if (value === undefined) return 1;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`--routers must be an integer from 1 to 16, got "${value}"`);
+  return n;
 }
 
 function indexOf(value: string | undefined): PrefixIndexKind {
@@ -169,6 +184,8 @@ function modesOf(config: Config): Mode[] {
 
 interface SessionResult {
   app: number;
+  /** The router replica (or front door) it came in through, by index. */
+  door?: number;
   /** Arrival, ms after the run's start. */
   at: number;
   ok: boolean;
@@ -277,9 +294,10 @@ async function startEngines(config: Config, natsUrl: string): Promise<EngineProc
 
 /** The front door a run's sessions come in through, started for the run and closed after it. */
 interface FrontDoor {
-  base: string;
+  /** Its base URLs: one per router replica (arrivals take them in turn), or Envoy's. */
+  bases: string[];
   /** Whether it sees every engine and the run's last app yet. */
-  sees(engines: number, lastApp: string): boolean;
+  sees(engines: number, lastApp: string): Promise<boolean>;
   /** Through Envoy: the requests' ext_proc timings (read before closing). */
   timings?(): Promise<ExtProcTiming[]>;
   close(): Promise<void>;
@@ -288,11 +306,12 @@ interface FrontDoor {
 async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<FrontDoor> {
   const log = createLogger("bench", "warn");
   const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixWaitMs: config.prefixWaitMs, logLevel: "warn" };
+  if (mode.front === "router" && config.routers > 1) return startRouterProcesses(config, natsUrl, mode);
   if (mode.front === "router") {
     const router: Router = await startRouter(routerOptions({ natsUrl, routerId: `bench-${mode.policy}`, upstreamTimeoutMs: 30_000, prefixIndex: config.index, ...placement }), log);
     return {
-      base: `http://127.0.0.1:${router.port}`,
-      sees: (n, app) => router.engines.loads(BENCH_NS, BENCH_POOL).length >= n && router.apps.get(BENCH_NS, app) !== undefined,
+      bases: [`http://127.0.0.1:${router.port}`],
+      sees: async (n, app) => router.engines.loads(BENCH_NS, BENCH_POOL).length >= n && router.apps.get(BENCH_NS, app) !== undefined,
       close: () => router.close(),
     };
   }
@@ -305,8 +324,8 @@ async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<
     throw err;
   }
   return {
-    base: envoy.url,
-    sees: (n, app) => picker.engines.loads(BENCH_NS, BENCH_POOL).length >= n && picker.apps.get(BENCH_NS, app) !== undefined,
+    bases: [envoy.url],
+    sees: async (n, app) => picker.engines.loads(BENCH_NS, BENCH_POOL).length >= n && picker.apps.get(BENCH_NS, app) !== undefined,
     timings: async () => {
       // Envoy flushes its access log about once a second.
       await new Promise((r) => setTimeout(r, 1500));
@@ -319,20 +338,59 @@ async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<
   };
 }
 
+/** `--routers N`: N router processes with the same options, which see each other only through NATS. */
+async function startRouterProcesses(config: Config, natsUrl: string, mode: Mode): Promise<FrontDoor> {
+  const stops: (() => unknown)[] = [];
+  const close = async (): Promise<void> => {
+    for (const stop of stops.splice(0)) await stop();
+  };
+  const owner = { teardown: (fn: () => unknown) => void stops.push(fn) };
+  const args = (i: number): string[] => [
+    "--router-id", `bench-${mode.policy}-${i}`, "--nats-url", natsUrl, "--placement", mode.policy, "--load-factor", String(Math.round(config.loadFactor * 100)),
+    "--prefix-wait-ms", String(config.prefixWaitMs), "--prefix-index", config.index, "--upstream-timeout-ms", "30000",
+  ];
+  try {
+    const replicas: RouterProcess[] = [];
+    for (let i = 0; i < config.routers; i++) replicas.push(await spawnRouter(owner, args(i)));
+    return {
+      bases: replicas.map((r) => r.url),
+      // Each replica's engine gauge and its answer for the run's last app.
+      sees: async (n, app) => {
+        for (const r of replicas) {
+          const metrics = await fetch(`${r.url}/metrics`).then((res) => res.text());
+          const seen = new RegExp(`^interlace_router_engines\\{pool="${BENCH_NS}/${BENCH_POOL}"\\} (\\d+)`, "m").exec(metrics);
+          if (seen === null || Number(seen[1]) < n) return false;
+          if ((await fetch(`${r.url}/v1/apps/${BENCH_NS}/${app}`)).status !== 200) return false;
+        }
+        return true;
+      },
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
 async function runOnce(config: Config, natsUrl: string, run: number, mode: Mode, rate: number, arrivalsList: Arrival[]): Promise<Run> {
   const front = await startFront(config, natsUrl, mode);
   try {
     const deadline = Date.now() + 30_000;
-    while (!front.sees(config.engines, appName(run, config.apps - 1))) {
+    while (!(await front.sees(config.engines, appName(run, config.apps - 1)))) {
       if (Date.now() > deadline) throw new Error(`the ${mode.front} does not see every engine and app`);
       await new Promise((res) => setTimeout(res, 100));
     }
     const t0 = performance.now();
     const pending: Promise<SessionResult>[] = [];
-    for (const a of arrivalsList) {
+    for (const [i, a] of arrivalsList.entries()) {
       const wait = a.at - (performance.now() - t0);
       if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      pending.push(runSession(front.base, run, a, config.patienceMs).catch((err: unknown) => ({ app: a.app, at: a.at, ok: false, status: 0, retries: 0, error: String(err) })));
+      const door = i % front.bases.length;
+      pending.push(
+        runSession(front.bases[door]!, run, a, config.patienceMs)
+          .catch((err: unknown): SessionResult => ({ app: a.app, at: a.at, ok: false, status: 0, retries: 0, error: String(err) }))
+          .then((x) => ({ ...x, door })),
+      );
     }
     const sessions = await Promise.all(pending);
     const wallS = (performance.now() - t0) / 1000;
@@ -499,7 +557,8 @@ export async function run(argv: string[]): Promise<void> {
       `Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines); ` +
       `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms).\n` +
-      `Prefix index: ${config.index === "events" ? "the engines' KV events, heartbeats as the fallback" : "heartbeat snapshots"} (--index ${config.index}${config.front === "envoy" ? "; the router only: the endpoint picker places from heartbeats" : ""}).\n`,
+      `Prefix index: ${config.index === "events" ? "the engines' KV events, heartbeats as the fallback" : "heartbeat snapshots"} (--index ${config.index}${config.front === "envoy" ? "; the router only: the endpoint picker places from heartbeats" : ""}).\n` +
+      `Routers: ${config.routers === 1 ? "one, in the bench's process" : `${config.routers} replicas, each its own process; arrivals take them in turn (--routers)`}${config.front === "envoy" ? " (the router arm; Envoy asks one endpoint picker)" : ""}.\n`,
   );
   const nats = await NatsServer.start();
   const nc = await connect({ servers: nats.url });
@@ -643,6 +702,7 @@ export async function run(argv: string[]): Promise<void> {
         prefix_store_per_engine: config.prefixStore,
         front: config.front,
         index: config.index,
+        routers: config.routers,
         calls_per_task: config.calls,
         tool_ms: config.toolMs,
         quick: config.quick,
@@ -659,6 +719,7 @@ export async function run(argv: string[]): Promise<void> {
         sessions: r.sessions.map((x) => ({
           at_ms: Math.round(x.at),
           app: x.app,
+          router: x.door ?? 0,
           engine: x.engine ?? null,
           placement: x.placement ?? null,
           retries: x.retries,

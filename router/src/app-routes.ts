@@ -8,7 +8,8 @@
  * enforced), `DELETE .../sessions/{id}`, `POST .../sessions/{id}/cache-tool-output`
  * and the paper's `POST .../cache-tool-output/{id}` (a client's tool outputs,
  * to the owning engine's tool cache), `POST .../chat/completions`
- * (OpenAI-compatible, streaming and not), `POST .../responses` and
+ * (OpenAI-compatible, streaming and not; a session header keeps a
+ * conversation on its engine, session-affinity.ts), `POST .../responses` and
  * `GET .../responses/{id}` (the OpenAI Responses API) and
  * `GET /v1/apps/{ns}/{app}`. Requests that open work (sessions, chat
  * completions, first Responses turns) wait out a cold start of their pool
@@ -36,6 +37,7 @@ import { placeAndPost, type PlaceContext } from "./upstream.js";
 import { onBehalfOf, principalOf } from "../../common/src/security/http-auth.js";
 import type { SessionOwners } from "./session-owner.js";
 import { pickTiming } from "./server-timing.js";
+import { withSession } from "./session-affinity.js";
 
 export interface AppRoutesContext extends PlaceContext {
   apps: AppRegistry;
@@ -271,7 +273,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
 
   app.post("/v1/apps/:ns/:app/chat/completions", json, async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
-    const merged = mergeChatRequest(config, req.body);
+    const merged = withSession(mergeChatRequest(config, req.body), (h) => req.get(h));
     const pool = { namespace: config.namespace, name: config.enginePool.name };
     await proxyOpenAi(ctx, res, config, merged.stream, (signal) => placeAndPost(ctx, pool, merged, "/v1/chat/completions", merged.body, signal), {
       lost: (pod) => `data: ${JSON.stringify({ error: { code: RouterCode.EngineLost, message: `engine ${pod} stopped mid-completion`, type: "server_error", param: null } })}\n\n`,
@@ -282,7 +284,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
   // engine lives (it may retain the response's sequence; response ids name their engine, session-id.ts), else it is placed too.
   app.post("/v1/apps/:ns/:app/responses", json, async (req: Request, res: Response) => {
     const { config } = appOf(ctx, req);
-    const merged = mergeResponsesRequest(config, req.body);
+    const merged = withSession(mergeResponsesRequest(config, req.body), (h) => req.get(h));
     const pool = { namespace: config.namespace, name: config.enginePool.name };
     const previous = merged.previousResponseId !== undefined ? routedResponse(ctx, merged.previousResponseId, res, "previous_response_id") : undefined;
     const body = previous !== undefined ? { ...merged.body, previous_response_id: previous.engineResponseId } : merged.body;
@@ -424,7 +426,7 @@ async function proxyOpenAi(
   res: Response,
   config: { namespace: string; name: string },
   stream: boolean,
-  send: (signal: AbortSignal) => Promise<{ engine: EngineHeartbeat; response: globalThis.Response; sentAt?: number }>,
+  send: (signal: AbortSignal) => Promise<{ engine: EngineHeartbeat; response: globalThis.Response; sentAt?: number; finished?: () => Promise<void> }>,
   shape: { lost: (pod: string) => string; json?: (payload: unknown) => unknown } & RelayOptions,
 ): Promise<void> {
   const key = `${config.namespace}/${config.name}`;
@@ -434,8 +436,8 @@ async function proxyOpenAi(
   };
   res.on("close", onClose);
   track(ctx, key, +1);
+  let placed;
   try {
-    let placed;
     try {
       placed = await send(abort.signal);
     } catch (err) {
@@ -446,8 +448,11 @@ async function proxyOpenAi(
     setPickTiming(res, placed.sentAt);
     if (!placed.response.ok) return relayError(res, placed.response);
     if (!stream || placed.response.body === null) {
-      if (shape.json !== undefined) res.status(200).json(shape.json(await placed.response.json()));
-      else res.status(200).type("application/json").send(Buffer.from(await placed.response.arrayBuffer()));
+      const answer = shape.json !== undefined ? shape.json(await placed.response.json()) : Buffer.from(await placed.response.arrayBuffer());
+      // Over before the client hears it: its next turn, through any replica, sees the engine's load without it.
+      await placed.finished?.();
+      if (shape.json !== undefined) res.status(200).json(answer);
+      else res.status(200).type("application/json").send(answer);
       return;
     }
     startEventStream(res);
@@ -455,6 +460,8 @@ async function proxyOpenAi(
     if (!outcome.clientGone && !outcome.completed) res.write(shape.lost(placed.engine.pod));
     res.end();
   } finally {
+    // The completion is over: its engine's load no longer counts it, whatever its next heartbeat says.
+    void placed?.finished?.();
     track(ctx, key, -1);
     res.off("close", onClose);
   }

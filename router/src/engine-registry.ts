@@ -4,7 +4,8 @@
  * (staleness is timed by arrival, so clock skew between pods does not
  * matter), plus this router's own placements that the engine's heartbeat
  * does not show yet (so a burst of arrivals between two heartbeats does not
- * all land on one engine). An engine not refreshed within the TTL, or whose
+ * all land on one engine; with shared reservations, every front door's
+ * placements: shared-reservations.ts). An engine not refreshed within the TTL, or whose
  * key is deleted, is gone: listeners hear it, so open streams to it end.
  * Which blocks each engine holds is the prefix index's to say: the registry
  * tells it of heartbeats and departures and hands its answer to placement.
@@ -16,6 +17,22 @@ import { parseEngineHeartbeat, parseEngineKey, type EngineHeartbeat } from "../.
 import type { EngineLoad } from "./placement.js";
 import { HeartbeatPrefixIndex } from "./heartbeat-prefix-index.js";
 import type { PrefixIndex } from "./prefix-index.js";
+import type { SharedReservations } from "./shared-reservations.js";
+
+/**
+ * A placement counted against its engine while it is sent; `confirm` (the
+ * engine took it) keeps it counted until a heartbeat shows it, `release`
+ * (refused) drops it, and `finish` (its work is over already: a completion
+ * answered) stops counting it without waiting for a heartbeat.
+ */
+export interface Reservation {
+  confirm(): void;
+  release(): void;
+  /** Resolves once every front door can see it (never rejects). */
+  finish(): Promise<void>;
+}
+
+export const NO_RESERVATION: Reservation = { confirm: () => undefined, release: () => undefined, finish: () => Promise.resolve() };
 
 interface EngineRecord {
   heartbeat: EngineHeartbeat;
@@ -50,10 +67,22 @@ export class EngineRegistry {
   private sweeper: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   readonly prefixIndex: PrefixIndex;
+  /** Every front door's placements in flight (absent: this process's only). */
+  private shared: SharedReservations | undefined;
 
   constructor(private readonly options: EngineRegistryOptions) {
     this.now = options.now ?? Date.now;
     this.prefixIndex = options.prefixIndex ?? new HeartbeatPrefixIndex();
+  }
+
+  /** Counts every front door's reservations from now on, instead of this process's alone. */
+  shareReservations(shared: SharedReservations): void {
+    this.shared = shared;
+  }
+
+  /** When this process last received a heartbeat of `pod` (undefined: not a known engine). */
+  heartbeatSeenAt(namespace: string, pool: string, pod: string): number | undefined {
+    return this.pools.get(poolKey(namespace, pool))?.get(pod)?.seenAt;
   }
 
   /** Starts the periodic sweep that drops stale engines (and tells listeners). */
@@ -169,12 +198,13 @@ export class EngineRegistry {
       .map((r) => {
         const h = r.heartbeat;
         const busy = h.totalSequences - h.freeSequences;
+        const reserved = this.shared?.count(namespace, pool, h.pod) ?? r.pending.length + r.sending;
         return {
           pod: h.pod,
-          load: busy + h.queuedSessions + r.pending.length + r.sending,
+          load: busy + h.queuedSessions + reserved,
           capacity: h.totalSequences,
           // A sequence a paused session would give up is one a session may be sent to (the engine admits it by eviction).
-          free: h.freeSequences + (h.reclaimableSequences ?? 0) - r.pending.length - r.sending,
+          free: h.freeSequences + (h.reclaimableSequences ?? 0) - reserved,
           blocks: this.prefixIndex.blocks(pk, h.pod),
         };
       });
@@ -197,15 +227,43 @@ export class EngineRegistry {
   }
 
   /**
+   * Runs a placement of the pool and its reservation: with shared
+   * reservations, after this process's earlier ones on the pool, so each
+   * places from a view that counts the others.
+   */
+  exclusive<T>(namespace: string, pool: string, fn: () => Promise<T>): Promise<T> {
+    return this.shared?.exclusive(namespace, pool, fn) ?? fn();
+  }
+
+  /**
    * Counts a placement on `pod` while it is sent, so requests placed
    * meanwhile see the sequence taken. `confirm` (the engine took it) keeps
    * counting it until a heartbeat reflects it; `release` (refused) drops it.
+   * With shared reservations, the placement must have been made from the
+   * current shared view (call inside {@link exclusive}): null when another
+   * front door reserved meanwhile, so the caller places again. `current:
+   * false` (a retry down the order after a refusal) writes it regardless.
    */
-  reserve(namespace: string, pool: string, pod: string): { confirm(): void; release(): void } {
+  async reserve(namespace: string, pool: string, pod: string, current = true): Promise<Reservation | null> {
+    const shared = this.shared;
+    if (shared !== undefined) {
+      for (let attempt = 0; ; attempt++) {
+        let id: string | null;
+        try {
+          id = await shared.reserve(namespace, pool, pod);
+        } catch (err) {
+          // NATS unreachable: place on this process's view rather than fail the request (the heartbeats are going stale too).
+          this.options.log.warn({ err, pod }, "cannot write a shared placement reservation; placing without it");
+          return NO_RESERVATION;
+        }
+        if (id !== null) return { confirm: () => shared.confirm(namespace, pool, id), release: () => void shared.release(namespace, pool, id), finish: () => shared.release(namespace, pool, id) };
+        if (current || attempt >= 10) return current ? null : NO_RESERVATION;
+      }
+    }
     // Looked up each time: a heartbeat replaces the record meanwhile.
     const record = (): EngineRecord | undefined => this.pools.get(poolKey(namespace, pool))?.get(pod);
     const r = record();
-    if (r === undefined) return { confirm: () => undefined, release: () => undefined };
+    if (r === undefined) return NO_RESERVATION;
     r.sending++;
     let open = true;
     const end = (): EngineRecord | undefined => {
@@ -215,9 +273,20 @@ export class EngineRegistry {
       if (now !== undefined) now.sending = Math.max(0, now.sending - 1);
       return now;
     };
+    let confirmedAt: number | undefined;
     return {
-      confirm: () => end()?.pending.push(this.now()),
+      confirm: () => {
+        confirmedAt = this.now();
+        end()?.pending.push(confirmedAt);
+      },
       release: () => void end(),
+      finish: () => {
+        end();
+        const pending = record()?.pending;
+        const i = confirmedAt === undefined ? -1 : (pending?.indexOf(confirmedAt) ?? -1);
+        if (i >= 0) pending!.splice(i, 1);
+        return Promise.resolve();
+      },
     };
   }
 

@@ -18,6 +18,12 @@
  *   the least loaded under the bound, so a cold prefill never doubles up on
  *   a busy engine while another is idler, and equal engines still converge
  *   per app (consistent hashing with bounded loads, as KubeAI's CHWBL).
+ *   A request that names its conversation (a session header,
+ *   session-affinity.ts) goes first to the first engine under the bound on
+ *   the ring from its session key, whatever prefixes other engines hold:
+ *   the conversation's own cells are there, and a chat without a long shared
+ *   prefix would otherwise wander. Over the bound there, the walk goes on
+ *   round the ring, so a spilled conversation spills alike every time.
  * - `least-loaded`: fewest busy + queued sessions.
  * - `round-robin`: in turn.
  *
@@ -47,6 +53,8 @@ export type PlacementReason =
   | "prefix-spill"
   /** no resident prefix: first of the least-loaded engines on the ring from the app's key */
   | "hash"
+  /** the request's session (conversation) key: the first engine under the bound on the ring from it */
+  | "session"
   /** no resident prefix and every engine over the bound */
   | "least-loaded"
   /** the round-robin policy */
@@ -72,6 +80,8 @@ export interface PlacementRequest {
   chain: readonly string[];
   /** What a prefix miss hashes on: the app's shared prefix (system prompt, tools, few-shot). */
   affinityKey: string;
+  /** The conversation the request belongs to (a session header), which keeps it on one engine within the bound. */
+  sessionKey?: string;
 }
 
 export interface PlacementOptions {
@@ -128,6 +138,13 @@ export function place(engines: readonly EngineLoad[], request: PlacementRequest,
 
   const bound = loadBound(byName, options.loadFactor);
   const underBound = (e: EngineLoad): boolean => e.free > 0 && e.load + 1 <= bound;
+  if (request.sessionKey !== undefined) {
+    const own = ringFor(byName.map((e) => e.pod))
+      .walk(request.sessionKey)
+      .map((pod) => byName.find((e) => e.pod === pod)!)
+      .find(underBound);
+    if (own !== undefined) return finish(own, "session");
+  }
   const best = Math.max(...matched.values());
   if (best > 0) {
     // Longest match first; among equal matches, one already in cells before one still being filled; then by load.

@@ -15,10 +15,10 @@
 import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
 import { withKnownBlocks } from "./prefix-index.js";
-import type { EngineRegistry } from "./engine-registry.js";
+import { NO_RESERVATION, type EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
-import { place, type PlacementPolicy, type PlacementReason } from "./placement.js";
+import { place, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "./placement.js";
 import type { ColdStartHold } from "./cold-start-hold.js";
 
 export interface PlaceContext {
@@ -52,6 +52,8 @@ export interface PlacedResponse {
   retries: number;
   /** performance.now() when the request went to the engine that answered (the end of the pick). */
   sentAt: number;
+  /** Stops counting the placement against its engine: call when the request's work is over (a completion answered). */
+  finished(): Promise<void>;
 }
 
 type RefusalCause = "capacity" | "unavailable" | "unreachable" | "timeout";
@@ -72,7 +74,7 @@ export interface PlaceHints {
 export async function placeAndPost(
   ctx: PlaceContext,
   pool: { namespace: string; name: string },
-  placement: { chain: readonly string[]; affinityKey: string },
+  placement: PlacementRequest,
   path: string,
   body: unknown,
   signal?: AbortSignal,
@@ -87,22 +89,30 @@ export async function placeAndPost(
   let coldUntil: number | undefined;
   // Each pass places on the pool as it stands now. A pass ends early only to wait for the engine holding
   // the request's prefix (full, or refusing while full), within prefixWaitMs of the arrival.
+  const canHold = (): boolean => performance.now() < holdUntil && signal?.aborted !== true;
+  const hold = async (): Promise<void> => {
+    held = true;
+    await ctx.engines.changed(pool.namespace, pool.name, holdUntil - performance.now(), signal);
+  };
   for (;;) {
-    const loads = ctx.engines
-      .loads(pool.namespace, pool.name)
-      .map((e) => (known === undefined ? e : { ...e, blocks: withKnownBlocks(e.blocks, known(e.pod)) }));
-    const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
-    if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
-      decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
-      decision.matched = loads.find((e) => e.pod === hints.prefer)!.blocks.leading(placement.chain).matched;
-    }
-    const canHold = (): boolean => performance.now() < holdUntil && signal?.aborted !== true;
-    const hold = async (): Promise<void> => {
-      held = true;
-      await ctx.engines.changed(pool.namespace, pool.name, holdUntil - performance.now(), signal);
-    };
-    // A program's preferred engine (its task group's) outranks the prefix's.
-    if (decision.holdFor !== undefined && hints.prefer === undefined && canHold()) {
+    // The decision and its first choice's reservation together: no other placement of this front door comes between.
+    const { decision, first } = await ctx.engines.exclusive(pool.namespace, pool.name, async () => {
+      const loads = ctx.engines
+        .loads(pool.namespace, pool.name)
+        .map((e) => (known === undefined ? e : { ...e, blocks: withKnownBlocks(e.blocks, known(e.pod)) }));
+      const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
+      if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
+        decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
+        decision.matched = loads.find((e) => e.pod === hints.prefer)!.blocks.leading(placement.chain).matched;
+      }
+      // A program's preferred engine (its task group's) outranks the prefix's.
+      const holding = decision.holdFor !== undefined && hints.prefer === undefined && canHold();
+      const first = decision.order[0] === undefined || holding ? undefined : await ctx.engines.reserve(pool.namespace, pool.name, decision.order[0]);
+      return { decision, first };
+    });
+    // Another front door reserved on the pool since this one's view: place again from the refreshed view.
+    if (first === null) continue;
+    if (decision.order.length > 0 && first === undefined) {
       await hold();
       continue;
     }
@@ -135,8 +145,11 @@ export async function placeAndPost(
     let retried = false;
     for (const [i, pod] of decision.order.entries()) {
       const engine = ctx.engines.find(pool.namespace, pod);
-      if (engine === undefined) continue;
-      const reservation = ctx.engines.reserve(pool.namespace, pool.name, pod);
+      if (engine === undefined) {
+        if (i === 0) first?.release();
+        continue;
+      }
+      const reservation = i === 0 && first !== undefined ? first : ((await ctx.engines.reserve(pool.namespace, pool.name, pod, false)) ?? NO_RESERVATION);
       const timeout = AbortSignal.timeout(ctx.upstreamTimeoutMs);
       let cause: RefusalCause;
       const payload = JSON.stringify(body);
@@ -156,11 +169,11 @@ export async function placeAndPost(
             ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
             ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);
             ctx.metrics.placementSeconds.observe((performance.now() - started) / 1000);
-            return { engine, response, reason: decision.reason, matched: hits, retries: i, sentAt };
+            return { engine, response, reason: decision.reason, matched: hits, retries: i, sentAt, finished: () => reservation.finish() };
           }
           reservation.release();
           count(false);
-          return { engine, response, reason: decision.reason, matched: 0, retries: i, sentAt };
+          return { engine, response, reason: decision.reason, matched: 0, retries: i, sentAt, finished: () => Promise.resolve() };
         }
         reservation.release();
         cause = response.status === 429 ? "capacity" : "unavailable";

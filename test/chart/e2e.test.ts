@@ -1,7 +1,9 @@
 /**
  * @module `npm run test:e2e` as a test: the chart's CRDs and RBAC, the
  * samples and the real operator on a real control plane end with every
- * Interlace resource Ready, and the `kubectl get interlace` view shows it.
+ * Interlace resource Ready, and the `kubectl get interlace` view shows it;
+ * a session opened through one of two router replicas is read to its end
+ * through the other.
  */
 import { execFile } from "node:child_process";
 import path from "node:path";
@@ -25,5 +27,10 @@ t.test("npm run test:e2e brings the samples to Ready", async (t) => {
   t.match(out, /Deployments marked available through their status subresource: [1-9]/);
   for (const name of ["qwen-small", "gemma-cml", "basic-tools", "assistant", "assistant-cml"]) t.match(out, new RegExp(`^${name}\\s+True\\s`, "m"), `${name} shows Ready True`);
   t.match(out, /all Interlace resources Ready/);
-  t.match(out, /opened at http:\/\/interlace-router\.interlace-system\.svc:8080\/v1\/apps\/default\/assistant \(served by the router\) ran on engine \S+ .* finished: done eos/, "a session at the endpoint reached the engine and finished");
+  t.match(out, /running router replica 1 as the chart's router Deployment does/, "two router replicas, as the chart runs");
+  t.match(
+    out,
+    /opened at http:\/\/interlace-router\.interlace-system\.svc:8080\/v1\/apps\/default\/assistant \(through router replica 0, its events read through replica 1\) ran on engine \S+ .* finished: done eos/,
+    "a session opened through one replica reached the engine and finished, read through the other",
+  );
 });

@@ -20,6 +20,7 @@ import { APP_NS, RELEASE_NS, applyGateway, applySamples, authHeader, routerApiKe
 import { kubeRequest } from "../../hack/control-plane.js";
 import { readEventStream } from "../../common/src/session-client.js";
 import { networkPolicySteps } from "./steps-netpol.js";
+import { routerReplicaSteps } from "./steps-routers.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const execFileP = promisify(execFile);
@@ -131,6 +132,7 @@ t.test("Interlace on a real single-node cluster", async (t) => {
     await new Promise((r) => setTimeout(r, 1000));
   }
   t.equal(engines.ready, 2, "both engines are in the router's placement");
+  await routerReplicaSteps(cluster, t, auth, "reports");
 
   // An Envoy pod as the gateway in front of the InferencePool, its endpoint picker deployed by the operator.
   mark = Date.now();

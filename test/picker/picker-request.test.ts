@@ -97,6 +97,19 @@ t.test("OpenAI chat completions: an app's model merges the app; any other model 
   t.equal(routeRequest(req("POST", "/v1/chat/completions", { model: "beta", messages: [{ role: "user", content: "x" }] }), ctx).kind, "place", "an app of another pool is just a model name here");
 });
 
+t.test("a session header (x-session-id, or Codex's session_id) is the chat's session key, as through the router", async (t) => {
+  const body = { model: "alpha", messages: [{ role: "user", content: "hi" }] };
+  const keyed = routeRequest(req("POST", "/v1/chat/completions", body, { headers: { "x-session-id": "conv-1" } }), ctx);
+  t.ok(keyed.kind === "place" && keyed.sessionKey === "session:conv-1");
+  const codex = routeRequest(req("POST", "/v1/apps/default/alpha/chat/completions", body, { headers: { session_id: "conv-2" } }), ctx);
+  t.ok(codex.kind === "place" && codex.sessionKey === "session:conv-2");
+  const raw = routeRequest(req("POST", "/v1/chat/completions", { ...body, model: "llama" }, { headers: { "x-session-id": "conv-3" } }), ctx);
+  t.ok(raw.kind === "place" && raw.sessionKey === "session:conv-3", "any model");
+  const none = routeRequest(req("POST", "/v1/chat/completions", body), ctx);
+  t.ok(none.kind === "place" && none.sessionKey === undefined);
+  refused(t, () => routeRequest(req("POST", "/v1/chat/completions", body, { headers: { "x-session-id": "x".repeat(300) } }), ctx), 400, /header "x-session-id" must be at most 256/);
+});
+
 t.test("x-interlace-engine pins; everything else is placed unchanged; bad input is refused with a reason", async (t) => {
   t.same(routeRequest(req("GET", "/v1/sessions/abc/events", undefined, { headers: { "x-interlace-engine": "engine-a" } }), ctx), { kind: "pinned", pod: "engine-a" });
   t.same(routeRequest(req("GET", "/v1/models"), ctx), { kind: "place", chain: [], affinityKey: "path:/v1/models" });

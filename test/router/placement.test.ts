@@ -123,6 +123,34 @@ t.test("a miss seeds affinity by consistent hashing: same key, same engine", asy
   t.equal(p.reason, "hash");
 });
 
+t.test("a session key keeps a conversation on its ring engine within the bound, whatever prefixes others hold", async (t) => {
+  const chain = sys("shared prompt", "turn 3");
+  // Another engine holds the whole chain: without a session key, prefix affinity goes there.
+  const engines = [engine("a", 0), engine("b", 0, [chain[0]!, chain[1]!]), engine("c", 0)];
+  t.equal(place(engines, { chain, affinityKey: chain[0]! }, PA).order[0], "b");
+  const own = new HashRing(["a", "b", "c"]).walk("session:s1")[0]!;
+  for (let turn = 0; turn < 4; turn++) {
+    const p = place(engines, { chain, affinityKey: chain[0]!, sessionKey: "session:s1" }, { ...PA, turn });
+    t.equal(p.order[0], own, "the first engine on the ring from the session key, every turn");
+    t.equal(p.reason, "session");
+  }
+  // Different conversations spread over the ring.
+  const spread = new Set<string>();
+  for (let i = 0; i < 30; i++) spread.add(place(engines, { chain, affinityKey: chain[0]!, sessionKey: `session:${i}` }, PA).order[0]!);
+  t.equal(spread.size, 3);
+  // Over the bound there (loads 3+0+0: ceil(1.25 * 4 / 3) = 2), the walk goes on round the ring: the same spill every time.
+  const loaded = engines.map((e) => (e.pod === own ? engine(e.pod, 3, e.pod === "b" ? [chain[0]!, chain[1]!] : []) : e));
+  const spilled = place(loaded, { chain, affinityKey: chain[0]!, sessionKey: "session:s1" }, PA);
+  t.not(spilled.order[0], own);
+  t.equal(spilled.order[0], new HashRing(["a", "b", "c"]).walk("session:s1")[1]);
+  t.equal(spilled.reason, "session");
+  // Every engine over the bound: placed as without a key.
+  const full = [engine("a", 4, [], 4), engine("b", 4, [], 4), engine("c", 4, [], 4)];
+  t.equal(place(full, { chain, affinityKey: chain[0]!, sessionKey: "session:s1" }, PA).reason, "least-loaded");
+  // The baselines ignore it.
+  t.equal(place(engines, { chain, affinityKey: chain[0]!, sessionKey: "session:s1" }, { ...PA, policy: "least-loaded" }).reason, "least-loaded");
+});
+
 t.test("everything over the bound: least loaded; no engine: empty order", async (t) => {
   const engines = [engine("e0", 4, [], 4), engine("e1", 3, [], 3)];
   const p = place(engines, { chain: ["x"], affinityKey: "k" }, PA);

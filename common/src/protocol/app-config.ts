@@ -158,3 +158,38 @@ export async function openAppsBucket(nc: NatsConnection): Promise<KV> {
 export async function openRoutersBucket(nc: NatsConnection): Promise<KV> {
   return new Kvm(nc).create(ROUTERS_BUCKET, { history: 1, ttl: ROUTERS_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
 }
+
+/**
+ * Placements in flight, shared by every front door (router replicas, the
+ * endpoint picker): one key per EnginePool (`<namespace>.<name>`), written
+ * by compare-and-set (router/src/shared-reservations.ts).
+ */
+export const RESERVATIONS_BUCKET = "interlace-reservations";
+/** A pool's key expires once no front door has placed on it for this long (its reservations are long over). */
+export const RESERVATIONS_BUCKET_TTL_MS = 300_000;
+
+/** One placement a front door made on an engine, until the engine's heartbeat shows it (or it is released, or expires). */
+export interface PlacementReservation {
+  /** Unique per reservation. */
+  id: string;
+  /** The front door process that holds it. */
+  holder: string;
+  pod: string;
+  /** The engine took the request: its next heartbeat will count it. */
+  confirmed?: boolean;
+}
+
+export function reservationsKey(namespace: string, pool: string): string {
+  return appKey(namespace, pool);
+}
+
+export function parseReservations(data: unknown): PlacementReservation[] | null {
+  if (data === null || typeof data !== "object" || !Array.isArray((data as { held?: unknown }).held)) return null;
+  const held = (data as { held: unknown[] }).held;
+  const ok = held.every((r) => r !== null && typeof r === "object" && typeof (r as PlacementReservation).id === "string" && typeof (r as PlacementReservation).holder === "string" && typeof (r as PlacementReservation).pod === "string");
+  return ok ? (held as PlacementReservation[]) : null;
+}
+
+export async function openReservationsBucket(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).create(RESERVATIONS_BUCKET, { history: 1, ttl: RESERVATIONS_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
+}

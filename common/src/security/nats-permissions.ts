@@ -59,11 +59,12 @@ import {
 } from "../protocol/subjects.js";
 import { EFFECTS_BUCKET, MAXDELIVER_STREAM } from "../protocol/reliability.js";
 
-/** Buckets of the router's protocol (`interlace-apps`, `interlace-engines`, `interlace-routers`, `interlace-programs`). */
+/** Buckets of the router's protocol (`interlace-apps`, `interlace-engines`, `interlace-routers`, `interlace-programs`, `interlace-reservations`). */
 const APPS_BUCKET = "interlace-apps";
 const ENGINES_BUCKET = "interlace-engines";
 const ROUTERS_BUCKET = "interlace-routers";
 const PROGRAMS_BUCKET = "interlace-programs";
+const RESERVATIONS_BUCKET = "interlace-reservations";
 
 export type NatsIdentity =
   | { kind: "engine"; namespace: string; pod: string }
@@ -214,6 +215,10 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...kvRead(PROGRAMS_BUCKET),
           ...kvWrite(PROGRAMS_BUCKET),
           ...kvRead(RUNNERS_BUCKET),
+          // Placements in flight, shared by every front door (router/src/shared-reservations.ts).
+          ...streamSetup(`KV_${RESERVATIONS_BUCKET}`),
+          ...kvRead(RESERVATIONS_BUCKET),
+          ...kvWrite(RESERVATIONS_BUCKET),
         ],
         // Every pool's KV events: a router places on all pools (router/src/prefix-index.ts).
         subscribe: [inbox, ALL_KV_EVENTS],

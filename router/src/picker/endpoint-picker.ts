@@ -11,9 +11,9 @@
  * heartbeats spreads as it does through the router.
  */
 import { ErrorCode } from "../../../common/src/index.js";
-import type { EngineRegistry } from "../engine-registry.js";
+import { NO_RESERVATION, type EngineRegistry } from "../engine-registry.js";
 import { HttpError, RouterCode } from "../errors.js";
-import { place, type EngineLoad, type PlacementPolicy, type PlacementReason } from "../placement.js";
+import { place, type EngineLoad, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "../placement.js";
 import type { PickerMetrics } from "./metrics.js";
 
 export interface EndpointPickerOptions {
@@ -41,7 +41,6 @@ export interface Pick {
   reservation: { confirm(): void; release(): void };
 }
 
-const NO_RESERVATION = { confirm: () => undefined, release: () => undefined };
 
 /** `http://10.0.0.7:8080` → `10.0.0.7:8080` (the port defaulted from the scheme). */
 export function endpointOf(url: string): string | undefined {
@@ -88,20 +87,28 @@ export class EndpointPicker {
   }
 
   /** Places a request with prefix chain `chain`; throws 503 (no engine) or 429 (every engine full past the wait). */
-  async place(request: { chain: readonly string[]; affinityKey: string }, subset: readonly string[] | null, signal?: AbortSignal): Promise<Pick> {
+  async place(request: PlacementRequest, subset: readonly string[] | null, signal?: AbortSignal): Promise<Pick> {
     const o = this.options;
     const holdUntil = performance.now() + o.prefixWaitMs;
     let held = false;
     for (;;) {
-      const loads = this.candidates(subset);
+      // The decision and its reservation together (engine-registry.ts): no other pick of this pool comes between.
+      const { loads, decision, full, waits, reservation } = await o.engines.exclusive(o.pool.namespace, o.pool.name, async () => {
+        const loads = this.candidates(subset);
+        const decision = place(loads, request, { policy: o.policy, loadFactor: o.loadFactor, turn: this.turn++ });
+        const full = loads.every((e) => e.free <= 0);
+        const canHold = performance.now() < holdUntil && signal?.aborted !== true;
+        const waits = (decision.holdFor !== undefined || full) && canHold;
+        const placing = !full && !waits && decision.order[0] !== undefined;
+        return { loads, decision, full, waits, reservation: placing ? await o.engines.reserve(o.pool.namespace, o.pool.name, decision.order[0]!) : NO_RESERVATION };
+      });
+      // Another front door reserved on the pool since this one's view: pick again from the refreshed view.
+      if (reservation === null) continue;
       if (loads.length === 0) {
         o.metrics.picks.inc({ reason: "no-engine" });
         throw this.noEngine(subset);
       }
-      const decision = place(loads, request, { policy: o.policy, loadFactor: o.loadFactor, turn: this.turn++ });
-      const full = loads.every((e) => e.free <= 0);
-      const canHold = performance.now() < holdUntil && signal?.aborted !== true;
-      if ((decision.holdFor !== undefined || full) && canHold) {
+      if (waits) {
         held = true;
         await o.engines.changed(o.pool.namespace, o.pool.name, holdUntil - performance.now(), signal);
         continue;
@@ -121,7 +128,7 @@ export class EndpointPicker {
         endpoints: order.map((p) => byPod.get(p)!),
         reason: decision.reason,
         matched: decision.matched,
-        reservation: o.engines.reserve(o.pool.namespace, o.pool.name, order[0]!),
+        reservation,
       };
     }
   }

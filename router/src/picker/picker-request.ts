@@ -15,6 +15,8 @@
  * - `POST /v1/chat/completions` (OpenAI): `model` naming an app of the pool
  *   (`app` or `ns/app`) merges that app; any other model is placed by its own
  *   messages and tools, as any OpenAI-compatible server behind a gateway.
+ *   A session header (`x-session-id`, `session_id`) keeps a conversation on
+ *   its engine within the load bound, as through the router.
  * - Any request carrying `x-interlace-engine: <pod>` is pinned to that engine
  *   (how a client that used the engine's own API finds its session or
  *   response again); the picker sets that header on every answer.
@@ -29,6 +31,7 @@ import { HttpError, badRequest, notFound } from "../errors.js";
 import { isObject, mergeChatRequest, mergeInterruptRequest, mergeSessionRequest } from "../request-merge.js";
 import { parseRoutedSessionId } from "../session-id.js";
 import type { SessionOwners } from "../session-owner.js";
+import { withSession } from "../session-affinity.js";
 
 /** The header that pins a request to an engine, and names the engine on every answer. */
 export const ENGINE_HEADER = "x-interlace-engine";
@@ -64,6 +67,8 @@ export type PickerRoute =
       kind: "place";
       chain: string[];
       affinityKey: string;
+      /** The conversation's key from a session header (session-affinity.ts). */
+      sessionKey?: string;
       /** Replaces `:path` when set. */
       path?: string;
       /** Replaces the body when set. */
@@ -147,7 +152,7 @@ function appRoute(req: PickerRequest, ctx: PickerContext, app: AppConfig, rest: 
   }
   if (rest === "/chat/completions" && req.method === "POST") {
     const merged = mergeChatRequest(app, jsonBody(req));
-    return { kind: "place", chain: merged.chain, affinityKey: merged.affinityKey, path: "/v1/chat/completions", body: merged.body };
+    return { kind: "place", chain: merged.chain, affinityKey: merged.affinityKey, ...conversation(req), path: "/v1/chat/completions", body: merged.body };
   }
   if (rest.startsWith("/responses")) throw notImplemented();
   const session = SESSION_PATH.exec(rest);
@@ -172,6 +177,11 @@ function appRoute(req: PickerRequest, ctx: PickerContext, app: AppConfig, rest: 
   throw notFound(`no route ${req.method} ${req.path}`);
 }
 
+/** A chat request's session key, as the router reads it (session-affinity.ts). */
+function conversation(req: PickerRequest): { sessionKey?: string } {
+  return withSession({}, (name) => req.headers[name]);
+}
+
 /** OpenAI `content` (string, null or text parts) as text, for hashing. */
 function contentText(value: unknown): string {
   if (typeof value === "string") return value;
@@ -192,7 +202,7 @@ function chatCompletion(req: PickerRequest, ctx: PickerContext): PickerRoute {
   const app = appForModel(ctx, body["model"]);
   if (app !== undefined) {
     const merged = mergeChatRequest(app, body);
-    return { kind: "place", chain: merged.chain, affinityKey: merged.affinityKey, body: merged.body };
+    return { kind: "place", chain: merged.chain, affinityKey: merged.affinityKey, ...conversation(req), body: merged.body };
   }
   // Any other model: the request's own system prompt, tools and turns, hashed as engines advertise them.
   const raw = body["messages"];
@@ -208,5 +218,5 @@ function chatCompletion(req: PickerRequest, ctx: PickerContext): PickerRoute {
       })
     : [];
   const chain = prefixHashChain({ messages, tools });
-  return { kind: "place", chain, affinityKey: chain[0] ?? `model:${String(body["model"])}` };
+  return { kind: "place", chain, affinityKey: chain[0] ?? `model:${String(body["model"])}`, ...conversation(req) };
 }

@@ -1,0 +1,132 @@
+/**
+ * Two router processes (the entrypoint the chart runs) placing one burst
+ * between two heartbeats, on a real nats-server and two real engine
+ * processes (eight sequences each, the generated `test` model): the
+ * engines' heartbeats are seconds apart, so only the reservations the
+ * routers share (router/src/shared-reservations.ts) tell each replica what
+ * the other placed meanwhile. The app's prefix is resident on one engine,
+ * so prefix affinity sends every session there up to the CHWBL bound; with
+ * per-process reservations each replica fills it to the bound on its own
+ * and together they overfill it (six of eight sessions where the bound for
+ * eight is five). And the reservations' own rules, two front doors' worth of
+ * them on the same bucket: a reservation one writes counts for the other
+ * until a later heartbeat shows it, its release, or its TTL; two placements
+ * decided on the same view cannot both be written.
+ */
+import t from "tap";
+import { connect } from "@nats-io/transport-node";
+import { prefixHashChain } from "../../common/src/index.js";
+import { appKey, openAppsBucket, openEnginesBucket, openReservationsBucket, parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { SharedReservations } from "../../router/src/shared-reservations.js";
+import { spawnRouter } from "../helpers/router-process.js";
+import { eventually } from "../helpers/wait.js";
+import { startNatsServer } from "../helpers/nats-server.js";
+import { appConfig, log, longSession, openSession, POOL, QUICK, spawnPoolEngine, streamEvents } from "./fixtures.js";
+
+t.setTimeout(600_000);
+
+const HEARTBEAT_MS = 6_000;
+/** The routers' default CHWBL load factor. */
+const LOAD_FACTOR = 1.25;
+const nats = await startNatsServer(t);
+const nc = await connect({ servers: nats.url });
+t.teardown(() => nc.close());
+for (const pod of ["engine-a", "engine-b"]) await spawnPoolEngine(t, nats.url, pod, ["--sequences", "8", "--heartbeat-ms", String(HEARTBEAT_MS)]);
+const app = appConfig("alpha");
+await (await openAppsBucket(nc)).put(appKey(app.namespace, app.name), JSON.stringify(app));
+const heartbeats = await openEnginesBucket(nc);
+
+// Options by environment, as the chart passes them; the engines' TTL spans several of their slow heartbeats.
+const env = { NATS_URL: nats.url, ENGINE_TTL_MS: String(HEARTBEAT_MS * 3) };
+const routers = [await spawnRouter(t, ["--router-id", "router-a"], env), await spawnRouter(t, ["--router-id", "router-b"], env)];
+for (const router of routers) {
+  const metric = `interlace_router_engines{pool="default/${POOL}"} 2`;
+  if (!(await eventually(async () => (await fetch(`${router.url}/metrics`).then((r) => r.text())).includes(metric), 60_000))) throw new Error(`${router.url} does not see both engines`);
+}
+
+async function heartbeat(pod: string): Promise<{ beat: EngineHeartbeat; revision: number } | undefined> {
+  for await (const key of await heartbeats.keys()) {
+    const e = await heartbeats.get(key);
+    if (e === null || e.operation !== "PUT") continue;
+    const parsed = parseEngineHeartbeat(e.json());
+    if (parsed.ok && parsed.value.pod === pod) return { beat: parsed.value, revision: e.revision };
+  }
+  return undefined;
+}
+
+t.test("one burst split across two routers never puts an engine over the load bound", async (t) => {
+  // The app's prefix becomes resident on one engine, E, and its session ends.
+  const warm = await openSession(routers[0]!.url, "alpha", QUICK);
+  await streamEvents(routers[0]!.url, "alpha", warm.id);
+  const E = warm.engine;
+  const prefix = prefixHashChain({ messages: [{ role: "system", content: app.systemPrompt }], tools: app.tools })[1]!;
+  let seen = -1;
+  t.ok(
+    await eventually(async () => {
+      const h = await heartbeat(E);
+      if (h === undefined || !h.beat.prefixes.includes(prefix) || h.beat.activeSessions !== 0) return false;
+      seen = h.revision;
+      return true;
+    }, HEARTBEAT_MS * 4),
+    "E's heartbeat shows the prefix resident and no session",
+  );
+  // Just after that heartbeat reached the routers: the burst lands before the next one.
+  await new Promise((r) => setTimeout(r, 300));
+
+  const burst = 8;
+  const opened = await Promise.all(Array.from({ length: burst }, (_, i) => openSession(routers[i % 2]!.url, "alpha", longSession())));
+  const after = await heartbeat(E);
+  const perEngine = new Map<string, number>();
+  for (const s of opened) perEngine.set(s.engine, (perEngine.get(s.engine) ?? 0) + 1);
+  // The bound of the burst's last placement, ceil(c * burst / n) with the pool otherwise idle: no placement of it may go past that.
+  const bound = Math.ceil((LOAD_FACTOR * burst) / 2);
+  t.ok(perEngine.get(E)! >= 2, `prefix affinity still sends the app's sessions to E: ${JSON.stringify([...perEngine])}`);
+  for (const [pod, n] of perEngine) t.ok(n <= bound, `${pod} took ${n} of the burst's ${burst} sessions (bound ${bound})`);
+  t.comment(after?.revision === seen ? "no heartbeat of E came during the burst" : "a heartbeat of E came during the burst (the routers saw part of it there)");
+  // Sessions end with the test (their engines stop); cancel them so teardown is quick.
+  await Promise.all(opened.map((s, i) => fetch(`${routers[i % 2]!.url}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" })));
+});
+
+t.test("a reservation counts for every front door until a later heartbeat shows it, its release, or its TTL", async (t) => {
+  const kv = await openReservationsBucket(nc);
+  let clock = 1_000_000;
+  const heartbeats = new Map<string, number>([["e1", clock]]);
+  const door = (): SharedReservations => {
+    const s = new SharedReservations({ kv, ttlMs: 15_000, log, now: () => clock, heartbeatSeenAt: (_ns, _pool, pod) => heartbeats.get(pod) });
+    void kv.watch({ key: ">" }).then(async (w) => {
+      t.teardown(() => w.stop());
+      for await (const e of w) s.apply(e);
+    });
+    return s;
+  };
+  const [a, b] = [door(), door()];
+  const sees = (s: SharedReservations, n: number): Promise<boolean> => eventually(() => s.count("ns", "p", "e1") === n, 5_000);
+
+  const first = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
+  t.ok(first !== null, "written");
+  t.ok(await sees(b, 1), "the other front door counts it");
+  a.confirm("ns", "p", first!);
+  t.ok(await eventually(async () => (await kv.get("ns.p"))?.string().includes('"confirmed":true') === true, 5_000), "confirmed");
+  clock += 10;
+  heartbeats.set("e1", clock);
+  t.equal(b.count("ns", "p", "e1"), 1, "a heartbeat right after the confirmation may not count it yet");
+  clock += 100;
+  heartbeats.set("e1", clock);
+  t.equal(b.count("ns", "p", "e1"), 0, "a heartbeat well after it does: the reservation ends");
+
+  const second = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
+  t.ok(await sees(b, 1), "another reservation, counted by the other front door");
+  await a.release("ns", "p", second!);
+  t.ok(await sees(b, 0), "released");
+
+  const third = await b.exclusive("ns", "p", () => b.reserve("ns", "p", "e1"));
+  t.ok(third !== null && (await sees(a, 1)), "one by the other front door, counted by the first");
+  clock += 15_001;
+  t.equal(a.count("ns", "p", "e1"), 0, "never confirmed nor released (its holder died): over after its TTL");
+
+  // Two placements decided on the same view: one is written, the other must place again.
+  const raced = await Promise.all([a.reserve("ns", "p", "e1"), b.reserve("ns", "p", "e1")]);
+  t.equal(raced.filter((id) => id === null).length, 1, "exactly one of two writes on the same revision loses");
+  const again = await (raced[0] === null ? a : b).reserve("ns", "p", "e1");
+  t.ok(again !== null, "the loser's copy is refreshed, so its next try is written");
+});
