@@ -76,6 +76,7 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
     registry: metrics.registry,
     log,
     inbox,
+    runnerHoldMs: options.executor.runnerHoldMs,
     ...(defaultPool !== undefined ? { defaultPool } : {}),
   });
   return {
