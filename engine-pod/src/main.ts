@@ -201,6 +201,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         model: basename(modelPath),
         intervalMs: hb.intervalMs,
         log: log.child({ subsystem: "heartbeat" }),
+        ttftP90Ms: () => metrics.recentTtft.p90(),
         ...(kvEvents !== undefined ? { kvEvents } : {}),
       });
       heartbeat.start(engine);
