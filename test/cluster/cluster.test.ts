@@ -19,6 +19,7 @@ import { startCluster, type Cluster } from "../../hack/cluster.js";
 import { APP_NS, RELEASE_NS, applyGateway, applySamples, authHeader, routerApiKey, failOnBrokenPods, helmInstall, listPods, routerUrl, waitReady } from "../../hack/cluster-interlace.js";
 import { kubeRequest } from "../../hack/control-plane.js";
 import { readEventStream } from "../../common/src/session-client.js";
+import { autoscalingSteps } from "./steps-autoscaling.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const execFileP = promisify(execFile);
@@ -256,6 +257,7 @@ t.test("Interlace on a real single-node cluster", async (t) => {
   }
   t.comment(`operator failover: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
 
+  await autoscalingSteps(t, cluster, { router, auth, enginePool: "qwen-small" });
   await failOnBrokenPods(cluster, APP_NS);
   await failOnBrokenPods(cluster, RELEASE_NS);
   t.comment(`cluster timings: ${JSON.stringify(cluster.timings)}; whole test ${((Date.now() - started) / 1000).toFixed(1)}s`);
