@@ -143,7 +143,7 @@ export async function autoscalingSteps(t: Test, cluster: Cluster, ctx: Autoscali
       apiVersion: "interlace.dev/v1alpha1",
       kind: "AgentApp",
       metadata: { name: "scaled-app", namespace: APP_NS },
-      spec: { enginePool: { name: ctx.enginePool }, toolPools: [{ name: "auto-tools" }, { name: "manual-tools" }], systemPrompt: "You run jobs.", maxTokens: 32 },
+      spec: { enginePool: { name: ctx.enginePool }, toolPools: [{ name: "auto-tools" }, { name: "manual-tools" }], systemPrompt: "You run jobs.", maxTokens: 512 },
     });
     await until("the router to serve scaled-app", 60_000, async () => ((await fetch(`${ctx.router}/v1/apps/${APP_NS}/scaled-app`, { headers: ctx.auth })).status === 200 ? true : undefined));
     await until("the manual pool's runner Ready", 180_000, async () => ((await getPool(cluster, "toolpools", "manual-tools")).status?.readyReplicas === 1 ? true : undefined));
