@@ -166,6 +166,12 @@ export async function autoscalingSteps(t: Test, cluster: Cluster, ctx: Autoscali
       "every session of the burst finished with both results, the first call to the pool at zero included",
       { last: burst.map((s) => s.events.at(-1)) },
     );
+    // How long the first calls waited for the pool at zero: from their call to their result, on the session's clock.
+    const waits = burst.map((s) => {
+      const at = (type: string): number => Number(s.events.find((e) => e["type"] === type && (e["callId"] === "a" || e["id"] === "a"))?.["t"] ?? Number.NaN);
+      return at("interrupt") - at("call");
+    });
+    t.comment(`cold start (ToolPool at zero → first call answered, a 6 s sleep included): ${(Math.max(...waits) / 1000).toFixed(1)} s at most, ${(Math.min(...waits) / 1000).toFixed(1)} s at least`);
     const ups = (await scaleEvents(cluster, "ToolPool", "auto-tools")).filter((e) => e.reason === "ScaledUp");
     t.ok(ups.some((e) => /^woke ToolPool auto-tools 0→\d: \d+ calls? pending/.test(e.message)), "the first calls woke the pool at zero", { events: ups });
     const peak = Math.max(0, ...ups.map((e) => Number(/→(\d+)/.exec(e.message)?.[1] ?? 0)));
