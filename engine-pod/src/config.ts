@@ -58,6 +58,12 @@ export interface ExecutorOptions {
   natsUrl?: string;
   /** NATS only: the pool that runs tools whose spec names none (`--default-pool namespace/name`). */
   defaultPool?: { namespace: string; name: string };
+  /**
+   * NATS only: how long a call to a tool pool with no live runner (scaled to
+   * zero, being woken) waits for one before failing with `no_runners`
+   * (`--tool-runner-hold-ms`, default 60000, the router's cold-start hold; 0: fail at once).
+   */
+  runnerHoldMs: number;
 }
 
 export interface HeartbeatSettings {
@@ -126,7 +132,7 @@ function invalid(message: string): InterlaceError {
  * `--max-prompt-bytes`, `--retry-after-seconds`, `--drain-grace-ms` (25000), `--response-store-ttl-ms`,
  * `--max-stored-responses` (the Responses API's stored turns; the engine's
  * `--response-retention-ms --max-retained-responses` keep their KV), `--executor in-process|nats`,
- * `--nats-url`, `--default-pool ns/name`, `--pod-name`, `--pool ns/name`
+ * `--nats-url`, `--default-pool ns/name`, `--tool-runner-hold-ms` (60000), `--pod-name`, `--pool ns/name`
  * (heartbeats for the routers), `--advertise-url`, `--heartbeat-ms`, `--log-level`,
  * `--backend llama-cpp|openai` with `--upstream-url --upstream-model
  * --upstream-timeout-ms --upstream-retries --upstream-api-key` (see
@@ -180,6 +186,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
   }
   const executor: ExecutorOptions = {
     kind,
+    runnerHoldMs: intOpt(src, "tool-runner-hold-ms", 60_000, { min: 0, max: 600_000 }),
     ...(natsUrl !== undefined ? { natsUrl } : {}),
     ...(defaultPool !== undefined ? { defaultPool } : {}),
   };

@@ -76,6 +76,7 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
     registry: metrics.registry,
     log,
     inbox,
+    runnerHoldMs: options.executor.runnerHoldMs,
     ...(defaultPool !== undefined ? { defaultPool } : {}),
   });
   return {
@@ -200,6 +201,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         model: basename(modelPath),
         intervalMs: hb.intervalMs,
         log: log.child({ subsystem: "heartbeat" }),
+        ttftP90Ms: () => metrics.recentTtft.p90(),
         ...(kvEvents !== undefined ? { kvEvents } : {}),
       });
       heartbeat.start(engine);

@@ -29,6 +29,7 @@ export interface AutoscalerMetrics {
   engineActiveSessions: Gauge<"pool_namespace" | "pool">;
   engineKvUse: Gauge<"pool_namespace" | "pool">;
   engineHeldRequests: Gauge<"pool_namespace" | "pool">;
+  engineTtftP90: Gauge<"pool_namespace" | "pool">;
 }
 
 function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
@@ -53,6 +54,12 @@ function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
     toolWaitP90: new Gauge({ name: "interlace_autoscaler_tool_wait_p90_seconds", help: "p90 wait from publish to a runner starting the call over the last 10 s (the slowest runner's; absent when no call started).", labelNames: pool, registers }),
     engineQueuedSessions: new Gauge({ name: "interlace_autoscaler_engine_queued_sessions", help: "Sessions waiting for a sequence on an EnginePool's ready engines.", labelNames: pool, registers }),
     engineActiveSessions: new Gauge({ name: "interlace_autoscaler_engine_active_sessions", help: "Live sessions on an EnginePool's ready engines (running, trapped or queued).", labelNames: pool, registers }),
+    engineTtftP90: new Gauge({
+      name: "interlace_autoscaler_engine_ttft_p90_seconds",
+      help: "The highest recent (30 s) time-to-first-token p90 an EnginePool's ready engines report; absent while none reports one.",
+      labelNames: pool,
+      registers,
+    }),
     engineKvUse: new Gauge({ name: "interlace_autoscaler_engine_kv_use_ratio", help: "KV cells in use as a share of an EnginePool's ready engines' cells.", labelNames: pool, registers }),
     engineHeldRequests: new Gauge({
       name: "interlace_autoscaler_engine_held_requests",

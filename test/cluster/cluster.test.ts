@@ -21,6 +21,7 @@ import { kubeRequest } from "../../hack/control-plane.js";
 import { readEventStream } from "../../common/src/session-client.js";
 import { networkPolicySteps } from "./steps-netpol.js";
 import { routerReplicaSteps } from "./steps-routers.js";
+import { autoscalingSteps } from "./steps-autoscaling.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const execFileP = promisify(execFile);
@@ -258,6 +259,8 @@ t.test("Interlace on a real single-node cluster", async (t) => {
     t.ok(next !== undefined && next !== leader, `another operator pod (${next}) took over`);
   }
   t.comment(`operator failover: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
+
+  await autoscalingSteps(t, cluster, { router, auth, enginePool: "qwen-small" });
 
   mark = Date.now();
   await t.test("NetworkPolicies hold: a pod in another namespace reaches no engine, runner or NATS port", (t) => networkPolicySteps(t, cluster));

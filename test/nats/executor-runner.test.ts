@@ -1,15 +1,17 @@
 /**
  * Calls through a real nats-server: the NATS executor publishes, an
  * in-process tool runner runs builtin tools, results come back correlated to
- * their sessions; pools without runners fail fast; deadlines become
+ * their sessions; pools without runners fail fast, or with a hold wait for
+ * one (a pool at zero being woken); deadlines become
  * `tool_timeout`; user/agent interrupts published on a session's interrupt
  * subject reach the interrupt handler.
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
-import { interruptSubject, PROTOCOL_VERSION, sendInterrupt } from "../../common/src/protocol/index.js";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { ensurePoolStream, interruptSubject, poolStream, PROTOCOL_VERSION, sendInterrupt } from "../../common/src/protocol/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
+import { eventually } from "../helpers/wait.js";
 import { counterValue, makeCall, poolConfig, startExecutor, startRunner } from "./fixtures.js";
 
 t.test("executor and runner over a real nats-server", async (t) => {
@@ -125,4 +127,37 @@ t.test("a second completion of a call is counted as a duplicate and never delive
   while ((await counterValue(executor.metrics.duplicateCompletions)) < 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   t.equal(await counterValue(executor.metrics.duplicateCompletions), 1);
   t.equal(await counterValue(executor.metrics.calls), 1, "one completion delivered");
+});
+
+t.test("a pool with no live runner but a stream (at zero, being woken): the call is stored and held for a runner", async (t) => {
+  const server = await startNatsServer(t);
+  const nc = await connect({ servers: server.url });
+  t.teardown(() => nc.close());
+  const jsm = await jetstreamManager(nc);
+  const later = { namespace: "default", name: "later" };
+  const never = { namespace: "default", name: "never" };
+  // What the operator does for a pool with minReplicas 0: its stream exists before any runner.
+  for (const pool of [later, never]) await ensurePoolStream(jsm, pool, { ackWaitMs: 30_000, maxDeliver: 3 });
+  const executor = await startExecutor(t, server.url, { runnerHoldMs: 60_000 });
+
+  const answer = executor.execute(makeCall("s-wake", "echo", { text: "after the cold start" }, 60_000, later));
+  const stored = await eventually(async () => (await jsm.streams.info(poolStream(later))).state.messages === 1, 5_000);
+  t.ok(stored, "the call is on the pool's stream (the backlog the autoscaler wakes the pool on)");
+  t.equal(executor.inFlight, 1, "and waits, not failed");
+  await startRunner(t, server.url, poolConfig({ pool: later.name }));
+  const r = await answer;
+  t.equal(r.ok, true, "a runner that comes up takes it");
+  t.equal(r.output, "after the cold start");
+  t.equal(await counterValue(executor.metrics.runnerHolds, { outcome: "runner" }), 1);
+
+  const short = await startExecutor(t, server.url, { runnerHoldMs: 500, enginePod: "engine-1" });
+  const started = Date.now();
+  const none = await short.execute(makeCall("s-none", "echo", { text: "x" }, 60_000, never));
+  t.equal(none.error?.code, "no_runners", "no runner within the hold");
+  t.match(none.output, /no tool runner came up for pool default\/never within 500 ms .*tool "echo" was not run/, "naming the hold and the pool");
+  t.ok(Date.now() - started < 10_000, "at the hold, not the deadline");
+  t.equal(await counterValue(short.metrics.runnerHolds, { outcome: "timeout" }), 1);
+
+  const noStream = await short.execute(makeCall("s-gone", "echo", { text: "x" }, 60_000, { namespace: "default", name: "nowhere" }));
+  t.match(noStream.output, /no tool runner is serving pool default\/nowhere .*the call was not sent/, "a pool with no stream at all still fails at once");
 });

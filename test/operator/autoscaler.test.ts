@@ -6,14 +6,27 @@
  * Event and in the metrics; a pool in external mode with the same backlog is
  * left alone (its signals are still exported); once the backlog is gone the
  * pool comes back down (stabilization window 0); a real runner's p90 wait
- * reaches the exported signals through its heartbeat.
+ * reaches the exported signals through its heartbeat; an engine heartbeat's
+ * TTFT p90 over the app's `slo.ttftP90Ms` scales the EnginePool up.
  */
 import t from "tap";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
-import { encodeCall, ensureIntrStream, interruptSubject, ensurePoolStream, poolStream, PROTOCOL_VERSION, toolSubject, type PoolRef } from "../../common/src/protocol/index.js";
+import {
+  encodeCall,
+  engineKey,
+  ensureIntrStream,
+  interruptSubject,
+  ensurePoolStream,
+  openEnginesBucket,
+  poolStream,
+  PROTOCOL_VERSION,
+  toolSubject,
+  type EngineHeartbeat,
+  type PoolRef,
+} from "../../common/src/protocol/index.js";
 import { CoreTypes } from "../../operator/src/runtime/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { poolConfig, startRunner } from "../nats/fixtures.js";
@@ -132,4 +145,44 @@ t.test("a runner's p90 wait reaches the autoscaler through its heartbeat", async
     return m?.[1] === undefined ? undefined : Number(m[1]);
   });
   t.ok(seconds >= 1.5 && seconds < 30, `p90 tool wait ${seconds} s`);
+});
+
+t.test("an engine's TTFT p90 over the app's ttftP90Ms scales the EnginePool up, and the reason names it", async (t) => {
+  await admin.mergePatch(AgentAppKind, NS, "travel", { spec: { slo: { taskLatencyP90Ms: 8000, ttftP90Ms: 1000 } } });
+  const engines = await openEnginesBucket(nc);
+  const heartbeat: EngineHeartbeat = {
+    pod: "qwen-engine-0",
+    endpoint: "http://127.0.0.1:1",
+    pool: { namespace: NS, name: "qwen" },
+    model: "q.gguf",
+    ready: true,
+    freeSequences: 2,
+    totalSequences: 4,
+    queuedSessions: 0,
+    activeSessions: 2,
+    kvCellsUsed: 1024,
+    kvCellsTotal: 8192,
+    tokensPerSecond: 100,
+    ttftP90Ms: 2500,
+    prefixes: [],
+    at: Date.now(),
+  };
+  // Beats as an engine would (the autoscaler counts only fresh ones).
+  const beat = async (): Promise<void> => void (await engines.put(engineKey(heartbeat.pool, heartbeat.pod), JSON.stringify({ ...heartbeat, at: Date.now() })));
+  await beat();
+  const timer = setInterval(() => void beat().catch(() => undefined), 1_000);
+  t.teardown(() => clearInterval(timer));
+  const qwen = await waitFor("qwen scaled up", async () => {
+    const p = await admin.get<EnginePool>(EnginePoolKind, NS, "qwen");
+    return p?.spec.replicas === 2 && p.status?.autoscaling?.lastDirection === "up" ? p : undefined;
+  });
+  // The sessions count as parked on the external pool's standing backlog: nothing but the TTFT objective asks for an engine.
+  const reason = "scaled EnginePool qwen 1→2: 0 sessions queued, 0 generating on 4 sequences, KV 13% used, 100 tokens/s, TTFT p90 2.5 s over the SLO's 1.0 s, 2 waiting on tools";
+  t.equal(qwen.status?.autoscaling?.lastReason, reason, "no queue, no KV pressure: the TTFT objective alone");
+  const event = await waitFor("ScaledUp event", async () => {
+    const events = await admin.list<KubernetesObject & { reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }>(CoreTypes.Event, NS);
+    return events.items.find((e) => e.reason === "ScaledUp" && e.involvedObject?.kind === "EnginePool" && e.involvedObject.name === "qwen");
+  });
+  t.equal(event.message, reason);
+  t.match(await metricsText(), /interlace_autoscaler_engine_ttft_p90_seconds\{pool_namespace="scaling",pool="qwen"\} 2\.5/, "the signal is exported (for KEDA in external mode)");
 });

@@ -78,6 +78,30 @@ t.test("generation is the bottleneck: only the EnginePool grows", async (t) => {
   t.match(toolReason, "ToolPool weather stays at 2: 0 calls pending, 1 running", "fewer runners would do, but not for a whole window yet");
 });
 
+t.test("first tokens slower than the app's ttftP90Ms grow the engines by one, not again on a p90 measured before the new engine came up, and they shrink back after the window", async (t) => {
+  const tr = trace("ttft-over-slo");
+  const { ticks, changes, final } = replay(tr);
+  t.same(
+    changes.map((c) => [c.t, c.current, c.desired]),
+    [
+      [20, 1, 2],
+      [130, 2, 1],
+    ],
+    "up at the first breach (no queue, no KV pressure: only the TTFT objective); down 60 s after the last tick that wanted two",
+  );
+  t.equal(changes[0]?.reason, "scaled EnginePool qwen 1→2: 0 sessions queued, 3 generating on 4 sequences, KV 19% used, 300 tokens/s, TTFT p90 1.4 s over the SLO's 1.0 s");
+  t.equal(ticks[2]?.decision.bottleneck, "generation", "a TTFT breach is a generation bottleneck");
+  t.match(ticks[3]?.decision.pools[0], { current: 2, desired: 2 }, "the new engine still starting: the breach adds no third");
+  t.match(ticks[4]?.decision.pools[0]?.reason ?? "", /^EnginePool qwen stays at 2: .*TTFT p90 1\.3 s over the SLO's 1\.0 s$/, "nor once it is ready, while the p90 still counts first tokens from before it");
+  t.match(ticks[7]?.decision.pools[0]?.reason ?? "", /TTFT p90 0\.8 s within the SLO's 1\.0 s/);
+  t.same(final, { qwen: 1 });
+
+  const noObjective = replay({ ...tr, slo: { taskLatencyP90Ms: 20_000 } });
+  t.same(noObjective.changes, [], "without a TTFT objective the same trace changes nothing");
+  const noReport = replay({ ...tr, samples: tr.samples.map((s) => ({ ...s, engines: s.engines.map(({ ttftP90Ms: _, ...e }) => e) })) });
+  t.same(noReport.changes, [], "engines that report no TTFT (older engines) are not scaled on it");
+});
+
 t.test("load stops: both shrink after their windows and not before; the zero-minimum pool goes to zero after idling", async (t) => {
   const { changes, final } = replay(trace("load-stops"));
   // Load is last seen at 100 s: the first ticks whose windows no longer hold it are 230 s (tools, 120 s),

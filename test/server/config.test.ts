@@ -48,6 +48,8 @@ t.test("flags over environment", async (t) => {
   t.equal(parseEnginePodOptions(src(["--model-preset", "test", "--drain-grace-ms", "0"])).server.drainGraceMs, 0);
   const pooled = parseEnginePodOptions(src(["--model-preset", "test", "--executor", "nats", "--nats-url", "nats://x", "--default-pool", "ns/tools"]));
   t.same(pooled.executor.defaultPool, { namespace: "ns", name: "tools" });
+  t.equal(pooled.executor.runnerHoldMs, 60_000, "a call to a tool pool at zero waits for a runner as long as the router's cold-start hold");
+  t.equal(parseEnginePodOptions(src(["--model-preset", "test", "--tool-runner-hold-ms", "0"])).executor.runnerHoldMs, 0);
 });
 
 t.test("clear errors", async (t) => {
@@ -67,6 +69,7 @@ t.test("clear errors", async (t) => {
     [["--model-preset", "test", "--max-body-bytes", "2048", "--max-prompt-bytes", "4096"], /--max-prompt-bytes .* must be <= 2048/],
     [["--model-preset", "test", "--drain-grace-ms", "-5"], /--drain-grace-ms \(DRAIN_GRACE_MS\): must be >= 0/],
     [["--model-preset", "test", "--drain-grace-ms", "soon"], /--drain-grace-ms \(DRAIN_GRACE_MS\)/],
+    [["--model-preset", "test", "--tool-runner-hold-ms", "-1"], /--tool-runner-hold-ms \(TOOL_RUNNER_HOLD_MS\): must be >= 0/],
     [["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--kv-events-ms", "-1"], /--kv-events-ms \(KV_EVENTS_MS\): must be >= 0/],
   ];
   for (const [argv, message] of cases) t.throws(() => parseEnginePodOptions(src(argv)), message, argv.join(" ") || "(nothing)");

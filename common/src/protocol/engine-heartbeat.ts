@@ -15,6 +15,8 @@ import { decodeToken, encodeToken } from "./subjects.js";
 import type { KvEventPosition } from "./kv-events.js";
 
 export const ENGINES_BUCKET = "interlace-engines";
+/** The window of an engine's `ttftP90Ms`: the first tokens of the last this many ms. */
+export const ENGINE_TTFT_WINDOW_MS = 30_000;
 /** Values older than this are purged by the server (readers use their own, shorter bound). */
 export const ENGINES_BUCKET_TTL_MS = 10_000;
 
@@ -51,6 +53,14 @@ export interface EngineHeartbeat {
   kvCellsTotal: number;
   /** Tokens decoded plus prefilled per second, over the last heartbeat interval. */
   tokensPerSecond: number;
+  /**
+   * 90th percentile of the time to first token, ms, of the sessions and
+   * completions whose first token came in the last {@link ENGINE_TTFT_WINDOW_MS}
+   * (absent: none did,
+   * or an engine older than this field). The autoscaler compares it with an
+   * app's `slo.ttftP90Ms`.
+   */
+  ttftP90Ms?: number;
   /** Prefix hashes (common/prefix-hash chains) the engine holds resident, or is prefilling. */
   prefixes: string[];
   /**
@@ -102,6 +112,7 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
   }
   if (!Array.isArray(h["prefixes"]) || !h["prefixes"].every((p) => typeof p === "string")) return { ok: false, reason: "prefixes must be a string array" };
   if (h["reclaimableSequences"] !== undefined && !isCount(h["reclaimableSequences"])) return { ok: false, reason: "reclaimableSequences must be a non-negative number" };
+  if (h["ttftP90Ms"] !== undefined && !isCount(h["ttftP90Ms"])) return { ok: false, reason: "ttftP90Ms must be a non-negative number" };
   const filling = h["fillingPrefixes"];
   if (filling !== undefined && (!Array.isArray(filling) || !filling.every((p) => typeof p === "string"))) return { ok: false, reason: "fillingPrefixes must be a string array" };
   const position = h["kvEvents"] as Record<string, unknown> | undefined;

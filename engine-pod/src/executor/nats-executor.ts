@@ -9,8 +9,13 @@
  *   `interlace.intr.<ns>.<pod>.<session>`, read through this pod's durable
  *   consumer of its namespace's `INTERLACE_INTR_<ns>` stream, and is matched
  *   to the pending call.
- * - A pool with no live runner (no fresh heartbeat in `interlace-runners`, or
- *   no stream at all) fails the call at once with `no_runners`.
+ * - A pool with no stream at all fails the call at once with `no_runners`. A
+ *   pool whose stream exists but has no live runner (no fresh heartbeat in
+ *   `interlace-runners`: scaled to zero, or its runners starting) gets the
+ *   call published anyway (JetStream keeps it, and the backlog is what makes
+ *   the autoscaler wake the pool) and the call waits up to `runnerHoldMs` for
+ *   a runner; if none comes up it fails with `no_runners` naming the hold.
+ *   With `runnerHoldMs` 0 such a call fails at once, unsent.
  * - The call's deadline is enforced here (`tool_timeout`); a call whose
  *   message ran out of deliveries gets a `max_deliveries` result from its
  *   pool's runners, which read JetStream's advisories from a stream (durable:
@@ -90,6 +95,12 @@ export interface NatsExecutorOptions {
   runnerStaleAfterMs?: number;
   /** Wait for a publish acknowledgement this long before retrying (default 5000). */
   publishTimeoutMs?: number;
+  /**
+   * How long a call to a pool with no live runner waits for one to come up
+   * (a pool at zero being woken), ms; bounded by the call's deadline.
+   * Default 0: such a call fails at once with `no_runners`, unsent.
+   */
+  runnerHoldMs?: number;
 }
 
 interface Pending {
@@ -103,6 +114,8 @@ interface Pending {
   cleanup: () => void;
   /** The secret the call's result must echo. */
   token: string;
+  /** Published to a pool with no live runner, and waiting for one (see runnerHoldMs). */
+  awaitingRunner: boolean;
 }
 
 export class NatsExecutor implements Executor {
@@ -198,6 +211,11 @@ export class NatsExecutor implements Executor {
     return new Promise<ToolResult>((resolve) => {
       const onAbort = (): void => void this.settle(key, "cancelled", fail(ErrorCode.Cancelled, "the call was cancelled"));
       const timer = setTimeout(() => {
+        // Still no runner at the deadline: say so, rather than blame the tool.
+        if (this.pending.get(key)?.awaitingRunner === true) {
+          this.failNoRunnerCameUp(key, budgetMs);
+          return;
+        }
         this.metrics.timeouts.inc({ pool: poolLabel, tool: call.tool });
         this.settle(key, "timeout", fail(ErrorCode.ToolTimeout, `tool "${call.tool}" (pool ${poolLabel}) did not complete within ${budgetMs} ms`));
       }, budgetMs);
@@ -211,6 +229,7 @@ export class NatsExecutor implements Executor {
         timer,
         cleanup: () => signal?.removeEventListener("abort", onAbort),
         token: newCallToken(),
+        awaitingRunner: false,
       };
       this.pending.set(key, entry);
       this.metrics.inFlight.set(this.pending.size);
@@ -257,11 +276,15 @@ export class NatsExecutor implements Executor {
     };
     const message = encodeCall(body, msgId);
 
-    if ((await this.runners.liveRunners(pool)) === 0) {
-      this.failNoRunners(key, entry);
-      return;
-    }
     const stream = poolStream(pool);
+    const holdMs = this.options.runnerHoldMs ?? 0;
+    if ((await this.runners.liveRunners(pool)) === 0) {
+      if (holdMs <= 0 || (await this.streamMissing(stream))) {
+        this.failNoRunners(key, entry);
+        return;
+      }
+      entry.awaitingRunner = true;
+    }
     const publishTimeoutMs = this.options.publishTimeoutMs ?? 5_000;
     await publishWithRetry(this.js, toolSubject(pool, call.tool), message, {
       timeoutMs: () => Math.max(250, Math.min(publishTimeoutMs, call.deadline - Date.now())),
@@ -276,6 +299,26 @@ export class NatsExecutor implements Executor {
         return this.pending.has(key);
       },
     });
+    if (entry.awaitingRunner && this.pending.has(key)) await this.holdForRunner(key, entry, holdMs);
+  }
+
+  /**
+   * The call is stored on the pool's stream and no runner serves the pool:
+   * wait for one (the autoscaler wakes a pool at zero on its backlog) up to
+   * the hold or the call's deadline, whichever is sooner.
+   */
+  private async holdForRunner(key: string, entry: Pending, holdMs: number): Promise<void> {
+    const { call, pool, poolLabel } = entry;
+    const waitMs = Math.min(holdMs, Math.max(0, call.deadline - Date.now()));
+    this.log.info({ callId: call.id, session: call.sessionId, pool: poolLabel, holdMs: waitMs }, "no live runner for the pool; the call waits for one");
+    const stop = new AbortController();
+    const poll = setInterval(() => {
+      if (!this.pending.has(key)) stop.abort();
+    }, 250);
+    const found = await this.runners.waitForRunner(pool, waitMs, stop.signal).finally(() => clearInterval(poll));
+    this.metrics.runnerHolds.inc({ pool: poolLabel, outcome: found ? "runner" : this.pending.has(key) ? "timeout" : "ended" });
+    entry.awaitingRunner = false;
+    if (!found && this.pending.has(key)) this.failNoRunnerCameUp(key, holdMs);
   }
 
   /** True only when JetStream answers that the pool's stream does not exist. */
@@ -290,6 +333,15 @@ export class NatsExecutor implements Executor {
 
   private failNoRunners(key: string, entry: Pending): void {
     const message = `no tool runner is serving pool ${entry.poolLabel} (tool "${entry.call.tool}"); the call was not sent`;
+    this.settle(key, "failed", { callId: entry.call.id, ...errorOutcome(ErrorCode.NoRunners, message) });
+  }
+
+  private failNoRunnerCameUp(key: string, holdMs: number): void {
+    const entry = this.pending.get(key);
+    if (entry === undefined) return;
+    const message =
+      `no tool runner came up for pool ${entry.poolLabel} within ${holdMs} ms (the pool is scaled to zero and was not woken in time, or its runners cannot start); ` +
+      `tool "${entry.call.tool}" was not run`;
     this.settle(key, "failed", { callId: entry.call.id, ...errorOutcome(ErrorCode.NoRunners, message) });
   }
 

@@ -1,7 +1,8 @@
 /**
  * @module The engine's heartbeat: about once a second, the pod's load and the
  * prefix hashes it holds resident go into its key of the `interlace-engines`
- * KV bucket, where the routers read them for placement. On close the key is
+ * KV bucket, where the routers read them for placement (and the operator's
+ * autoscaler its load and recent TTFT p90). On close the key is
  * deleted, so a gracefully stopped engine leaves placement at once; a killed
  * one ages out (routers drop a heartbeat they have not seen refreshed).
  */
@@ -21,6 +22,8 @@ export interface HeartbeatOptions {
   log: Logger;
   /** The pod's KV events, whose last published state the heartbeat carries (absent: the engine's prefixes as they are). */
   kvEvents?: KvEventPublisher;
+  /** The recent TTFT p90, ms (undefined: no first token lately); absent: the heartbeat carries none. */
+  ttftP90Ms?: () => number | undefined;
 }
 
 /** Stats fields the engine-core split adds; read when present, derived when not. */
@@ -101,7 +104,8 @@ export class HeartbeatPublisher {
       this.last = { at: now, tokens };
       const { pod, endpoint, pool, model } = this.options;
       const value = heartbeatOf(engine, { pod, endpoint, pool, model }, Math.round(rate * 10) / 10, this.accepting, this.options.kvEvents?.snapshot());
-      await this.kv.put(this.key, JSON.stringify(value));
+      const ttftP90Ms = this.options.ttftP90Ms?.();
+      await this.kv.put(this.key, JSON.stringify(ttftP90Ms !== undefined ? { ...value, ttftP90Ms } : value));
     } catch (err) {
       if (!this.closed) this.options.log.warn({ err }, "heartbeat not published");
     }

@@ -9,6 +9,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { SessionEvent } from "../../../common/src/index.js";
 import type { Engine, EngineSession, EngineStats } from "../engine/index.js";
+import { TtftWindow } from "./ttft-window.js";
 
 const PREFIX = "interlace_engine_";
 /** Latency buckets, seconds: 1 ms … 60 s. */
@@ -51,6 +52,8 @@ export class EngineMetrics {
   readonly completions: Counter<"finish_reason">;
   readonly httpRequests: Counter<"method" | "route" | "status">;
   readonly httpDuration: Histogram<"method" | "route">;
+  /** TTFTs of the last seconds, whose p90 the heartbeat carries (for the autoscaler's TTFT objective). */
+  readonly recentTtft = new TtftWindow();
 
   constructor(options: EngineMetricsOptions = {}) {
     const registers = [this.registry];
@@ -158,7 +161,13 @@ export class EngineMetrics {
   observeSession(session: EngineSession): void {
     const calls = new Map<string, { tool: string; t: number }>();
     let mode = "async";
+    let firstToken = false;
     const onEvent = (event: SessionEvent): void => {
+      // The first generated output (text or a call block), ms since the session was accepted.
+      if (!firstToken && (event.type === "text" || event.type === "call")) {
+        firstToken = true;
+        this.recentTtft.record(event.t);
+      }
       switch (event.type) {
         case "started":
           mode = event.mode;
@@ -210,7 +219,10 @@ export class EngineMetrics {
   /** Records a finished chat completion (TTFT measured by the HTTP layer). */
   observeCompletion(finishReason: string, ttftMs: number | undefined, tpotMs: number | undefined): void {
     this.completions.inc({ finish_reason: finishReason });
-    if (ttftMs !== undefined) this.ttft.observe({ kind: "completion" }, ttftMs / 1000);
+    if (ttftMs !== undefined) {
+      this.ttft.observe({ kind: "completion" }, ttftMs / 1000);
+      this.recentTtft.record(ttftMs);
+    }
     if (tpotMs !== undefined) this.tpot.observe({ kind: "completion" }, tpotMs / 1000);
   }
 }

@@ -53,6 +53,8 @@ export const DEVICES = ["cpu", "cuda"] as const;
 export type Device = (typeof DEVICES)[number];
 /** The engine's own `--drain-grace-ms` default, in seconds. */
 export const ENGINE_DRAIN_GRACE_DEFAULT_SECONDS = 25;
+/** The engine's own `--tool-runner-hold-ms` default, in seconds (the router's cold-start hold). */
+export const ENGINE_TOOL_RUNNER_HOLD_DEFAULT_SECONDS = 60;
 
 export const KV_POLICIES = ["keep", "swap", "recompute", "auto"] as const satisfies readonly KvPolicy[];
 
@@ -136,6 +138,13 @@ export interface EnginePoolSpec {
    * engine's own shutdown, the pod's `terminationGracePeriodSeconds`. Default 25.
    */
   drainGraceSeconds?: number;
+  /**
+   * How long a tool call to a pool with no live runner (a ToolPool at zero
+   * being woken by the autoscaler) waits for one, seconds, before the model
+   * gets a `no_runners` error. Rendered as the engine's `--tool-runner-hold-ms`.
+   * 0: fail at once. Default 60.
+   */
+  toolRunnerHoldSeconds?: number;
 }
 
 export interface EnginePoolStatus {
@@ -299,6 +308,12 @@ const specSchema = object(
       0,
       3600,
       { default: ENGINE_DRAIN_GRACE_DEFAULT_SECONDS },
+    ),
+    toolRunnerHoldSeconds: int(
+      "Seconds a tool call to a pool with no live runner (a ToolPool at zero that the autoscaler wakes on the call's backlog) waits for a runner before the model gets a no_runners error naming the hold. 0 fails such a call at once.",
+      0,
+      600,
+      { default: ENGINE_TOOL_RUNNER_HOLD_DEFAULT_SECONDS },
     ),
   },
   {

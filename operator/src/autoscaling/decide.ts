@@ -3,12 +3,14 @@
  * its pools' bounds and replicas, and a window of signal samples, the replica
  * count each builtin-mode pool should have and why. Tool backlog drives the
  * runners; engine queueing that the tool backlog does not explain (and KV
- * pressure) drives the engines; scale-downs wait out the stabilisation
+ * pressure, and a recent TTFT p90 over the app's `slo.ttftP90Ms`) drives the
+ * engines; scale-downs wait out the stabilisation
  * window; a pool with minReplicas 0 goes to zero after idling, and wakes when
  * the routers hold requests for it (engines) or calls wait on its consumer
  * (runners). Pure: the
  * controller gathers the samples and applies the result.
  */
+import { ENGINE_TTFT_WINDOW_MS } from "../../../common/src/protocol/index.js";
 import type { AppSlo, AutoscalingSpec, ScaleDirection } from "../api/index.js";
 import { engineDemand, type EngineDemand } from "./engine-demand.js";
 import { engineReason, toolReason, type PoolKindName } from "./reason.js";
@@ -84,8 +86,18 @@ export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
   }
 
   const engine = input.enginePool;
+  const ttftTarget = input.slo?.ttftP90Ms !== undefined ? { ttftTargetMs: input.slo.ttftP90Ms } : {};
   if (engine !== undefined) {
-    const demands = samples.map((s) => ({ at: s.at, d: engineDemand(engineLoad(s.engines), toolsOutstanding(s), s.heldRequests ?? 0) }));
+    const loads = samples.map((s) => ({ at: s.at, load: engineLoad(s.engines) }));
+    // Did more engines become ready within the TTFT window before this sample?
+    const capacityRose = (i: number): boolean => {
+      const now = loads[i]!;
+      return loads.slice(0, i).some((l) => l.at >= now.at - ENGINE_TTFT_WINDOW_MS && l.load.engines < now.load.engines);
+    };
+    const demands = samples.map((s, i) => ({
+      at: s.at,
+      d: engineDemand(loads[i]!.load, { outstandingToolCalls: toolsOutstanding(s), heldRequests: s.heldRequests ?? 0, ...ttftTarget, ttftPredatesCapacity: capacityRose(i) }),
+    }));
     const latest: EngineDemand | undefined = demands.at(-1)?.d;
     generationBacklogged = latest?.backlogged === true;
     if (isBuiltin(engine) && latest !== undefined) {

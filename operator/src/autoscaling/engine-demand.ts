@@ -5,7 +5,12 @@
  * engines would not make its tool answer sooner. So queueing that the tool
  * backlog explains does not grow the engines; queueing beyond it, or queued
  * sessions under KV pressure, does. Requests the routers hold for want of a
- * ready engine are work too: a pool that holds them is not idle.
+ * ready engine are work too: a pool that holds them is not idle. An app's
+ * TTFT objective exceeded by the engines' recent TTFT p90 asks for one engine
+ * more than are ready now: one step at a time, and none while the engines'
+ * TTFT window still holds first tokens from before the last engine came up
+ * (a p90 measured on less capacity says nothing about the new one), so a
+ * breach does not keep adding engines while they start.
  */
 import { KV_PRESSURE } from "./policy.js";
 import type { EngineLoad } from "./signals.js";
@@ -26,18 +31,40 @@ export interface EngineDemand {
   heldRequests: number;
   /** No session at all, and no request held. */
   idle: boolean;
+  /** The app's `slo.ttftP90Ms`, when it has one. */
+  ttftTargetMs?: number;
+  /** The engines' recent TTFT p90 exceeds the app's objective. */
+  ttftOverSlo: boolean;
 }
 
-export function engineDemand(load: EngineLoad, outstandingToolCalls: number, heldRequests = 0): EngineDemand {
+export interface EngineDemandInput {
+  /** Calls outstanding on the app's tool pools (waiting plus running). */
+  outstandingToolCalls: number;
+  /** Requests the routers hold for the pool (default 0). */
+  heldRequests?: number;
+  /** The app's `slo.ttftP90Ms` (absent: no TTFT objective). */
+  ttftTargetMs?: number;
+  /**
+   * More engines became ready within the engines' TTFT window: the p90 still
+   * counts first tokens from before they came up, so it adds no engine.
+   */
+  ttftPredatesCapacity?: boolean;
+}
+
+export function engineDemand(load: EngineLoad, input: EngineDemandInput): EngineDemand {
+  const { outstandingToolCalls, heldRequests = 0, ttftTargetMs, ttftPredatesCapacity = false } = input;
+  const target = ttftTargetMs !== undefined ? { ttftTargetMs } : {};
   const parkedOnTools = Math.min(load.activeSessions, outstandingToolCalls);
   const generating = load.activeSessions - parkedOnTools;
   const kvShare = load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0;
   const idle = load.activeSessions === 0 && load.queuedSessions === 0 && heldRequests === 0;
-  if (load.engines === 0) return { engines: null, load, generating, parkedOnTools, kvShare, heldRequests, backlogged: false, idle };
+  if (load.engines === 0) return { engines: null, load, generating, parkedOnTools, kvShare, heldRequests, backlogged: false, idle, ...target, ttftOverSlo: false };
   const sequencesPerEngine = Math.max(1, load.totalSequences / load.engines);
   let engines = Math.ceil(generating / sequencesPerEngine);
   const kvPressure = kvShare >= KV_PRESSURE && load.queuedSessions > 0 && generating > 0;
   if (kvPressure) engines = Math.max(engines, load.engines + 1);
-  const backlogged = load.queuedSessions > 0 && (kvPressure || generating > load.totalSequences);
-  return { engines, load, generating, parkedOnTools, kvShare, heldRequests, backlogged, idle };
+  const ttftOverSlo = ttftTargetMs !== undefined && load.ttftP90Ms !== undefined && load.ttftP90Ms > ttftTargetMs;
+  if (ttftOverSlo && !ttftPredatesCapacity) engines = Math.max(engines, load.engines + 1);
+  const backlogged = ttftOverSlo || (load.queuedSessions > 0 && (kvPressure || generating > load.totalSequences));
+  return { engines, load, generating, parkedOnTools, kvShare, heldRequests, backlogged, idle, ...target, ttftOverSlo };
 }

@@ -1,7 +1,8 @@
 /**
  * @module The human reasons of the autoscaler's decisions, one sentence per
  * pool with the signals that decided it, e.g. "scaled ToolPool weather 2→4:
- * 37 calls pending, 16 running, p90 tool wait 2.1 s (budget 0.8 s)". Status,
+ * 37 calls pending, 16 running, p90 tool wait 2.1 s (budget 0.8 s)" or
+ * "scaled EnginePool qwen 1→2: ..., TTFT p90 1.4 s over the SLO's 1.0 s". Status,
  * Events and logs all carry these strings.
  */
 import type { Bounds, Stabilized } from "./stabilize.js";
@@ -70,6 +71,9 @@ export function engineReason(name: string, current: number, s: Stabilized, b: Bo
           `KV ${Math.round(d.kvShare * 100)}% used`,
           `${Math.round(l.tokensPerSecond)} tokens/s`,
         ];
+  if (l.ttftP90Ms !== undefined && l.engines > 0) {
+    facts.push(`TTFT p90 ${seconds(l.ttftP90Ms)}${d.ttftTargetMs !== undefined ? ` ${d.ttftOverSlo ? "over" : "within"} the SLO's ${seconds(d.ttftTargetMs)}` : ""}`);
+  }
   if (d.parkedOnTools > 0) facts.push(`${d.parkedOnTools} waiting on tools${l.queuedSessions > 0 && !d.backlogged ? " (the tools are the bottleneck)" : ""}`);
   const why = stabilization(s, b, "engine");
   return `${headline("EnginePool", name, current, s.desired)}: ${[...facts, ...(why === null ? [] : [why])].join(", ")}`;

@@ -9,7 +9,7 @@ import type { EngineHeartbeat } from "../../../common/src/protocol/index.js";
 /** The load figures of one engine's fresh heartbeat. */
 export type EngineSignal = Pick<
   EngineHeartbeat,
-  "ready" | "queuedSessions" | "activeSessions" | "freeSequences" | "totalSequences" | "kvCellsUsed" | "kvCellsTotal" | "tokensPerSecond"
+  "ready" | "queuedSessions" | "activeSessions" | "freeSequences" | "totalSequences" | "kvCellsUsed" | "kvCellsTotal" | "tokensPerSecond" | "ttftP90Ms"
 >;
 
 /** One tool pool at one instant. */
@@ -48,9 +48,11 @@ export interface EngineLoad {
   kvCellsUsed: number;
   kvCellsTotal: number;
   tokensPerSecond: number;
+  /** The highest recent TTFT p90 any ready engine reports, ms (absent: none reports one). */
+  ttftP90Ms?: number;
 }
 
-/** Sums the ready engines' heartbeats (an engine not ready serves nothing and is not capacity). */
+/** Sums the ready engines' heartbeats (an engine not ready serves nothing and is not capacity); takes the highest TTFT p90. */
 export function engineLoad(engines: readonly EngineSignal[]): EngineLoad {
   const load: EngineLoad = { engines: 0, activeSessions: 0, queuedSessions: 0, freeSequences: 0, totalSequences: 0, kvCellsUsed: 0, kvCellsTotal: 0, tokensPerSecond: 0 };
   for (const e of engines) {
@@ -63,6 +65,8 @@ export function engineLoad(engines: readonly EngineSignal[]): EngineLoad {
     load.kvCellsUsed += e.kvCellsUsed;
     load.kvCellsTotal += e.kvCellsTotal;
     load.tokensPerSecond += e.tokensPerSecond;
+    // The slowest engine's: the pool's p90 is at most that, and it is where first tokens wait.
+    if (e.ttftP90Ms !== undefined) load.ttftP90Ms = Math.max(load.ttftP90Ms ?? 0, e.ttftP90Ms);
   }
   return load;
 }

@@ -9,6 +9,7 @@
  * hold requests for it) though no replica reports a signal to size from.
  * Always within [minReplicas, maxReplicas].
  */
+import { ENGINE_TTFT_WINDOW_MS } from "../../../common/src/protocol/index.js";
 import { AUTOSCALING_DEFAULTS, type AutoscalingSpec } from "../api/index.js";
 
 /** Bounds with the schema's defaults filled in. */
@@ -18,9 +19,9 @@ export function boundsOf(spec: AutoscalingSpec): Bounds {
   return { ...AUTOSCALING_DEFAULTS, ...spec };
 }
 
-/** How long a window of samples a pool's decision needs, ms. */
+/** How long a window of samples a pool's decision needs, ms (at least the engines' TTFT window, to see when capacity last rose). */
 export function windowMsOf(b: Bounds): number {
-  return 1000 * Math.max(b.scaleDownStabilizationSeconds, b.minReplicas === 0 ? b.idleSecondsBeforeZero : 0);
+  return Math.max(ENGINE_TTFT_WINDOW_MS, 1000 * Math.max(b.scaleDownStabilizationSeconds, b.minReplicas === 0 ? b.idleSecondsBeforeZero : 0));
 }
 
 /** One sample's recommendation: replicas (null: no signal to size from) and whether the pool had no work. */

@@ -137,6 +137,8 @@ export class AutoscalerReconciler implements Reconciler {
       m.engineActiveSessions.set(labels, load.activeSessions);
       m.engineKvUse.set(labels, load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0);
       m.engineHeldRequests.set(labels, sample.heldRequests ?? 0);
+      if (load.ttftP90Ms !== undefined) m.engineTtftP90.set(labels, load.ttftP90Ms / 1000);
+      else m.engineTtftP90.remove(labels);
     }
     for (const pool of tools) {
       if (!pool.spec.autoscaling) continue;

@@ -23,6 +23,7 @@ import {
   appConfigHash,
   appKey,
   encodeToken,
+  ensurePoolStream,
   openAppsBucket,
   openEnginesBucket,
   openRoutersBucket,
@@ -32,6 +33,9 @@ import {
   RUNNERS_CONSUMER,
   type AppConfig,
   parseRouterPresence,
+  type PoolConsumerSettings,
+  type PoolRef,
+  type RouterPresence,
   type RunnerHeartbeat,
 } from "../../../common/src/protocol/index.js";
 import type { EngineSignal, ToolPoolSignal } from "../autoscaling/index.js";
@@ -59,6 +63,12 @@ export interface LiveState {
   heldRequests(namespace: string, pool: string): Promise<number>;
   /** A tool pool's consumer backlog and its runners' p90 wait; null while the pool has no consumer yet. */
   toolPoolSignal(namespace: string, pool: string): Promise<ToolPoolSignal | null>;
+  /**
+   * Creates a tool pool's call stream and runners' consumer as its runners
+   * would (idempotent): a pool that starts at zero then stores its first
+   * calls, and their backlog is the signal that wakes it.
+   */
+  preparePoolStream(pool: PoolRef, settings: PoolConsumerSettings): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -72,6 +82,7 @@ export const unobservedLiveState: LiveState = {
   engineSignals: async () => [],
   heldRequests: async () => 0,
   toolPoolSignal: async () => null,
+  preparePoolStream: async () => {},
   close: async () => {},
 };
 
@@ -214,6 +225,11 @@ export class NatsLiveState implements LiveState {
       waitP90Ms = Math.max(waitP90Ms ?? 0, h.waitP90Ms);
     }
     return { pending: info.num_pending, ackPending: info.num_ack_pending, ...(waitP90Ms !== undefined ? { waitP90Ms } : {}) };
+  }
+
+  async preparePoolStream(pool: PoolRef, settings: PoolConsumerSettings): Promise<void> {
+    const { jsm } = await this.buckets();
+    await ensurePoolStream(jsm, pool, settings);
   }
 
   async close(): Promise<void> {

@@ -1,12 +1,14 @@
 /**
  * @module The ToolPool reconciler: keeps a finalizer on the pool (its
  * JetStream consumer lives outside the cluster), renders the runner spec file
- * into a ConfigMap, applies the tool-runner Deployment and reports status. On
+ * into a ConfigMap, applies the tool-runner Deployment and reports status.
+ * A pool that may scale to zero gets its call stream and consumer from here
+ * (else its runners create them), so calls to it wait there while it wakes. On
  * deletion it runs the cleanup hook, then removes the finalizer; the
  * children go with the pool through their owner references.
  */
 import type { V1Deployment } from "@kubernetes/client-node";
-import { poolSubjects } from "../../../common/src/protocol/index.js";
+import { poolSubjects, RUNNER_DEFAULTS } from "../../../common/src/protocol/index.js";
 import { Reason, ToolPoolKind, type ToolPool, type ToolPoolStatus } from "../api/index.js";
 import { buildToolRunnerDeployment, buildToolRunnerService, buildToolSpecConfigMap, renderRunnerConfig } from "../resources/index.js";
 import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
@@ -59,6 +61,14 @@ export class ToolPoolReconciler implements Reconciler {
     } else {
       try {
         await applyChild(client, CoreTypes.ConfigMap, buildToolSpecConfigMap(pool, rendered.config));
+        // A pool that may sit at zero needs its stream before any runner: the first call's backlog wakes it.
+        if (pool.spec.autoscaling?.minReplicas === 0 && this.ctx.live?.observed === true) {
+          const c = rendered.config;
+          await this.ctx.live.preparePoolStream(
+            { namespace: c.namespace, name: c.pool },
+            { ackWaitMs: c.ackWaitMs ?? RUNNER_DEFAULTS.ackWaitMs, maxDeliver: c.maxDeliver ?? RUNNER_DEFAULTS.maxDeliver },
+          );
+        }
         const creds = await this.ctx.credentials?.forToolPool(pool);
         deployment = await applyChild(client, CoreTypes.Deployment, buildToolRunnerDeployment(pool, rendered.config, build, creds));
         await applyChild(client, CoreTypes.Service, buildToolRunnerService(pool));

@@ -15,7 +15,7 @@ import type {
   V1VolumeMount,
 } from "@kubernetes/client-node";
 import { SPECULATION_LIMITS } from "../../../common/src/index.js";
-import { ENGINE_DRAIN_GRACE_DEFAULT_SECONDS, type AdapterSource, type EnginePool, type FileSource, type ModelSource } from "../api/index.js";
+import { ENGINE_DRAIN_GRACE_DEFAULT_SECONDS, ENGINE_TOOL_RUNNER_HOLD_DEFAULT_SECONDS, type AdapterSource, type EnginePool, type FileSource, type ModelSource } from "../api/index.js";
 import {
   CONTAINER_SECURITY,
   HOME_ENV,
@@ -182,6 +182,7 @@ export function engineArgs(pool: EnginePool, model: ResolvedModel | undefined, d
   if (cache?.maxBytes !== undefined) args.push("--tool-cache-max-bytes", String(cache.maxBytes));
   if (cache?.maxOutputBytes !== undefined) args.push("--max-cached-output-bytes", String(cache.maxOutputBytes));
   args.push("--drain-grace-ms", String(engineDrainGraceSeconds(pool) * 1000));
+  args.push("--tool-runner-hold-ms", String((pool.spec.toolRunnerHoldSeconds ?? ENGINE_TOOL_RUNNER_HOLD_DEFAULT_SECONDS) * 1000));
   args.push("--executor", "nats", "--nats-url", opts.natsUrl, "--pod-name", "$(POD_NAME)");
   // Heartbeats for the routers: load and resident prefixes, reached at the pod IP (POD_IP).
   args.push("--pool", `${pool.metadata.namespace ?? "default"}/${pool.metadata.name ?? ""}`);

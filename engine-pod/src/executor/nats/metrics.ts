@@ -18,6 +18,7 @@ export class NatsExecutorMetrics {
   readonly duplicateCompletions: Counter;
   readonly droppedCompletions: Counter<"reason">;
   readonly interrupts: Counter<"kind" | "outcome">;
+  readonly runnerHolds: Counter<"pool" | "outcome">;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -69,6 +70,12 @@ export class NatsExecutorMetrics {
       name: "interlace_executor_interrupts_total",
       help: "User and agent interrupts received over NATS, by kind and outcome (delivered, unknown_session).",
       labelNames: ["kind", "outcome"],
+      registers,
+    });
+    this.runnerHolds = new Counter({
+      name: "interlace_executor_runner_holds_total",
+      help: "Calls that waited for a runner of a pool with none live (a pool at zero), by how the wait ended: runner (one came up), timeout (none within the hold: no_runners), ended (the call ended first).",
+      labelNames: ["pool", "outcome"],
       registers,
     });
   }

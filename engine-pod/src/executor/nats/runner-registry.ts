@@ -4,6 +4,9 @@
  * call); when that view says a pool has none, the bucket itself is asked
  * before the executor fails the call fast with `no_runners` (so a watch that
  * is still loading, or lagging after a reconnect, cannot fail a good call).
+ * A pool at zero replicas has no runner until the autoscaler wakes it: the
+ * executor then waits for one ({@link RunnerRegistry.waitForRunner}), woken
+ * by the watch the moment a runner's first heartbeat lands.
  */
 import type { KV, KvEntry } from "@nats-io/kv";
 import type { Logger } from "../../../../common/src/index.js";
@@ -18,6 +21,8 @@ export class RunnerRegistry {
   private readonly seen = new Map<string, Map<string, number>>();
   private stopped = false;
   private watch: { stop(): void } | null = null;
+  /** pool → callbacks waiting for its first live runner. */
+  private readonly waiters = new Map<string, Set<(found: boolean) => void>>();
 
   constructor(
     private readonly kv: KV,
@@ -64,6 +69,7 @@ export class RunnerRegistry {
     }
     if (runners === undefined) this.seen.set(key, (runners = new Map()));
     runners.set(parsed.runnerId, at);
+    if (Date.now() - at <= this.staleAfterMs) for (const wake of [...(this.waiters.get(key) ?? [])]) wake(true);
   }
 
   private liveInMemory(pool: PoolRef, now: number): number {
@@ -95,8 +101,43 @@ export class RunnerRegistry {
     return live;
   }
 
+  /**
+   * Resolves true as soon as `pool` has a live runner, false after
+   * `timeoutMs` or when `signal` aborts. The watch wakes it; a bucket lookup
+   * every `recheckMs` covers a watch that lags.
+   */
+  async waitForRunner(pool: PoolRef, timeoutMs: number, signal?: AbortSignal, recheckMs = 1_000): Promise<boolean> {
+    if ((await this.liveRunners(pool)) > 0) return true;
+    const key = poolKey(pool);
+    return new Promise<boolean>((resolve) => {
+      let done = false;
+      const finish = (found: boolean): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        clearInterval(recheck);
+        signal?.removeEventListener("abort", onAbort);
+        const set = this.waiters.get(key);
+        set?.delete(finish);
+        if (set?.size === 0) this.waiters.delete(key);
+        resolve(found);
+      };
+      const onAbort = (): void => finish(false);
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      const recheck = setInterval(() => {
+        void this.liveRunners(pool).then((n) => n > 0 && finish(true));
+      }, recheckMs);
+      const set = this.waiters.get(key) ?? new Set<(found: boolean) => void>();
+      set.add(finish);
+      this.waiters.set(key, set);
+      if (signal?.aborted) finish(false);
+      else signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
   stop(): void {
     this.stopped = true;
+    for (const set of [...this.waiters.values()]) for (const wake of [...set]) wake(false);
     this.watch?.stop();
   }
 }
