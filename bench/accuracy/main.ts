@@ -1,5 +1,5 @@
 /**
- * @module `npm run bench -- accuracy [--quick] [--model GGUF] [--adapter GGUF]
+ * @module `npm run bench -- accuracy [--quick] [--model GGUF] [--adapter GGUF[@SCALE][,GGUF[@SCALE]...]]
  * [--native-adapter GGUF] [--questions FILE[,FILE..] --answers FILE[,FILE..]]
  * [--tasks N] [--seed N] [--split eval|tuning|all]
  * [--formats cmlAsync,cmlSync,openaiTools,native]
@@ -13,7 +13,9 @@
  * as a CML async session and a CML sync session (and, when asked, an
  * OpenAI-tools chat completion, and the model's own tool-call format, not
  * CML: `native`), first on the base model and then, with `--adapter`, on the
- * base model wearing the LoRA adapter (for `native`, `--native-adapter`: the
+ * base model wearing the LoRA adapter, or several at once, each at its scale
+ * as the engine's `--adapters` takes them (seven at @0.142857 are their
+ * exact soup) (for `native`, `--native-adapter`: the
  * same tasks fine-tuned in that format); each task's calls
  * are scored with BFCL's AST rules. Formats listed in `--grammar-off` run a
  * second time with the call grammar off, for the invalid-call rate without
@@ -31,6 +33,7 @@ import { fileURLToPath } from "node:url";
 import { createLogger, parseArgv, type ChatMessage, type Logger, type ToolSpec } from "../../common/src/index.js";
 import { createReplayTool, type BuiltinTool } from "../../common/src/builtin-tools/index.js";
 import { createEngine, type Engine } from "../../engine-pod/src/engine/index.js";
+import { parseAdapterList, type AdapterOption } from "../../engine-pod/src/engine/engine-options.js";
 import { InProcessExecutor } from "../../engine-pod/src/executor/index.js";
 import { EngineMetrics } from "../../engine-pod/src/metrics/index.js";
 import { GEMMA_PATH } from "../../hack/real-models.js";
@@ -52,8 +55,8 @@ const r2 = (x: number): number => Math.round(x * 100) / 100;
 
 interface Config {
   model: string;
-  /** The fine-tuned model: the base model with this LoRA adapter. */
-  adapter?: string;
+  /** The fine-tuned model: the base model with these LoRA adapters (usually one, at scale 1). */
+  adapters?: AdapterOption[];
   /** The fine-tuned model in the native format: the base model with this adapter (trained with `--format native`). */
   nativeAdapter?: string;
   models: ModelName[];
@@ -99,8 +102,10 @@ function parseConfig(argv: string[]): Config {
   for (const f of formats) if (!(FORMATS as readonly string[]).includes(f)) throw new Error(`--formats: unknown format ${f} (${FORMATS.join(", ")})`);
   const grammarOff = flags.get("grammar-off") === "none" ? [] : list(flags.get("grammar-off") ?? "cmlAsync");
   for (const f of grammarOff) if (f !== "cmlAsync" && f !== "cmlSync") throw new Error(`--grammar-off: ${f} is not a CML format (cmlAsync, cmlSync) or none`);
-  const adapter = flags.get("adapter");
-  if (adapter !== undefined && !existsSync(adapter)) throw new Error(`--adapter ${adapter}: no such file (npm run finetune writes one)`);
+  const adapterFlag = flags.get("adapter");
+  const adapters = adapterFlag !== undefined ? parseAdapterList(adapterFlag, "adapter") : undefined;
+  for (const a of adapters ?? []) if (!existsSync(a.path)) throw new Error(`--adapter ${a.path}: no such file (npm run finetune writes one)`);
+  const adapter = adapters !== undefined && adapters.length > 0 ? adapters : undefined;
   const nativeAdapter = flags.get("native-adapter");
   if (nativeAdapter !== undefined && !existsSync(nativeAdapter)) throw new Error(`--native-adapter ${nativeAdapter}: no such file (npm run finetune -- --format native writes one)`);
   const models = list(flags.get("models") ?? (adapter !== undefined || nativeAdapter !== undefined ? "base,finetuned" : "base"));
@@ -117,7 +122,7 @@ function parseConfig(argv: string[]): Config {
   };
   return {
     model: flags.get("model") ?? GEMMA_PATH,
-    ...(adapter !== undefined ? { adapter } : {}),
+    ...(adapter !== undefined ? { adapters: adapter } : {}),
     ...(nativeAdapter !== undefined ? { nativeAdapter } : {}),
     models: models as ModelName[],
     grammarOff: grammarOff as FormatName[],
@@ -151,12 +156,17 @@ export function pickTasks(entries: readonly SingleTurnEntry[], category: string,
 }
 
 /** An engine pod in this process: the real engine and HTTP server, tools run by the in-process executor as replay builtins. */
-async function startPod(config: Config, adapter: string | undefined, tools: Map<string, BuiltinTool>, log: Logger): Promise<{ url: string; engine: Engine; close(): Promise<void> }> {
+/** How a run's adapters are named in its output: the file, and its scale where not 1. */
+function adapterLabel(adapters: readonly AdapterOption[]): string {
+  return adapters.map((a) => `${basename(a.path)}${a.scale !== 1 ? `@${a.scale}` : ""}`).join(",");
+}
+
+async function startPod(config: Config, adapters: readonly AdapterOption[] | undefined, tools: Map<string, BuiltinTool>, log: Logger): Promise<{ url: string; engine: Engine; close(): Promise<void> }> {
   const executor = new InProcessExecutor({ tools, log });
   const engine = await createEngine(
     {
       modelPath: config.model,
-      ...(adapter !== undefined ? { adapters: [{ path: adapter, scale: 1 }] } : {}),
+      ...(adapters !== undefined ? { adapters: [...adapters] } : {}),
       gpu: false,
       sequences: 3,
       contextSize: config.contextSize,
@@ -256,7 +266,7 @@ export async function run(argv: string[]): Promise<void> {
   if (tasks.length === 0) throw new Error("no single-turn tasks in the given files (split: " + config.split + ")");
   const modelName = basename(config.model);
   const grammarOffRun = config.grammarOff.filter((f) => config.formats.includes(f));
-  console.log(`BFCL accuracy — model: ${modelName}${config.adapter !== undefined ? `, adapter: ${basename(config.adapter)}` : ""}${config.nativeAdapter !== undefined ? `, native adapter: ${basename(config.nativeAdapter)}` : ""}; models ${config.models.join(", ")}; UNSCRIPTED (the model decides every call; no policy), ${tasks.length} tasks (${config.split} split), seed ${config.seed}`);
+  console.log(`BFCL accuracy — model: ${modelName}${config.adapters !== undefined ? `, adapter: ${adapterLabel(config.adapters)}` : ""}${config.nativeAdapter !== undefined ? `, native adapter: ${basename(config.nativeAdapter)}` : ""}; models ${config.models.join(", ")}; UNSCRIPTED (the model decides every call; no policy), ${tasks.length} tasks (${config.split} split), seed ${config.seed}`);
   console.log(`formats: ${config.formats.join(", ")}${grammarOffRun.length > 0 ? `; again with the call grammar off: ${grammarOffRun.join(", ")}` : ""}; scored with BFCL's AST rules; tools answer ${TOOL_OUTPUT} after a seeded 30–500 ms.\n`);
 
   const toolSet = new Map<string, BuiltinTool>();
@@ -264,7 +274,7 @@ export async function run(argv: string[]): Promise<void> {
   for (const model of config.models) {
     const runners: Runners = {};
     try {
-      if (config.formats.some((f) => f !== "native")) runners.pod = await startPod(config, model === "finetuned" ? config.adapter : undefined, toolSet, log);
+      if (config.formats.some((f) => f !== "native")) runners.pod = await startPod(config, model === "finetuned" ? config.adapters : undefined, toolSet, log);
       if (config.formats.includes("native"))
         runners.native = await NativeToolCaller.load({ modelPath: config.model, ...(model === "finetuned" ? { adapter: config.nativeAdapter! } : {}), contextSize: config.contextSize, threads: config.threads });
       for (const task of tasks) {
@@ -289,7 +299,7 @@ export async function run(argv: string[]): Promise<void> {
   const wall = Math.round((performance.now() - started) / 1000);
   const resultConfig = {
     model: modelName,
-    ...(config.adapter !== undefined ? { adapter: basename(config.adapter) } : {}),
+    ...(config.adapters !== undefined ? { adapter: adapterLabel(config.adapters) } : {}),
     ...(config.nativeAdapter !== undefined ? { native_adapter: basename(config.nativeAdapter) } : {}),
     models: config.models,
     formats: config.formats,

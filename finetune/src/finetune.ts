@@ -25,10 +25,16 @@
  * records it here.
  * `--format native` trains on the same tasks in the model's own tool-call
  * format instead (the accuracy bench's comparison row; the engine serves CML).
+ * `--stage soup --adapters A.gguf,B.gguf,... [--rank R] --out DIR` averages
+ * finished adapters into one (a model soup: the uniform mean of their weight
+ * deltas, finetune/interlace_finetune/soup.py; exact, or truncated to rank R
+ * by SVD), to cut the seed noise of single fine-tunes without selecting any
+ * of them on an eval score.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { createHash } from "node:crypto";
+import { basename, dirname, join, resolve } from "node:path";
 import type { TopLevelSpec } from "vega-lite";
 import { parseArgv } from "../../common/src/index.js";
 import { checkModel } from "../../engine-pod/src/engine/model-check.js";
@@ -41,8 +47,9 @@ import { CACHE, FINETUNE_PACKAGE_DIR, FINETUNE_PYTHON, INSTALL_SCRIPT, LLAMA_CON
 /** Training flags passed through to train.py as they are. */
 const TRAIN_FLAGS = ["device", "epochs", "max-steps", "lr", "rank", "alpha", "dropout", "targets", "accum", "micro-batch", "holdout", "threads", "dtype", "time-budget-s", "resume-from"];
 
-/** `all`: data, training, conversion; `prepare`: the data only, and the training command for another machine; `finish`: conversion and checks of a run trained elsewhere. */
-type Stage = "all" | "prepare" | "finish";
+/** `all`: data, training, conversion; `prepare`: the data only, and the training command for another machine; `finish`: conversion and checks of a run trained elsewhere; `soup`: the mean of finished adapters. */
+type Stage = "all" | "prepare" | "finish" | "soup";
+const STAGES: Stage[] = ["all", "prepare", "finish", "soup"];
 
 function run(cmd: string, args: string[], cwd: string): Promise<void> {
   return new Promise((done, fail) => {
@@ -70,13 +77,13 @@ function lossChart(loss: { train: { step: number; loss: number }[]; held_out: { 
 }
 
 const USAGE =
-  "npm run finetune -- [--stage all|prepare|finish] [--base GGUF] [--out DIR] [--force] [--device cpu|cuda] [--micro-batch N] [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N] [--threads N] [--time-budget-s S] [--seed N] [--format cml|native] [--resume-from DIR/adapter] [dataset flags of gen-finetune]";
+  "npm run finetune -- [--stage all|prepare|finish|soup] [--adapters A.gguf,B.gguf,... (soup)] [--base GGUF] [--out DIR] [--force] [--device cpu|cuda] [--micro-batch N] [--epochs N] [--max-steps N] [--lr F] [--rank N] [--alpha F] [--accum N] [--threads N] [--time-budget-s S] [--seed N] [--format cml|native] [--resume-from DIR/adapter] [dataset flags of gen-finetune]";
 
 async function main(): Promise<void> {
   const flags = parseArgv(process.argv.slice(2));
-  refuseUnknownFlags(flags, ["stage", "base", "out", "force", ...TRAIN_FLAGS, ...DATASET_FLAGS], USAGE);
+  refuseUnknownFlags(flags, ["stage", "base", "out", "force", "adapters", ...TRAIN_FLAGS, ...DATASET_FLAGS], USAGE);
   const stage = (flags.get("stage") ?? "all") as Stage;
-  if (!["all", "prepare", "finish"].includes(stage)) throw new Error(`--stage must be all, prepare or finish\nusage: ${USAGE}`);
+  if (!STAGES.includes(stage)) throw new Error(`--stage must be all, prepare, finish or soup\nusage: ${USAGE}`);
   const base = resolve(flags.get("base") ?? DEFAULT_BASE_MODEL());
   if (!existsSync(base)) throw new Error(`base model not found: ${base} (run \`bash hack/tools/50-gemma.sh\` for Gemma 3 270M, or pass --base PATH)`);
   const format = parseFormatFlag(flags);
@@ -89,6 +96,7 @@ async function main(): Promise<void> {
   const command = `npm run finetune -- ${process.argv.slice(2).join(" ")}`.trim();
 
   if (!existsSync(FINETUNE_PYTHON) || !existsSync(join(LLAMA_CONVERTER, "convert_lora_to_gguf.py"))) await run("bash", [INSTALL_SCRIPT], FINETUNE_PACKAGE_DIR);
+  if (stage === "soup") return soupStage(flags, base, out, format);
 
   const data = join(out, "data.jsonl");
   const metadata = join(out, "metadata.json");
@@ -139,6 +147,46 @@ async function main(): Promise<void> {
   writeFileSync(join(out, "loss.svg"), await renderSvg(lossChart(loss, `LoRA fine-tuning on ${format === "cml" ? "CML" : "the native tool-call format"}: ${basename(base)}`)));
   const size = readFileSync(adapter).length;
   console.log(`adapter ${adapter} (${(size / 1_048_576).toFixed(1)} MiB, rank ${check.adapters[0]?.rank}, checked against ${basename(base)}); provenance.json and loss.svg beside it; ${Math.round((performance.now() - started) / 1000)} s in all`);
+}
+
+/** Reads `--adapters`: at least two finished adapters, each a file. */
+function soupInputs(flags: Map<string, string>): string[] {
+  const inputs = (flags.get("adapters") ?? "").split(",").filter((p) => p !== "").map((p) => resolve(p));
+  if (inputs.length < 2) throw new Error(`--stage soup needs --adapters A.gguf,B.gguf[,...]: at least two adapters to average\nusage: ${USAGE}`);
+  for (const input of inputs) if (!existsSync(input)) throw new Error(`--adapters: ${input}: no such file`);
+  return inputs;
+}
+
+/** What each input's own provenance (beside its adapter, when there) says of how it was trained. */
+function inputProvenance(adapter: string): Record<string, unknown> | null {
+  const file = join(dirname(adapter), "provenance.json");
+  if (!existsSync(file)) return null;
+  const p = JSON.parse(readFileSync(file, "utf8")) as { seed?: unknown; data?: { sha256?: unknown; samples?: unknown }; hyperparameters?: { rank?: unknown; alpha?: unknown; steps?: unknown; epochs?: unknown }; command?: unknown };
+  return { seed: p.seed, data: { sha256: p.data?.sha256, samples: p.data?.samples }, rank: p.hyperparameters?.rank, alpha: p.hyperparameters?.alpha, steps: p.hyperparameters?.steps, epochs: p.hyperparameters?.epochs, command: p.command };
+}
+
+async function soupStage(flags: Map<string, string>, base: string, out: string, format: "cml" | "native"): Promise<void> {
+  const inputs = soupInputs(flags);
+  const rank = flags.get("rank");
+  if (rank !== undefined && !/^[1-9][0-9]*$/.test(rank)) throw new Error(`--rank must be a positive integer, got ${rank}`);
+  // Every input must be one the engine accepts on this base before they are mixed.
+  await checkModel(base, inputs.map((path) => ({ path, scale: 1 })), format);
+  const adapter = join(out, "adapter.gguf");
+  const args = ["-m", "interlace_finetune.soup", "--out", adapter, ...(rank !== undefined ? ["--rank", rank] : []), ...inputs];
+  const stdout = await new Promise<string>((done, fail) => {
+    const child = spawn(FINETUNE_PYTHON, args, { cwd: FINETUNE_PACKAGE_DIR, stdio: ["ignore", "pipe", "inherit"] });
+    let text = "";
+    child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
+    child.on("error", fail);
+    child.on("exit", (code) => (code === 0 ? done(text) : fail(new Error(`interlace_finetune.soup exited with ${code}`))));
+  });
+  const soup = JSON.parse(stdout.trim().split("\n").at(-1)!) as { inputs: { path: string }[]; rank: number; energy_kept: { min: number; mean: number }; adapter: { bytes: number } };
+  const check = await checkModel(base, [{ path: adapter, scale: 1 }], format);
+  const command = `npm run finetune -- ${process.argv.slice(2).join(" ")}`.trim();
+  const baseHash = createHash("sha256").update(readFileSync(base)).digest("hex");
+  const provenance = { base: { path: base, sha256: baseHash }, ...soup, inputs: soup.inputs.map((i) => ({ ...i, provenance: inputProvenance(i.path) })), command };
+  writeFileSync(join(out, "provenance.json"), JSON.stringify(provenance, null, 2));
+  console.log(`soup ${adapter} of ${inputs.length} adapters (${(soup.adapter.bytes / 1_048_576).toFixed(1)} MiB, rank ${check.adapters[0]?.rank}, ${Math.round(soup.energy_kept.mean * 100)}% of the mean delta's energy kept on average, ${Math.round(soup.energy_kept.min * 100)}% at worst; checked against ${basename(base)}); provenance.json beside it`);
 }
 
 await main();
