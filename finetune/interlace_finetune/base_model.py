@@ -11,13 +11,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM
 
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+from .file_hash import file_sha256
 
 
 def base_identity(path: Path) -> str:

@@ -19,22 +19,15 @@ provenance as one JSON line."""
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from .file_hash import file_sha256
+
 PROMPT_KEYS = ("interlace.prompt.examples", "interlace.prompt.instructions", "interlace.prompt.call_style", "interlace.prompt.format")
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class Adapter:
@@ -121,7 +114,7 @@ def soup(inputs: list[Path], out: Path, rank: int | None) -> dict:
     writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
     # alpha = rank: llama.cpp scales each delta by alpha/rank, and the factors already hold the mean.
     writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(out_rank))
-    inputs_record = [{"path": str(a.path), "sha256": sha256(a.path), "rank": a.rank(), "alpha": a.alpha} for a in adapters]
+    inputs_record = [{"path": str(a.path), "sha256": file_sha256(a.path), "rank": a.rank(), "alpha": a.alpha} for a in adapters]
     energy: list[float] = []
     tensors: list[tuple[str, np.ndarray]] = []
     for weight in sorted(first.pairs):
@@ -152,7 +145,7 @@ def soup(inputs: list[Path], out: Path, rank: int | None) -> dict:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return {**provenance, "adapter": {"path": str(out), "bytes": out.stat().st_size, "sha256": sha256(out)}}
+    return {**provenance, "adapter": {"path": str(out), "bytes": out.stat().st_size, "sha256": file_sha256(out)}}
 
 
 def main(argv: list[str] | None = None) -> int:

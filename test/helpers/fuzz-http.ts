@@ -214,6 +214,16 @@ export async function checkAlive(t: Test, base: string, after: string): Promise<
   t.equal(res.status, 200, `still alive (/healthz 200) after ${after}`);
 }
 
+/** Fuzzes every route of `table` (keys `METHOD /path/template`) in turn, checking the process is alive after each. */
+export async function fuzzTable(t: Test, ctx: FuzzContext, table: Record<string, RouteFuzz>): Promise<void> {
+  for (const [key, fuzz] of Object.entries(table)) {
+    const [method, template] = key.split(" ") as [string, string];
+    const statuses = await fuzzRoute(t, ctx, { method, path: template }, fuzz);
+    t.comment(`fuzzed ${key}: ${[...statuses.values()].reduce((a, b) => a + b, 0)} requests (${histogram(statuses)})`);
+    await checkAlive(t, ctx.base, key);
+  }
+}
+
 export const histogram = (statuses: Map<number, number>): string =>
   [...statuses]
     .sort(([a], [b]) => a - b)
