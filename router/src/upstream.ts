@@ -64,6 +64,14 @@ export interface PlaceHints {
   prefer?: string;
   /** Prefix hashes the router knows an engine holds (program prefixes cut at variables, which heartbeats do not carry). */
   prefixes?: (pod: string) => ReadonlySet<string>;
+  /**
+   * The POST creates something on the engine (a session) that the caller
+   * must end if it no longer wants it: once sent, it runs to its answer even
+   * when `signal` aborts (only the upstream timeout cuts it), so the caller
+   * learns the id to end. Aborting it mid-flight could leave the engine
+   * running a session nobody knows.
+   */
+  completePost?: boolean;
 }
 
 /**
@@ -144,6 +152,8 @@ export async function placeAndPost(
     const refusals: string[] = [];
     let retried = false;
     for (const [i, pod] of decision.order.entries()) {
+      // Cancelled after a refusal: no further engine is tried (a completed POST is the caller's to end).
+      if (i > 0 && signal?.aborted === true) throw signal.reason;
       const engine = ctx.engines.find(pool.namespace, pod);
       if (engine === undefined) {
         if (i === 0) first?.release();
@@ -159,7 +169,7 @@ export async function placeAndPost(
           method: "POST",
           headers: { ...ctx.engineHeaders, "content-type": "application/json" },
           body: payload,
-          signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
+          signal: signal !== undefined && hints.completePost !== true ? AbortSignal.any([signal, timeout]) : timeout,
         });
         if (response.status !== 429 && response.status !== 503) {
           if (response.ok) {

@@ -149,9 +149,11 @@ export class ProgramExecutor implements ProgramDispatcher {
     const deadline = Date.now() + this.ctx.queueTimeoutMs;
     for (;;) {
       try {
+        // A cancel during the POST ends the session once its id is known (generate), rather than orphaning it.
         return await placeAndPost(this.ctx, pool, p, "/v1/sessions", p.body, run.signal, {
           ...(prefer !== undefined ? { prefer } : {}),
           prefixes: (pod) => this.ctx.prefixes.known(pod),
+          completePost: true,
         });
       } catch (err) {
         const retryable = err instanceof HttpError && (err.status === 429 || err.status === 503);
