@@ -26,6 +26,7 @@ import { openProgramsBucket } from "../../router/src/programs/program-bucket.js"
 import { NatsLiveState } from "../../operator/src/controllers/live-state.js";
 import { hostileValue, paths, setAt } from "../helpers/fuzz-http.js";
 import { startNatsServer } from "../helpers/nats-server.js";
+import { engineHeartbeat } from "../helpers/engine-heartbeat.js";
 import { eventually } from "../helpers/wait.js";
 
 const SEED = Number(process.env["FUZZ_SEED"] ?? 26);
@@ -51,23 +52,8 @@ const app: AppConfig = withAppDefaults({
   tools: [{ name: "sleep", description: "Waits.", parameters: { type: "object", properties: { ms: { type: "integer" } } } }],
   semanticFunctions: [{ name: "f", template: "Say {{input:x}}: {{output:y}}", outputs: [{ name: "y", maxTokens: 2, temperature: 0 }], tools: false }],
 });
-const heartbeat = {
-  pod: "engine-x",
-  endpoint: "http://127.0.0.1:9",
-  pool: POOL,
-  model: "test",
-  ready: true,
-  freeSequences: 1,
-  totalSequences: 2,
-  queuedSessions: 0,
-  activeSessions: 0,
-  kvCellsUsed: 0,
-  kvCellsTotal: 100,
-  tokensPerSecond: 0,
-  prefixes: [],
-  kvEvents: { epoch: "e1", seq: 0 },
-  at: Date.now(),
-};
+// Spread into a plain record: the mutation walker takes any JSON object.
+const heartbeat: Record<string, unknown> = { ...engineHeartbeat({ pod: "engine-x", pool: POOL, totalSequences: 2, kvEvents: { epoch: "e1", seq: 0 } }) };
 
 /** A valid value with one value anywhere inside it replaced or removed, a hostile key added, or anything at all. */
 function mutations(valid: Record<string, unknown>): fc.Arbitrary<string> {

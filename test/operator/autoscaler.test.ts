@@ -29,6 +29,7 @@ import {
 } from "../../common/src/protocol/index.js";
 import { CoreTypes } from "../../operator/src/runtime/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
+import { engineHeartbeat } from "../helpers/engine-heartbeat.js";
 import { poolConfig, startRunner } from "../nats/fixtures.js";
 import { startOperatorStack, waitFor } from "./helpers.js";
 
@@ -150,23 +151,7 @@ t.test("a runner's p90 wait reaches the autoscaler through its heartbeat", async
 t.test("an engine's TTFT p90 over the app's ttftP90Ms scales the EnginePool up, and the reason names it", async (t) => {
   await admin.mergePatch(AgentAppKind, NS, "travel", { spec: { slo: { taskLatencyP90Ms: 8000, ttftP90Ms: 1000 } } });
   const engines = await openEnginesBucket(nc);
-  const heartbeat: EngineHeartbeat = {
-    pod: "qwen-engine-0",
-    endpoint: "http://127.0.0.1:1",
-    pool: { namespace: NS, name: "qwen" },
-    model: "q.gguf",
-    ready: true,
-    freeSequences: 2,
-    totalSequences: 4,
-    queuedSessions: 0,
-    activeSessions: 2,
-    kvCellsUsed: 1024,
-    kvCellsTotal: 8192,
-    tokensPerSecond: 100,
-    ttftP90Ms: 2500,
-    prefixes: [],
-    at: Date.now(),
-  };
+  const heartbeat = engineHeartbeat({ pod: "qwen-engine-0", pool: { namespace: NS, name: "qwen" }, freeSequences: 2, totalSequences: 4, activeSessions: 2, kvCellsUsed: 1024, kvCellsTotal: 8192, tokensPerSecond: 100, ttftP90Ms: 2500 });
   // Beats as an engine would (the autoscaler counts only fresh ones).
   const beat = async (): Promise<void> => void (await engines.put(engineKey(heartbeat.pool, heartbeat.pod), JSON.stringify({ ...heartbeat, at: Date.now() })));
   await beat();

@@ -10,6 +10,7 @@
 import t, { type Test } from "tap";
 import { createLogger } from "../../common/src/index.js";
 import { parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { engineHeartbeat } from "../helpers/engine-heartbeat.js";
 import { EngineRegistry } from "../../router/src/engine-registry.js";
 import { HttpError } from "../../router/src/errors.js";
 import { EndpointPicker, endpointOf } from "../../router/src/picker/endpoint-picker.js";
@@ -18,23 +19,7 @@ import { PickerMetrics } from "../../router/src/picker/metrics.js";
 const pool = { namespace: "team", name: "pool" };
 
 function heartbeat(pod: string, endpoint: string, extra: Partial<EngineHeartbeat> = {}): EngineHeartbeat {
-  return {
-    pod,
-    endpoint,
-    pool,
-    model: "m",
-    ready: true,
-    freeSequences: 2,
-    totalSequences: 2,
-    queuedSessions: 0,
-    activeSessions: 0,
-    kvCellsUsed: 0,
-    kvCellsTotal: 1000,
-    tokensPerSecond: 0,
-    prefixes: [],
-    at: Date.now(),
-    ...extra,
-  };
+  return engineHeartbeat({ pod, endpoint, pool, freeSequences: 2, totalSequences: 2, ...extra });
 }
 
 function setup(prefixWaitMs = 0): { engines: EngineRegistry; picker: EndpointPicker } {

@@ -13,6 +13,7 @@ import { EventPrefixIndex } from "../../router/src/event-prefix-index.js";
 import { HeartbeatPrefixIndex } from "../../router/src/heartbeat-prefix-index.js";
 import { kvEventsPool } from "../../router/src/kv-event-watch.js";
 import { kvEventDiff } from "../../engine-pod/src/heartbeat/index.js";
+import { engineHeartbeat } from "../helpers/engine-heartbeat.js";
 import { kvEventsSubject } from "../../common/src/protocol/index.js";
 
 const log = createLogger("test", "silent");
@@ -21,24 +22,13 @@ const chainA = prefixHashChain({ messages: [{ role: "system", content: "app A" }
 const chainB = prefixHashChain({ messages: [{ role: "system", content: "app B" }, { role: "user", content: "one" }] });
 
 function heartbeat(pod: string, prefixes: string[], kvEvents?: { epoch: string; seq: number }, filling: string[] = []): EngineHeartbeat {
-  return {
+  return engineHeartbeat({
     pod,
-    endpoint: "http://127.0.0.1:1",
-    pool: { namespace: "default", name: "pool" },
-    model: "test",
-    ready: true,
-    freeSequences: 1,
-    totalSequences: 1,
-    queuedSessions: 0,
-    activeSessions: 0,
-    kvCellsUsed: 0,
     kvCellsTotal: 1,
-    tokensPerSecond: 0,
     prefixes,
     ...(filling.length > 0 ? { fillingPrefixes: filling } : {}),
     ...(kvEvents !== undefined ? { kvEvents } : {}),
-    at: Date.now(),
-  };
+  });
 }
 
 const ev = (pod: string, seq: number, change: Partial<KvEvent>, epoch = "e1"): KvEvent => ({ pod, epoch, seq, ...change });

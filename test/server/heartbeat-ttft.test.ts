@@ -11,6 +11,7 @@ import { ENGINE_TTFT_WINDOW_MS, engineKey, openEnginesBucket, parseEngineHeartbe
 import { TtftWindow } from "../../engine-pod/src/metrics/index.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { startNatsServer } from "../helpers/nats-server.js";
+import { engineHeartbeat } from "../helpers/engine-heartbeat.js";
 import { eventually } from "../helpers/wait.js";
 import { QUICK } from "../router/fixtures.js";
 
@@ -33,22 +34,7 @@ t.test("the p90 of the TTFTs recorded within the window", async (t) => {
 });
 
 t.test("ttftP90Ms on the wire is optional and checked", async (t) => {
-  const base: EngineHeartbeat = {
-    pod: "e-0",
-    endpoint: "http://10.0.0.1:8080",
-    pool: { namespace: "ns", name: "p" },
-    model: "m.gguf",
-    ready: true,
-    freeSequences: 2,
-    totalSequences: 2,
-    queuedSessions: 0,
-    activeSessions: 0,
-    kvCellsUsed: 0,
-    kvCellsTotal: 4096,
-    tokensPerSecond: 0,
-    prefixes: [],
-    at: Date.now(),
-  };
+  const base = engineHeartbeat();
   t.ok(parseEngineHeartbeat(base).ok, "a heartbeat without it (an older engine) parses");
   t.match(parseEngineHeartbeat({ ...base, ttftP90Ms: 420 }), { ok: true, value: { ttftP90Ms: 420 } });
   t.match(parseEngineHeartbeat({ ...base, ttftP90Ms: -3 }), { ok: false, reason: "ttftP90Ms must be a non-negative number" });
