@@ -33,6 +33,8 @@ export interface NatsServerOptions {
   verbose?: boolean;
   /** Authentication and TLS (default: an open server, as on a laptop). */
   security?: NatsSecurityFixture;
+  /** The server's `max_payload` in bytes (default: the server's, 1 MiB). */
+  maxPayloadBytes?: number;
   /** Cluster membership (set by {@link NatsCluster}). */
   cluster?: { name: string; port: number; routes: number[]; serverName: string };
 }
@@ -148,6 +150,7 @@ export class NatsServer {
       `server_name: "${o.cluster?.serverName ?? `n${this.port}`}"`,
       `jetstream { store_dir: "${this.storeDir}" }`,
     ];
+    if (o.maxPayloadBytes !== undefined) lines.push(`max_payload: ${o.maxPayloadBytes}`);
     const tls = o.security?.tls;
     if (tls !== undefined) lines.push(`tls { cert_file: "${tls.certFile}", key_file: "${tls.keyFile}", timeout: 5 }`);
     if (o.security?.root !== undefined) lines.push(serverAuthConfig(o.security.root));

@@ -10,7 +10,7 @@ import type { Server } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/index.js";
-import { openRoutersBucket } from "../../common/src/protocol/index.js";
+import { maxKvValueBytes, openRoutersBucket } from "../../common/src/protocol/index.js";
 import { AppRegistry, type ServedApp } from "./app-registry.js";
 import { ColdStartHold } from "./cold-start-hold.js";
 import { mountAppRoutes, param } from "./app-routes.js";
@@ -177,7 +177,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), undefined, malformed("kv_events"));
     await watchAppsAndEngines(nc, { apps, engines }, watches, log);
     const routersKv = await openRoutersBucket(nc);
-    await programs.attach(await openProgramsBucket(nc));
+    await programs.attach(await openProgramsBucket(nc), maxKvValueBytes(nc));
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());
     presence.start(options.presenceMs);
     ready = true;

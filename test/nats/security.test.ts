@@ -163,6 +163,11 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.ok(await denied(otherNsEngine, `$JS.API.STREAM.MSG.GET.KV_${RESPONSES_BUCKET}`, JSON.stringify({ last_by_subj: `$KV.${RESPONSES_BUCKET}.default.resp_abc` })), "nor through a whole-stream get");
     t.ok(await denied(otherNsEngine, `$KV.${RESPONSES_BUCKET}.default.resp_abc`, "{}"), "nor overwrite it");
     t.ok(await mine.delete("resp_abc"), "deleted by its own engine");
+    const long = { ...stored, id: "resp_long", conversation: [{ role: "user" as const, content: "x".repeat(1_500_000) }] };
+    await mine.put(long);
+    t.same(await mine.get("resp_long"), long, "a conversation over one message is written and read in parts with the engine's own credentials");
+    t.equal(await theirs.get("resp_long"), undefined, "and its parts are no more visible to another namespace");
+    t.ok(await mine.delete("resp_long"));
   });
 
   await t.test("KV events: an engine publishes its own namespace's, never another's; the router reads every pool's", async (t) => {

@@ -12,6 +12,7 @@ import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
 import { startRouter, type Router } from "../../router/src/index.js";
 import { routerOptions, type RouterOptions } from "../../router/src/config.js";
 import { startNatsServer, type NatsServer } from "../helpers/nats-server.js";
+import type { NatsServerOptions } from "../../hack/nats.js";
 import { eventually } from "../helpers/wait.js";
 
 interface Teardownable {
@@ -62,8 +63,8 @@ export async function spawnPoolEngine(t: Teardownable, natsUrl: string, pod: str
   return engine;
 }
 
-export async function startStack(t: Teardownable, options: { engines: number; routers: number; router?: Partial<RouterOptions>; engineArgs?: string[] }): Promise<Stack> {
-  const nats = await startNatsServer(t);
+export async function startStack(t: Teardownable, options: { engines: number; routers: number; router?: Partial<RouterOptions>; engineArgs?: string[]; nats?: NatsServerOptions }): Promise<Stack> {
+  const nats = await startNatsServer(t, options.nats);
   const nc = await connect({ servers: nats.url });
   t.teardown(() => nc.close());
   const apps = await openAppsBucket(nc);

@@ -13,6 +13,7 @@ export * from "./validate.js";
 export * from "./codec.js";
 export * from "./runner-config.js";
 export * from "./streams.js";
+export * from "./chunked-kv.js";
 export * from "./reliability.js";
 export * from "./publish.js";
 export * from "./engine-heartbeat.js";

@@ -21,6 +21,7 @@
 import { randomBytes } from "node:crypto";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 import type { Logger } from "../../../common/src/index.js";
+import { ErrorCode } from "../../../common/src/index.js";
 import type { AppConfig } from "../../../common/src/protocol/index.js";
 import { HttpError, notFound, RouterCode } from "../errors.js";
 import { KvWatch } from "../kv-watch.js";
@@ -60,6 +61,8 @@ export class ProgramStore {
   private readonly leases = new Map<string, SeenLease>();
   private readonly claiming = new Set<string>();
   private kv: KV | undefined;
+  /** Largest value one bucket entry may hold (the NATS server's max_payload, less headroom). */
+  private maxEntryBytes = Number.POSITIVE_INFINITY;
   private leaseWatch: KvWatch | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private closing = false;
@@ -73,9 +76,13 @@ export class ProgramStore {
     this.instance = `${options.routerId}/${randomBytes(4).toString("hex")}`;
   }
 
-  /** Starts serving from the bucket: the lease watch, the takeover scan, the sweep. */
-  async attach(kv: KV): Promise<void> {
+  /**
+   * Starts serving from the bucket: the lease watch, the takeover scan, the
+   * sweep. `maxEntryBytes`: the largest entry the server takes (one message).
+   */
+  async attach(kv: KV, maxEntryBytes: number): Promise<void> {
     this.kv = kv;
+    this.maxEntryBytes = maxEntryBytes;
     this.leaseWatch = new KvWatch(kv, (e) => this.seeLease(e), this.log, programKeys.leases);
     // Not waiting for `loaded`: a lease seen later is simply seen later (its expiry counts from then).
     await this.leaseWatch.start();
@@ -95,13 +102,33 @@ export class ProgramStore {
     const kv = this.bucket();
     const id = newProgramId();
     const spec: ProgramSpec = { id, config, principal, startedAt: Date.now(), mutations: [{ kind: "create", body }] };
-    await kv.create(programKeys.spec(id), encode(spec));
+    await kv.create(programKeys.spec(id), this.encodeSpec(spec));
     const lease: ProgramLease = { holder: this.instance, ms: this.options.leaseMs, done: false };
     const revision = await kv.create(programKeys.lease(id), encode(lease));
     const replica = await ProgramReplica.open(this.context(), id, revision);
     if (replica === null) throw new Error(`program ${id} vanished from the bucket as it was created`);
     this.replicas.set(id, replica);
     return replica;
+  }
+
+  /**
+   * The spec as one bucket entry, or a 413 that says why: the spec holds the
+   * create body and every `calls` body so far, and one entry is one NATS
+   * message, so a program cannot grow past the server's max_payload. (The
+   * store refuses rather than failing the write later: a spec that could
+   * not be written would strand the program.)
+   */
+  private encodeSpec(spec: ProgramSpec): string {
+    const data = encode(spec);
+    const bytes = Buffer.byteLength(data);
+    if (bytes > this.maxEntryBytes) {
+      throw new HttpError(
+        413,
+        ErrorCode.PayloadTooLarge,
+        `program ${spec.id}: its request bodies together would take ${bytes} bytes in the shared program store, over its ${this.maxEntryBytes}-byte limit (one NATS message, the server's max_payload); send smaller inputs, or start a new program for more calls`,
+      );
+    }
+    return data;
   }
 
   /** The program of an app owned by `principal`, from any replica; a 404 that says why, or a 403 for another key's program. */
@@ -131,7 +158,7 @@ export class ProgramStore {
       check(spec);
       spec.mutations.push(mutation);
       try {
-        await kv.update(programKeys.spec(replica.id), encode(spec), entry.revision);
+        await kv.update(programKeys.spec(replica.id), this.encodeSpec(spec), entry.revision);
       } catch (err) {
         if (isRevisionConflict(err) && attempt < MUTATION_RETRIES) continue;
         throw err;
