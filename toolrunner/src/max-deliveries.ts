@@ -12,6 +12,7 @@
 import type { JetStreamClient, JetStreamManager, ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
 import {
+  CONSUME_EXPIRES_MS,
   ensureMaxDeliverConsumer,
   ensureMaxDeliverStream,
   Header,
@@ -56,7 +57,7 @@ export class MaxDeliveriesResponder {
     const name = await ensureMaxDeliverConsumer(o.jsm, o.pool);
     const r = new MaxDeliveriesResponder(o);
     const consumer = await o.js.consumers.get(MAXDELIVER_STREAM, name);
-    r.messages = await consumer.consume({ max_messages: 16, callback: (m) => void r.onAdvisory(m) });
+    r.messages = await consumer.consume({ max_messages: 16, expires: CONSUME_EXPIRES_MS, callback: (m) => void r.onAdvisory(m) });
     return r;
   }
 

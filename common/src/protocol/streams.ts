@@ -43,6 +43,15 @@ import {
 } from "./subjects.js";
 
 const DUPLICATE_WINDOW_MS = 120_000;
+
+/**
+ * Expiry of each pull a long-lived `consume()` keeps open. A pull lives on
+ * the server node that took it; when that node dies, the client sees it
+ * only after two missed idle heartbeats (half the expiry each) and pulls
+ * again elsewhere. The client's default (30 s) stalls delivery that long
+ * after a node loss; 5 s costs one pull request per consumer every 5 s.
+ */
+export const CONSUME_EXPIRES_MS = 5_000;
 /** Calls and interrupts nobody took within an hour are past any deadline. */
 const MAX_AGE_MS = 3_600_000;
 

@@ -38,6 +38,7 @@ import { callTokenMatches, newCallToken } from "../../../common/src/security/cal
 import { InterruptVerifier } from "../../../common/src/security/interrupt-signature.js";
 import { connectNats, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import {
+  CONSUME_EXPIRES_MS,
   callMsgId,
   encodeCall,
   Header,
@@ -181,6 +182,8 @@ export class NatsExecutor implements Executor {
     const consumer = await this.js.consumers.get(intrStream(this.options.namespace), enginePodConsumer(this.options.enginePod));
     this.messages = await consumer.consume({
       max_messages: 512,
+      // Short pulls: after a NATS node loss, interrupts resume in seconds, not ~30 s.
+      expires: CONSUME_EXPIRES_MS,
       callback: (m) => this.onIntrMessage(m),
     });
     void (async () => {
