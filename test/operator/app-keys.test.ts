@@ -40,7 +40,7 @@ import { spawnEngine } from "../../hack/engine-process.js";
 import { eventually } from "../helpers/wait.js";
 import { log, QUICK } from "../router/fixtures.js";
 import { KEY_GRACE_ANNOTATION } from "../../operator/src/resources/index.js";
-import { condition, startOperatorStack, waitFor } from "./helpers.js";
+import { condition, operatorAccount, startOperatorStack, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
 t.setTimeout(400_000);
 const A = "team-a";
@@ -54,7 +54,9 @@ const ALICE_THIRD = "alice-key-third-0123456789";
 const ALICE_FOURTH = "alice-key-fourth-0123456789";
 
 const nats = await startNatsServer(t);
-const { admin } = await startOperatorStack(t, A, ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url]);
+const OPERATOR_ARGV = ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url];
+const stack = await startOperatorStack(t, A, OPERATOR_ARGV);
+const { admin } = stack;
 await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: B } });
 
 const secret = (ns: string, keys: Record<string, string>): V1Secret => ({
@@ -230,6 +232,16 @@ t.test("rotating a key in its Secret: no restart, the same key id; the old value
   t.equal(await status("GET", `${appUrl(A)}/responses/${aliceResponse}`, ALICE_NEXT), 200, "the rotated key still owns the response (same key id)");
   t.equal(await status("GET", `${appUrl(A)}/programs/${aliceProgram}`, ALICE_NEXT), 200, "and the program");
   t.not(await status("GET", `${appUrl(A)}/sessions/${aliceSession}/events`, ALICE_NEXT), 403, "and the session");
+
+  // A new operator (a restart, or another replica taking the lease) keeps the window: it reads the published digests back.
+  await stack.operator.stop();
+  const successor = startTestOperator(OPERATOR_ARGV, await operatorAccount(stack.cp, "interlace-system", "interlace"), testLogger("operator-2"));
+  t.teardown(() => successor.stop());
+  await successor.start();
+  await admin.mergePatch(AgentAppKind, A, "app", { spec: { maxTokens: 17 } });
+  t.ok(await eventually(() => router.apps.get(A, "app")?.config.maxTokens === 17, 30_000), "the new operator has published the app again");
+  t.ok(aliceKey()?.previous !== undefined, "with the old value's digest still in its window");
+  t.equal(await status("GET", appUrl(A), ALICE), 200, "so the old value still works");
 
   // A leaked key: the new value written with the Secret's grace at 0 refuses every earlier value at once.
   await admin.mergePatch(CoreTypes.Secret, A, "api-keys", { metadata: { annotations: { [KEY_GRACE_ANNOTATION]: "0" } }, data: { alice: b64(ALICE_THIRD) } });

@@ -48,8 +48,7 @@ export function appsUsingToolPool(apps: Informer<AgentApp>, pool: { metadata?: {
 export class AgentAppReconciler implements Reconciler {
   /**
    * The key identities last published per app (`<ns>/<name>`): what a changed
-   * key's old digest is read from. In memory: an operator restart inside a
-   * grace window ends that window early (fail closed).
+   * key's old digest is read from (at start, the app's entry in the bucket).
    */
   private readonly published = new Map<string, AppAuth>();
 
@@ -78,7 +77,8 @@ export class AgentAppReconciler implements Reconciler {
       if (tp && !tp.metadata.deletionTimestamp) toolPools.set(ref.name, tp);
     }
     // Keys first: an app whose keys cannot be read is withdrawn from the routers (fail closed), whatever else holds.
-    const publishedAuth = this.published.get(appId);
+    // What was published before: remembered, else read back from the bucket (an operator restart or a new leader keeps a rotation's window).
+    const publishedAuth = this.published.get(appId) ?? (app.spec.auth !== undefined ? await live.publishedAuth(req.namespace, req.name).catch(() => undefined) : undefined);
     const rotation = { graceMs: this.ctx.keyGraceMs ?? DEFAULT_KEY_GRACE_MS, now: (this.ctx.now?.() ?? new Date()).getTime(), ...(publishedAuth !== undefined ? { before: publishedAuth } : {}) };
     const keys = app.spec.auth !== undefined ? resolveAppKeys(app, await this.keySecrets(app), rotation) : undefined;
     // A key that cannot be read revokes every value of the app's keys, previous ones included.
