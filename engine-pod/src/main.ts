@@ -21,7 +21,7 @@ import { ensureModel } from "./model/index.js";
 import { EngineServer, type DrainOutcome, type ResponseStore, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { connectNats, natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
-import { readInterruptKeys, requireCredentials } from "../../common/src/security/credential-files.js";
+import { readKeyRing, requireCredentials } from "../../common/src/security/credential-files.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { UpstreamEngine } from "./upstream/index.js";
 import { registerSpeculationMetrics } from "./metrics/speculation-metrics.js";
@@ -64,7 +64,7 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
   }
   // Loaded only when selected, so in-process pods never load the NATS client.
   const { NatsExecutor } = await import("./executor/nats-executor.js");
-  const keys = readInterruptKeys();
+  const interruptKey = readKeyRing("InterruptKey");
   const defaultPool = options.executor.defaultPool;
   const executor = await NatsExecutor.connect({
     servers: options.executor.natsUrl!.split(","),
@@ -72,7 +72,8 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
     enginePod: options.podName,
     // Credentials, CA and the namespace's interrupt keys are files of the pod's Secret (credential-files.ts).
     security: natsSecurityFromEnv(),
-    ...(keys !== undefined ? { interruptKey: keys.current, ...(keys.previous !== undefined ? { previousInterruptKey: keys.previous } : {}) } : {}),
+    // A ring read again from its files: a rotation reaches this pod, and its live sessions, without a restart.
+    ...(interruptKey !== undefined ? { interruptKey } : {}),
     registry: metrics.registry,
     log,
     inbox,

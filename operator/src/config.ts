@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import os from "node:os";
+import { DEFAULT_KEY_GRACE_MS } from "../../common/src/security/key-ring.js";
 import {
   boolOpt,
   defaultSource,
@@ -64,6 +65,8 @@ export interface OperatorOptions {
   workers: number;
   /** Re-queue every object this often (0: never). */
   resyncMs: number;
+  /** How long an app API key whose value changed in its Secret stays accepted (0: the old value is refused at once). */
+  keyGraceMs: number;
   /** How often the joint autoscaler samples each AgentApp's signals and decides (ms). */
   autoscaleIntervalMs: number;
   /** Placement settings of the endpoint pickers it runs (the chart passes the router's, so both front doors place alike). */
@@ -77,7 +80,7 @@ export interface OperatorOptions {
  * --retry-period-ms --metrics-port --metrics-host --image
  * --image-pull-policy --nats-url --router-url --nats-auth-secret
  * --router-credentials-secret --nats-ca --credentials-namespace --workers
- * --resync-ms --autoscale-interval-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
+ * --resync-ms --key-grace-ms --autoscale-interval-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
  * --picker-engine-ttl-ms --log-level` (each also as an upper-snake
  * environment variable).
  */
@@ -123,6 +126,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     credentialsNamespace: stringOpt(src, "credentials-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
     workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),
     resyncMs: intOpt(src, "resync-ms", 300_000, { min: 0 }),
+    keyGraceMs: intOpt(src, "key-grace-ms", DEFAULT_KEY_GRACE_MS, { min: 0, max: 7 * 86_400_000 }),
     autoscaleIntervalMs: intOpt(src, "autoscale-interval-ms", 10_000, { min: 100, max: 600_000 }),
     picker: {
       placement: pickerPlacement,

@@ -97,6 +97,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
       },
       log,
       live,
+      keyGraceMs: opts.keyGraceMs,
       ...(credentials !== undefined ? { credentials } : {}),
     },
     cleanup,

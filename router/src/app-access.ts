@@ -12,9 +12,13 @@
  * - a key the front door knows (the key file, or any app's keys) that this
  *   app does not accept: 403 — tenant B's key on tenant A's app;
  * - a key nobody knows: 401.
+ *
+ * A key whose value was rotated in its Secret keeps its old value accepted,
+ * as the same id, until the grace window the operator published with it
+ * ends (`previous.validUntil`); then the old value is a key nobody knows (401).
  */
 import { ErrorCode } from "../../common/src/index.js";
-import type { AppConfig } from "../../common/src/protocol/index.js";
+import { appKeyMatches, type AppConfig } from "../../common/src/protocol/index.js";
 import { ANONYMOUS, apiKeyDigest, bearerToken, MALFORMED_AUTHORIZATION, MISSING_KEY, type ApiKeys } from "../../common/src/security/http-auth.js";
 import { HttpError } from "./errors.js";
 
@@ -43,7 +47,8 @@ export class AppAccess {
     if (token === null) throw unauthorized(MALFORMED_AUTHORIZATION);
     const digest = apiKeyDigest(token);
     if (scoped !== undefined) {
-      const own = scoped.keys.find((k) => k.sha256 === digest);
+      const now = Date.now();
+      const own = scoped.keys.find((k) => appKeyMatches(k, digest, now));
       if (own !== undefined) return own.id;
     } else {
       const principal = this.keys?.get(digest);
@@ -59,7 +64,8 @@ export class AppAccess {
 
   private known(digest: string): boolean {
     if (this.keys?.has(digest) === true) return true;
-    for (const app of this.apps()) if (app.auth?.keys.some((k) => k.sha256 === digest) === true) return true;
+    const now = Date.now();
+    for (const app of this.apps()) if (app.auth?.keys.some((k) => appKeyMatches(k, digest, now)) === true) return true;
     return false;
   }
 }

@@ -7,7 +7,8 @@ import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
 import { PREFIX_INDEXES, type PrefixIndexKind } from "./prefix-index.js";
 import { apiKeysFromEnv, type ApiKeys } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv, type NatsSecurity } from "../../common/src/security/nats-connect.js";
-import { readKeyFile, requireCredentials } from "../../common/src/security/credential-files.js";
+import { readKeyFile, readKeyRing, requireCredentials } from "../../common/src/security/credential-files.js";
+import type { KeyRingSource } from "../../common/src/security/key-ring.js";
 
 /** The router's credentials (all from its Secrets, through the environment). */
 export interface RouterSecurity {
@@ -16,9 +17,10 @@ export interface RouterSecurity {
   /**
    * Signs session-owner tags (`INTERLACE_OWNER_TAG_KEY_FILE`): the router's own
    * key, never copied into an app namespace (an endpoint picker there gets
-   * its namespace's derived key instead).
+   * its namespace's derived key instead). From the files: a ring read again
+   * in place, so a rotation's new key and grace window reach running routers.
    */
-  ownerTagKey?: string;
+  ownerTagKey?: string | KeyRingSource;
   /** The router's bearer token towards engines (`INTERLACE_ENGINE_API_KEY_FILE`). */
   engineApiKey?: string;
   /** NATS credentials and CA (`INTERLACE_NATS_CREDS`, `INTERLACE_NATS_CA`). */
@@ -163,11 +165,11 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
  */
 export function routerSecurityFromEnv(env: NodeJS.ProcessEnv): RouterSecurity {
   requireCredentials(["NatsCreds", "OwnerTagKey", "EngineApiKey"], env);
-  const ownerTagKey = readKeyFile("OwnerTagKey", env);
+  const ownerTagKey = readKeyRing("OwnerTagKey", env);
   const engineApiKey = readKeyFile("EngineApiKey", env);
   return {
     apiKeys: apiKeysFromEnv(env),
-    ...(ownerTagKey ? { ownerTagKey } : {}),
+    ...(ownerTagKey !== undefined ? { ownerTagKey } : {}),
     ...(engineApiKey ? { engineApiKey } : {}),
     nats: natsSecurityFromEnv(env),
   };

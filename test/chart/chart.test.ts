@@ -76,6 +76,7 @@ t.test("helm template with default values", async (t) => {
   const container = dep.spec.template.spec.containers[0];
   t.same(container.command, ["node", "dist/operator/src/main.js"], "the operator's entrypoint in the image");
   t.ok(container.args.includes("--leader-elect=true"), "leader election on");
+  t.ok(container.args.includes("--key-grace-ms=600000"), "a rotated app key's old value: accepted 10 min (operator.keyGraceSeconds)");
   const seeds = [0, 1, 2].map((i) => `tls://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
   t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster, over TLS");
   t.equal(dep.spec.template.spec.serviceAccountName, "interlace");

@@ -22,6 +22,7 @@ import { readEventStream } from "../../common/src/session-client.js";
 import { networkPolicySteps } from "./steps-netpol.js";
 import { routerReplicaSteps } from "./steps-routers.js";
 import { autoscalingSteps } from "./steps-autoscaling.js";
+import { appKeySteps } from "./steps-appkeys.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const execFileP = promisify(execFile);
@@ -134,6 +135,9 @@ t.test("Interlace on a real single-node cluster", async (t) => {
   }
   t.equal(engines.ready, 2, "both engines are in the router's placement");
   await routerReplicaSteps(cluster, t, auth, "reports");
+  mark = Date.now();
+  await t.test("API keys per app: no key 401, another app's key 403, the app's key 200, a rotated key's old value within its grace", (t) => appKeySteps(t, cluster, router, auth, "qwen-small"));
+  t.comment(`app keys: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
 
   // An Envoy pod as the gateway in front of the InferencePool, its endpoint picker deployed by the operator.
   mark = Date.now();

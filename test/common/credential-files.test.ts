@@ -4,13 +4,14 @@
  * and its variable (defaulting to the credentials mount); without it a
  * missing credential means "off"; an empty key file is an error, never "no
  * key"; the interrupt key ring picks up the previous key beside the current
- * one; and a key signed with either verifies, one named by no key does not.
+ * one with its expiry (none: not accepted); and a key signed with either
+ * verifies while the window lasts, one named by no key does not.
  */
 import t from "tap";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { authRequired, credentialFile, MissingCredentialError, readInterruptKeys, readKeyFile, requireCredentials } from "../../common/src/security/credential-files.js";
+import { authRequired, credentialFile, MissingCredentialError, readKeyFile, readKeyRing, requireCredentials } from "../../common/src/security/credential-files.js";
 import { InterruptVerifier, signInterrupt } from "../../common/src/security/interrupt-signature.js";
 import { namespaceKey } from "../../common/src/security/derived-keys.js";
 
@@ -42,14 +43,21 @@ t.test("the interrupt key ring: current signs, previous still verifies, others d
   t.not(current, namespaceKey("m".repeat(64), "owner-tag", "team-a"), "purposes get different keys");
   const file = join(dir, "interrupt.key");
   writeFileSync(file, `${current}\n`);
-  t.same(readInterruptKeys({ INTERLACE_INTERRUPT_KEY_FILE: file }), { current });
+  t.same(readKeyRing("InterruptKey", { INTERLACE_INTERRUPT_KEY_FILE: file })!(), { current });
   writeFileSync(`${file}.previous`, previous);
-  const ring = readInterruptKeys({ INTERLACE_INTERRUPT_KEY_FILE: file })!;
-  t.same(ring, { current, previous });
-  const verifier = new InterruptVerifier([ring.current, ring.previous!]);
+  t.same(readKeyRing("InterruptKey", { INTERLACE_INTERRUPT_KEY_FILE: file })!(), { current }, "a previous key without its expiry is not accepted (fail closed)");
+  const until = Date.now() + 60_000;
+  writeFileSync(`${file}.previous.valid-until`, `${new Date(until).toISOString()}\n`);
+  const source = readKeyRing("InterruptKey", { INTERLACE_INTERRUPT_KEY_FILE: file })!;
+  t.same(source(), { current, previous: { key: previous, validUntil: until } });
+  t.equal(readKeyRing("InterruptKey", {}), undefined, "not configured: no ring");
+  const verifier = new InterruptVerifier(source);
   const body = new TextEncoder().encode("{}");
   t.same(verifier.check("s", body, signInterrupt(current, "s", body)), { ok: true });
   t.same(verifier.check("s", body, signInterrupt(previous, "s", body)), { ok: true }, "the previous key during the grace window");
   t.same(verifier.check("s", body, signInterrupt(namespaceKey("m".repeat(64), "interrupt", "team-b"), "s", body)), { ok: false, reason: "unknown_key" }, "another namespace's key");
   t.same(verifier.check("s", body, `${Date.now()}.${"0".repeat(64)}`), { ok: false, reason: "bad_signature" }, "the old header format");
+  const late = until + 1;
+  t.same(verifier.check("s", body, signInterrupt(previous, "s", body, late), late), { ok: false, reason: "unknown_key" }, "the previous key after its window");
+  t.same(verifier.check("s", body, signInterrupt(current, "s", body, late), late), { ok: true }, "the current one still");
 });

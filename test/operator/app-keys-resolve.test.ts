@@ -3,13 +3,15 @@
  * the Secrets' keys become ids and SHA-256 digests (never the keys), values
  * are trimmed, a named key narrows the Secret to it; a missing Secret, a
  * missing or empty key set and a key too short are the Degraded reasons;
- * the app's ConfigMap shows the ids only.
+ * the app's ConfigMap shows the ids only; a value that changes keeps the old
+ * digest for the grace window (the operator's, or the Secret's annotation;
+ * 0 keeps none), and drops it once the window has ended.
  */
 import t from "tap";
 import type { V1Secret } from "@kubernetes/client-node";
 import { apiKeyDigest } from "../../common/src/security/http-auth.js";
 import { Reason, type AgentApp } from "../../operator/src/api/index.js";
-import { APP_CONFIG_KEY, buildAppConfigMap, resolveAppKeys } from "../../operator/src/resources/index.js";
+import { APP_CONFIG_KEY, buildAppConfigMap, KEY_GRACE_ANNOTATION, resolveAppKeys } from "../../operator/src/resources/index.js";
 import { appConfig } from "../router/fixtures.js";
 
 const KEY = "alice-key-0123456789abcdef";
@@ -56,4 +58,27 @@ t.test("the app's ConfigMap shows key ids, not digests", async (t) => {
   const rendered = buildAppConfigMap(app({ apiKeySecrets: [{ name: "keys" }] }), config).data?.[APP_CONFIG_KEY] ?? "";
   t.same((JSON.parse(rendered) as { auth: unknown }).auth, { keys: [{ id: "secret:team-a/keys/alice" }] });
   t.notMatch(rendered, apiKeyDigest(KEY));
+});
+
+t.test("a key whose value changes keeps its old digest for the grace window, as the same id", async (t) => {
+  const NEXT = "alice-key-rotated-0123456789";
+  const spec = app({ apiKeySecrets: [{ name: "keys" }] });
+  const now = 1_800_000_000_000;
+  const first = resolveAppKeys(spec, new Map([["keys", secret({ alice: KEY })]]), { graceMs: 600_000, now });
+  if (!first.ok) throw new Error("resolves");
+  t.same(first.auth.keys, [{ id: "secret:team-a/keys/alice", sha256: apiKeyDigest(KEY) }], "nothing before: no previous value");
+  const rotatedSecret = new Map([["keys", secret({ alice: NEXT })]]);
+  const second = resolveAppKeys(spec, rotatedSecret, { before: first.auth, graceMs: 600_000, now });
+  if (!second.ok) throw new Error("resolves");
+  t.same(second.auth.keys, [{ id: "secret:team-a/keys/alice", sha256: apiKeyDigest(NEXT), previous: { sha256: apiKeyDigest(KEY), validUntil: now + 600_000 } }], "the old digest, with when it ends");
+  const later = resolveAppKeys(spec, rotatedSecret, { before: second.auth, graceMs: 600_000, now: now + 300_000 });
+  t.same(later, second, "a later pass keeps the same window (it does not restart)");
+  const ended = resolveAppKeys(spec, rotatedSecret, { before: second.auth, graceMs: 600_000, now: now + 600_000 });
+  t.same(ended, { ok: true, auth: { keys: [{ id: "secret:team-a/keys/alice", sha256: apiKeyDigest(NEXT) }] } }, "dropped once the window has ended");
+  t.same(resolveAppKeys(spec, rotatedSecret, { before: first.auth, graceMs: 0, now }), ended, "grace 0: the old value is refused at once");
+  const annotated = (v: string): Map<string, V1Secret> => new Map([["keys", { ...secret({ alice: NEXT }), metadata: { annotations: { [KEY_GRACE_ANNOTATION]: v } } }]]);
+  t.same(resolveAppKeys(spec, annotated("0"), { before: second.auth, graceMs: 600_000, now }), ended, "the Secret's annotation at 0 revokes, even a window already running");
+  const short = resolveAppKeys(spec, annotated("30"), { before: first.auth, graceMs: 600_000, now });
+  t.match(short, { ok: true, auth: { keys: [{ previous: { validUntil: now + 30_000 } }] } }, "the Secret's annotation sets its keys' window");
+  t.same(resolveAppKeys(spec, annotated("ten minutes"), { before: first.auth, graceMs: 600_000, now }), ended, "an annotation that is no number of seconds: 0 (fail closed)");
 });

@@ -16,8 +16,10 @@
  *   stored response names its key id in the shared bucket, and the engine
  *   refuses it to another key too;
  * - a new value under the same Secret key takes effect with no restart: the
- *   old value is refused, the new one works and still owns what the old one
- *   created (the key id is the same).
+ *   new one works and still owns what the old one created (the key id is
+ *   the same); the old value keeps working for the grace window (the
+ *   operator's default, 10 min), and gets 401 once it ends; with the
+ *   Secret's `interlace.dev/key-grace-seconds: "0"` it gets 401 at once.
  *
  * The rows of README "Security" → the attack table that concern API keys.
  */
@@ -37,7 +39,8 @@ import { parseRoutedResponseId } from "../../router/src/session-id.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { eventually } from "../helpers/wait.js";
 import { log, QUICK } from "../router/fixtures.js";
-import { condition, startOperatorStack, waitFor } from "./helpers.js";
+import { KEY_GRACE_ANNOTATION } from "../../operator/src/resources/index.js";
+import { condition, operatorAccount, startOperatorStack, startTestOperator, testLogger, waitFor } from "./helpers.js";
 
 t.setTimeout(400_000);
 const A = "team-a";
@@ -47,9 +50,13 @@ const CAROL = "carol-key-0123456789abcdef";
 const BOB = "bob-key-0123456789abcdef";
 const OPS = "ops-key-0123456789abcdef"; // the router's own key file: for apps that name no Secret
 const ALICE_NEXT = "alice-key-rotated-0123456789";
+const ALICE_THIRD = "alice-key-third-0123456789";
+const ALICE_FOURTH = "alice-key-fourth-0123456789";
 
 const nats = await startNatsServer(t);
-const { admin } = await startOperatorStack(t, A, ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url]);
+const OPERATOR_ARGV = ["--metrics-port", "0", "--metrics-host", "127.0.0.1", "--image", "test/interlace:dev", "--nats-url", nats.url];
+const stack = await startOperatorStack(t, A, OPERATOR_ARGV);
+const { admin } = stack;
 await admin.create(CoreTypes.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: B } });
 
 const secret = (ns: string, keys: Record<string, string>): V1Secret => ({
@@ -212,18 +219,51 @@ t.test("a session, program or response belongs to the key that created it: any o
   t.equal(await status("GET", `${appUrl(A)}/programs/${aliceProgram}`, ALICE), 200, "and her program");
 });
 
-t.test("rotating a key in its Secret takes effect without a restart and keeps what the key owns", async (t) => {
-  await admin.mergePatch(CoreTypes.Secret, A, "api-keys", { data: { alice: Buffer.from(ALICE_NEXT).toString("base64") } });
+t.test("rotating a key in its Secret: no restart, the same key id; the old value works for the grace window, then 401; grace 0 revokes at once", async (t) => {
+  const b64 = (v: string): string => Buffer.from(v).toString("base64");
+  const aliceKey = () => router.apps.get(A, "app")?.config.auth?.keys.find((k) => k.id === `secret:${A}/api-keys/alice`);
+  await admin.mergePatch(CoreTypes.Secret, A, "api-keys", { data: { alice: b64(ALICE_NEXT) } });
   t.ok(await eventually(async () => (await status("GET", appUrl(A), ALICE_NEXT)) === 200, 30_000), "the new value works");
-  t.equal(await status("GET", appUrl(A), ALICE), 401, "the old value is refused (nobody knows it now)");
+  t.ok((aliceKey()?.previous?.validUntil ?? 0) > Date.now() + 500_000, "the routers hold the old value's digest with a 10 min window (the operator's default)");
+  t.equal(await status("GET", appUrl(A), ALICE), 200, "the old value still works within the window");
+  t.equal(await status("GET", `${appUrl(A)}/responses/${aliceResponse}`, ALICE), 200, "as the same key: it still reads alice's response");
+  t.equal(await status("GET", `${appUrl(A)}/responses/${aliceResponse}`, BOB), 403, "which stays nobody else's");
   t.equal(await status("GET", appUrl(A), CAROL), 200, "the Secret's other key is untouched");
   t.equal(await status("GET", `${appUrl(A)}/responses/${aliceResponse}`, ALICE_NEXT), 200, "the rotated key still owns the response (same key id)");
   t.equal(await status("GET", `${appUrl(A)}/programs/${aliceProgram}`, ALICE_NEXT), 200, "and the program");
   t.not(await status("GET", `${appUrl(A)}/sessions/${aliceSession}/events`, ALICE_NEXT), 403, "and the session");
 
+  // A new operator (a restart, or another replica taking the lease) keeps the window: it reads the published digests back.
+  await stack.operator.stop();
+  const successor = startTestOperator(OPERATOR_ARGV, await operatorAccount(stack.cp, "interlace-system", "interlace"), testLogger("operator-2"));
+  t.teardown(() => successor.stop());
+  await successor.start();
+  await admin.mergePatch(AgentAppKind, A, "app", { spec: { maxTokens: 17 } });
+  t.ok(await eventually(() => router.apps.get(A, "app")?.config.maxTokens === 17, 30_000), "the new operator has published the app again");
+  t.ok(aliceKey()?.previous !== undefined, "with the old value's digest still in its window");
+  t.equal(await status("GET", appUrl(A), ALICE), 200, "so the old value still works");
+
+  // A leaked key: the new value written with the Secret's grace at 0 refuses every earlier value at once.
+  await admin.mergePatch(CoreTypes.Secret, A, "api-keys", { metadata: { annotations: { [KEY_GRACE_ANNOTATION]: "0" } }, data: { alice: b64(ALICE_THIRD) } });
+  t.ok(await eventually(async () => (await status("GET", appUrl(A), ALICE_THIRD)) === 200, 30_000), "grace 0: the new value works");
+  t.equal(aliceKey()?.previous, undefined, "no previous digest is published");
+  t.equal(await status("GET", appUrl(A), ALICE_NEXT), 401, "the value it replaced is refused at once");
+  t.equal(await status("GET", appUrl(A), ALICE), 401, "and the one still in the earlier window");
+
+  // A short window: the old value works until it ends, then is refused (the routers' clock: nothing else changes).
+  await admin.mergePatch(CoreTypes.Secret, A, "api-keys", { metadata: { annotations: { [KEY_GRACE_ANNOTATION]: "15" } }, data: { alice: b64(ALICE_FOURTH) } });
+  t.ok(await eventually(async () => (await status("GET", appUrl(A), ALICE_FOURTH)) === 200, 30_000), "the new value works");
+  const ends = aliceKey()?.previous?.validUntil ?? 0;
+  t.ok(ends > Date.now() && ends <= Date.now() + 15_000, "the Secret's 15 s window is published");
+  t.equal(await status("GET", appUrl(A), ALICE_THIRD), 200, "the old value works within it");
+  await new Promise((r) => setTimeout(r, Math.max(0, ends - Date.now()) + 100));
+  t.equal(await status("GET", appUrl(A), ALICE_THIRD), 401, "and is refused once it ends");
+  t.equal(await status("GET", `${appUrl(A)}/responses/${aliceResponse}`, ALICE_FOURTH), 200, "the current value still owns alice's response");
+  t.ok(await eventually(() => aliceKey() !== undefined && aliceKey()!.previous === undefined, 15_000), "the operator drops the ended window from the config");
+
   await admin.delete(CoreTypes.Secret, A, "api-keys");
   await waitFor("ApiKeySecretNotFound after deletion", async () => (await degradedReason(A, "app")) === Reason.ApiKeySecretNotFound);
   t.ok(await eventually(() => router.apps.get(A, "app") === undefined, 10_000), "a deleted Secret withdraws the app: fail closed");
-  t.equal(await status("GET", appUrl(A), ALICE_NEXT), 401, "its keys are nobody's now: 401");
+  t.equal(await status("GET", appUrl(A), ALICE_FOURTH), 401, "its keys are nobody's now: 401");
   t.equal(await status("GET", appUrl(A), OPS), 404, "and no other key reaches it");
 });

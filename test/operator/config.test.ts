@@ -23,6 +23,9 @@ t.test("operator options: defaults, flags, env, and cross-field checks", async (
   t.equal(parseOperatorOptions(src(["--leader-elect=true"])).leaderElect, true, "the chart's --leader-elect=true form");
   t.throws(() => parseOperatorOptions(src(["--lease-duration-ms", "2000", "--renew-deadline-ms", "3000"])), /renew-deadline-ms must be shorter/);
   t.throws(() => parseOperatorOptions(src(["--image-pull-policy", "Sometimes"])), /image-pull-policy/);
+  t.equal(d.keyGraceMs, 600_000, "a rotated app key's old value is accepted for 10 min by default");
+  t.equal(parseOperatorOptions(src(["--key-grace-ms", "0"])).keyGraceMs, 0, "0: refused at once");
+  t.throws(() => parseOperatorOptions(src(["--key-grace-ms", "-1"])), /key-grace-ms/);
 });
 
 t.test("kubeconfig: --kubeconfig file (paths relative to it), $KUBECONFIG, context namespace", async (t) => {

@@ -12,7 +12,10 @@
  *   refused by the server (and A's call gets its real result);
  * - an interrupt signed with tenant B's key, delivered to a tenant A session,
  *   is dropped and counted; A's key is accepted, and after a rotation the
- *   previous one too (grace window), until it is revoked;
+ *   previous one too by the same live engine (no pod roll) until its grace
+ *   window ends, or at once with grace 0;
+ * - the same for owner tags: an id issued before an owner-tag key rotation
+ *   keeps working for the window, then gets 403;
  * - a forged owner tag (signed with a key a tenant can read) or a replayed
  *   one (another key's session id) gets 403 from the router;
  * - a runner, an engine and a router started without their credential files
@@ -20,7 +23,7 @@
  */
 import t from "tap";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubernetesObject, V1Secret } from "@kubernetes/client-node";
@@ -29,7 +32,8 @@ import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/t
 import { controlPlaneFor } from "../helpers/control-plane.js";
 import { EnginePoolKind, ToolPoolKind, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
 import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
-import { rotateInterruptKey, TrustKey } from "../../operator/src/credentials/index.js";
+import { rotateTrustKey, TrustKey, type RotatableKey } from "../../operator/src/credentials/index.js";
+import { keyRingFromFiles } from "../../common/src/security/key-ring.js";
 import type { NatsTrustRoot } from "../../common/src/security/nats-credentials.js";
 import { natsConnectOptions, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { signInterrupt } from "../../common/src/security/interrupt-signature.js";
@@ -206,48 +210,79 @@ t.test("an interrupt signed with tenant B's key, sent to a tenant A session: dro
   t.equal(await counterValue(executorA.metrics.droppedCompletions, { reason: "bad_signature" }), 1, "B's MAC under A's key id: dropped as bad_signature");
 });
 
-t.test("rotation: the previous interrupt key is accepted during the grace window, refused once revoked", async (t) => {
-  const oldKey = data(engineSecret[A], "interrupt.key")!;
-  const rotated = async (revoke: boolean): Promise<V1Secret> => {
-    await rotateInterruptKey(admin, RELEASE_NS, "interlace-nats-auth", testLogger("rotate"), { revoke });
-    await operator.credentials!.refresh();
-    const before = data(await secret(A, "pool-engine-credentials"), "interrupt.key");
-    // Any reconcile re-ensures the Secret: nudge one.
-    await admin.mergePatch(EnginePoolKind, A, "pool", { metadata: { annotations: { "test/nudge": String(Date.now()) } } });
-    return waitFor("the re-minted Secret", () => secret(A, "pool-engine-credentials").then((s) => (data(s, "interrupt.key") !== before ? (s ?? undefined) : undefined)));
-  };
-  const graced = await rotated(false);
-  const newKey = data(graced, "interrupt.key")!;
-  t.not(newKey, oldKey, "a new key");
-  t.equal(data(graced, "interrupt.key.previous"), oldKey, "the previous one beside it");
+/** What the kubelet does to a mounted Secret: its files rewritten in place (keys it no longer has removed). */
+function mountSecret(dir: string, s: V1Secret): void {
+  for (const f of readdirSync(dir)) if (s.data?.[f] === undefined) rmSync(join(dir, f));
+  for (const k of Object.keys(s.data ?? {})) writeFileSync(join(dir, k), data(s, k)!, { mode: 0o600 });
+}
+const GRACE_MS = 600_000;
+/** Rotates a master key with `graceMs`, lets the operator re-read the trust root, and waits for `ns/name` re-minted. */
+async function rotate(key: RotatableKey, graceMs: number, ns: string, name: string, entry: string): Promise<V1Secret> {
+  const before = data(await secret(ns, name), entry);
+  await rotateTrustKey(admin, RELEASE_NS, "interlace-nats-auth", testLogger("rotate"), { key, graceMs });
+  await operator.credentials!.refresh();
+  // Any reconcile re-ensures a pool's Secret: nudge one.
+  if (ns !== RELEASE_NS) await admin.mergePatch(EnginePoolKind, ns, "pool", { metadata: { annotations: { "test/nudge": String(Date.now()) } } });
+  return waitFor(`the re-minted ${ns}/${name}`, () => secret(ns, name).then((s) => (data(s, entry) !== before ? (s ?? undefined) : undefined)));
+}
+
+t.test("interrupt key rotation: a live session keeps the interrupts signed before it for the grace window, not after; grace 0 revokes at once", async (t) => {
+  // A live engine of tenant A reads its key ring from its mounted Secret (files), as the pod does.
+  const dir = mkdtempSync(join(tmpdir(), "interlace-engine-creds-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const LIVE = "pool-engine-5d8f-live";
+  const deployment = (): Promise<number | string | undefined> =>
+    admin.get<KubernetesObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }>(CoreTypes.Deployment, A, "pool-engine").then((d) => d?.spec?.template?.metadata?.annotations?.["interlace.dev/credentials"]);
+  const podTemplate = await deployment();
+  t.ok(podTemplate, "the engine Deployment carries its credentials fingerprint");
+  mountSecret(dir, (await secret(A, "pool-engine-credentials"))!);
   const got: string[] = [];
-  const rolled = await startExecutor(t, server.url, {
+  const live = await startExecutor(t, server.url, {
     namespace: A,
-    enginePod: "pool-engine-5d8f-rolled",
-    security: sec(graced),
-    interruptKey: newKey,
-    previousInterruptKey: data(graced, "interrupt.key.previous")!,
+    enginePod: LIVE,
+    security: sec(engineSecret[A]),
+    interruptKey: keyRingFromFiles(join(dir, "interrupt.key"), 0),
     inbox: { post: (_s, input) => (got.push(input.value), true) },
   });
   const js = jetstream(runnerA);
-  const to = { namespace: A, pod: "pool-engine-5d8f-rolled" };
-  await sendInterrupt(js, { engine: to, sessionId: "r1", kind: "user", value: "from a pod not yet rolled", signingKey: oldKey });
-  await sendInterrupt(js, { engine: to, sessionId: "r1", kind: "user", value: "from a rolled pod", signingKey: newKey });
-  t.ok(await eventually(() => got.length === 2, 5_000), `both delivered during the grace window: ${got.join(", ")}`);
+  const to = { namespace: A, pod: LIVE };
+  const oldKey = data(engineSecret[A], "interrupt.key")!;
+  await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "before the rotation", signingKey: oldKey });
+  t.ok(await eventually(() => got.includes("before the rotation"), 5_000), "delivered before the rotation (control)");
 
-  const revoked = await rotated(true);
-  t.notOk(data(revoked, "interrupt.key.previous"), "revoked: no previous key");
-  const after = await startExecutor(t, server.url, {
-    namespace: A,
-    enginePod: "pool-engine-5d8f-revoked",
-    security: sec(revoked),
-    interruptKey: data(revoked, "interrupt.key")!,
-    inbox: { post: (_s, input) => (got.push(input.value), true) },
-  });
-  await sendInterrupt(js, { engine: { namespace: A, pod: "pool-engine-5d8f-revoked" }, sessionId: "r2", kind: "user", value: "old key after revocation", signingKey: newKey });
-  t.ok(await eventually(async () => (await counterValue(after.metrics.droppedCompletions, { reason: "unknown_key" })) === 1, 5_000), "dropped and counted");
-  t.notOk(got.includes("old key after revocation"));
-  void rolled;
+  const graced = await rotate("interrupt", GRACE_MS, A, "pool-engine-credentials", "interrupt.key");
+  const newKey = data(graced, "interrupt.key")!;
+  t.not(newKey, oldKey, "a new key");
+  t.equal(data(graced, "interrupt.key.previous"), oldKey, "the previous one beside it");
+  const validUntil = Date.parse(data(graced, "interrupt.key.previous.valid-until")!);
+  t.ok(validUntil > Date.now() + GRACE_MS - 60_000 && validUntil <= Date.now() + GRACE_MS, "accepted for the grace window");
+  t.equal(await deployment(), podTemplate, "the engine pods do not roll: the key ring is read in place, so no live session is dropped");
+  mountSecret(dir, graced);
+  await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "signed before the rotation, still in flight", signingKey: oldKey });
+  await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "signed with the new key", signingKey: newKey });
+  t.ok(await eventually(() => got.length === 3, 5_000), `the same live session gets both during the window: ${got.join(", ")}`);
+  await live.sendInterrupt(LIVE, "live", { kind: "agent", value: "sent by the rotated engine" });
+  t.ok(await eventually(() => got.includes("sent by the rotated engine"), 5_000), "the engine signs with the new key (read in place)");
+  t.equal(await counterValue(live.metrics.droppedCompletions, { reason: "unknown_key" }), 0, "nothing dropped");
+
+  // A leak: rotate again with grace 0; the key of the first rotation is refused at once.
+  const revoked = await rotate("interrupt", 0, A, "pool-engine-credentials", "interrupt.key");
+  t.notOk(data(revoked, "interrupt.key.previous"), "grace 0: no previous key");
+  mountSecret(dir, revoked);
+  await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "the leaked key after a grace-0 rotation", signingKey: newKey });
+  t.ok(await eventually(async () => (await counterValue(live.metrics.droppedCompletions, { reason: "unknown_key" })) === 1, 5_000), "dropped as unknown_key");
+
+  // A short window: accepted until it ends, refused after (by the engine's clock, with nothing else changed).
+  const leakedKey = data(revoked, "interrupt.key")!;
+  const short = await rotate("interrupt", 3_000, A, "pool-engine-credentials", "interrupt.key");
+  mountSecret(dir, short);
+  const ends = Date.parse(data(short, "interrupt.key.previous.valid-until")!);
+  await new Promise((r) => setTimeout(r, Math.max(0, ends - Date.now()) + 50));
+  await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "the previous key after its window", signingKey: leakedKey });
+  t.ok(await eventually(async () => (await counterValue(live.metrics.droppedCompletions, { reason: "unknown_key" })) === 2, 5_000), "refused once the window ended");
+  t.notOk(got.includes("the leaked key after a grace-0 rotation") || got.includes("the previous key after its window"), "neither reached the session");
+  await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "the current key", signingKey: data(short, "interrupt.key")! });
+  t.ok(await eventually(() => got.includes("the current key"), 5_000), "the live session is still there and takes the current key");
 });
 
 t.test("a forged or replayed owner tag: 403", async (t) => {
@@ -287,6 +322,62 @@ t.test("a forged or replayed owner tag: 403", async (t) => {
     t.equal(await get(forged, BOB), 403, `forged with ${what}`);
   }
   t.equal(await get(routedSessionId(A_POD, "s1", "A".repeat(22)), BOB), 403, "a made-up tag");
+});
+
+t.test("owner-tag key rotation: ids issued before it keep working for the grace window, then 403; grace 0 revokes at once", async (t) => {
+  // The router as the chart runs it, its Secret's files rewritten in place as the kubelet does (no restart).
+  const dir = mkdtempSync(join(tmpdir(), "interlace-router-rot-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const current = (await secret(RELEASE_NS, "interlace-router-credentials"))!;
+  mountSecret(dir, current);
+  const keysFile = mkdtempSync(join(tmpdir(), "interlace-router-keys-"));
+  t.teardown(() => rmSync(keysFile, { recursive: true, force: true }));
+  writeFileSync(join(keysFile, "api-keys"), `alice:${ALICE}\nbob:${BOB}\n`, { mode: 0o600 });
+  const security = routerSecurityFromEnv({
+    INTERLACE_AUTH: "required",
+    INTERLACE_NATS_CREDS: join(dir, "nats.creds"),
+    INTERLACE_NATS_CA: caFile,
+    INTERLACE_OWNER_TAG_KEY_FILE: join(dir, "owner-tag.key"),
+    INTERLACE_ENGINE_API_KEY_FILE: join(dir, "engine-api.key"),
+    INTERLACE_API_KEYS_FILE: join(keysFile, "api-keys"),
+  });
+  const opNc = await open(operator.credentials!.natsSecurity());
+  await (await openAppsBucket(opNc)).put(appKey(A, "alpha"), JSON.stringify(appConfig("alpha", { namespace: A, enginePool: { name: "pool" } })));
+  const router = await startRouter(routerOptions({ natsUrl: server.url, logLevel: "silent", security }), testLogger("router"));
+  t.teardown(() => router.close());
+  t.ok(await eventually(() => router.apps.get(A, "alpha") !== undefined, 20_000), "the router serves the app");
+  const keys = parseApiKeys(`alice:${ALICE}\nbob:${BOB}`);
+  const get = (id: string, key: string): Promise<number> =>
+    fetch(`http://127.0.0.1:${router.port}/v1/apps/${A}/alpha/sessions/${id}/events`, { headers: { authorization: `Bearer ${key}` } }).then(async (r) => (await r.arrayBuffer(), r.status));
+  // 410: the owner check passed (the session's engine is gone); 403: it did not.
+  const idUnder = (key: string, session: string): string => routedSessionId(A_POD, session, SessionOwners.from(keys, key).tag(`${A_POD}.${session}`, "alice"));
+  const issued = idUnder(data(current, "owner-tag.key")!, "s1");
+  t.equal(await get(issued, ALICE), 410, "an id issued before the rotation: the owner passes (control)");
+
+  const graced = await rotate("owner-tag", GRACE_MS, RELEASE_NS, "interlace-router-credentials", "owner-tag.key");
+  t.equal(data(graced, "owner-tag.key.previous"), data(current, "owner-tag.key"), "the router's Secret keeps the previous key");
+  t.ok(Date.parse(data(graced, "owner-tag.key.previous.valid-until")!) > Date.now() + GRACE_MS - 60_000, "with its window");
+  mountSecret(dir, graced);
+  const fresh = idUnder(data(graced, "owner-tag.key")!, "s2");
+  t.ok(await eventually(async () => (await get(fresh, ALICE)) === 410, 15_000), "the running router reads the new key in place (a tag under it passes)");
+  t.equal(await get(issued, ALICE), 410, "the id issued before the rotation still works within the window");
+  t.equal(await get(issued, BOB), 403, "and is still alice's only");
+
+  const revoked = await rotate("owner-tag", 0, RELEASE_NS, "interlace-router-credentials", "owner-tag.key");
+  t.notOk(data(revoked, "owner-tag.key.previous"), "grace 0: no previous key");
+  mountSecret(dir, revoked);
+  t.ok(await eventually(async () => (await get(fresh, ALICE)) === 403, 15_000), "grace 0: ids under the replaced key get 403 at once (once the files are read)");
+  t.equal(await get(issued, ALICE), 403, "and the older ones");
+
+  const short = await rotate("owner-tag", 15_000, RELEASE_NS, "interlace-router-credentials", "owner-tag.key");
+  mountSecret(dir, short);
+  t.ok(await eventually(async () => (await get(idUnder(data(short, "owner-tag.key")!, "s4"), ALICE)) === 410, 10_000), "the router reads the short-window ring");
+  const lastIssued = idUnder(data(revoked, "owner-tag.key")!, "s3");
+  t.equal(await get(lastIssued, ALICE), 410, "an id under the previous key, inside its 15 s window: works");
+  const ends = Date.parse(data(short, "owner-tag.key.previous.valid-until")!);
+  await new Promise((r) => setTimeout(r, Math.max(0, ends - Date.now()) + 100));
+  t.equal(await get(lastIssued, ALICE), 403, "the same id after the window: 403 (the router's clock, nothing else changed)");
+  t.equal(await get(idUnder(data(short, "owner-tag.key")!, "s4"), ALICE), 410, "ids under the current key pass");
 });
 
 /** Runs an entrypoint with auth required and no credential files; resolves with its exit code and output. */

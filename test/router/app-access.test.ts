@@ -70,3 +70,18 @@ t.test("the app a gateway request acts on (the picker checks its keys)", async (
   t.equal(requestApp(req("POST", "/v1/chat/completions", { model: "qwen" }), ctx), undefined, "any other model: no app");
   t.equal(requestApp(req("GET", "/v1/apps/%E0%A4%A/x"), ctx), undefined, "a malformed segment: none (routeRequest answers 400)");
 });
+
+t.test("a key rotated in its Secret: the old value acts as the same key id within its window, 401 after", async (t) => {
+  const NEXT = "alice-key-rotated-0123456789";
+  const rotated = (validUntil: number): AppConfig =>
+    appConfig("app", { namespace: "team-a", auth: { keys: [{ id: appKeyId("team-a", "api-keys", "alice"), sha256: apiKeyDigest(NEXT), previous: { sha256: apiKeyDigest(ALICE), validUntil } }] } });
+  const inGrace = rotated(Date.now() + 60_000);
+  const access = new AppAccess(null, () => [inGrace, b]);
+  t.equal(access.principal(inGrace, `Bearer ${NEXT}`), "secret:team-a/api-keys/alice", "the new value");
+  t.equal(access.principal(inGrace, `Bearer ${ALICE}`), "secret:team-a/api-keys/alice", "the old value, within the window: the same key id (it keeps what it owns)");
+  refused(t, () => access.principal(b, `Bearer ${ALICE}`), 403, /may not use AgentApp team-b\/app/, "the old value is still only team-a's");
+  const expired = rotated(Date.now() - 1);
+  const after = new AppAccess(null, () => [expired, b]);
+  t.equal(after.principal(expired, `Bearer ${NEXT}`), "secret:team-a/api-keys/alice");
+  refused(t, () => after.principal(expired, `Bearer ${ALICE}`), 401, /not a known API key/, "the old value after its window: nobody's key");
+});

@@ -37,3 +37,18 @@ t.test("authentication off: ids carry no tag, nothing is enforced", async (t) =>
   t.same(parseRoutedSessionId("engine-0.s1"), { pod: "engine-0", engineSessionId: "s1", base: "engine-0.s1" });
   t.equal(parseRoutedSessionId("engine-0.s1.tag.more"), null, "at most one tag");
 });
+
+t.test("rotation: tags issued under the previous key are owned until its window ends, new tags use the new key", async (t) => {
+  const now = 1_800_000_000_000;
+  const before = SessionOwners.from(keys, "old-".repeat(16));
+  const issued = before.tag("engine-0.s1", "alice")!;
+  const ring = { current: "new-".repeat(16), previous: { key: "old-".repeat(16), validUntil: now + 600_000 } };
+  const after = SessionOwners.from(keys, () => ring);
+  t.ok(after.owns("engine-0.s1", issued, "alice", now), "an id issued before the rotation works within the window");
+  t.notOk(after.owns("engine-0.s1", issued, "bob", now), "and is still alice's only");
+  t.notOk(after.owns("engine-0.s1", issued, "alice", now + 600_000), "refused (403) once the window ends");
+  t.not(after.tag("engine-0.s1", "alice"), issued, "new tags are made with the new key");
+  t.ok(after.owns("engine-0.s1", after.tag("engine-0.s1", "alice"), "alice", now + 600_000), "and stay valid after the window");
+  const revoked = SessionOwners.from(keys, () => ({ current: "new-".repeat(16) }));
+  t.notOk(revoked.owns("engine-0.s1", issued, "alice", now), "grace 0 (no previous key): refused at once");
+});

@@ -71,7 +71,19 @@ export const appConfigSchema: JsonSchema = {
       properties: {
         keys: {
           type: "array",
-          items: { type: "object", properties: { id: { type: "string", minLength: 1 }, sha256: { type: "string", pattern: "^[0-9a-f]{64}$" } }, required: ["id", "sha256"] },
+          items: {
+            type: "object",
+            properties: {
+              id: { type: "string", minLength: 1 },
+              sha256: { type: "string", pattern: "^[0-9a-f]{64}$" },
+              previous: {
+                type: "object",
+                properties: { sha256: { type: "string", pattern: "^[0-9a-f]{64}$" }, validUntil: { type: "integer", minimum: 0 } },
+                required: ["sha256", "validUntil"],
+              },
+            },
+            required: ["id", "sha256"],
+          },
         },
       },
       required: ["keys"],

@@ -61,6 +61,16 @@ export interface AppKeyIdentity {
   id: string;
   /** Hex SHA-256 of the key as the client sends it. */
   sha256: string;
+  /**
+   * The key's value before its Secret last changed, still accepted (as the
+   * same id) until `validUntil` (epoch ms): a rotation's grace window.
+   */
+  previous?: { sha256: string; validUntil: number };
+}
+
+/** Whether `digest` is key `k`'s, or its previous value's within the grace window. */
+export function appKeyMatches(k: AppKeyIdentity, digest: string, now = Date.now()): boolean {
+  return k.sha256 === digest || (k.previous !== undefined && k.previous.sha256 === digest && now < k.previous.validUntil);
 }
 
 export interface AppAuth {

@@ -14,6 +14,7 @@
  * check off.
  */
 import { existsSync, readFileSync } from "node:fs";
+import { keyRingFromFiles, type KeyRingSource } from "./key-ring.js";
 
 /** Where a pod's credentials Secret is mounted (read-only). */
 export const CREDENTIALS_DIR = "/var/run/interlace/credentials";
@@ -26,10 +27,15 @@ export const CredentialKey = {
   Ca: "ca.crt",
   /** HMAC key of signed user/agent interrupts: the pod's namespace's key (engines only; see interrupt-signature.ts). */
   InterruptKey: "interrupt.key",
-  /** The namespace's previous interrupt key, during a rotation's grace window. */
+  /** The namespace's previous interrupt key, during a rotation's grace window (key-ring.ts)... */
   InterruptKeyPrevious: "interrupt.key.previous",
+  /** ...and when that window ends (ISO 8601): after it the previous key is refused. */
+  InterruptKeyPreviousValidUntil: "interrupt.key.previous.valid-until",
   /** HMAC key of session-owner tags (the router's own, or an endpoint picker's namespace key; never an engine's). */
   OwnerTagKey: "owner-tag.key",
+  /** The previous owner-tag key and the end of its grace window, as for the interrupt key. */
+  OwnerTagKeyPrevious: "owner-tag.key.previous",
+  OwnerTagKeyPreviousValidUntil: "owner-tag.key.previous.valid-until",
   /** `<principal>:<key>` lines an engine accepts as bearer tokens (the router's key). */
   ApiKeys: "api-keys",
   /** The router's bearer token towards engines. */
@@ -104,16 +110,14 @@ export function readKeyFile(name: CredentialName, env: NodeJS.ProcessEnv = proce
 }
 
 /**
- * The interrupt key ring: the current key (signs) and, during a rotation's
- * grace window, the previous one beside it (`<file>.previous`; verifies only).
+ * A key with its rotation's grace window (key-ring.ts): the current key in
+ * the credential's file, the previous one and its expiry beside it
+ * (`<file>.previous`, `<file>.previous.valid-until`), read again every few
+ * seconds so a rotation reaches the running process. Undefined when not configured.
  */
-export function readInterruptKeys(env: NodeJS.ProcessEnv = process.env): { current: string; previous?: string } | undefined {
-  const file = credentialFile("InterruptKey", env);
-  const current = readKeyFile("InterruptKey", env);
-  if (file === undefined || current === undefined) return undefined;
-  const prevFile = `${file}.previous`; // interrupt.key → interrupt.key.previous (CredentialKey.InterruptKeyPrevious)
-  const previous = existsSync(prevFile) ? readFileSync(prevFile, "utf8").trim() : "";
-  return previous !== "" ? { current, previous } : { current };
+export function readKeyRing(name: "InterruptKey" | "OwnerTagKey", env: NodeJS.ProcessEnv = process.env): KeyRingSource | undefined {
+  if (readKeyFile(name, env) === undefined) return undefined;
+  return keyRingFromFiles(credentialFile(name, env)!);
 }
 
 /** Checks that every credential in `names` is present when auth is required (start-up, before anything connects). */

@@ -11,13 +11,16 @@
  *
  * Keys per namespace are derived from the operator's master interrupt key
  * (derived-keys.ts): one secret in the release namespace, and a namespace's
- * Secret reveals nothing about another's key. Rotation: the
- * operator writes the new key beside the previous one
- * (`interrupt.key` + `interrupt.key.previous`); a verifier accepts both (the
- * key id says which one signed), senders sign with the new one, so live
- * sessions keep their interrupts while pods roll.
+ * Secret reveals nothing about another's key. Rotation (key-ring.ts): the
+ * operator writes the new key beside the previous one and its expiry
+ * (`interrupt.key`, `interrupt.key.previous`, `interrupt.key.previous.valid-until`);
+ * engines read the files again in place, senders sign with the new key, and a
+ * verifier accepts both (the key id says which one signed) until the
+ * previous key's grace window ends, so live sessions keep the interrupts
+ * signed before the rotation.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { acceptedKeys, type KeyRingSource } from "./key-ring.js";
 
 /** How far a signature's time may be from the receiver's clock. */
 export const MAX_SKEW_MS = 120_000;
@@ -44,25 +47,44 @@ export type SignatureCheck = { ok: true } | { ok: false; reason: "unsigned" | "b
 
 /**
  * Verifies signatures against a key ring (the current key and, during a
- * rotation's grace window, the previous one) and remembers the accepted ones
+ * rotation's grace window, the previous one; read at each check, so a ring
+ * read from files follows rotations) and remembers the accepted ones
  * for {@link MAX_SKEW_MS} (one instance per receiver), so a captured message
  * cannot be replayed.
  */
 export class InterruptVerifier {
   private readonly seen = new Map<string, number>();
-  private readonly keys: ReadonlyMap<string, string>;
+  private readonly ring: (now: number) => readonly string[];
+  private readonly ids = new Map<string, string>();
 
-  constructor(keys: string | readonly string[]) {
-    const list = typeof keys === "string" ? [keys] : keys;
-    if (list.length === 0) throw new Error("an interrupt verifier needs at least one key");
-    this.keys = new Map(list.map((k) => [interruptKeyId(k), k]));
+  /** `keys`: fixed keys (each accepted), or a ring (its current key, its previous one until it expires). */
+  constructor(keys: string | readonly string[] | KeyRingSource) {
+    if (typeof keys === "function") this.ring = (now) => acceptedKeys(keys(), now);
+    else {
+      const list = typeof keys === "string" ? [keys] : keys;
+      if (list.length === 0) throw new Error("an interrupt verifier needs at least one key");
+      this.ring = () => list;
+    }
+  }
+
+  private keyFor(id: string, now: number): string | undefined {
+    for (const k of this.ring(now)) {
+      let kid = this.ids.get(k);
+      if (kid === undefined) {
+        if (this.ids.size > 16) this.ids.clear();
+        kid = interruptKeyId(k);
+        this.ids.set(k, kid);
+      }
+      if (kid === id) return k;
+    }
+    return undefined;
   }
 
   check(subject: string, body: Uint8Array, header: string | undefined, now = Date.now()): SignatureCheck {
     if (header === undefined || header === "") return { ok: false, reason: "unsigned" };
     const m = /^([0-9a-f]{8})\.(\d{1,16})\.([0-9a-f]{64})$/.exec(header);
     if (m === null) return { ok: false, reason: "bad_signature" };
-    const key = this.keys.get(m[1]!);
+    const key = this.keyFor(m[1]!, now);
     if (key === undefined) return { ok: false, reason: "unknown_key" };
     const at = Number(m[2]);
     const expected = Buffer.from(mac(key, m[1]!, subject, at, body), "hex");

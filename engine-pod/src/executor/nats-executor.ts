@@ -36,6 +36,7 @@ import { Registry } from "prom-client";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
 import { callTokenMatches, newCallToken } from "../../../common/src/security/call-token.js";
 import { InterruptVerifier } from "../../../common/src/security/interrupt-signature.js";
+import type { KeyRingSource } from "../../../common/src/security/key-ring.js";
 import { connectNats, type NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import {
   CONSUME_EXPIRES_MS,
@@ -78,8 +79,8 @@ export interface NatsExecutorOptions {
    * user/agent interrupts arriving over NATS must carry a valid signature,
    * and this executor signs the ones it sends. Unset: an open development setup.
    */
-  interruptKey?: string;
-  /** The namespace's previous interrupt key during a rotation's grace window: still verifies, never signs. */
+  interruptKey?: string | KeyRingSource;
+  /** The namespace's previous interrupt key during a rotation's grace window: still verifies, never signs (a fixed key; a ring carries its own). */
   previousInterruptKey?: string;
   /** This engine pod's namespace (its tenant): its interrupt stream is `INTERLACE_INTR_<namespace>`. */
   namespace: string;
@@ -139,8 +140,8 @@ export class NatsExecutor implements Executor {
     this.registry = options.registry ?? new Registry();
     this.metrics = new NatsExecutorMetrics(this.registry);
     this.log = options.log.child({ component: "nats-executor", pod: options.enginePod });
-    const keys = [options.interruptKey, options.previousInterruptKey].filter((k): k is string => k !== undefined);
-    this.verifier = keys.length > 0 ? new InterruptVerifier(keys) : null;
+    const key = options.interruptKey;
+    this.verifier = key === undefined ? null : new InterruptVerifier(typeof key === "function" ? key : [key, ...(options.previousInterruptKey !== undefined ? [options.previousInterruptKey] : [])]);
   }
 
   /** Connects, sets up the interrupt stream and this pod's consumer, and starts reading. */
@@ -170,7 +171,14 @@ export class NatsExecutor implements Executor {
    * arrives there as an `[INTR]` block. Resolves once stored.
    */
   async sendInterrupt(enginePod: string, sessionId: string, input: { kind: "user" | "agent"; value: string; id?: string; from?: string }): Promise<void> {
-    await sendInterrupt(this.js, { engine: { namespace: this.options.namespace, pod: enginePod }, sessionId, ...input, ...(this.options.interruptKey !== undefined ? { signingKey: this.options.interruptKey } : {}) });
+    const signingKey = this.signingKey();
+    await sendInterrupt(this.js, { engine: { namespace: this.options.namespace, pod: enginePod }, sessionId, ...input, ...(signingKey !== undefined ? { signingKey } : {}) });
+  }
+
+  /** The key that signs now: the ring's current one (a rotation moves it). */
+  private signingKey(): string | undefined {
+    const key = this.options.interruptKey;
+    return typeof key === "function" ? key().current : key;
   }
 
   /** Calls published and not yet completed. */

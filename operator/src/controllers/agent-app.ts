@@ -13,6 +13,8 @@
  */
 import { AgentAppKind, ConditionType, Reason, type AgentApp, type AgentAppStatus, type EnginePool, type ToolPool } from "../api/index.js";
 import type { V1Secret } from "@kubernetes/client-node";
+import type { AppAuth } from "../../../common/src/protocol/index.js";
+import { DEFAULT_KEY_GRACE_MS } from "../../../common/src/security/key-ring.js";
 import { appConfigMapName, appEndpoint, buildAppConfigMap, resolveAppConfig, resolveAppKeys, type ResolveResult } from "../resources/index.js";
 import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
 import { applyChild, type ReconcilerContext } from "./context.js";
@@ -44,6 +46,12 @@ export function appsUsingToolPool(apps: Informer<AgentApp>, pool: { metadata?: {
 
 /** Reconciles AgentApps into rendered app configs. */
 export class AgentAppReconciler implements Reconciler {
+  /**
+   * The key identities last published per app (`<ns>/<name>`): what a changed
+   * key's old digest is read from (at start, the app's entry in the bucket).
+   */
+  private readonly published = new Map<string, AppAuth>();
+
   constructor(
     private readonly ctx: ReconcilerContext,
     private readonly apps: Informer<AgentApp>,
@@ -54,7 +62,9 @@ export class AgentAppReconciler implements Reconciler {
   async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
     const live = this.ctx.live ?? unobservedLiveState;
     const app = this.apps.get(req.namespace, req.name);
+    const appId = `${req.namespace}/${req.name}`;
     if (!app || app.metadata.deletionTimestamp) {
+      this.published.delete(appId);
       // The routers stop serving it (owner references delete the ConfigMap).
       await live.withdrawApp(req.namespace, req.name);
       return {};
@@ -67,7 +77,13 @@ export class AgentAppReconciler implements Reconciler {
       if (tp && !tp.metadata.deletionTimestamp) toolPools.set(ref.name, tp);
     }
     // Keys first: an app whose keys cannot be read is withdrawn from the routers (fail closed), whatever else holds.
-    const keys = app.spec.auth !== undefined ? resolveAppKeys(app, await this.keySecrets(app)) : undefined;
+    // What was published before: remembered, else read back from the bucket (an operator restart or a new leader keeps a rotation's window).
+    const publishedAuth = this.published.get(appId) ?? (app.spec.auth !== undefined ? await live.publishedAuth(req.namespace, req.name).catch(() => undefined) : undefined);
+    const rotation = { graceMs: this.ctx.keyGraceMs ?? DEFAULT_KEY_GRACE_MS, now: (this.ctx.now?.() ?? new Date()).getTime(), ...(publishedAuth !== undefined ? { before: publishedAuth } : {}) };
+    const keys = app.spec.auth !== undefined ? resolveAppKeys(app, await this.keySecrets(app), rotation) : undefined;
+    // A key that cannot be read revokes every value of the app's keys, previous ones included.
+    if (keys?.ok === true) this.published.set(appId, keys.auth);
+    else this.published.delete(appId);
     if (keys?.ok === false) await live.withdrawApp(req.namespace, req.name);
     const pools = resolveAppConfig(app, enginePool, toolPools);
     const resolved: ResolveResult = keys?.ok === false ? keys : pools.ok && keys !== undefined ? { ok: true, config: { ...pools.config, auth: keys.auth } } : pools;

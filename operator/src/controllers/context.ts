@@ -19,6 +19,8 @@ export interface ReconcilerContext {
   now?: () => Date;
   /** App configs out to the routers, live figures back (NATS); absent: nothing observed. */
   live?: LiveState;
+  /** How long an app API key's old value stays accepted after its Secret changes (default: DEFAULT_KEY_GRACE_MS; 0: refused at once). */
+  keyGraceMs?: number;
   /** Mints each pool's credentials Secret (NATS identity, CA, keys); absent: pods get none (a laptop install). */
   credentials?: CredentialAuthority;
 }

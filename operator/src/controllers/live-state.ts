@@ -31,7 +31,9 @@ import {
   parseEngineHeartbeat,
   poolStream,
   RUNNERS_CONSUMER,
+  type AppAuth,
   type AppConfig,
+  parseAppConfig,
   parseRouterPresence,
   type PoolConsumerSettings,
   type PoolRef,
@@ -52,6 +54,8 @@ export interface LiveState {
   readonly observed: boolean;
   publishApp(config: AppConfig): Promise<void>;
   withdrawApp(namespace: string, name: string): Promise<void>;
+  /** The key identities of the app's config as published (undefined: none, or unreadable): where a key rotation's window survives an operator restart. */
+  publishedAuth(namespace: string, name: string): Promise<AppAuth | undefined>;
   app(config: AppConfig): Promise<AppLiveStatus>;
   /** Engines of a pool whose fresh heartbeat says ready. */
   readyEngines(namespace: string, pool: string): Promise<number>;
@@ -76,6 +80,7 @@ export const unobservedLiveState: LiveState = {
   observed: false,
   publishApp: async () => {},
   withdrawApp: async () => {},
+  publishedAuth: async () => undefined,
   app: async () => ({ routers: 0, activeSessions: 0 }),
   readyEngines: async () => 0,
   callsInFlight: async () => 0,
@@ -146,6 +151,18 @@ export class NatsLiveState implements LiveState {
   async withdrawApp(namespace: string, name: string): Promise<void> {
     const { apps } = await this.buckets();
     await apps.delete(appKey(namespace, name));
+  }
+
+  async publishedAuth(namespace: string, name: string): Promise<AppAuth | undefined> {
+    const { apps } = await this.buckets();
+    const e = await apps.get(appKey(namespace, name));
+    if (e === null || e.operation !== "PUT") return undefined;
+    try {
+      const parsed = parseAppConfig(e.json());
+      return parsed.ok ? parsed.value.auth : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   async app(config: AppConfig): Promise<AppLiveStatus> {

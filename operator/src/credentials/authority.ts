@@ -14,8 +14,11 @@
  *
  * Minting happens only when a Secret's contents would change (its
  * fingerprint annotation: account, identity, CA, keys), so a resync does not
- * churn credentials; the fingerprint is also put on the pod template, so
- * pods roll onto rotated credentials by themselves.
+ * churn credentials. The pod template carries a fingerprint of what pods
+ * read only at start (identity, CA, API keys), so pods roll onto those by
+ * themselves; the interrupt and owner-tag keys are left out of it: they
+ * rotate with a grace window (key-ring.ts) and pods read their files again
+ * in place, so a rotation drops no live session.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -24,7 +27,8 @@ import type { Logger } from "pino";
 import { mintUserCreds } from "../../../common/src/security/nats-credentials.js";
 import type { NatsSecurity } from "../../../common/src/security/nats-connect.js";
 import { CredentialKey } from "../../../common/src/security/credential-files.js";
-import { namespaceKey } from "../../../common/src/security/derived-keys.js";
+import { namespaceKey, type KeyPurpose } from "../../../common/src/security/derived-keys.js";
+import { keyRingEntries, type KeyRing, type PreviousKey } from "../../../common/src/security/key-ring.js";
 import { identityName, type NatsIdentity } from "../../../common/src/security/nats-permissions.js";
 import type { EnginePool, ToolPool } from "../api/index.js";
 import {
@@ -53,6 +57,16 @@ export interface CredentialAuthorityOptions {
   routerSecret?: string;
   /** PEM file of the NATS CA; absent: TLS off. */
   caFile?: string;
+}
+
+/** Keys that pods read again in place (key rings): a change to them alone does not roll pods. */
+const RELOADED_IN_PLACE = [CredentialKey.InterruptKey, CredentialKey.OwnerTagKey].flatMap((k) => Object.keys(keyRingEntries(k, { current: "", previous: { key: "", validUntil: 0 } })));
+
+/** A namespace's ring derived from a master ring: both keys derived, the same window. */
+function derivedRing(current: string, previous: PreviousKey | undefined, purpose: KeyPurpose, namespace: string): KeyRing {
+  const ring: KeyRing = { current: namespaceKey(current, purpose, namespace) };
+  if (previous !== undefined) ring.previous = { key: namespaceKey(previous.key, purpose, namespace), validUntil: previous.validUntil };
+  return ring;
 }
 
 /** The principal name the router's API key has on engines. */
@@ -92,8 +106,7 @@ export class CredentialAuthority {
     const namespace = pool.metadata.namespace ?? "default";
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      extra[CredentialKey.InterruptKey] = namespaceKey(this.material.interruptKey, "interrupt", namespace);
-      if (this.material.previousInterruptKey !== undefined) extra[CredentialKey.InterruptKeyPrevious] = namespaceKey(this.material.previousInterruptKey, "interrupt", namespace);
+      Object.assign(extra, keyRingEntries(CredentialKey.InterruptKey, derivedRing(this.material.interruptKey, this.material.previousInterruptKey, "interrupt", namespace)));
       extra[CredentialKey.ApiKeys] = `${ROUTER_PRINCIPAL}:${this.material.engineApiKey}\n`;
     }
     const identity: NatsIdentity = { kind: "engine-pool", namespace, pool: pool.metadata.name ?? "" };
@@ -110,7 +123,7 @@ export class CredentialAuthority {
   forEndpointPicker(pool: EnginePool): Promise<PodCredentials> {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      extra[CredentialKey.OwnerTagKey] = namespaceKey(this.material.ownerTagKey, "owner-tag", pool.metadata.namespace ?? "default");
+      Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, derivedRing(this.material.ownerTagKey, this.material.previousOwnerTagKey, "owner-tag", pool.metadata.namespace ?? "default")));
       extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
     }
     return this.ensure(pool, credentialsSecretName(pickerChildName(pool)), PICKER_COMPONENT, { kind: "router" }, extra);
@@ -122,11 +135,15 @@ export class CredentialAuthority {
     return this.ensure(pool, credentialsSecretName(toolPoolChildName(pool)), TOOLRUNNER_COMPONENT, identity, {});
   }
 
-  private contents(identity: NatsIdentity, extra: Record<string, string>): { fingerprint: string; plain: Record<string, string> } {
+  /** `fingerprint`: of everything (the Secret's); `rollFingerprint`: of what pods read only at start (the pod template's). */
+  private contents(identity: NatsIdentity, extra: Record<string, string>): { fingerprint: string; rollFingerprint: string; plain: Record<string, string> } {
     const plain: Record<string, string> = { ...extra, ...(this.ca !== undefined ? { [CredentialKey.Ca]: this.ca } : {}) };
-    const h = createHash("sha256").update(JSON.stringify({ account: this.material?.accountPublicKey ?? null, identity: identityName(identity) }));
-    for (const k of Object.keys(plain).sort()) h.update(`\n${k}\n${plain[k]}`);
-    return { fingerprint: h.digest("hex").slice(0, 16), plain };
+    const of = (keys: string[]): string => {
+      const h = createHash("sha256").update(JSON.stringify({ account: this.material?.accountPublicKey ?? null, identity: identityName(identity) }));
+      for (const k of keys.sort()) h.update(`\n${k}\n${plain[k]}`);
+      return h.digest("hex").slice(0, 16);
+    };
+    return { fingerprint: of(Object.keys(plain)), rollFingerprint: of(Object.keys(plain).filter((k) => !RELOADED_IN_PLACE.includes(k))), plain };
   }
 
   private async mint(identity: NatsIdentity, plain: Record<string, string>): Promise<Record<string, string>> {
@@ -140,7 +157,7 @@ export class CredentialAuthority {
 
   /** The current Secret when its fingerprint matches; else a freshly minted one, applied. */
   private async ensure(owner: Owner, name: string, component: string, identity: NatsIdentity, extra: Record<string, string>): Promise<PodCredentials> {
-    const { fingerprint, plain } = this.contents(identity, extra);
+    const { fingerprint, rollFingerprint, plain } = this.contents(identity, extra);
     const namespace = owner.metadata.namespace ?? "default";
     const current = await this.client.get<V1Secret>(CoreTypes.Secret, namespace, name);
     if (current?.metadata?.annotations?.[CREDENTIALS_ANNOTATION] !== fingerprint) {
@@ -148,14 +165,15 @@ export class CredentialAuthority {
       await this.client.apply(CoreTypes.Secret, secret, { fieldManager: FIELD_MANAGER, force: true });
       this.log.info({ secret: `${namespace}/${name}`, identity: identityName(identity), fingerprint }, "minted credentials");
     }
-    return { secretName: name, fingerprint, keys: this.keysOf(plain) };
+    return { secretName: name, fingerprint: rollFingerprint, keys: this.keysOf(plain) };
   }
 
   /** The router's Secret (no owner: it lives as long as the release): its identity, CA, the master owner-tag key and its API key towards engines. */
   private async ensureRouter(name: string): Promise<void> {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      extra[CredentialKey.OwnerTagKey] = this.material.ownerTagKey;
+      const ring: KeyRing = { current: this.material.ownerTagKey, ...(this.material.previousOwnerTagKey !== undefined ? { previous: this.material.previousOwnerTagKey } : {}) };
+      Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, ring));
       extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
     }
     const identity: NatsIdentity = { kind: "router" };

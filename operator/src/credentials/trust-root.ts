@@ -4,8 +4,9 @@
  * and system JWTs with the server's `auth.conf` (public), the account seed
  * that signs every component's credentials, the master interrupt key (each
  * namespace gets only its derived key; during a rotation's grace window the
- * previous master sits beside it), the master owner-tag key (the router's;
- * endpoint pickers get their namespace's derived key), and the router's API
+ * previous master and its expiry sit beside it), the master owner-tag key
+ * (the router's; endpoint pickers get their namespace's derived key; rotated
+ * the same way), and the router's API
  * key towards engines. nats-server mounts only `auth.conf`; nothing else
  * leaves the release namespace.
  *
@@ -20,6 +21,7 @@ import type { V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { accountPublicKey, createTrustRoot, serverAuthConfig, type NatsTrustRoot } from "../../../common/src/security/nats-credentials.js";
 import { CredentialKey } from "../../../common/src/security/credential-files.js";
+import { keyRingEntries, keyRingOf, rotateRing, type PreviousKey } from "../../../common/src/security/key-ring.js";
 import { CoreTypes, type KubeClient } from "../runtime/index.js";
 
 /** Keys of the trust-root Secret besides the shared {@link CredentialKey}s. */
@@ -37,10 +39,12 @@ export interface TrustMaterial {
   accountPublicKey: string;
   /** Master interrupt key (never written outside the release namespace). */
   interruptKey: string;
-  /** The master interrupt key before the last rotation, kept for its grace window. */
-  previousInterruptKey?: string;
+  /** The master interrupt key before the last rotation, kept until its grace window ends. */
+  previousInterruptKey?: PreviousKey;
   /** Master owner-tag key: the router's own. */
   ownerTagKey: string;
+  /** The master owner-tag key before the last rotation, kept until its grace window ends. */
+  previousOwnerTagKey?: PreviousKey;
   engineApiKey: string;
 }
 
@@ -81,13 +85,21 @@ function materialOf(secret: V1Secret): TrustMaterial | { missing: readonly strin
   const key = (k: string): string => unb64(d[k])?.trim() ?? "";
   const missing = GENERATED_KEYS.filter((k) => key(k) === "");
   if (missing.length > 0) return { missing };
-  const previous = key(CredentialKey.InterruptKeyPrevious);
+  // A previous key past its window is dropped here, so it stops reaching the pools' Secrets too.
+  const now = Date.now();
+  const previousOf = (name: string): PreviousKey | undefined => {
+    const p = keyRingOf(name, (k) => unb64(d[k]))?.previous;
+    return p !== undefined && now < p.validUntil ? p : undefined;
+  };
+  const previousInterruptKey = previousOf(CredentialKey.InterruptKey);
+  const previousOwnerTagKey = previousOf(CredentialKey.OwnerTagKey);
   return {
     accountSeed,
     accountPublicKey: accountPublicKey(accountSeed),
     interruptKey: key(CredentialKey.InterruptKey),
-    ...(previous !== "" ? { previousInterruptKey: previous } : {}),
+    ...(previousInterruptKey !== undefined ? { previousInterruptKey } : {}),
     ownerTagKey: key(CredentialKey.OwnerTagKey),
+    ...(previousOwnerTagKey !== undefined ? { previousOwnerTagKey } : {}),
     engineApiKey: key(CredentialKey.EngineApiKey),
   };
 }
@@ -129,31 +141,41 @@ export async function ensureTrustRoot(client: KubeClient, namespace: string, nam
   throw new Error(`could not read or make the trust-root Secret ${namespace}/${name} (kept conflicting)`);
 }
 
+/** The trust root's keys that rotate with a grace window (the engine key rotates with a new trust root). */
+export type RotatableKey = "interrupt" | "owner-tag";
+
+const ROTATABLE: Record<RotatableKey, string> = { interrupt: CredentialKey.InterruptKey, "owner-tag": CredentialKey.OwnerTagKey };
+
 /**
- * Rotates the master interrupt key: the current one becomes
- * `interrupt.key.previous`, a fresh one becomes current. Every namespace's
- * engines then hold both derived keys (their Secrets change, so their pods
- * roll): new pods sign with the new key and still accept interrupts signed
- * by not-yet-rolled pods with the old one, so no live session loses an
- * interrupt. The grace window lasts until the next rotation; `revoke: true`
- * drops the old key at once instead (a leaked key: in-flight interrupts
- * signed with it are dropped and counted as `unknown_key`).
+ * Rotates a master key (`key.ts` of hack/rotate-key.ts): a fresh one becomes
+ * current and the old one `<key>.previous`, accepted until
+ * `<key>.previous.valid-until` = now + `graceMs` (a previous key still in
+ * its own window is replaced: only one rotation is in grace at a time).
+ * `graceMs` 0 revokes the old key at once (a leaked key: interrupts signed
+ * with it are dropped as `unknown_key`, owner tags made with it get 403).
+ * The operator re-reads the trust root at start; the pools' and the
+ * router's Secrets then carry the new ring, and running pods read it in
+ * place (no roll), signing with the new key and accepting both until the
+ * window ends.
  */
-export async function rotateInterruptKey(client: KubeClient, namespace: string, name: string, log: Logger, options: { revoke?: boolean } = {}): Promise<void> {
+export async function rotateTrustKey(client: KubeClient, namespace: string, name: string, log: Logger, options: { key: RotatableKey; graceMs: number; now?: number }): Promise<void> {
+  const entry = ROTATABLE[options.key];
   for (let attempt = 0; attempt < 5; attempt++) {
     const secret = await client.get<V1Secret>(CoreTypes.Secret, namespace, name);
     if (secret === null) throw new Error(`no trust-root Secret ${namespace}/${name} to rotate`);
-    const current = unb64(secret.data?.[CredentialKey.InterruptKey]);
-    const data: Record<string, string> = { ...secret.data, [CredentialKey.InterruptKey]: b64(randomKey()) };
-    if (options.revoke === true || current === undefined) delete data[CredentialKey.InterruptKeyPrevious];
-    else data[CredentialKey.InterruptKeyPrevious] = b64(current);
+    const current = unb64(secret.data?.[entry])?.trim() ?? "";
+    const now = options.now ?? Date.now();
+    const ring = rotateRing({ current }, randomKey(), current === "" ? 0 : options.graceMs, now);
+    const data: Record<string, string> = { ...secret.data };
+    for (const k of Object.keys(keyRingEntries(entry, { current: "", previous: { key: "", validUntil: 0 } }))) delete data[k];
+    for (const [k, v] of Object.entries(keyRingEntries(entry, ring))) data[k] = b64(v);
     try {
       await client.replace(CoreTypes.Secret, { ...secret, data });
-      log.info({ secret: `${namespace}/${name}`, revoked: options.revoke === true }, "rotated the master interrupt key");
+      log.info({ secret: `${namespace}/${name}`, key: options.key, graceMs: options.graceMs, validUntil: ring.previous !== undefined ? new Date(ring.previous.validUntil).toISOString() : null }, `rotated the master ${options.key} key`);
       return;
     } catch (err) {
       if (!isConflict(err)) throw err;
     }
   }
-  throw new Error(`could not rotate the interrupt key in ${namespace}/${name} (kept conflicting)`);
+  throw new Error(`could not rotate the ${options.key} key in ${namespace}/${name} (kept conflicting)`);
 }

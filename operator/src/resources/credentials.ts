@@ -12,7 +12,10 @@ import { childMeta, type Owner } from "./common.js";
 /** What a pod is given; absent on a laptop install without auth or TLS. */
 export interface PodCredentials {
   secretName: string;
-  /** Changes whenever the contents change: a pod-template annotation, so pods roll onto new credentials. */
+  /**
+   * Changes whenever what pods read only at start changes (not the key rings
+   * they read again in place): a pod-template annotation, so pods roll onto new credentials.
+   */
   fingerprint: string;
   /** Which {@link CredentialKey}s the Secret holds. */
   keys: readonly string[];
