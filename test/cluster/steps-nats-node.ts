@@ -81,6 +81,7 @@ export async function natsNodeLossSteps(t: Test, cluster: Cluster, options: { ro
   await Promise.all([...runs, during].map((r) => r.done));
   runs.forEach((r, i) => check(t, r, `before-${i}`));
   check(t, during, "during");
+  t.comment(`session times around the node loss (e2e ms): ${[...runs, during].map((r) => Math.round(Number((r.events.at(-1)?.["timings"] as { e2eMs?: number } | undefined)?.e2eMs ?? NaN))).join(", ")}`);
   await waitReady(cluster, [RELEASE_NS], 300_000);
   const back = (await listPods(cluster, RELEASE_NS, "app.kubernetes.io/component=nats")).filter((p) => p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
   t.equal(back.length, 3, "the StatefulSet brought the node back, Ready");
