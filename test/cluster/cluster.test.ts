@@ -23,6 +23,7 @@ import { networkPolicySteps } from "./steps-netpol.js";
 import { routerReplicaSteps } from "./steps-routers.js";
 import { autoscalingSteps } from "./steps-autoscaling.js";
 import { appKeySteps } from "./steps-appkeys.js";
+import { natsNodeLossSteps } from "./steps-nats-node.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const execFileP = promisify(execFile);
@@ -269,6 +270,11 @@ t.test("Interlace on a real single-node cluster", async (t) => {
   mark = Date.now();
   await t.test("NetworkPolicies hold: a pod in another namespace reaches no engine, runner or NATS port", (t) => networkPolicySteps(t, cluster));
   t.comment(`network policies: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
+
+  // Last: a NATS node lost under load (the other steps run on a whole cluster).
+  mark = Date.now();
+  await t.test("one NATS node killed under load: calls and placement go on, nothing lost or duplicated", (t) => natsNodeLossSteps(t, cluster, { router, auth, app: "assistant" }));
+  t.comment(`NATS node loss: ${((Date.now() - mark) / 1000).toFixed(1)}s`);
 
   await failOnBrokenPods(cluster, APP_NS);
   await failOnBrokenPods(cluster, RELEASE_NS);
