@@ -12,7 +12,10 @@ import type { Cluster } from "../../hack/cluster.js";
 import { APP_NS, RELEASE_NS, listPods, waitReady } from "../../hack/cluster-interlace.js";
 import { readEventStream } from "../../common/src/session-client.js";
 
-const SESSIONS = 4;
+// Sessions already in flight when the node dies; the pool's other sequences may be held by earlier steps' sessions, so a full pool is retried.
+const SESSIONS = 3;
+/** How long a client retries a 429/503 after its Retry-After, as a real client would. */
+const PATIENCE_MS = 90_000;
 
 interface Run {
   engine: string;
@@ -21,9 +24,22 @@ interface Run {
   firstCall: Promise<void>;
 }
 
-/** Opens a session with two tool calls and reads its events in the background. */
+/** Opens a session with two tool calls (retrying a full pool as a client would) and reads its events in the background. */
 async function startSession(router: string, auth: Record<string, string>, app: string, tag: string): Promise<Run> {
-  const res = await fetch(`${router}/v1/apps/${APP_NS}/${app}/sessions`, {
+  const until = Date.now() + PATIENCE_MS;
+  let res = await postSession(router, auth, app, tag);
+  while ((res.status === 429 || res.status === 503) && Date.now() < until) {
+    await res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 1000 * Math.max(1, Number(res.headers.get("retry-after") ?? "1"))));
+    res = await postSession(router, auth, app, tag);
+  }
+  if (res.status !== 201) throw new Error(`POST sessions (${tag}): ${res.status} ${await res.text()}`);
+  return follow(router, auth, (await res.json()) as { engine: string; eventsUrl: string });
+}
+
+/** Opens a session with two tool calls: a 4 s sleep and an echo that names it. */
+function postSession(router: string, auth: Record<string, string>, app: string, tag: string): Promise<Response> {
+  return fetch(`${router}/v1/apps/${APP_NS}/${app}/sessions`, {
     method: "POST",
     headers: { "content-type": "application/json", ...auth },
     body: JSON.stringify({
@@ -39,8 +55,10 @@ async function startSession(router: string, auth: Record<string, string>, app: s
     }),
     signal: AbortSignal.timeout(60_000),
   });
-  if (res.status !== 201) throw new Error(`POST sessions (${tag}): ${res.status} ${await res.text()}`);
-  const opened = (await res.json()) as { engine: string; eventsUrl: string };
+}
+
+/** Reads the session's events to the end in the background. */
+async function follow(router: string, auth: Record<string, string>, opened: { engine: string; eventsUrl: string }): Promise<Run> {
   const stream = await fetch(`${router}${opened.eventsUrl}`, { headers: auth, signal: AbortSignal.timeout(180_000) });
   if (stream.body === null) throw new Error("no event stream");
   const body = stream.body;
