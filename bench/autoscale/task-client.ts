@@ -37,7 +37,8 @@ export interface TaskResult {
  * results), and each call's round trip from the call to its result (the
  * runner's queue, JetStream, the tool's own time); `rest` is what none of
  * those covers (the scheduler's gaps between steps on a busy engine, the
- * stream's delivery).
+ * stream's delivery), a few tens of ms below zero where the engine decodes
+ * a call block's last tokens while the call already runs.
  */
 export interface TaskParts {
   openMs: number;
