@@ -18,7 +18,7 @@ import { renderSvg } from "../lib/output.js";
 import { chartSpec } from "./chart.js";
 import { POLICIES, policyOf, type PolicyName, type ScaleSetup } from "./policies.js";
 import { runPolicy, type PolicyRun, type RunSetup } from "./run-policy.js";
-import { checkTargets, summarize, withCost } from "./summary.js";
+import { checkTargets, describeParts, medianParts, partsJson, summarize, withCost } from "./summary.js";
 import { parseTrace, shapedTrace, traceArrivals, type Trace } from "./trace.js";
 
 const FLAGS = [
@@ -142,6 +142,7 @@ export async function run(argv: string[]): Promise<void> {
       `| ${r.policy} | ${(r.slo_attainment * 100).toFixed(1)}% | ${r.task_p50_ms} / ${r.task_p90_ms} | ${r.replica_seconds_engines} | ${r.replica_seconds_tools} | ${r.cost_vs_static ?? "-"} | ${r.scale_decisions} | ${r.cold_starts}${r.cold_start_p50_ms === null ? "" : ` (${r.cold_start_p50_ms})`} | ${r.completed}/${r.tasks} |`,
     );
   }
+  for (const r of runs) console.log(`Where ${r.policy}'s task time went, ms (median): ${describeParts(medianParts(r.tasks))}.`);
   console.log(`SLO attainment = tasks completed within ${s.sloTaskP90Ms} ms of their arrival / all tasks. Replica-seconds count each process from its start to its exit (loading and draining included).`);
   const targets = checkTargets(results);
   for (const c of targets) console.log(`Target: ${c.target}: ${c.met ? "met" : "MISSED"} (${c.measured}).`);
@@ -160,7 +161,7 @@ export async function run(argv: string[]): Promise<void> {
         decisions: r.decisions.map((d) => ({ at_ms: d.atMs, reason: d.reason })),
         cold_starts: r.coldStarts.map((c) => ({ side: c.side, id: c.id, at_ms: c.atMs, ready_ms: c.readyMs ?? null, ...(c.error !== undefined ? { error: c.error } : {}) })),
         ticks: r.ticks.map((t) => ({ at_ms: t.atMs, engines: t.engines, runners: t.runners, queued_sessions: t.queuedSessions, active_sessions: t.activeSessions, calls_pending: t.callsPending, calls_running: t.callsRunning })),
-        tasks: r.tasks.map((x) => ({ at_ms: x.atMs, ok: x.ok, task_ms: x.taskMs === undefined ? null : Math.round(x.taskMs), retries: x.retries, ...(x.error !== undefined ? { error: x.error } : {}) })),
+        tasks: r.tasks.map((x) => ({ at_ms: x.atMs, ok: x.ok, task_ms: x.taskMs === undefined ? null : Math.round(x.taskMs), retries: x.retries, ...(x.parts !== undefined ? { parts: partsJson(x.parts) } : {}), ...(x.error !== undefined ? { error: x.error } : {}) })),
       })),
     };
     mkdirSync(dirname(config.json), { recursive: true });

@@ -6,6 +6,7 @@
  */
 import { quantile, r3 } from "../lib/stats.js";
 import type { PolicyRun } from "./run-policy.js";
+import type { TaskParts, TaskResult } from "./task-client.js";
 
 export interface PolicyResult {
   policy: string;
@@ -75,4 +76,22 @@ export function checkTargets(results: readonly PolicyResult[]): TargetCheck[] {
     checks.push({ target: "joint beats engine-only on SLO attainment", met: joint.slo_attainment > engineOnly.slo_attainment, measured: `${pct(joint.slo_attainment)} vs ${pct(engineOnly.slo_attainment)}` });
   }
   return checks;
+}
+
+/** Each part's median over the ok tasks (null: none completed). */
+export function medianParts(tasks: readonly TaskResult[]): TaskParts | null {
+  const parts = tasks.flatMap((t) => (t.parts !== undefined ? [t.parts] : []));
+  if (parts.length === 0) return null;
+  const m = (k: keyof TaskParts): number => quantile(parts.map((p) => p[k]), 0.5);
+  return { openMs: m("openMs"), ttftMs: m("ttftMs"), decodeMs: m("decodeMs"), prefillMs: m("prefillMs"), toolMs: m("toolMs"), restMs: m("restMs"), decodedTokens: m("decodedTokens") };
+}
+
+/** The JSON's rounded parts. */
+export function partsJson(p: TaskParts): Record<string, number> {
+  return { open_ms: Math.round(p.openMs), ttft_ms: Math.round(p.ttftMs), decode_ms: Math.round(p.decodeMs), prefill_ms: Math.round(p.prefillMs), tool_ms: Math.round(p.toolMs), rest_ms: Math.round(p.restMs), decoded_tokens: p.decodedTokens };
+}
+
+export function describeParts(p: TaskParts | null): string {
+  if (p === null) return "no task completed";
+  return `open ${Math.round(p.openMs)}, first token ${Math.round(p.ttftMs)}, decode ${Math.round(p.decodeMs)} (${p.decodedTokens} tokens), injected results ${Math.round(p.prefillMs)}, tool round trips ${Math.round(p.toolMs)}, rest ${Math.round(p.restMs)}`;
 }

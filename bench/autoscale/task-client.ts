@@ -24,7 +24,30 @@ export interface TaskResult {
   taskMs?: number;
   /** 429/503 answers retried before the session opened. */
   retries: number;
+  /** Where an ok task's time went (absent for a failed one). */
+  parts?: TaskParts;
   error?: string;
+}
+
+/**
+ * An ok task's latency split by where it went, ms: the wait for the session
+ * to open (the router's hold and the client's `Retry-After` waits), the
+ * engine's time to the first token (queueing for a sequence and the prompt's
+ * prefill), its one-token decode steps and multi-token steps (injected tool
+ * results), and each call's round trip from the call to its result (the
+ * runner's queue, JetStream, the tool's own time); `rest` is what none of
+ * those covers (the scheduler's gaps between steps on a busy engine, the
+ * stream's delivery), a few tens of ms below zero where the engine decodes
+ * a call block's last tokens while the call already runs.
+ */
+export interface TaskParts {
+  openMs: number;
+  ttftMs: number;
+  decodeMs: number;
+  prefillMs: number;
+  toolMs: number;
+  restMs: number;
+  decodedTokens: number;
 }
 
 /** The scripted task's body: `calls` sleeps in a chain, a little generation around each. */
@@ -50,15 +73,27 @@ export async function runTask(url: string, body: Record<string, unknown>, atMs: 
     }
     if (res.status !== 201) return { atMs, ok: false, retries, error: `${res.status} ${(await res.text()).slice(0, 200)}` };
     const { id } = (await res.json()) as { id: string };
+    const openMs = performance.now() - start;
     const events = await fetch(`${url}/${id}/events`);
     let done: Extract<SessionEvent, { type: "done" }> | undefined;
     let error: string | undefined;
+    // Engine clock (ms since the session was accepted) of each call, to its result.
+    const callAt = new Map<string, number>();
+    let toolMs = 0;
     for await (const e of readEventStream<SessionEvent>(events.body!)) {
       if (e.type === "error" || e.type === "call_error") error = `${e.code}: ${e.message}`;
+      if (e.type === "call") callAt.set(e.callId, e.t);
+      if (e.type === "interrupt" && (e.kind === "tool_result" || e.kind === "tool_error")) {
+        const at = callAt.get(e.id);
+        if (at !== undefined) toolMs += e.t - at;
+      }
       if (e.type === "done") done = e;
     }
     if (done === undefined || done.reason === "error") return { atMs, ok: false, retries, error: error ?? `stream ended with ${done?.reason ?? "no done event"}` };
-    return { atMs, ok: true, taskMs: performance.now() - start, retries };
+    const taskMs = performance.now() - start;
+    const { ttftMs, decodeMs, prefillMs } = done.timings;
+    const parts = { openMs, ttftMs, decodeMs, prefillMs, toolMs, restMs: taskMs - openMs - ttftMs - decodeMs - prefillMs - toolMs, decodedTokens: done.usage.decodedTokens };
+    return { atMs, ok: true, taskMs, retries, parts };
   } catch (err) {
     return { atMs, ok: false, retries, error: String(err).slice(0, 200) };
   }

@@ -34,7 +34,7 @@ interface Run {
   replicas_engines: { at_ms: number; replicas: number }[];
   replicas_tools: { at_ms: number; replicas: number }[];
   ticks: unknown[];
-  tasks: { ok: boolean }[];
+  tasks: { ok: boolean; task_ms: number | null; parts?: Record<"open_ms" | "ttft_ms" | "decode_ms" | "prefill_ms" | "tool_ms" | "rest_ms" | "decoded_tokens", number> }[];
 }
 
 t.test("a tiny trace through every policy writes the results JSON and chart", async (t) => {
@@ -77,6 +77,14 @@ t.test("a tiny trace through every policy writes the results JSON and chart", as
     const r = out.runs.find((x) => x.policy === policy)!;
     t.same(r.replicas_engines[0], { at_ms: 0, replicas: 1 }, `${policy} starts at min engines`);
     t.ok(r.ticks.length > 5, `${policy}: the scaler sampled the live signals (${r.ticks.length} ticks)`);
+  }
+  for (const r of out.runs) {
+    const ok = r.tasks.filter((x) => x.ok);
+    t.ok(ok.every((x) => x.parts !== undefined), `${r.policy}: every completed task says where its time went`);
+    // Two chained 400 ms sleeps per task: their round trips cannot be shorter than the sleeps.
+    t.ok(ok.every((x) => x.parts!.tool_ms >= 2 * 400 - 5), `${r.policy}: tool round trips cover the tools' own time`);
+    // The open wait, the first token and the calls' round trips follow one another (decoding overlaps a call's start).
+    t.ok(ok.every((x) => x.parts!.decoded_tokens > 0 && x.parts!.open_ms + x.parts!.ttft_ms + x.parts!.tool_ms <= x.task_ms! + 2 && x.parts!.decode_ms <= x.task_ms!), `${r.policy}: the parts fit in the task`);
   }
   const svg = readFileSync(join(dir, "autoscale.svg"), "utf8");
   t.match(svg, /^<svg/, "the chart");

@@ -73,9 +73,27 @@ t.test("generation is the bottleneck: only the EnginePool grows", async (t) => {
   t.same(final, { qwen: 4, weather: 2 }, "engines for the generating sessions (13 on 4 sequences each); the runners stay");
   t.ok(changes.length > 0 && changes.every((c) => c.kind === "EnginePool" && c.direction === "up"), "every change grows the EnginePool");
   t.equal(ticks.at(-1)?.decision.bottleneck, "generation");
-  t.match(changes.at(-1)?.reason ?? "", /^scaled EnginePool qwen 3→4: 10 sessions queued, 13 generating on 4 sequences, KV 96% used, 420 tokens\/s, 1 waiting on tools$/);
+  t.match(changes.at(-1)?.reason ?? "", /^scaled EnginePool qwen 3→4: 10 sessions queued, 13 generating on 4 sequences, KV 96% used, 420 tokens\/s, 1 waiting on tools, 1 of them on running calls holding sequences$/);
   const toolReason = ticks.at(-1)?.decision.pools.find((p) => p.kind === "ToolPool")?.reason ?? "";
   t.match(toolReason, "ToolPool weather stays at 2: 0 calls pending, 1 running", "fewer runners would do, but not for a whole window yet");
+});
+
+t.test("sessions holding every sequence through running calls grow the engines: the tools keep up, the sequences do not", async (t) => {
+  // Recorded by the autoscale bench: the old rule counted these sessions as the tools' and kept one engine
+  // until sessions queued 14 s later, while the router refused the burst's new sessions.
+  const { changes, final } = replay(trace("sequences-held-through-calls"));
+  t.same(
+    changes.map((c) => [c.t, c.kind, c.current, c.desired]),
+    [[4.037, "EnginePool", 1, 2]],
+    "one engine more once 5 sessions want the 4 sequences (3 of them parked on running calls); no runner added, none pending",
+  );
+  t.equal(changes[0]?.reason, "scaled EnginePool engines 1→2: 0 sessions queued, 2 generating on 4 sequences, KV 33% used, 64 tokens/s, 3 waiting on tools, 3 of them on running calls holding sequences");
+  t.same(final, { engines: 2, tools: 3 });
+
+  const backlogged = trace("sequences-held-through-calls");
+  for (const s of backlogged.samples) s.tools["tools"] = { pending: s.engines[0]!.activeSessions, ackPending: 3, waitP90Ms: 5000 };
+  const r = replay(backlogged);
+  t.ok(r.changes.every((c) => c.kind === "ToolPool"), "the same sessions parked on calls that wait for a runner grow the runners, not the engines");
 });
 
 t.test("first tokens slower than the app's ttftP90Ms grow the engines by one, not again on a p90 measured before the new engine came up, and they shrink back after the window", async (t) => {

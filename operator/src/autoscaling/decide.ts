@@ -2,9 +2,9 @@
  * @module The joint autoscaler's decision for one AgentApp: from its SLO,
  * its pools' bounds and replicas, and a window of signal samples, the replica
  * count each builtin-mode pool should have and why. Tool backlog drives the
- * runners; engine queueing that the tool backlog does not explain (and KV
- * pressure, and a recent TTFT p90 over the app's `slo.ttftP90Ms`) drives the
- * engines; scale-downs wait out the stabilisation
+ * runners; the sessions that hold or want a sequence, less those whose
+ * calls wait for a runner (the tool backlog explains them), with KV pressure
+ * and a recent TTFT p90 over the app's `slo.ttftP90Ms`, drive the engines; scale-downs wait out the stabilisation
  * window; a pool with minReplicas 0 goes to zero after idling, and wakes when
  * the routers hold requests for it (engines) or calls wait on its consumer
  * (runners). Pure: the
@@ -70,6 +70,7 @@ function decision(kind: PoolKindName, name: string, current: number, desired: nu
 export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
   const samples = input.window;
   const toolsOutstanding = (s: SignalSample): number => input.toolPools.reduce((n, p) => n + outstandingCalls(s.tools[p.name]), 0);
+  const toolsPending = (s: SignalSample): number => input.toolPools.reduce((n, p) => n + (s.tools[p.name]?.pending ?? 0), 0);
   const pools: PoolDecision[] = [];
   let toolsBacklogged = false;
   let generationBacklogged = false;
@@ -96,7 +97,7 @@ export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
     };
     const demands = samples.map((s, i) => ({
       at: s.at,
-      d: engineDemand(loads[i]!.load, { outstandingToolCalls: toolsOutstanding(s), heldRequests: s.heldRequests ?? 0, ...ttftTarget, ttftPredatesCapacity: capacityRose(i) }),
+      d: engineDemand(loads[i]!.load, { outstandingToolCalls: toolsOutstanding(s), pendingToolCalls: toolsPending(s), heldRequests: s.heldRequests ?? 0, ...ttftTarget, ttftPredatesCapacity: capacityRose(i) }),
     }));
     const latest: EngineDemand | undefined = demands.at(-1)?.d;
     generationBacklogged = latest?.backlogged === true;

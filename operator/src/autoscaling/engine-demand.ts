@@ -1,11 +1,15 @@
 /**
- * @module How many engines one sample of an EnginePool asks for. Sessions
- * count against sequences, except those parked on a tool call: a session
- * waiting for its tool holds a sequence but needs no generation, and more
- * engines would not make its tool answer sooner. So queueing that the tool
- * backlog explains does not grow the engines; queueing beyond it, or queued
- * sessions under KV pressure, does. Requests the routers hold for want of a
- * ready engine are work too: a pool that holds them is not idle. An app's
+ * @module How many engines one sample of an EnginePool asks for: one
+ * sequence for every session that holds or wants one, except the sessions
+ * whose tool calls wait for a runner. Those wait on the tools, and more
+ * engines would not make their calls start sooner: queueing that the tool
+ * backlog explains does not grow the engines (the runners grow instead). A
+ * session whose call is running still holds its sequence for the call's
+ * duration, so it counts: with every sequence held through running calls,
+ * new sessions queue (or the routers refuse them) until more sequences come,
+ * and only more engines give those. Queued sessions under KV pressure count
+ * one engine more. Requests the routers hold for want of a ready engine are
+ * work too: a pool that holds them is not idle. An app's
  * TTFT objective exceeded by the engines' recent TTFT p90 asks for one engine
  * more than are ready now: one step at a time, and none while the engines'
  * TTFT window still holds first tokens from before the last engine came up
@@ -23,6 +27,10 @@ export interface EngineDemand {
   generating: number;
   /** Sessions counted as parked on tool calls (the app's outstanding calls, at most the active sessions). */
   parkedOnTools: number;
+  /** Of those, the ones counted as parked on calls that wait for a runner (the pending calls, at most the active sessions). */
+  waitingForRunners: number;
+  /** Sessions that hold or want a sequence, less those waiting for a runner: what the engines are sized for. */
+  sequencesWanted: number;
   /** KV cells in use as a share of the pool's (0 when unknown). */
   kvShare: number;
   /** Queued sessions beyond what the tool backlog explains, or queued under KV pressure: generation holds tasks up. */
@@ -40,6 +48,8 @@ export interface EngineDemand {
 export interface EngineDemandInput {
   /** Calls outstanding on the app's tool pools (waiting plus running). */
   outstandingToolCalls: number;
+  /** Of those, the calls no runner has taken yet (default 0). */
+  pendingToolCalls?: number;
   /** Requests the routers hold for the pool (default 0). */
   heldRequests?: number;
   /** The app's `slo.ttftP90Ms` (absent: no TTFT objective). */
@@ -52,19 +62,22 @@ export interface EngineDemandInput {
 }
 
 export function engineDemand(load: EngineLoad, input: EngineDemandInput): EngineDemand {
-  const { outstandingToolCalls, heldRequests = 0, ttftTargetMs, ttftPredatesCapacity = false } = input;
+  const { outstandingToolCalls, pendingToolCalls = 0, heldRequests = 0, ttftTargetMs, ttftPredatesCapacity = false } = input;
   const target = ttftTargetMs !== undefined ? { ttftTargetMs } : {};
   const parkedOnTools = Math.min(load.activeSessions, outstandingToolCalls);
   const generating = load.activeSessions - parkedOnTools;
+  const waitingForRunners = Math.min(load.activeSessions, pendingToolCalls, parkedOnTools);
+  const sequencesWanted = load.activeSessions - waitingForRunners;
   const kvShare = load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0;
   const idle = load.activeSessions === 0 && load.queuedSessions === 0 && heldRequests === 0;
-  if (load.engines === 0) return { engines: null, load, generating, parkedOnTools, kvShare, heldRequests, backlogged: false, idle, ...target, ttftOverSlo: false };
+  const counts = { generating, parkedOnTools, waitingForRunners, sequencesWanted, kvShare, heldRequests };
+  if (load.engines === 0) return { engines: null, load, ...counts, backlogged: false, idle, ...target, ttftOverSlo: false };
   const sequencesPerEngine = Math.max(1, load.totalSequences / load.engines);
-  let engines = Math.ceil(generating / sequencesPerEngine);
+  let engines = Math.ceil(sequencesWanted / sequencesPerEngine);
   const kvPressure = kvShare >= KV_PRESSURE && load.queuedSessions > 0 && generating > 0;
   if (kvPressure) engines = Math.max(engines, load.engines + 1);
   const ttftOverSlo = ttftTargetMs !== undefined && load.ttftP90Ms !== undefined && load.ttftP90Ms > ttftTargetMs;
   if (ttftOverSlo && !ttftPredatesCapacity) engines = Math.max(engines, load.engines + 1);
-  const backlogged = ttftOverSlo || (load.queuedSessions > 0 && (kvPressure || generating > load.totalSequences));
-  return { engines, load, generating, parkedOnTools, kvShare, heldRequests, backlogged, idle, ...target, ttftOverSlo };
+  const backlogged = ttftOverSlo || (load.queuedSessions > 0 && (kvPressure || sequencesWanted > load.totalSequences));
+  return { engines, load, ...counts, backlogged, idle, ...target, ttftOverSlo };
 }

@@ -74,7 +74,12 @@ export function engineReason(name: string, current: number, s: Stabilized, b: Bo
   if (l.ttftP90Ms !== undefined && l.engines > 0) {
     facts.push(`TTFT p90 ${seconds(l.ttftP90Ms)}${d.ttftTargetMs !== undefined ? ` ${d.ttftOverSlo ? "over" : "within"} the SLO's ${seconds(d.ttftTargetMs)}` : ""}`);
   }
-  if (d.parkedOnTools > 0) facts.push(`${d.parkedOnTools} waiting on tools${l.queuedSessions > 0 && !d.backlogged ? " (the tools are the bottleneck)" : ""}`);
+  if (d.parkedOnTools > 0) {
+    // Sessions whose calls run hold their sequences: they are why sequences run out when the tools keep up.
+    const onRunning = d.parkedOnTools - d.waitingForRunners;
+    const holding = onRunning > 0 ? `, ${onRunning} of them on running calls holding sequences` : "";
+    facts.push(`${d.parkedOnTools} waiting on tools${holding}${l.queuedSessions > 0 && !d.backlogged ? " (the tools are the bottleneck)" : ""}`);
+  }
   const why = stabilization(s, b, "engine");
   return `${headline("EnginePool", name, current, s.desired)}: ${[...facts, ...(why === null ? [] : [why])].join(", ")}`;
 }
