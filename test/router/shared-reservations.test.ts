@@ -86,6 +86,14 @@ t.test("one burst split across two routers never puts an engine over the load bo
   t.ok(perEngine.get(E)! >= 2, `prefix affinity still sends the app's sessions to E: ${JSON.stringify([...perEngine])}`);
   for (const [pod, n] of perEngine) t.ok(n <= bound, `${pod} took ${n} of the burst's ${burst} sessions (bound ${bound})`);
   t.comment(after?.revision === seen ? "no heartbeat of E came during the burst" : "a heartbeat of E came during the burst (the routers saw part of it there)");
+  // Each placement wrote one reservation (conflicts are re-placements, counted apart), and releases add at most one write each.
+  const sum = (text: string, re: RegExp): number => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+  const metrics = await Promise.all(routers.map(async (r) => fetch(`${r.url}/metrics`).then((res) => res.text())));
+  const placements = sum(metrics.join("\n"), /^interlace_router_placements_total\{[^}]*\} (\S+)$/gm);
+  const reserved = sum(metrics.join("\n"), /^interlace_router_reservation_kv_writes_total\{write="reserve",outcome="written"\} (\S+)$/gm);
+  const released = sum(metrics.join("\n"), /^interlace_router_reservation_kv_writes_total\{write="release",outcome="written"\} (\S+)$/gm);
+  t.equal(reserved, placements, `one reservation written per placement (${placements} placements)`);
+  t.ok(released <= placements, `at most one release each (${released})`);
   // Sessions end with the test (their engines stop); cancel them so teardown is quick.
   await Promise.all(opened.map((s, i) => fetch(`${routers[i % 2]!.url}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" })));
 });
