@@ -212,6 +212,8 @@ interface Run {
   mode: Mode;
   /** Through Envoy: each request's ext_proc timing as Envoy measured it. */
   timings?: ExtProcTiming[];
+  /** Through routers: their writes to the shared placement reservations, summed over replicas. */
+  kvWrites?: ReservationWrites;
   rate: number;
   sessions: SessionResult[];
   wallS: number;
@@ -292,6 +294,31 @@ async function startEngines(config: Config, natsUrl: string): Promise<EngineProc
   return engines;
 }
 
+/** KV writes to `interlace-reservations` and the placements they served, from the routers' metrics. */
+interface ReservationWrites {
+  reserve: number;
+  release: number;
+  /** Writes that lost a compare-and-set (included above). */
+  conflicts: number;
+  placements: number;
+}
+
+/** Sums the reservation-write and placement counters over the routers at `bases`. */
+async function routerReservationWrites(bases: readonly string[]): Promise<ReservationWrites> {
+  const out: ReservationWrites = { reserve: 0, release: 0, conflicts: 0, placements: 0 };
+  for (const base of bases) {
+    const text = await fetch(`${base}/metrics`).then((r) => r.text());
+    for (const m of text.matchAll(/^interlace_router_reservation_kv_writes_total\{([^}]*)\} (\S+)$/gm)) {
+      const n = Number(m[2]);
+      if (m[1]!.includes('write="reserve"')) out.reserve += n;
+      if (m[1]!.includes('write="release"')) out.release += n;
+      if (m[1]!.includes('outcome="conflict"')) out.conflicts += n;
+    }
+    for (const m of text.matchAll(/^interlace_router_placements_total\{[^}]*\} (\S+)$/gm)) out.placements += Number(m[1]);
+  }
+  return out;
+}
+
 /** The front door a run's sessions come in through, started for the run and closed after it. */
 interface FrontDoor {
   /** Its base URLs: one per router replica (arrivals take them in turn), or Envoy's. */
@@ -300,6 +327,8 @@ interface FrontDoor {
   sees(engines: number, lastApp: string): Promise<boolean>;
   /** Through Envoy: the requests' ext_proc timings (read before closing). */
   timings?(): Promise<ExtProcTiming[]>;
+  /** Through routers: their reservation writes and placements so far (read before closing). */
+  reservationWrites?(): Promise<ReservationWrites>;
   close(): Promise<void>;
 }
 
@@ -312,6 +341,7 @@ async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<
     return {
       bases: [`http://127.0.0.1:${router.port}`],
       sees: async (n, app) => router.engines.loads(BENCH_NS, BENCH_POOL).length >= n && router.apps.get(BENCH_NS, app) !== undefined,
+      reservationWrites: () => routerReservationWrites([`http://127.0.0.1:${router.port}`]),
       close: () => router.close(),
     };
   }
@@ -364,6 +394,7 @@ async function startRouterProcesses(config: Config, natsUrl: string, mode: Mode)
         }
         return true;
       },
+      reservationWrites: () => routerReservationWrites(replicas.map((r) => r.url)),
       close,
     };
   } catch (err) {
@@ -394,7 +425,16 @@ async function runOnce(config: Config, natsUrl: string, run: number, mode: Mode,
     }
     const sessions = await Promise.all(pending);
     const wallS = (performance.now() - t0) / 1000;
-    return { mode, rate, sessions, wallS, ...(front.timings !== undefined ? { timings: await front.timings() } : {}) };
+    // The last sessions' reservations are released by a heartbeat after they were taken: wait one out.
+    if (front.reservationWrites !== undefined) await new Promise((res) => setTimeout(res, 1_000));
+    return {
+      mode,
+      rate,
+      sessions,
+      wallS,
+      ...(front.timings !== undefined ? { timings: await front.timings() } : {}),
+      ...(front.reservationWrites !== undefined ? { kvWrites: await front.reservationWrites() } : {}),
+    };
   } finally {
     await front.close();
   }
@@ -421,6 +461,9 @@ interface Summary {
   /** POST to 201 of the attempt that opened each session (the front door's own cost, and the engine's admission). */
   open_p50_ms: number;
   open_p99_ms: number;
+  /** Through routers: writes to the shared reservations per placement (reserve + release, conflicts included), and their counts. */
+  reservation_kv_writes_per_placement?: number;
+  reservation_kv_writes?: ReservationWrites;
 }
 
 /**
@@ -462,6 +505,9 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
     placements: Object.fromEntries([...new Set(ok.map((s) => s.placement ?? "?"))].sort().map((k) => [k, ok.filter((s) => (s.placement ?? "?") === k).length])),
     open_p50_ms: r3(quantile(open, 0.5)),
     open_p99_ms: r3(quantile(open, 0.99)),
+    ...(run.kvWrites !== undefined
+      ? { reservation_kv_writes_per_placement: run.kvWrites.placements === 0 ? 0 : r3((run.kvWrites.reserve + run.kvWrites.release) / run.kvWrites.placements), reservation_kv_writes: run.kvWrites }
+      : {}),
   };
 }
 
@@ -628,6 +674,10 @@ export async function run(argv: string[]): Promise<void> {
   for (const r of rows) {
     const name = r.front === "router" ? r.policy : `${r.policy} via envoy`;
     console.log(`| ${name} | ${r.rate} | ${r.completed} | ${r.retried} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} | ${r.open_p50_ms} / ${r.open_p99_ms} |`);
+  }
+  for (const r of rows) {
+    const w = r.reservation_kv_writes;
+    if (w !== undefined) console.log(`reservation KV writes, ${r.policy} at ${r.rate}/s: ${r.reservation_kv_writes_per_placement} per placement (${w.reserve} reserve + ${w.release} release, ${w.conflicts} of them lost a compare-and-set, over ${w.placements} placements)`);
   }
   const results = modes.map((mode) => {
     const h = rows.find((r) => r.policy === mode.policy && r.front === mode.front && r.rate === headline)!;

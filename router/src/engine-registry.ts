@@ -22,8 +22,9 @@ import type { SharedReservations } from "./shared-reservations.js";
 /**
  * A placement counted against its engine while it is sent; `confirm` (the
  * engine took it) keeps it counted until a heartbeat shows it, `release`
- * (refused) drops it, and `finish` (its work is over already: a completion
- * answered) stops counting it without waiting for a heartbeat.
+ * (refused, or never answered) drops it and does nothing once confirmed,
+ * and `finish` (its work is over already: a completion answered) stops
+ * counting it without waiting for a heartbeat.
  */
 export interface Reservation {
   confirm(): void;
@@ -127,6 +128,7 @@ export class EngineRegistry {
     // Placements confirmed well before this heartbeat was received are in its figures now.
     const pending = (previous?.pending ?? []).filter((at) => at > now - 50);
     pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, pending, sending: previous?.sending ?? 0 });
+    this.shared?.heartbeat(heartbeat.pool.namespace, heartbeat.pool.name, heartbeat.pod, seenAt ?? now);
     this.prefixIndex.heartbeat(pk, heartbeat);
     this.wake(pk);
   }
@@ -256,7 +258,18 @@ export class EngineRegistry {
           this.options.log.warn({ err, pod }, "cannot write a shared placement reservation; placing without it");
           return NO_RESERVATION;
         }
-        if (id !== null) return { confirm: () => shared.confirm(namespace, pool, id), release: () => void shared.release(namespace, pool, id), finish: () => shared.release(namespace, pool, id) };
+        if (id !== null) {
+          let taken = false;
+          return {
+            confirm: () => {
+              taken = true;
+              shared.confirm(id);
+            },
+            // Once taken, the engine's heartbeat releases it (a stream closing after the answer is no refusal).
+            release: () => void (taken ? undefined : shared.release(id)),
+            finish: () => shared.release(id),
+          };
+        }
         if (current || attempt >= 10) return current ? null : NO_RESERVATION;
       }
     }
@@ -274,14 +287,20 @@ export class EngineRegistry {
       return now;
     };
     let confirmedAt: number | undefined;
+    let finished = false;
     return {
       confirm: () => {
+        const sent = end();
+        if (sent === undefined) return;
         confirmedAt = this.now();
-        end()?.pending.push(confirmedAt);
+        sent.pending.push(confirmedAt);
       },
       release: () => void end(),
+      // Once only: another placement confirmed in the same millisecond has an equal entry.
       finish: () => {
         end();
+        if (finished) return Promise.resolve();
+        finished = true;
         const pending = record()?.pending;
         const i = confirmedAt === undefined ? -1 : (pending?.indexOf(confirmedAt) ?? -1);
         if (i >= 0) pending!.splice(i, 1);

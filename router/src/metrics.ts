@@ -4,7 +4,8 @@
  * retries, live sessions per app, engines seen per pool; programs (by
  * outcome, end-to-end latency), program requests by deduced objective,
  * task-group sizes, and program prompt tokens filled vs forked; the
- * cold-start hold (requests held per pool, hold time, refusals).
+ * cold-start hold (requests held per pool, hold time, refusals); writes
+ * to the shared placement reservations.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
@@ -31,6 +32,7 @@ export class RouterMetrics {
   readonly coldStartHeld: Gauge<"pool">;
   readonly coldStartHoldSeconds: Histogram<"outcome">;
   readonly coldStartRefusals: Counter<"reason">;
+  readonly reservationWrites: Counter<"write" | "outcome">;
 
   constructor() {
     const registers = [this.registry];
@@ -123,5 +125,16 @@ export class RouterMetrics {
       labelNames: ["reason"],
       registers,
     });
+    this.reservationWrites = reservationWritesCounter("interlace_router_reservation_kv_writes_total", registers);
   }
+}
+
+/** KV writes to `interlace-reservations` (shared-reservations.ts): over placements, the round trips each placement pays. */
+export function reservationWritesCounter(name: string, registers: Registry[]): Counter<"write" | "outcome"> {
+  return new Counter({
+    name,
+    help: "Writes to the shared placement reservations (interlace-reservations), by write (reserve, release) and outcome (written, conflict: another front door wrote first).",
+    labelNames: ["write", "outcome"],
+    registers,
+  });
 }

@@ -175,7 +175,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     nc = await connectNats({ servers: options.natsUrl, name: `router-${options.routerId}`, security: security?.nats ?? {} });
     // Events before heartbeats: an event published between the first heartbeat and the subscription would read as a gap.
     if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), undefined, malformed("kv_events"));
-    await watchAppsAndEngines(nc, { apps, engines }, watches, log);
+    await watchAppsAndEngines(nc, { apps, engines }, watches, log, (write, outcome) => metrics.reservationWrites.inc({ write, outcome }));
     const routersKv = await openRoutersBucket(nc);
     await programs.attach(await openProgramsBucket(nc), maxKvValueBytes(nc));
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());

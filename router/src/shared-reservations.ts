@@ -17,12 +17,22 @@
  * placements of one pool are serialised within each process so they do not
  * race each other.) Watching the bucket keeps every process's copy current.
  *
- * Each process judges liveness by its own clock (pods' clocks may differ):
- * a reservation ends when it is released, when a heartbeat of its engine
- * arrives more than {@link REFLECTED_AFTER_MS} after the reservation was
- * seen confirmed (the heartbeat counts the session now), or `ttlMs` after
- * it was first seen (its holder died); an engine that left is not placed
- * on, so its reservations no longer count. Each write drops what has ended.
+ * A placement costs two writes at most: its reservation, and its release.
+ * The holder releases it when the request is refused, when its work is over
+ * (a completion answered), or when a heartbeat of its engine arrives more
+ * than {@link REFLECTED_AFTER_MS} after the engine took it (the heartbeat
+ * counts the session now): one write then releases every reservation of the
+ * holder that the heartbeat shows. No front door stops counting a
+ * reservation on its own reading of a heartbeat, so a replica whose
+ * heartbeat watch lags never drops a placement its view does not show yet;
+ * until the release arrives, the session counts twice for the others (an
+ * engine looks fuller, never emptier), while the holder stops counting it
+ * at once and the pool's next write, a placement's or the release's,
+ * drops it from the bucket. Otherwise a reservation ends `ttlMs` after this
+ * process first saw it (its holder died: the heartbeats count its session by
+ * then), judged by each process's own clock (pods' clocks may differ); an
+ * engine that left is not placed on, so its reservations no longer count.
+ * Each write drops what has ended.
  */
 import { randomUUID } from "node:crypto";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
@@ -31,8 +41,12 @@ import { parseReservations, reservationsKey, type PlacementReservation } from ".
 import { entryJson } from "./kv-watch.js";
 import { isRevisionConflict } from "./programs/program-replica.js";
 
-/** A heartbeat arriving this long after a confirmation is taken to count the session (as the local accounting did). */
+/** A heartbeat arriving this long after the engine took a request is taken to count it (as the local accounting does). */
 export const REFLECTED_AFTER_MS = 50;
+
+/** Which write a KV put was, and whether it was written or lost a compare-and-set (the metric's labels). */
+export type ReservationWrite = "reserve" | "release";
+export type ReservationWriteOutcome = "written" | "conflict";
 
 interface PoolState {
   /** The key's last revision (0: no value). */
@@ -40,10 +54,20 @@ interface PoolState {
   held: PlacementReservation[];
 }
 
-/** When this process first saw a reservation, and first saw it confirmed (its own clock). */
+/** When this process first saw a reservation, and first saw it confirmed by a holder of an earlier release (its own clock). */
 interface Seen {
   at: number;
   confirmedAt?: number;
+}
+
+/** One of this process's own reservations. */
+interface Mine {
+  namespace: string;
+  pool: string;
+  pod: string;
+  at: number;
+  /** When the engine took the request (its next heartbeat after this counts it). */
+  takenAt?: number;
 }
 
 export interface SharedReservationsOptions {
@@ -53,6 +77,8 @@ export interface SharedReservationsOptions {
   log: Logger;
   /** When this process last received a heartbeat of the engine (undefined: the engine is gone). */
   heartbeatSeenAt(namespace: string, pool: string, pod: string): number | undefined;
+  /** Told of every KV write (a metric: writes per placement). */
+  onWrite?: (write: ReservationWrite, outcome: ReservationWriteOutcome) => void;
   now?: () => number;
 }
 
@@ -61,6 +87,10 @@ export class SharedReservations {
   readonly holder = randomUUID();
   private readonly pools = new Map<string, PoolState>();
   private readonly seen = new Map<string, Seen>();
+  /** This process's reservations not yet released, by id. */
+  private readonly mine = new Map<string, Mine>();
+  /** Its released ones still in the bucket: no longer counted here, and dropped by the next write of their pool (whoever's it is). */
+  private readonly releasing = new Set<string>();
   /** Per pool key: the tail of this process's chain of writes. */
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly now: () => number;
@@ -99,13 +129,14 @@ export class SharedReservations {
   }
 
   /**
-   * Over: past its TTL, or confirmed and shown by a later heartbeat. (An
-   * engine this process has no heartbeat of is not counted, but its
-   * reservations are kept: another front door may have seen it first.)
+   * Over: past its TTL (or, written confirmed by a front door of an earlier
+   * release that never releases it, shown by a later heartbeat). An engine
+   * this process has no heartbeat of is not counted, but its reservations
+   * are kept: another front door may have seen it first.
    */
   private ended(namespace: string, pool: string, r: PlacementReservation, now: number): boolean {
     const seen = this.seen.get(r.id);
-    if (seen === undefined || now - seen.at > this.options.ttlMs) return true;
+    if (seen === undefined || now - seen.at > this.options.ttlMs || this.releasing.has(r.id)) return true;
     const heartbeat = this.options.heartbeatSeenAt(namespace, pool, r.pod);
     return seen.confirmedAt !== undefined && heartbeat !== undefined && heartbeat > seen.confirmedAt + REFLECTED_AFTER_MS;
   }
@@ -136,17 +167,19 @@ export class SharedReservations {
    * revision this process knows (what its placement saw). False when another
    * front door wrote first: the copy is refreshed, and the caller places again.
    */
-  private async write(namespace: string, pool: string, change: (held: PlacementReservation[]) => PlacementReservation[]): Promise<boolean> {
+  private async write(namespace: string, pool: string, kind: ReservationWrite, change: (held: PlacementReservation[]) => PlacementReservation[]): Promise<boolean> {
     const key = reservationsKey(namespace, pool);
     const state = this.pools.get(key) ?? { revision: 0, held: [] };
     const now = this.now();
     const held = change(state.held.filter((r) => !this.ended(namespace, pool, r, now)));
     try {
       const revision = await this.options.kv.put(key, JSON.stringify({ held }), { previousSeq: state.revision });
+      this.options.onWrite?.(kind, "written");
       this.set(key, revision, held);
       return true;
     } catch (err) {
       if (!isRevisionConflict(err)) throw err;
+      this.options.onWrite?.(kind, "conflict");
       const latest = await this.options.kv.get(key);
       if (latest === null) this.pools.set(key, { revision: 0, held: [] });
       else this.set(key, latest.revision, latest.operation === "PUT" ? (parseReservations(entryJson(latest as unknown as KvWatchEntry)) ?? []) : []);
@@ -161,28 +194,61 @@ export class SharedReservations {
    */
   async reserve(namespace: string, pool: string, pod: string): Promise<string | null> {
     const id = randomUUID();
-    const written = await this.write(namespace, pool, (held) => [...held, { id, holder: this.holder, pod }]);
+    const written = await this.write(namespace, pool, "reserve", (held) => [...held, { id, holder: this.holder, pod }]);
+    if (written) this.mine.set(id, { namespace, pool, pod, at: this.now() });
     return written ? id : null;
   }
 
-  /** Marks a reservation confirmed (the engine took the request), in the background. */
-  confirm(namespace: string, pool: string, id: string): void {
-    void this.background(namespace, pool, (held) => held.map((r) => (r.id === id ? { ...r, confirmed: true } : r)), id);
+  /** The engine took the request: the first heartbeat of it {@link REFLECTED_AFTER_MS} later releases the reservation (no write now). */
+  confirm(id: string): void {
+    const mine = this.mine.get(id);
+    if (mine !== undefined) mine.takenAt ??= this.now();
   }
 
   /** Drops a reservation (refused, or its work is over); resolves once written (never rejects). */
-  release(namespace: string, pool: string, id: string): Promise<void> {
-    return this.background(namespace, pool, (held) => held.filter((r) => r.id !== id), id);
+  release(id: string): Promise<void> {
+    const mine = this.mine.get(id);
+    if (mine === undefined) return Promise.resolve();
+    this.mine.delete(id);
+    return this.drop(mine.namespace, mine.pool, [id]);
   }
 
-  /** A write retried on conflicts (it needs no fresh placement), queued behind this process's placements; never rejects. */
-  private background(namespace: string, pool: string, change: (held: PlacementReservation[]) => PlacementReservation[], id: string): Promise<void> {
+  /**
+   * A heartbeat of `pod` arrived at `seenAt`: this process's reservations on
+   * it that the engine took well before are in its figures now, and are
+   * released together, in one write.
+   */
+  heartbeat(namespace: string, pool: string, pod: string, seenAt: number): void {
+    const shown: string[] = [];
+    const now = this.now();
+    for (const [id, m] of this.mine) {
+      // Past its TTL every front door has stopped counting it, and the next write drops it.
+      if (now - m.at > this.options.ttlMs) this.mine.delete(id);
+      else if (m.namespace === namespace && m.pool === pool && m.pod === pod && m.takenAt !== undefined && seenAt > m.takenAt + REFLECTED_AFTER_MS) shown.push(id);
+    }
+    if (shown.length === 0) return;
+    for (const id of shown) this.mine.delete(id);
+    void this.drop(namespace, pool, shown);
+  }
+
+  /**
+   * Removes reservations: at once from this process's count, and from the
+   * bucket by the next write of the pool (a placement queued before this one
+   * carries it), retried on conflicts (it needs no fresh placement); never rejects.
+   */
+  private drop(namespace: string, pool: string, ids: string[]): Promise<void> {
+    const gone = new Set(ids);
+    for (const id of ids) this.releasing.add(id);
     return this.exclusive(namespace, pool, async () => {
       for (let attempt = 0; attempt < 20; attempt++) {
-        if (!(this.pools.get(reservationsKey(namespace, pool))?.held ?? []).some((r) => r.id === id)) return;
-        if (await this.write(namespace, pool, change)) return;
+        if (!(this.pools.get(reservationsKey(namespace, pool))?.held ?? []).some((r) => gone.has(r.id))) return;
+        if (await this.write(namespace, pool, "release", (held) => held.filter((r) => !gone.has(r.id)))) return;
       }
-      this.options.log.warn({ namespace, pool, reservation: id }, "reservation not updated after 20 conflicting writes; it expires by TTL");
-    }).catch((err: unknown) => this.options.log.warn({ err, namespace, pool }, "cannot update a placement reservation; it expires by TTL"));
+      this.options.log.warn({ namespace, pool, reservations: ids }, "reservations not released after 20 conflicting writes; they expire by TTL");
+    })
+      .catch((err: unknown) => this.options.log.warn({ err, namespace, pool }, "cannot release placement reservations; they expire by TTL"))
+      .finally(() => {
+        for (const id of ids) this.releasing.delete(id);
+      });
   }
 }

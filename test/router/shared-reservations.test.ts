@@ -10,14 +10,17 @@
  * and together they overfill it (six of eight sessions where the bound for
  * eight is five). And the reservations' own rules, two front doors' worth of
  * them on the same bucket: a reservation one writes counts for the other
- * until a later heartbeat shows it, its release, or its TTL; two placements
- * decided on the same view cannot both be written.
+ * until its holder releases it (refused, its work over, or a later heartbeat
+ * shows it) or its TTL; two placements decided on the same view cannot both
+ * be written; a placement costs two KV writes at most, and one heartbeat
+ * releases every session it shows in one write.
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
 import { prefixHashChain } from "../../common/src/index.js";
-import { appKey, openAppsBucket, openEnginesBucket, openReservationsBucket, parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
-import { SharedReservations } from "../../router/src/shared-reservations.js";
+import { appKey, openAppsBucket, openEnginesBucket, openReservationsBucket, parseEngineHeartbeat, reservationsKey, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { EngineRegistry } from "../../router/src/engine-registry.js";
+import { SharedReservations, type ReservationWrite } from "../../router/src/shared-reservations.js";
 import { spawnRouter } from "../helpers/router-process.js";
 import { eventually } from "../helpers/wait.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -83,16 +86,25 @@ t.test("one burst split across two routers never puts an engine over the load bo
   t.ok(perEngine.get(E)! >= 2, `prefix affinity still sends the app's sessions to E: ${JSON.stringify([...perEngine])}`);
   for (const [pod, n] of perEngine) t.ok(n <= bound, `${pod} took ${n} of the burst's ${burst} sessions (bound ${bound})`);
   t.comment(after?.revision === seen ? "no heartbeat of E came during the burst" : "a heartbeat of E came during the burst (the routers saw part of it there)");
+  // Each placement wrote one reservation (conflicts are re-placements, counted apart), and releases add at most one write each.
+  const sum = (text: string, re: RegExp): number => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+  const metrics = await Promise.all(routers.map(async (r) => fetch(`${r.url}/metrics`).then((res) => res.text())));
+  const placements = sum(metrics.join("\n"), /^interlace_router_placements_total\{[^}]*\} (\S+)$/gm);
+  const reserved = sum(metrics.join("\n"), /^interlace_router_reservation_kv_writes_total\{write="reserve",outcome="written"\} (\S+)$/gm);
+  const released = sum(metrics.join("\n"), /^interlace_router_reservation_kv_writes_total\{write="release",outcome="written"\} (\S+)$/gm);
+  t.equal(reserved, placements, `one reservation written per placement (${placements} placements)`);
+  t.ok(released <= placements, `at most one release each (${released})`);
   // Sessions end with the test (their engines stop); cancel them so teardown is quick.
   await Promise.all(opened.map((s, i) => fetch(`${routers[i % 2]!.url}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" })));
 });
 
-t.test("a reservation counts for every front door until a later heartbeat shows it, its release, or its TTL", async (t) => {
+t.test("a reservation counts for every front door until its holder releases it (refused, work over, or a later heartbeat shows it) or its TTL", async (t) => {
   const kv = await openReservationsBucket(nc);
   let clock = 1_000_000;
   const heartbeats = new Map<string, number>([["e1", clock]]);
+  let writes = 0;
   const door = (): SharedReservations => {
-    const s = new SharedReservations({ kv, ttlMs: 15_000, log, now: () => clock, heartbeatSeenAt: (_ns, _pool, pod) => heartbeats.get(pod) });
+    const s = new SharedReservations({ kv, ttlMs: 15_000, log, now: () => clock, heartbeatSeenAt: (_ns, _pool, pod) => heartbeats.get(pod), onWrite: () => writes++ });
     void kv.watch({ key: ">" }).then(async (w) => {
       t.teardown(() => w.stop());
       for await (const e of w) s.apply(e);
@@ -105,28 +117,112 @@ t.test("a reservation counts for every front door until a later heartbeat shows 
   const first = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
   t.ok(first !== null, "written");
   t.ok(await sees(b, 1), "the other front door counts it");
-  a.confirm("ns", "p", first!);
-  t.ok(await eventually(async () => (await kv.get("ns.p"))?.string().includes('"confirmed":true') === true, 5_000), "confirmed");
+  const written = writes;
+  a.confirm(first!);
   clock += 10;
   heartbeats.set("e1", clock);
-  t.equal(b.count("ns", "p", "e1"), 1, "a heartbeat right after the confirmation may not count it yet");
+  a.heartbeat("ns", "p", "e1", clock);
+  t.equal(a.count("ns", "p", "e1"), 1, "a heartbeat right after the engine took it may not count it yet: kept");
   clock += 100;
   heartbeats.set("e1", clock);
-  t.equal(b.count("ns", "p", "e1"), 0, "a heartbeat well after it does: the reservation ends");
+  t.equal(b.count("ns", "p", "e1"), 1, "the other front door does not end it on its own reading of a heartbeat (its heartbeat watch may lag)");
+  t.equal(writes, written, "the engine taking it writes nothing");
+  a.heartbeat("ns", "p", "e1", clock);
+  t.equal(a.count("ns", "p", "e1"), 0, "a heartbeat well after it counts the session: its holder stops counting the reservation at once");
+  t.ok(await sees(b, 0), "and releases it for every front door");
+  t.equal(writes, written + 1, "in one write");
 
   const second = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
   t.ok(await sees(b, 1), "another reservation, counted by the other front door");
-  await a.release("ns", "p", second!);
+  await a.release(second!);
   t.ok(await sees(b, 0), "released");
+
+  // A front door of an earlier release wrote the engine's acceptance into the reservation and never releases it.
+  const key = reservationsKey("ns", "p");
+  const current = (await kv.get(key))!;
+  await kv.put(key, JSON.stringify({ held: [{ id: "old", holder: "earlier", pod: "e1", confirmed: true }] }), { previousSeq: current.revision });
+  t.ok(await sees(b, 1), "an earlier release's confirmed reservation counts");
+  clock += 100;
+  heartbeats.set("e1", clock);
+  t.equal(b.count("ns", "p", "e1"), 0, "until a heartbeat well after its confirmation, as that release expects");
 
   const third = await b.exclusive("ns", "p", () => b.reserve("ns", "p", "e1"));
   t.ok(third !== null && (await sees(a, 1)), "one by the other front door, counted by the first");
   clock += 15_001;
-  t.equal(a.count("ns", "p", "e1"), 0, "never confirmed nor released (its holder died): over after its TTL");
+  t.equal(a.count("ns", "p", "e1"), 0, "never released (its holder died): over after its TTL");
 
   // Two placements decided on the same view: one is written, the other must place again.
   const raced = await Promise.all([a.reserve("ns", "p", "e1"), b.reserve("ns", "p", "e1")]);
   t.equal(raced.filter((id) => id === null).length, 1, "exactly one of two writes on the same revision loses");
   const again = await (raced[0] === null ? a : b).reserve("ns", "p", "e1");
   t.ok(again !== null, "the loser's copy is refreshed, so its next try is written");
+});
+
+t.test("a placement costs two KV writes at most; one heartbeat releases every session it shows in one write", async (t) => {
+  const kv = await openReservationsBucket(nc);
+  const pool = { namespace: "writes", name: "p" };
+  const writes = new Map<ReservationWrite, number>();
+  const engines = new EngineRegistry({ ttlMs: 60_000, log });
+  const shared = new SharedReservations({ kv, ttlMs: 15_000, log, heartbeatSeenAt: (ns, p, pod) => engines.heartbeatSeenAt(ns, p, pod), onWrite: (w) => writes.set(w, (writes.get(w) ?? 0) + 1) });
+  const watch = await kv.watch({ key: reservationsKey(pool.namespace, pool.name) });
+  t.teardown(() => watch.stop());
+  void (async () => {
+    for await (const e of watch) shared.apply(e);
+  })();
+  engines.shareReservations(shared);
+  const beat = (busy: number): void =>
+    engines.update({ pod: "e1", endpoint: "http://127.0.0.1:1", pool, model: "m", ready: true, freeSequences: 8 - busy, totalSequences: 8, queuedSessions: 0, activeSessions: busy, kvCellsUsed: 0, kvCellsTotal: 1000, tokensPerSecond: 0, prefixes: [], at: Date.now() });
+  beat(0);
+  const reserve = async () => (await engines.exclusive(pool.namespace, pool.name, () => engines.reserve(pool.namespace, pool.name, "e1")))!;
+  const load = (): number => engines.loads(pool.namespace, pool.name)[0]!.load;
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+  const counted = async (fn: () => Promise<void>): Promise<string> => {
+    writes.clear();
+    await fn();
+    await sleep(200);
+    return `${writes.get("reserve") ?? 0} reserve, ${writes.get("release") ?? 0} release`;
+  };
+
+  t.equal(
+    await counted(async () => {
+      const r = await reserve();
+      r.confirm();
+      await r.finish();
+    }),
+    "1 reserve, 1 release",
+    "a completion: its reservation, and its release when answered",
+  );
+  t.equal(
+    await counted(async () => {
+      const r = await reserve();
+      r.release();
+      r.release();
+    }),
+    "1 reserve, 1 release",
+    "a refused placement: its reservation and its release",
+  );
+  t.equal(
+    await counted(async () => {
+      for (let i = 0; i < 8; i++) (await reserve()).confirm();
+      t.equal(load(), 8, "eight sessions counted");
+      await sleep(100);
+      beat(8);
+      t.equal(load(), 8, "the heartbeat shows them: counted once, not twice");
+    }),
+    "8 reserve, 1 release",
+    "eight sessions: one reservation each, and one release for all when a heartbeat shows them",
+  );
+  t.equal(
+    await counted(async () => {
+      const r = await reserve();
+      r.confirm();
+      r.release();
+      t.equal(load(), 9, "a taken session's stream closing is no refusal: still counted");
+      await sleep(100);
+      beat(9);
+      t.equal(load(), 9, "until a heartbeat shows it");
+    }),
+    "1 reserve, 1 release",
+    "a session whose stream closed after the engine took it: released by the heartbeat, not by the close",
+  );
 });

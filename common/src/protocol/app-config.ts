@@ -185,7 +185,11 @@ export interface PlacementReservation {
   /** The front door process that holds it. */
   holder: string;
   pod: string;
-  /** The engine took the request: its next heartbeat will count it. */
+  /**
+   * The engine took the request: its next heartbeat will count it. Written
+   * by front doors of earlier releases only (now the holder releases the
+   * reservation once a heartbeat shows it); still honoured while they run.
+   */
   confirmed?: boolean;
 }
 

@@ -11,7 +11,7 @@
  * heartbeats spreads as it does through the router.
  */
 import { ErrorCode } from "../../../common/src/index.js";
-import { NO_RESERVATION, type EngineRegistry } from "../engine-registry.js";
+import { NO_RESERVATION, type EngineRegistry, type Reservation } from "../engine-registry.js";
 import { HttpError, RouterCode } from "../errors.js";
 import { place, type EngineLoad, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "../placement.js";
 import type { PickerMetrics } from "./metrics.js";
@@ -37,8 +37,8 @@ export interface Pick {
   reason: PlacementReason | "pinned";
   /** Prefix-chain entries resident on the first engine. */
   matched: number;
-  /** Counts the first engine as taken until `confirm` (it took the request) or `release`. */
-  reservation: { confirm(): void; release(): void };
+  /** Counts the first engine as taken until `release` (refused), `finish` (a completion answered) or, once `confirm`ed (it took the request), its heartbeat. */
+  reservation: Reservation;
 }
 
 

@@ -8,7 +8,10 @@
  * merged in. Or it answers the request itself (an ImmediateResponse: the
  * client's error, 503 without a ready engine, 429 when it sheds). On the way
  * back it names the engine (`x-interlace-engine`), counts the engine's
- * acceptance or refusal toward placement, gives the client routed session
+ * acceptance or refusal toward placement (a completion's pick stops
+ * counting when its answer ends: its work is over, whatever the engine's
+ * next heartbeat says; a created session's counts until a heartbeat shows
+ * it), gives the client routed session
  * ids where the engine's answer names its own (a created session, an
  * accepted interrupt, a cancel: small JSON bodies, buffered), and passes
  * every other response chunk through as it comes.
@@ -96,6 +99,7 @@ export class ExtProcExchange {
       case "responseBody": {
         const body = msg.responseBody?.body ?? Buffer.alloc(0);
         const end = msg.responseBody?.endOfStream === true;
+        if (end) this.answered();
         if (this.rewrite === undefined) {
           for (const r of streamedBody("responseBody", body, end)) this.send(r);
           return;
@@ -105,6 +109,7 @@ export class ExtProcExchange {
         return;
       }
       case "responseTrailers":
+        this.answered();
         this.send({ responseTrailers: {} });
         return;
       case undefined:
@@ -112,11 +117,22 @@ export class ExtProcExchange {
     }
   }
 
-  /** The stream ended or broke: a pick whose engine never answered no longer counts as taken. */
+  /** The stream ended or broke: a pick whose engine never answered no longer counts as taken, nor a completion whose answer was cut. */
   close(): void {
     this.abort.abort();
-    this.pick?.reservation.release();
+    if (this.isCompletion()) void this.pick?.reservation.finish();
+    else this.pick?.reservation.release();
     if (this.phase === "request") this.ctx.metrics.streams.inc({ outcome: "aborted" });
+  }
+
+  /** Placed work that ends with its answer (a completion), unlike a created session, which runs on after it. */
+  private isCompletion(): boolean {
+    return this.route?.kind === "place" && this.route.session === undefined;
+  }
+
+  /** The engine's answer has ended: a completion's engine no longer runs it, so every front door stops counting it now. */
+  private answered(): void {
+    if (this.isCompletion()) void this.pick?.reservation.finish();
   }
 
   private answer(err: HttpError): void {
@@ -179,6 +195,7 @@ export class ExtProcExchange {
     if (pick !== undefined) {
       if (status >= 200 && status < 400 && (served === undefined || served === pick.endpoints[0])) pick.reservation.confirm();
       else pick.reservation.release();
+      if (msg.responseHeaders?.endOfStream === true) this.answered();
     }
     const route = this.route;
     if (msg.responseHeaders?.endOfStream !== true && pod !== undefined && route !== undefined) {

@@ -2,9 +2,11 @@
  * @module The picker's Prometheus metrics (one registry per process):
  * ext_proc streams by outcome, picks by placement reason, prefix segments
  * matched, waits for a full engine, the time from the request's last body
- * byte to the pick, and engines seen.
+ * byte to the pick, engines seen, and writes to the shared placement
+ * reservations.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { reservationWritesCounter } from "../metrics.js";
 
 export class PickerMetrics {
   readonly registry = new Registry();
@@ -16,6 +18,7 @@ export class PickerMetrics {
   readonly pickSeconds: Histogram;
   readonly inFlight: Gauge;
   readonly engines: Gauge;
+  readonly reservationWrites: Counter<"write" | "outcome">;
 
   constructor() {
     const registers = [this.registry];
@@ -53,5 +56,6 @@ export class PickerMetrics {
     });
     this.inFlight = new Gauge({ name: "interlace_picker_streams_in_flight", help: "ext_proc streams open now.", registers });
     this.engines = new Gauge({ name: "interlace_picker_engines", help: "Ready engines of the pool with a fresh heartbeat.", registers });
+    this.reservationWrites = reservationWritesCounter("interlace_picker_reservation_kv_writes_total", registers);
   }
 }

@@ -124,7 +124,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   };
   try {
     nc = await connectNats({ servers: options.natsUrl, name: `picker-${pool.namespace}-${pool.name}`, security: security?.nats ?? {} });
-    await watchAppsAndEngines(nc, { apps, engines }, watches, log);
+    await watchAppsAndEngines(nc, { apps, engines }, watches, log, (write, outcome) => metrics.reservationWrites.inc({ write, outcome }));
     if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), kvEventsSubject(pool));
     // Streams are taken only once the view is loaded: until then the data plane finds the port closed and retries
     // (a restarting picker's requests wait for it instead of failing).
