@@ -214,3 +214,50 @@ t.test("a pool several apps use gets the most any of them wants, until an app st
   wants.forget("team/a");
   t.equal(wants.record("ToolPool/team/web", "team/b", 3, 42_000), 3, "a deleted app's want is dropped at once");
 });
+
+t.test("runners follow the calls' offered load: no cut while the step's load needs three, one more before any call waits", async (t) => {
+  // The autoscale bench's step and burst on three single-slot runners (cause 1 of its missed target): the
+  // backlog rule alone saw at most 2 calls running, cut 3→2 after its 20 s window, and added runners only once calls queued.
+  const tr = trace("runners-follow-offered-load");
+  const { ticks, changes } = replay(tr);
+  const pendingAt = (sec: number): number => tr.samples.find((s) => s.at === tr.samples[0]!.at + sec * 1000)?.tools["tools"]?.pending ?? -1;
+  t.same(
+    changes.map((c) => [c.t, c.current, c.desired]),
+    [[38, 3, 4]],
+    "0.9 calls/s × 2 s keeps 1.8 slots busy: 3 runners at 75%, none cut; at 1.3 calls/s, 4",
+  );
+  t.equal(pendingAt(38), 0, "no call waited when the fourth runner was asked for");
+  t.equal(changes[0]?.reason, "scaled ToolPool tools 3→4: 1.3 calls/s × 2.1 s per call at 75% target, 0 calls pending, 3 running (1 per runner), p90 tool wait 0.0 s (budget 2.0 s)");
+  t.match(ticks[15]?.decision.pools[0]?.reason ?? "", /^ToolPool tools stays at 3: 0\.9 calls\/s × 2\.0 s per call at 75% target, /, "the step's reason names its rate and call time");
+
+  const noCounters = replay({ ...tr, samples: tr.samples.map((s) => ({ ...s, tools: { tools: { pending: s.tools["tools"]!.pending, ackPending: s.tools["tools"]!.ackPending, waitP90Ms: s.tools["tools"]!.waitP90Ms ?? 0 } } })) });
+  t.same(noCounters.changes.map((c) => [c.t, c.current, c.desired]).slice(0, 2), [[20, 3, 2], [32, 2, 3]], "without the delivered counter: the backlog rule's cut at 20 s (at most 2 running), back to 3 once 3 run");
+  t.notOk(noCounters.changes.some((c) => c.desired === 4 && pendingAt(c.t) === 0), "and no fourth runner before a call waits");
+});
+
+t.test("scale-down stays stabilised with offered load: the runners come down a whole window after the load stops", async (t) => {
+  const tr = trace("runners-follow-offered-load");
+  const last = tr.samples.at(-1)!;
+  const quiet = Array.from({ length: 30 }, (_, i) => ({ at: last.at + (i + 1) * 2000, engines: [], tools: { tools: { pending: 0, ackPending: 0, delivered: (last.tools["tools"]?.delivered ?? 0) + last.tools["tools"]!.pending + last.tools["tools"]!.ackPending } } }));
+  const { changes } = replay({ ...tr, samples: [...tr.samples, ...quiet] });
+  const down = changes.filter((c) => c.direction === "down");
+  // Calls last arrive by 60 s; the rate over 10 s is 0 from 72 s (the drained queue's deliveries count until then), and the window holds 4 until 20 s later.
+  t.ok(down.length > 0 && down[0]!.t >= 60 + 20, `the first cut (${down[0]?.t} s) waits out the 20 s window after the load`);
+  t.equal(down.at(-1)?.desired, 1, "down to minReplicas");
+});
+
+t.test("engines ask for one more at 80% of their sequences while sessions grow, before the last sequence is taken by a refused session", async (t) => {
+  // Cause 2 of the bench's missed target: a second engine only once sessions wanted more sequences than there were.
+  const { ticks, changes } = replay(trace("engine-headroom"));
+  t.same(
+    changes.map((c) => [c.t, c.kind, c.current, c.desired]),
+    [[8, "EnginePool", 1, 2]],
+    "at 4 of 4 sequences (3 of 4 is 75%, within the target); none queued; no third while the second starts, nor once ready (4 to 5 of 8)",
+  );
+  t.equal(changes[0]?.reason, "scaled EnginePool engines 1→2: 0 sessions queued, 1 generating on 4 sequences, KV 33% used, 64 tokens/s, 4 of 4 sequences wanted (up from 2), over the 80% target, 3 waiting on tools, 3 of them on running calls holding sequences");
+  t.match(ticks[6]?.decision.pools[0], { current: 2, desired: 2 }, "4 of 4 ready sequences, the second engine starting: it meets the headroom");
+  const flat = trace("engine-headroom");
+  const fourOfFour = flat.samples[4]!;
+  const full = replay({ ...flat, samples: flat.samples.slice(0, 5).map((s) => ({ ...s, engines: fourOfFour.engines, tools: fourOfFour.tools })) });
+  t.same(full.changes.filter((c) => c.kind === "EnginePool"), [], "a pool seen only full, its sessions not growing, gets no headroom (as load-stops' 18 of 18)");
+});

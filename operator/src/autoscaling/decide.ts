@@ -1,10 +1,12 @@
 /**
  * @module The joint autoscaler's decision for one AgentApp: from its SLO,
  * its pools' bounds and replicas, and a window of signal samples, the replica
- * count each builtin-mode pool should have and why. Tool backlog drives the
- * runners; the sessions that hold or want a sequence, less those whose
- * calls wait for a runner (the tool backlog explains them), with KV pressure
- * and a recent TTFT p90 over the app's `slo.ttftP90Ms`, drive the engines; scale-downs wait out the stabilisation
+ * count each builtin-mode pool should have and why. The calls' offered load
+ * (arrival rate × mean call time at a target utilisation) and their backlog
+ * drive the runners; the sessions that hold or want a sequence, less those
+ * whose calls wait for a runner (the tool backlog explains them), with
+ * headroom while they grow, KV pressure and a recent TTFT p90 over the app's
+ * `slo.ttftP90Ms`, drive the engines; scale-downs wait out the stabilisation
  * window; a pool with minReplicas 0 goes to zero after idling, and wakes when
  * the routers hold requests for it (engines) or calls wait on its consumer
  * (runners). Pure: the
@@ -14,7 +16,9 @@ import { ENGINE_TTFT_WINDOW_MS } from "../../../common/src/protocol/index.js";
 import type { AppSlo, AutoscalingSpec, ScaleDirection } from "../api/index.js";
 import { engineDemand, type EngineDemand } from "./engine-demand.js";
 import { engineReason, toolReason, type PoolKindName } from "./reason.js";
+import { ENGINE_GROWTH_WINDOW_MS } from "./policy.js";
 import { runnerDemand, type RunnerDemand } from "./runner-demand.js";
+import { offeredLoad } from "./offered-load.js";
 import { engineLoad, outstandingCalls, type SignalSample } from "./signals.js";
 import { boundsOf, stabilize, type Recommendation } from "./stabilize.js";
 
@@ -76,7 +80,7 @@ export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
   let generationBacklogged = false;
 
   for (const pool of input.toolPools) {
-    const demands = samples.map((s) => ({ at: s.at, d: runnerDemand(s.tools[pool.name], pool.concurrency, pool.replicas, input.slo) }));
+    const demands = samples.map((s) => ({ at: s.at, d: runnerDemand(s.tools[pool.name], pool.concurrency, pool.replicas, input.slo, offeredLoad(samples, pool.name, s.at)) }));
     const latest: RunnerDemand | undefined = demands.at(-1)?.d;
     toolsBacklogged ||= latest?.backlogged === true;
     if (!isBuiltin(pool) || latest === undefined) continue;
@@ -95,10 +99,16 @@ export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
       const now = loads[i]!;
       return loads.slice(0, i).some((l) => l.at >= now.at - ENGINE_TTFT_WINDOW_MS && l.load.engines < now.load.engines);
     };
-    const demands = samples.map((s, i) => ({
-      at: s.at,
-      d: engineDemand(loads[i]!.load, { outstandingToolCalls: toolsOutstanding(s), pendingToolCalls: toolsPending(s), heldRequests: s.heldRequests ?? 0, ...ttftTarget, ttftPredatesCapacity: capacityRose(i) }),
-    }));
+    const demands: { at: number; d: EngineDemand }[] = [];
+    samples.forEach((s, i) => {
+      // The fewest sessions wanting sequences over the growth window before this sample: did they grow?
+      const before = demands.filter((x) => x.at >= s.at - ENGINE_GROWTH_WINDOW_MS && x.d.engines !== null).map((x) => x.d.sequencesWanted);
+      const low = before.length > 0 ? { sequencesWantedLow: Math.min(...before) } : {};
+      demands.push({
+        at: s.at,
+        d: engineDemand(loads[i]!.load, { outstandingToolCalls: toolsOutstanding(s), pendingToolCalls: toolsPending(s), heldRequests: s.heldRequests ?? 0, ...ttftTarget, ttftPredatesCapacity: capacityRose(i), ...low }),
+      });
+    });
     const latest: EngineDemand | undefined = demands.at(-1)?.d;
     generationBacklogged = latest?.backlogged === true;
     if (isBuiltin(engine) && latest !== undefined) {

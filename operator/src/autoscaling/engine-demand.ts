@@ -14,9 +14,17 @@
  * more than are ready now: one step at a time, and none while the engines'
  * TTFT window still holds first tokens from before the last engine came up
  * (a p90 measured on less capacity says nothing about the new one), so a
- * breach does not keep adding engines while they start.
+ * breach does not keep adding engines while they start. Headroom: while the
+ * sessions wanting sequences grow (more than at some sample of the last
+ * {@link ENGINE_GROWTH_WINDOW_MS}) and fill more than
+ * {@link ENGINE_SEQUENCE_TARGET} of the ready engines' sequences, one engine
+ * more than are ready, so it starts before the last sequence is taken; a
+ * pool whose fill is flat finds sequences as sessions leave. KV pressure,
+ * the TTFT objective and headroom each ask for one engine more than are
+ * ready, never more together, and an engine already starting (replicas above
+ * the ready count) meets them all.
  */
-import { KV_PRESSURE } from "./policy.js";
+import { ENGINE_SEQUENCE_TARGET, KV_PRESSURE } from "./policy.js";
 import type { EngineLoad } from "./signals.js";
 
 export interface EngineDemand {
@@ -43,6 +51,8 @@ export interface EngineDemand {
   ttftTargetMs?: number;
   /** The engines' recent TTFT p90 exceeds the app's objective. */
   ttftOverSlo: boolean;
+  /** Set when headroom alone raised the count: the fewest sessions that wanted sequences over the growth window before this sample. */
+  headroomFrom?: number;
 }
 
 export interface EngineDemandInput {
@@ -59,10 +69,12 @@ export interface EngineDemandInput {
    * counts first tokens from before they came up, so it adds no engine.
    */
   ttftPredatesCapacity?: boolean;
+  /** The fewest sequences wanted at any sample of the growth window before this one (absent: no such sample). */
+  sequencesWantedLow?: number;
 }
 
 export function engineDemand(load: EngineLoad, input: EngineDemandInput): EngineDemand {
-  const { outstandingToolCalls, pendingToolCalls = 0, heldRequests = 0, ttftTargetMs, ttftPredatesCapacity = false } = input;
+  const { outstandingToolCalls, pendingToolCalls = 0, heldRequests = 0, ttftTargetMs, ttftPredatesCapacity = false, sequencesWantedLow } = input;
   const target = ttftTargetMs !== undefined ? { ttftTargetMs } : {};
   const parkedOnTools = Math.min(load.activeSessions, outstandingToolCalls);
   const generating = load.activeSessions - parkedOnTools;
@@ -78,6 +90,9 @@ export function engineDemand(load: EngineLoad, input: EngineDemandInput): Engine
   if (kvPressure) engines = Math.max(engines, load.engines + 1);
   const ttftOverSlo = ttftTargetMs !== undefined && load.ttftP90Ms !== undefined && load.ttftP90Ms > ttftTargetMs;
   if (ttftOverSlo && !ttftPredatesCapacity) engines = Math.max(engines, load.engines + 1);
+  const growing = sequencesWantedLow !== undefined && sequencesWanted > sequencesWantedLow;
+  const headroom = growing && sequencesWanted > ENGINE_SEQUENCE_TARGET * load.totalSequences && engines < load.engines + 1;
+  if (headroom) engines = load.engines + 1;
   const backlogged = ttftOverSlo || (load.queuedSessions > 0 && (kvPressure || sequencesWanted > load.totalSequences));
-  return { engines, load, ...counts, backlogged, idle, ...target, ttftOverSlo };
+  return { engines, load, ...counts, backlogged, idle, ...target, ttftOverSlo, ...(headroom ? { headroomFrom: sequencesWantedLow } : {}) };
 }

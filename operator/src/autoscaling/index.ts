@@ -4,6 +4,7 @@
  */
 export * from "./signals.js";
 export * from "./policy.js";
+export * from "./offered-load.js";
 export * from "./runner-demand.js";
 export * from "./engine-demand.js";
 export * from "./stabilize.js";

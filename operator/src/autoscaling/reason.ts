@@ -1,13 +1,16 @@
 /**
  * @module The human reasons of the autoscaler's decisions, one sentence per
  * pool with the signals that decided it, e.g. "scaled ToolPool weather 2→4:
- * 37 calls pending, 16 running, p90 tool wait 2.1 s (budget 0.8 s)" or
+ * 1.6 calls/s × 2.0 s per call at 75% target, 0 calls pending, 2 running (1
+ * per runner)", "... 37 calls pending, 16 running, p90 tool wait 2.1 s
+ * (budget 0.8 s)" or
  * "scaled EnginePool qwen 1→2: ..., TTFT p90 1.4 s over the SLO's 1.0 s". Status,
  * Events and logs all carry these strings.
  */
 import type { Bounds, Stabilized } from "./stabilize.js";
 import type { EngineDemand } from "./engine-demand.js";
 import type { RunnerDemand } from "./runner-demand.js";
+import { ENGINE_SEQUENCE_TARGET, TOOL_TARGET_UTILISATION } from "./policy.js";
 
 export type PoolKindName = "EnginePool" | "ToolPool";
 
@@ -51,6 +54,8 @@ function stabilization(s: Stabilized, b: Bounds, unit: string): string | null {
 
 export function toolReason(name: string, current: number, s: Stabilized, b: Bounds, d: RunnerDemand, concurrency: number): string {
   const facts = [`${plural(d.pending, "call")} pending`, `${d.running} running (${concurrency} per runner)`];
+  // The offered-load rule's inputs, first: what the count follows before any call waits.
+  if (d.offered !== undefined) facts.unshift(`${d.offered.callsPerSecond.toFixed(1)} calls/s × ${seconds(d.offered.callMs)} per call at ${Math.round(TOOL_TARGET_UTILISATION * 100)}% target`);
   if (d.waitP90Ms !== undefined) facts.push(`p90 tool wait ${seconds(d.waitP90Ms)}${d.waitBudgetMs !== undefined ? ` (budget ${seconds(d.waitBudgetMs)})` : ""}`);
   const why = stabilization(s, b, "runner");
   return `${headline("ToolPool", name, current, s.desired)}: ${[...facts, ...(why === null ? [] : [why])].join(", ")}`;
@@ -73,6 +78,9 @@ export function engineReason(name: string, current: number, s: Stabilized, b: Bo
         ];
   if (l.ttftP90Ms !== undefined && l.engines > 0) {
     facts.push(`TTFT p90 ${seconds(l.ttftP90Ms)}${d.ttftTargetMs !== undefined ? ` ${d.ttftOverSlo ? "over" : "within"} the SLO's ${seconds(d.ttftTargetMs)}` : ""}`);
+  }
+  if (d.headroomFrom !== undefined) {
+    facts.push(`${d.sequencesWanted} of ${plural(l.totalSequences, "sequence")} wanted (up from ${d.headroomFrom}), over the ${Math.round(ENGINE_SEQUENCE_TARGET * 100)}% target`);
   }
   if (d.parkedOnTools > 0) {
     // Sessions whose calls run hold their sequences: they are why sequences run out when the tools keep up.

@@ -1,13 +1,18 @@
 /**
- * @module How many runners one sample of a tool pool asks for: enough
- * concurrency slots for every outstanding call (waiting and running), unless
- * the calls that wait are measured to wait within the app's budget for tool
- * waits, in which case waiting is tolerated and no runner is added. A pool
- * at zero with calls pending always asks for runners: with none, the calls
- * would wait for ever, whatever a departed runner last measured.
+ * @module How many runners one sample of a tool pool asks for, the most of
+ * two rules. Offered load (Little's law): the calls' arrival rate times their
+ * mean time on a runner is the slots they keep busy; runners for that at
+ * {@link TOOL_TARGET_UTILISATION} of their slots, so the count follows the
+ * calls as they arrive, before a queue forms. Backlog: enough concurrency
+ * slots for every outstanding call (waiting and running), unless the calls
+ * that wait are measured to wait within the app's budget for tool waits, in
+ * which case waiting is tolerated and no runner is added. A pool at zero with
+ * calls pending always asks for runners: with none, the calls would wait for
+ * ever, whatever a departed runner last measured.
  */
 import type { AppSlo } from "../api/index.js";
-import { TOOL_WAIT_SHARE } from "./policy.js";
+import type { OfferedLoad } from "./offered-load.js";
+import { TOOL_TARGET_UTILISATION, TOOL_WAIT_SHARE } from "./policy.js";
 import type { ToolPoolSignal } from "./signals.js";
 
 export interface RunnerDemand {
@@ -20,7 +25,11 @@ export interface RunnerDemand {
   waitBudgetMs?: number;
   /** Calls wait longer than the budget, or wait with no measure of how long: the tools hold tasks up. */
   backlogged: boolean;
-  /** Nothing waiting or running. */
+  /** The calls' arrival rate and mean time (absent: not measured). */
+  offered?: OfferedLoad;
+  /** Runners the offered load asks for at the target utilisation (0: not measured). */
+  runnersForLoad: number;
+  /** Nothing waiting or running, and no call arrived lately. */
   idle: boolean;
 }
 
@@ -29,7 +38,15 @@ export function toolWaitBudgetMs(slo: AppSlo | undefined): number | undefined {
   return slo?.taskLatencyP90Ms === undefined ? undefined : slo.taskLatencyP90Ms * TOOL_WAIT_SHARE;
 }
 
-export function runnerDemand(signal: ToolPoolSignal | undefined, concurrency: number, current: number, slo: AppSlo | undefined): RunnerDemand {
+/** Runners whose slots the offered load fills to the target utilisation. */
+export function runnersForLoad(offered: OfferedLoad | undefined, concurrency: number): number {
+  if (offered === undefined) return 0;
+  const busySlots = (offered.callsPerSecond * offered.callMs) / 1000;
+  // The epsilon keeps a load of exactly n runners' worth from asking for n + 1 through rounding.
+  return Math.max(0, Math.ceil(busySlots / Math.max(1, concurrency) / TOOL_TARGET_UTILISATION - 1e-9));
+}
+
+export function runnerDemand(signal: ToolPoolSignal | undefined, concurrency: number, current: number, slo: AppSlo | undefined, offered?: OfferedLoad): RunnerDemand {
   const pending = signal?.pending ?? 0;
   const running = signal?.ackPending ?? 0;
   const budget = toolWaitBudgetMs(slo);
@@ -37,13 +54,17 @@ export function runnerDemand(signal: ToolPoolSignal | undefined, concurrency: nu
   const withinBudget = wait !== undefined && budget !== undefined && wait <= budget;
   const backlogged = pending > 0 && (!withinBudget || current === 0);
   const needed = Math.ceil((pending + running) / Math.max(1, concurrency));
+  const forBacklog = backlogged ? needed : Math.min(needed, Math.max(current, Math.ceil(running / Math.max(1, concurrency))));
+  const forLoad = runnersForLoad(offered, concurrency);
   return {
-    runners: backlogged ? needed : Math.min(needed, Math.max(current, Math.ceil(running / Math.max(1, concurrency)))),
+    runners: Math.max(forBacklog, forLoad),
     pending,
     running,
     ...(wait !== undefined ? { waitP90Ms: wait } : {}),
     ...(budget !== undefined ? { waitBudgetMs: budget } : {}),
+    ...(offered !== undefined ? { offered } : {}),
+    runnersForLoad: forLoad,
     backlogged,
-    idle: pending + running === 0,
+    idle: pending + running === 0 && (offered?.callsPerSecond ?? 0) === 0,
   };
 }

@@ -20,6 +20,14 @@ export interface ToolPoolSignal {
   ackPending: number;
   /** 90th percentile of the wait from publish to a runner starting the call, over the last 10 s, the slowest runner's (absent: no runner started a call lately). */
   waitP90Ms?: number;
+  /**
+   * Calls delivered to runners since the consumer was created, redeliveries
+   * included (JetStream `delivered.consumer_seq`): a counter, whose change
+   * between samples with pending's and ackPending's gives the calls' arrival
+   * rate and mean time (absent: not read; a lower value than before: the
+   * consumer was recreated).
+   */
+  delivered?: number;
 }
 
 /** The signals of one tick. */

@@ -241,7 +241,7 @@ export class NatsLiveState implements LiveState {
       if (typeof h?.at !== "number" || this.now() - h.at > FRESH_MS || typeof h.waitP90Ms !== "number") continue;
       waitP90Ms = Math.max(waitP90Ms ?? 0, h.waitP90Ms);
     }
-    return { pending: info.num_pending, ackPending: info.num_ack_pending, ...(waitP90Ms !== undefined ? { waitP90Ms } : {}) };
+    return { pending: info.num_pending, ackPending: info.num_ack_pending, delivered: info.delivered.consumer_seq, ...(waitP90Ms !== undefined ? { waitP90Ms } : {}) };
   }
 
   async preparePoolStream(pool: PoolRef, settings: PoolConsumerSettings): Promise<void> {
