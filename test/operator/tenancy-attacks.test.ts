@@ -21,7 +21,7 @@
  * - a runner, an engine and a router started without their credential files
  *   (auth required) refuse to start and name the file.
  */
-import t from "tap";
+import t, { type Test } from "tap";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -215,6 +215,35 @@ function mountSecret(dir: string, s: V1Secret): void {
   for (const f of readdirSync(dir)) if (s.data?.[f] === undefined) rmSync(join(dir, f));
   for (const k of Object.keys(s.data ?? {})) writeFileSync(join(dir, k), data(s, k)!, { mode: 0o600 });
 }
+/**
+ * The router as the chart runs it: auth required, every key read from the
+ * files of its Secret mounted at `dir` (which a test may rewrite in place,
+ * as the kubelet does), the client keys from a file of their own; serving
+ * app alpha of namespace A. `get` answers a session's events request's status.
+ */
+async function chartRouter(t: Test, dir: string): Promise<{ security: ReturnType<typeof routerSecurityFromEnv>; keys: ReturnType<typeof parseApiKeys>; get: (id: string, key: string) => Promise<number> }> {
+  const keysDir = mkdtempSync(join(tmpdir(), "interlace-router-keys-"));
+  t.teardown(() => rmSync(keysDir, { recursive: true, force: true }));
+  writeFileSync(join(keysDir, "api-keys"), `alice:${ALICE}\nbob:${BOB}\n`, { mode: 0o600 });
+  const security = routerSecurityFromEnv({
+    INTERLACE_AUTH: "required",
+    INTERLACE_NATS_CREDS: join(dir, "nats.creds"),
+    INTERLACE_NATS_CA: caFile,
+    INTERLACE_OWNER_TAG_KEY_FILE: join(dir, "owner-tag.key"),
+    INTERLACE_ENGINE_API_KEY_FILE: join(dir, "engine-api.key"),
+    INTERLACE_API_KEYS_FILE: join(keysDir, "api-keys"),
+  });
+  const opNc = await open(operator.credentials!.natsSecurity());
+  await (await openAppsBucket(opNc)).put(appKey(A, "alpha"), JSON.stringify(appConfig("alpha", { namespace: A, enginePool: { name: "pool" } })));
+  const router = await startRouter(routerOptions({ natsUrl: server.url, logLevel: "silent", security }), testLogger("router"));
+  t.teardown(() => router.close());
+  t.ok(await eventually(() => router.apps.get(A, "alpha") !== undefined, 20_000), "the router reads the app over NATS with its minted identity");
+  const keys = parseApiKeys(`alice:${ALICE}\nbob:${BOB}`);
+  const get = (id: string, key: string): Promise<number> =>
+    fetch(`http://127.0.0.1:${router.port}/v1/apps/${A}/alpha/sessions/${id}/events`, { headers: { authorization: `Bearer ${key}` } }).then(async (r) => (await r.arrayBuffer(), r.status));
+  return { security, keys, get };
+}
+
 const GRACE_MS = 600_000;
 /** Rotates a master key with `graceMs`, lets the operator re-read the trust root, and waits for `ns/name` re-minted. */
 async function rotate(key: RotatableKey, graceMs: number, ns: string, name: string, entry: string): Promise<V1Secret> {
@@ -286,28 +315,10 @@ t.test("interrupt key rotation: a live session keeps the interrupts signed befor
 });
 
 t.test("a forged or replayed owner tag: 403", async (t) => {
-  // The router as the chart runs it: auth required, every key read from the files of its Secret.
   const dir = mkdtempSync(join(tmpdir(), "interlace-router-creds-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  for (const k of Object.keys(routerSecret.data ?? {})) writeFileSync(join(dir, k), data(routerSecret, k)!, { mode: 0o600 });
-  writeFileSync(join(dir, "api-keys"), `alice:${ALICE}\nbob:${BOB}\n`, { mode: 0o600 });
-  const security = routerSecurityFromEnv({
-    INTERLACE_AUTH: "required",
-    INTERLACE_NATS_CREDS: join(dir, "nats.creds"),
-    INTERLACE_NATS_CA: caFile,
-    INTERLACE_OWNER_TAG_KEY_FILE: join(dir, "owner-tag.key"),
-    INTERLACE_ENGINE_API_KEY_FILE: join(dir, "engine-api.key"),
-    INTERLACE_API_KEYS_FILE: join(dir, "api-keys"),
-  });
-  const opNc = await open(operator.credentials!.natsSecurity());
-  const alpha = appConfig("alpha", { namespace: A, enginePool: { name: "pool" } });
-  await (await openAppsBucket(opNc)).put(appKey(A, "alpha"), JSON.stringify(alpha));
-  const router = await startRouter(routerOptions({ natsUrl: server.url, logLevel: "silent", security }), testLogger("router"));
-  t.teardown(() => router.close());
-  t.ok(await eventually(() => router.apps.get(A, "alpha") !== undefined, 20_000), "the router reads the app over NATS with its minted identity");
-  const keys = parseApiKeys(`alice:${ALICE}\nbob:${BOB}`);
-  const get = (id: string, key: string): Promise<number> =>
-    fetch(`http://127.0.0.1:${router.port}/v1/apps/${A}/alpha/sessions/${id}/events`, { headers: { authorization: `Bearer ${key}` } }).then(async (r) => (await r.arrayBuffer(), r.status));
+  mountSecret(dir, routerSecret);
+  const { security, keys, get } = await chartRouter(t, dir);
 
   const base = `${A_POD}.s1`;
   const issued = routedSessionId(A_POD, "s1", SessionOwners.from(keys, security.ownerTagKey).tag(base, "alice"));
@@ -330,25 +341,7 @@ t.test("owner-tag key rotation: ids issued before it keep working for the grace 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const current = (await secret(RELEASE_NS, "interlace-router-credentials"))!;
   mountSecret(dir, current);
-  const keysFile = mkdtempSync(join(tmpdir(), "interlace-router-keys-"));
-  t.teardown(() => rmSync(keysFile, { recursive: true, force: true }));
-  writeFileSync(join(keysFile, "api-keys"), `alice:${ALICE}\nbob:${BOB}\n`, { mode: 0o600 });
-  const security = routerSecurityFromEnv({
-    INTERLACE_AUTH: "required",
-    INTERLACE_NATS_CREDS: join(dir, "nats.creds"),
-    INTERLACE_NATS_CA: caFile,
-    INTERLACE_OWNER_TAG_KEY_FILE: join(dir, "owner-tag.key"),
-    INTERLACE_ENGINE_API_KEY_FILE: join(dir, "engine-api.key"),
-    INTERLACE_API_KEYS_FILE: join(keysFile, "api-keys"),
-  });
-  const opNc = await open(operator.credentials!.natsSecurity());
-  await (await openAppsBucket(opNc)).put(appKey(A, "alpha"), JSON.stringify(appConfig("alpha", { namespace: A, enginePool: { name: "pool" } })));
-  const router = await startRouter(routerOptions({ natsUrl: server.url, logLevel: "silent", security }), testLogger("router"));
-  t.teardown(() => router.close());
-  t.ok(await eventually(() => router.apps.get(A, "alpha") !== undefined, 20_000), "the router serves the app");
-  const keys = parseApiKeys(`alice:${ALICE}\nbob:${BOB}`);
-  const get = (id: string, key: string): Promise<number> =>
-    fetch(`http://127.0.0.1:${router.port}/v1/apps/${A}/alpha/sessions/${id}/events`, { headers: { authorization: `Bearer ${key}` } }).then(async (r) => (await r.arrayBuffer(), r.status));
+  const { keys, get } = await chartRouter(t, dir);
   // 410: the owner check passed (the session's engine is gone); 403: it did not.
   const idUnder = (key: string, session: string): string => routedSessionId(A_POD, session, SessionOwners.from(keys, key).tag(`${A_POD}.${session}`, "alice"));
   const issued = idUnder(data(current, "owner-tag.key")!, "s1");
