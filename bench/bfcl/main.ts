@@ -436,7 +436,10 @@ export async function run(argv: string[]): Promise<void> {
       sameWorkRows.length === 0
         ? ""
         : "| mode | against | tasks with the same calls | median per-task speedup | min | max |\n| --- | --- | --- | --- | --- | --- |\n" +
-          sameWorkRows.map((w) => `| ${w.mode} | ${w.baseline} | ${w.tasks} of ${w.paired} | ${w.medianRatio.toFixed(2)}x | ${w.minRatio.toFixed(2)}x | ${w.maxRatio.toFixed(2)}x |`).join("\n");
+          sameWorkRows
+            // No task with the same calls: no ratio to show (not "NaNx").
+            .map((w) => `| ${w.mode} | ${w.baseline} | ${w.tasks} of ${w.paired} | ${[w.medianRatio, w.minRatio, w.maxRatio].map((x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "–")).join(" | ")} |`)
+            .join("\n");
     if (sameWorkTable !== "") console.log(`\nThe same work (tasks where the model made the same calls in both modes; time of the other mode / async's):\n\n${sameWorkTable}`);
     const sweepTable =
       "| tool-latency scale | E/G | sync p50 ms | async p50 ms | speedup | 1 + E/G (Thm 6.2, large \\|F\\|) | measured / (1 + E/G) | exact analytic (App. A, these tasks) | measured / analytic | async bound ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n" +
