@@ -66,6 +66,12 @@ const MODES: readonly ModeName[] = ["sync", "syncNoReuse", "syncParallel", "asyn
 const QUICK_MODES: readonly ModeName[] = ["sync", "syncParallel", "async"];
 const UPSTREAM_MODES: readonly UpstreamModeName[] = ["upstreamSync", "upstreamSyncParallel", "upstreamAsyncNaive"];
 const FINAL_TEXT = " All done.";
+/**
+ * The bench's tenant on the bus: its tool pools, its engine pods and the
+ * async-naive client share it, because runners answer only into their own
+ * namespace (a call whose reply subject is another namespace's is dropped).
+ */
+const NAMESPACE = "bench";
 const TOOL_OUTPUT = "ok";
 
 /**
@@ -204,7 +210,7 @@ function replayPool(pool: string, tasks: BenchTask[], fallback = false): ToolRun
       ...(fallback ? { fallback: { output: TOOL_OUTPUT, latencyMs: Math.round(median([...byArgs.values()].map((r) => r.latencyMs))) } } : {}),
     },
   }));
-  return { namespace: "bench", pool, tools, concurrency: 256, maxResultBytes: 4096 };
+  return { namespace: NAMESPACE, pool, tools, concurrency: 256, maxResultBytes: 4096 };
 }
 
 /** Each mode in turn on one task; a mode that fails is recorded and the next one runs. */
@@ -281,7 +287,7 @@ export async function run(argv: string[]): Promise<void> {
     ...(config.adapter !== undefined ? ["--adapters", config.adapter] : []),
     "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-engine", "--sequences", "4",
     ...(byModel ? ["--context-size", "4096", "--threads", "2", "--max-tokens", String(config.maxTokens)] : ["--context-size", "16384", "--threads", "1"]),
-  ]);
+  ], { env: { POD_NAMESPACE: NAMESPACE } });
   // The upstream rows: an openai-backend engine pod in front of a third-party server (started here unless given).
   const upstreamServer = config.upstream !== undefined && config.upstream.url === undefined ? await UpstreamServer.start({ preset: "bench", contextSize: 16384 }) : undefined;
   const upstreamEngine =
@@ -292,9 +298,9 @@ export async function run(argv: string[]): Promise<void> {
           "--upstream-url", config.upstream.url ?? upstreamServer!.url,
           "--upstream-model", config.upstream.model ?? upstreamServer?.model ?? "default",
           "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-upstream-engine", "--sequences", "4", "--context-size", "16384", "--max-tokens", "4096",
-        ]);
+        ], { env: { POD_NAMESPACE: NAMESPACE } });
   const allModes: ModeName[] = [...config.modes, ...(upstreamEngine !== undefined ? UPSTREAM_MODES : [])];
-  const naive = await NatsExecutor.connect({ servers: nats.url, namespace: "default", enginePod: "bench-naive-client", log });
+  const naive = await NatsExecutor.connect({ servers: nats.url, namespace: NAMESPACE, enginePod: "bench-naive-client", log });
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
   const vocab = await llama.loadModel({ modelPath, vocabOnly: true });
   const counter = tokenCounter(vocab, config.callStyle);
@@ -430,7 +436,10 @@ export async function run(argv: string[]): Promise<void> {
       sameWorkRows.length === 0
         ? ""
         : "| mode | against | tasks with the same calls | median per-task speedup | min | max |\n| --- | --- | --- | --- | --- | --- |\n" +
-          sameWorkRows.map((w) => `| ${w.mode} | ${w.baseline} | ${w.tasks} of ${w.paired} | ${w.medianRatio.toFixed(2)}x | ${w.minRatio.toFixed(2)}x | ${w.maxRatio.toFixed(2)}x |`).join("\n");
+          sameWorkRows
+            // No task with the same calls: no ratio to show (not "NaNx").
+            .map((w) => `| ${w.mode} | ${w.baseline} | ${w.tasks} of ${w.paired} | ${[w.medianRatio, w.minRatio, w.maxRatio].map((x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "–")).join(" | ")} |`)
+            .join("\n");
     if (sameWorkTable !== "") console.log(`\nThe same work (tasks where the model made the same calls in both modes; time of the other mode / async's):\n\n${sameWorkTable}`);
     const sweepTable =
       "| tool-latency scale | E/G | sync p50 ms | async p50 ms | speedup | 1 + E/G (Thm 6.2, large \\|F\\|) | measured / (1 + E/G) | exact analytic (App. A, these tasks) | measured / analytic | async bound ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n" +

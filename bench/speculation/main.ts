@@ -271,7 +271,8 @@ export async function run(argv: string[]): Promise<void> {
     ...(cfg.adapter !== undefined ? ["--draft-adapters", cfg.adapter] : []),
     "--executor", "nats", "--nats-url", nats.url, "--pod-name", "bench-spec",
     "--sequences", String(Math.max(2, maxAgents)), "--context-size", "4096", "--threads", "1", "--prefix-cache", "false",
-  ]);
+    // The engine's tenant is the pool's: runners answer only into their own namespace.
+  ], { env: { POD_NAMESPACE: POOL.namespace } });
   const rows: ResultRow[] = [];
   const failures: (FailedTask & { calling_mode: CallingMode; speculation: Speculation; alpha: number | null; tool_ms: number; agents: number })[] = [];
   const recordFailures = (m: Measured, where: { calling_mode: CallingMode; speculation: Speculation; alpha: number | null; tool_ms: number; agents: number }): void => {

@@ -82,7 +82,7 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
   });
   return {
     executor,
-    catalog: { builtins: new Map(), pools: true, ...(defaultPool !== undefined ? { defaultPool: `${defaultPool.namespace}/${defaultPool.name}` } : {}) },
+    catalog: { builtins: new Map(), pools: true, namespace: options.podNamespace, ...(defaultPool !== undefined ? { defaultPool: `${defaultPool.namespace}/${defaultPool.name}` } : {}) },
     nats: executor.nc,
   };
 }

@@ -4,7 +4,9 @@
  * runner runs them, and their results come back as `[INTR]` blocks; a user
  * interrupt published on the session's interrupt subject (what `POST
  * /v1/sessions/{id}/interrupts` on another pod, or another agent, does) is
- * injected the same way.
+ * injected the same way. A tool in another namespace's pool (whose runner
+ * would drop the call) is refused at once: the model reads why, the session
+ * goes on.
  */
 import t from "tap";
 import { jetstream } from "@nats-io/jetstream";
@@ -14,7 +16,7 @@ import { sendInterrupt } from "../../common/src/protocol/index.js";
 import { createEngine, InterruptInbox } from "../../engine-pod/src/engine/index.js";
 import { ensureModel } from "../../engine-pod/src/model/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
-import { POOL, startExecutor, startRunner } from "./fixtures.js";
+import { POOL, poolConfig, startExecutor, startRunner } from "./fixtures.js";
 
 const TOOLS: ToolSpec[] = [
   { name: "sleep", description: "waits ms", parameters: { type: "object", properties: { ms: { type: "integer" }, result: { type: "string" } }, required: ["ms"] }, pool: POOL },
@@ -71,4 +73,31 @@ t.test("an engine session whose tools run in a NATS tool pool", async (t) => {
     s.events.filter((e) => e.type === "call").map((e) => (e.type === "call" ? e.callId : "")),
     ["first", "later"],
   );
+});
+
+t.test("a session calling a tool of another namespace's pool reads why and goes on, not waiting out the call's deadline", async (t) => {
+  // The BFCL bench's stall: runners in namespace bench, the engine in default; every call waited its 60 s deadline.
+  const server = await startNatsServer(t);
+  const theirs = { namespace: "bench", name: POOL.name };
+  await startRunner(t, server.url, poolConfig({ namespace: theirs.namespace }));
+  const inbox = new InterruptInbox();
+  const executor = await startExecutor(t, server.url, { enginePod: "engine-foreign", inbox });
+  const modelPath = await ensureModel({ preset: "test" });
+  const engine = await createEngine(
+    { modelPath, gpu: false, sequences: 1, contextSize: 2048, threads: 1, kvPolicy: "auto", maxTokens: 128, prefixCache: false },
+    executor,
+    createLogger("engine-test", "warn"),
+    { calibrate: false, inbox },
+  );
+  t.teardown(() => engine.close());
+  const s = engine.createSession({
+    prompt: "echo something",
+    tools: [{ ...TOOLS[1]!, pool: theirs }],
+    policy: { type: "lpt-dag", calls: [{ id: "far", tool: "echo", arguments: { text: "hi" }, dependsOn: [] }], finalText: " done" },
+  });
+  const done = await s.finished;
+  t.equal(done.reason, "eos");
+  const results = s.events.flatMap((e) => (e.type === "interrupt" ? [{ id: e.id, kind: e.kind, value: e.value }] : []));
+  t.equal(results.length, 1);
+  t.match(results[0], { id: "far", kind: "tool_error", value: /unknown_tool.*names pool bench\/tools, but this engine pod is in namespace "default"/s });
 });

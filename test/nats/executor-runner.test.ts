@@ -4,7 +4,9 @@
  * their sessions; pools without runners fail fast, or with a hold wait for
  * one (a pool at zero being woken); deadlines become
  * `tool_timeout`; user/agent interrupts published on a session's interrupt
- * subject reach the interrupt handler.
+ * subject reach the interrupt handler; a call to another namespace's pool is
+ * refused at once (its runner would drop it, and the call would wait out its
+ * deadline).
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
@@ -12,7 +14,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { ensurePoolStream, interruptSubject, poolStream, PROTOCOL_VERSION, sendInterrupt } from "../../common/src/protocol/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { eventually } from "../helpers/wait.js";
-import { counterValue, makeCall, poolConfig, startExecutor, startRunner } from "./fixtures.js";
+import { counterValue, makeCall, POOL, poolConfig, startExecutor, startRunner } from "./fixtures.js";
 
 t.test("executor and runner over a real nats-server", async (t) => {
   const server = await startNatsServer(t);
@@ -160,4 +162,25 @@ t.test("a pool with no live runner but a stream (at zero, being woken): the call
 
   const noStream = await short.execute(makeCall("s-gone", "echo", { text: "x" }, 60_000, { namespace: "default", name: "nowhere" }));
   t.match(noStream.output, /no tool runner is serving pool default\/nowhere .*the call was not sent/, "a pool with no stream at all still fails at once");
+});
+
+t.test("a call to another namespace's pool is refused at once, not left to wait out its deadline", async (t) => {
+  // What the BFCL bench did: its runners served pool bench/…, its engine ran in namespace default.
+  // The runner ran the tool, then dropped the result (its reply subject was another tenant's), and
+  // each call waited its whole deadline for a tool_timeout.
+  const server = await startNatsServer(t);
+  const theirs = { namespace: "bench", name: POOL.name };
+  const runner = await startRunner(t, server.url, poolConfig({ namespace: theirs.namespace }));
+  const foreign = await startExecutor(t, server.url, { enginePod: "engine-default" });
+  const r = await foreign.execute(makeCall("s1", "echo", { text: "hi" }, 20_000, theirs));
+  t.equal(r.ok, false);
+  t.equal(r.error?.code, "unknown_tool");
+  t.match(r.output, /names pool bench\/tools, but this engine pod is in namespace "default"/);
+  t.equal(await counterValue(runner.metrics.calls), 0, "nothing was sent to the runner");
+
+  // The same pool from an engine of its own namespace answers.
+  const own = await startExecutor(t, server.url, { namespace: theirs.namespace, enginePod: "engine-bench" });
+  const ok = await own.execute(makeCall("s2", "echo", { text: "hi" }, 20_000, theirs));
+  t.equal(ok.ok, true, ok.output);
+  t.equal(ok.output, "hi");
 });

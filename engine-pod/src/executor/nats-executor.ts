@@ -68,6 +68,7 @@ import type { Executor, ToolCall, ToolResult } from "./executor.js";
 import { NatsExecutorMetrics } from "./nats/metrics.js";
 import { callKey, FinishedCalls, type Finish } from "./nats/pending-calls.js";
 import { RunnerRegistry } from "./nats/runner-registry.js";
+import { foreignPoolReason } from "./nats/tenant-pools.js";
 
 export interface NatsExecutorOptions {
   /** NATS server URL(s). */
@@ -210,6 +211,9 @@ export class NatsExecutor implements Executor {
     if (this.closed) return Promise.resolve(fail(ErrorCode.Cancelled, "the executor is closed"));
     if (pool === undefined) return Promise.resolve(fail(ErrorCode.UnknownTool, `tool "${call.tool}" belongs to no tool pool`));
     const poolLabel = `${pool.namespace}/${pool.name}`;
+    // Sent, a call to another namespace's pool would wait out its deadline for a result that cannot come.
+    const foreign = foreignPoolReason(call.tool, pool, this.options.namespace);
+    if (foreign !== null) return Promise.resolve(fail(ErrorCode.UnknownTool, foreign));
     if (signal?.aborted) return Promise.resolve(fail(ErrorCode.Cancelled, "the call was cancelled before it started"));
     const key = callKey(call.sessionId, call.id);
     if (this.pending.has(key)) return Promise.resolve(fail(ErrorCode.BadRequest, `call "${call.id}" of session "${call.sessionId}" is already in flight`));

@@ -1,12 +1,14 @@
 /**
  * @module Tool lists in requests → validated ToolSpecs. A session's tools
  * must be runnable: a builtin of this engine's in-process executor (given by
- * name alone, or as a full spec), or a tool that names its pool when the
- * engine routes calls over NATS. Completion tools (OpenAI path) are run by
- * the client, so any well-formed spec is accepted there.
+ * name alone, or as a full spec), or a tool that names its pool (one of the
+ * engine's own namespace) when the engine routes calls over NATS. Completion
+ * tools (OpenAI path) are run by the client, so any well-formed spec is
+ * accepted there.
  */
 import { ErrorCode, TOOL_NAME_PATTERN, type ToolSpec } from "../../../common/src/index.js";
 import { schemaError } from "../../../common/src/wire/index.js";
+import { foreignPoolReason } from "../executor/nats/tenant-pools.js";
 import { HttpError } from "./http-errors.js";
 
 /** What tools this engine can run itself. */
@@ -17,6 +19,8 @@ export interface ToolCatalog {
   pools: boolean;
   /** Tools that name no pool go to this one (NATS executor's default pool), so any tool is accepted. */
   defaultPool?: string;
+  /** NATS executor: this pod's namespace, the only one whose pools it can reach (see tenant-pools.ts). */
+  namespace?: string;
 }
 
 const bad = (message: string): HttpError => HttpError.of(ErrorCode.BadRequest, message);
@@ -96,6 +100,8 @@ export function resolveSessionTools(raw: unknown, catalog: ToolCatalog): ToolSpe
       if (spec.pool !== undefined && !catalog.pools) {
         throw HttpError.of(ErrorCode.UnknownTool, `tool "${spec.name}" names pool ${spec.pool.namespace}/${spec.pool.name}, but this engine runs tools in-process (start it with --executor nats)`);
       }
+      const foreign = spec.pool !== undefined && catalog.namespace !== undefined ? foreignPoolReason(spec.name, spec.pool, catalog.namespace) : null;
+      if (foreign !== null) throw HttpError.of(ErrorCode.UnknownTool, foreign);
     }
     if (seen.has(spec.name)) throw bad(`tool "${spec.name}" is listed twice`);
     seen.add(spec.name);
