@@ -27,6 +27,7 @@ import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { parseTemplate, templateInputs, templateOutputs } from "../../common/src/semantic-function.js";
 import type { AppRegistry, ServedApp } from "./app-registry.js";
 import type { EngineRegistry } from "./engine-registry.js";
+import { watchEngineLiveness } from "./engine-liveness.js";
 import { HttpError, notFound, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
 import { isObject, mergeChatRequest, mergeInterruptRequest, mergeResponsesRequest, mergeSessionRequest } from "./request-merge.js";
@@ -184,8 +185,8 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     const key = `${served.config.namespace}/${served.config.name}`;
     const upstreamAbort = new AbortController();
     let lostReason: string | undefined;
-    const stopWatching = ctx.engines.onGone((pod, reason) => {
-      if (pod !== engine.pod) return;
+    // A lapsed heartbeat cuts the stream only if the engine does not answer either (engine-liveness.ts).
+    const stopWatching = watchEngineLiveness(ctx.engines, engine, ctx.engineHeaders, (reason) => {
       lostReason = reason;
       upstreamAbort.abort();
     });

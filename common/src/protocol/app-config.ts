@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { StorageType } from "@nats-io/jetstream";
 import { natsReplicas } from "./streams.js";
+import { reopening } from "./reopening-kv.js";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { stableJson } from "../prefix-hash.js";
@@ -166,7 +167,9 @@ export async function openAppsBucket(nc: NatsConnection): Promise<KV> {
 }
 
 export async function openRoutersBucket(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(ROUTERS_BUCKET, { history: 1, ttl: ROUTERS_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
+  const create = (): Promise<KV> => new Kvm(nc).create(ROUTERS_BUCKET, { history: 1, ttl: ROUTERS_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
+  // A memory bucket: created again when a restart of NATS lost it.
+  return reopening(await create(), create);
 }
 
 /**
@@ -205,5 +208,7 @@ export function parseReservations(data: unknown): PlacementReservation[] | null 
 }
 
 export async function openReservationsBucket(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(RESERVATIONS_BUCKET, { history: 1, ttl: RESERVATIONS_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
+  const create = (): Promise<KV> => new Kvm(nc).create(RESERVATIONS_BUCKET, { history: 1, ttl: RESERVATIONS_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
+  // A memory bucket: created again when a restart of NATS lost it.
+  return reopening(await create(), create);
 }

@@ -9,6 +9,7 @@
  */
 import { StorageType } from "@nats-io/jetstream";
 import { natsReplicas } from "./streams.js";
+import { reopening } from "./reopening-kv.js";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeToken, encodeToken } from "./subjects.js";
@@ -124,5 +125,7 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
 
 /** The heartbeat bucket (history 1, values expire). Idempotent: whichever party starts first creates it. */
 export async function openEnginesBucket(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(ENGINES_BUCKET, { history: 1, ttl: ENGINES_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
+  const create = (): Promise<KV> => new Kvm(nc).create(ENGINES_BUCKET, { history: 1, ttl: ENGINES_BUCKET_TTL_MS, storage: StorageType.Memory, replicas: natsReplicas() });
+  // A memory bucket: created again when a restart of NATS lost it.
+  return reopening(await create(), create);
 }

@@ -14,6 +14,7 @@ export * from "./codec.js";
 export * from "./runner-config.js";
 export * from "./streams.js";
 export * from "./chunked-kv.js";
+export * from "./reopening-kv.js";
 export * from "./reliability.js";
 export * from "./publish.js";
 export * from "./engine-heartbeat.js";
