@@ -194,7 +194,7 @@ export async function autoscalingSteps(t: Test, cluster: Cluster, ctx: Autoscali
       const p = await getPool(cluster, "toolpools", "auto-tools");
       return p.status?.autoscaling?.lastDirection === "down" && p.spec.replicas === 1 ? p : undefined;
     });
-    t.match(shrunk.status?.autoscaling?.lastReason ?? "", /^scaled ToolPool auto-tools \d→1: 0 calls pending, [01] running \(1 per runner\), (p90 tool wait [\d.]+ s, )?at most [01] runners? wanted over the last 15 s$/, "down to one runner, after the window");
+    t.match(shrunk.status?.autoscaling?.lastReason ?? "", /^scaled ToolPool auto-tools \d→1: ([\d.]+ calls\/s × [\d.]+ s per call at \d+% target, )?0 calls pending, [01] running \(1 per runner\), (p90 tool wait [\d.]+ s, )?at most [01] runners? wanted over the last 15 s$/, "down to one runner, after the window");
     const last = await long;
     t.ok(finished(last.events), "the session started before the scale-down finished", { last: last.events.at(-1) });
     t.equal(toolResults(last.events, "long").length, 1, "with its call's result, once");
