@@ -72,7 +72,8 @@ export const OPERATOR_POD = "obs-operator";
 export async function startObservedStack(t: Test, options: ObservedStackOptions = {}): Promise<ObservedStack> {
   const nats = await NatsServer.start();
   t.teardown(() => nats.stop());
-  const config = sampleToolPool();
+  // Every party in the one namespace the targets are labelled with: a runner answers only into its own namespace.
+  const config = sampleToolPool({ namespace: NAMESPACE });
   const pool = { namespace: config.namespace, name: config.pool };
   const runner = await spawnToolRunner(nats.url, config, RUNNER_ID);
   t.teardown(() => runner.stop());
@@ -83,7 +84,7 @@ export async function startObservedStack(t: Test, options: ObservedStackOptions 
       "--executor", "nats", "--nats-url", nats.url, "--pod-name", ENGINE_POD,
       ...(options.router === true ? ["--pool", `${ENGINE_POOL.namespace}/${ENGINE_POOL.name}`, "--heartbeat-ms", "250"] : []),
     ]),
-    env: {},
+    env: { POD_NAMESPACE: NAMESPACE },
   });
   const engine = await startEnginePod(engineOptions, createLogger("obs-engine", process.env["LOG_LEVEL"] ?? "warn"));
   t.teardown(() => engine.close());
