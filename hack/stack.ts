@@ -11,7 +11,7 @@
  *     await stack.stop();
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,8 +41,13 @@ export interface ToolRunnerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Spawns `tsx toolrunner/src/main.ts` with a spec file; resolves once it prints its ready line. */
-export async function spawnToolRunner(natsUrl: string, config: ToolRunnerConfig, id: string, env: NodeJS.ProcessEnv = {}): Promise<ToolRunnerProcess> {
+/**
+ * Spawns `tsx toolrunner/src/main.ts` with a spec file; resolves once it
+ * prints its ready line. Its log lines (warn and up unless LOG_LEVEL says
+ * otherwise) are appended to `logFile` when given, else dropped: a bench
+ * passes one so a runner that drops calls is visible (`summarizeRunnerLog`).
+ */
+export async function spawnToolRunner(natsUrl: string, config: ToolRunnerConfig, id: string, env: NodeJS.ProcessEnv = {}, logFile?: string): Promise<ToolRunnerProcess> {
   const dir = mkdtempSync(join(tmpdir(), "interlace-runner-"));
   const specFile = join(dir, "tools.json");
   writeFileSync(specFile, JSON.stringify(config));
@@ -53,6 +58,7 @@ export async function spawnToolRunner(natsUrl: string, config: ToolRunnerConfig,
   );
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   void exited.then(() => rmSync(dir, { recursive: true, force: true }));
+  if (logFile !== undefined) child.stdout!.on("data", (chunk: Buffer) => appendFileSync(logFile, chunk));
   const port = await new Promise<number>((resolvePort, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`tool runner ${id} not ready within 60 s: ${out}`)), 60_000);

@@ -59,6 +59,7 @@ import { existsSync } from "node:fs";
 import { taskBound, tokenCounter, type TaskBound } from "./task-bound.js";
 import { sameWork } from "./same-work.js";
 import { WORKLOADS, type BenchTask, type WorkloadName } from "./workloads.js";
+import { runnerLogFile, summarizeRunnerLog } from "../lib/runner-log.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const MODES: readonly ModeName[] = ["sync", "syncNoReuse", "syncParallel", "asyncNaive", "async"];
@@ -305,8 +306,9 @@ export async function run(argv: string[]): Promise<void> {
   const vocab = await llama.loadModel({ modelPath, vocabOnly: true });
   const counter = tokenCounter(vocab, config.callStyle);
   let runners: ToolRunnerProcess[] = [];
+  const runnerLog = runnerLogFile("bfcl");
   const withPool = async <T>(pool: ToolRunnerConfig, body: (ctx: RunContext) => Promise<T>): Promise<T> => {
-    runners = [await spawnToolRunner(nats.url, pool, `${pool.pool}-0`), await spawnToolRunner(nats.url, pool, `${pool.pool}-1`)];
+    runners = [await spawnToolRunner(nats.url, pool, `${pool.pool}-0`, {}, runnerLog), await spawnToolRunner(nats.url, pool, `${pool.pool}-1`, {}, runnerLog)];
     try {
       return await body({ engineUrl: engine.url, pool: { namespace: pool.namespace, name: pool.pool }, callStyle: config.callStyle, finalText: FINAL_TEXT, policy: config.policy, maxTokens: config.maxTokens });
     } finally {
@@ -450,6 +452,7 @@ export async function run(argv: string[]): Promise<void> {
         )
         .join("\n");
     const resultConfig = {
+      runner_log: summarizeRunnerLog(runnerLog),
       quick: config.quick,
       seed: config.seed,
       tasks: Object.fromEntries(phases.map((p) => [p.workload, p.tasks.length])),

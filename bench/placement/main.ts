@@ -49,6 +49,7 @@ import { PRESET_NAMES } from "../../engine-pod/src/model/presets.js";
 import { connect } from "@nats-io/transport-node";
 import { mean, quantile, r3 } from "../lib/stats.js";
 import { renderSvg } from "../lib/output.js";
+import { runnerLogFile, summarizeRunnerLog } from "../lib/runner-log.js";
 import { appName, arrivals, benchApps, BENCH_NS, BENCH_POOL, TOOL_POOL, type Arrival, type WorkloadOptions } from "./workload.js";
 
 const POLICIES: PlacementPolicy[] = ["round-robin", "least-loaded", "prefix-affinity"];
@@ -608,6 +609,7 @@ export async function run(argv: string[]): Promise<void> {
   );
   const nats = await NatsServer.start();
   const nc = await connect({ servers: nats.url });
+  const runnerLog = runnerLogFile("placement");
   const runner = await spawnToolRunner(
     nats.url,
     {
@@ -617,6 +619,8 @@ export async function run(argv: string[]): Promise<void> {
       concurrency: 256,
     },
     "bench-runner-0",
+    {},
+    runnerLog,
   );
   const runs: Run[] = [];
   let engines: EngineProcess[] = [];
@@ -786,6 +790,7 @@ export async function run(argv: string[]): Promise<void> {
     writeFileSync(config.json, JSON.stringify(out, null, 2) + "\n");
     const svg = config.json.replace(/\.json$/, "") + "-ttft.svg";
     writeFileSync(svg, await renderSvg(chartSpec(rows, config.sloMs)));
+    console.log(summarizeRunnerLog(runnerLog));
     console.log(`wrote ${config.json} and ${svg}`);
   }
 }

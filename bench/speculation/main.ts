@@ -67,6 +67,7 @@ import { writeChart, writeResultsJson } from "../lib/output.js";
 import { pairedRuns, runAgents, type FailedTask } from "./run-agents.js";
 import { SPECULATION, summarize, type Measured, type ResultRow, type Run, type Speculation } from "./summary.js";
 import { turnSegments } from "./turn-segments.js";
+import { runnerLogFile, summarizeRunnerLog } from "../lib/runner-log.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const CALLING: readonly CallingMode[] = ["sync", "async"];
@@ -265,6 +266,7 @@ export async function run(argv: string[]): Promise<void> {
 
   const [modelPath, draftPath] = cfg.draft === "model" ? [cfg.model!, cfg.model!] : await Promise.all([ensureModel({ preset: "bench" }), ensureModel({ preset: DRAFT_PRESET })]);
   const nats = await NatsServer.start();
+  const runnerLog = runnerLogFile("speculation");
   const maxAgents = Math.max(...cfg.agents);
   const engine = await spawnEngine([
     "--model", modelPath, "--draft-model", draftPath, "--max-draft-tokens", "32",
@@ -285,7 +287,7 @@ export async function run(argv: string[]): Promise<void> {
     for (const toolMs of cfg.toolMs) {
       const tasks = chainTasks(base, toolMs, cfg.seed);
       const pool = replayPool(tasks, cfg);
-      const runners = [await spawnToolRunner(nats.url, pool, "spec-0"), await spawnToolRunner(nats.url, pool, "spec-1")];
+      const runners = [await spawnToolRunner(nats.url, pool, "spec-0", {}, runnerLog), await spawnToolRunner(nats.url, pool, "spec-1", {}, runnerLog)];
       try {
         for (const agents of cfg.agents)
           for (const calling of CALLING) {
@@ -320,6 +322,7 @@ export async function run(argv: string[]): Promise<void> {
     await nats.stop();
   }
   report(rows, cfg, performance.now() - t0);
+  console.log(summarizeRunnerLog(runnerLog));
   if (failures.length > 0) {
     console.log(`\nFailed task runs (left out; each row pairs only tasks that succeeded in all its modes):`);
     for (const f of failures) console.log(`- ${f.calling_mode}/${f.speculation} α=${f.alpha ?? "–"} T=${f.tool_ms} M=${f.agents} task ${f.taskId}: ${f.reason}`);
