@@ -30,6 +30,7 @@ export interface AutoscalerMetrics {
   engineKvUse: Gauge<"pool_namespace" | "pool">;
   engineHeldRequests: Gauge<"pool_namespace" | "pool">;
   engineTtftP90: Gauge<"pool_namespace" | "pool">;
+  earlyWakes: Counter<"kind" | "pool_namespace" | "pool">;
 }
 
 function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
@@ -61,6 +62,12 @@ function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
       registers,
     }),
     engineKvUse: new Gauge({ name: "interlace_autoscaler_engine_kv_use_ratio", help: "KV cells in use as a share of an EnginePool's ready engines' cells.", labelNames: pool, registers }),
+    earlyWakes: new Counter({
+      name: "interlace_autoscaler_early_wakes_total",
+      help: "Autoscaler passes run between ticks because work waited for a builtin-mode pool at zero (calls pending on a ToolPool, requests held for an EnginePool).",
+      labelNames: ["kind", ...pool],
+      registers,
+    }),
     engineHeldRequests: new Gauge({
       name: "interlace_autoscaler_engine_held_requests",
       help: "Requests the routers hold for an EnginePool with no ready engine (a cold start); above 0 on a pool at zero, the pool wakes.",
