@@ -155,18 +155,19 @@ t.test("the calls' arrival rate and mean time on a runner (the offered-load rule
     return m?.[1] === undefined ? undefined : Number(m[1]);
   };
   await startRunner(t, nats.url, poolConfig({ namespace: NS, pool: "weather" }), { heartbeatMs: 100 });
-  // Six calls of 1.2 s each on a runner of 8 slots: they arrive together and each keeps a slot 1.2 s.
-  await backlog({ namespace: NS, name: "weather" }, 6, "sleep", 0, { ms: 1_200 });
+  // Six calls of 2 s each on a runner of 8 slots: they arrive together and each keeps a slot 2 s.
+  await backlog({ namespace: NS, name: "weather" }, 6, "sleep", 0, { ms: 2_000 });
   const rate = await waitFor("an arrival rate with the six calls", async () => {
     const r = await gauge("interlace_autoscaler_tool_call_arrival_rate");
     return r !== undefined && r >= 0.5 ? r : undefined;
   });
   t.ok(rate <= 6 / 0.2, `arrival rate ${rate} calls/s: at most six calls over one 200 ms tick`);
-  const seconds = await waitFor("a mean call time near the calls' 1.2 s", async () => {
+  // The four instant echo calls of the test before may still be in the window: 6 × 2 s over 10 calls is 1.2 s.
+  const seconds = await waitFor("a mean call time near the calls' 2 s", async () => {
     const s = await gauge("interlace_autoscaler_tool_call_time_seconds");
-    return s !== undefined && s >= 0.6 ? s : undefined;
+    return s !== undefined && s >= 0.9 ? s : undefined;
   });
-  t.ok(seconds < 3, `mean call time ${seconds} s (the echo calls before are in the window too)`);
+  t.ok(seconds < 4, `mean call time ${seconds} s`);
 });
 
 t.test("an engine's TTFT p90 over the app's ttftP90Ms scales the EnginePool up, and the reason names it", async (t) => {
