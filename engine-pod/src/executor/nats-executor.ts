@@ -302,7 +302,7 @@ export class NatsExecutor implements Executor {
       publishedAt: Date.now(),
       token: entry.token,
       // Held for a runner: no runner may start it after the hold, when the model has been told no_runners.
-      ...(entry.awaitingRunner ? { startBy: Date.now() + holdMs } : {}),
+      ...(entry.awaitingRunner ? { startBy: Math.min(Date.now() + holdMs, call.deadline) } : {}),
     };
     const message = encodeCall(body, msgId);
 
