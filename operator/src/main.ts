@@ -81,7 +81,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
   const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log, security) : noopPoolCleanup);
   const live = overrides.live ?? (opts.natsUrl ? new NatsLiveState(opts.natsUrl, log, Date.now, security) : unobservedLiveState);
   const upkeepStop = new AbortController();
-  setupControllers(
+  const { waker } = setupControllers(
     manager,
     {
       client,
@@ -101,7 +101,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
       ...(credentials !== undefined ? { credentials } : {}),
     },
     cleanup,
-    { workers: opts.workers, autoscaleIntervalMs: opts.autoscaleIntervalMs, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
+    { workers: opts.workers, autoscaleIntervalMs: opts.autoscaleIntervalMs, wakeCheckMs: opts.wakeCheckMs, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
   );
   return {
     manager,
@@ -116,9 +116,12 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
         void keepStreamsReplicated({ natsUrl: opts.natsUrl, replicas: natsReplicas(), security, log: log.child({ subsystem: "stream-upkeep" }), signal: upkeepStop.signal });
       }
       await manager.start();
+      // Checks only while this operator leads (the autoscaler runs); cheap otherwise.
+      waker.start();
     },
     stop: async () => {
       upkeepStop.abort();
+      await waker.stop();
       await manager.stop();
       await cleanup.close();
       await live.close();

@@ -30,6 +30,9 @@ export interface AutoscalerMetrics {
   engineKvUse: Gauge<"pool_namespace" | "pool">;
   engineHeldRequests: Gauge<"pool_namespace" | "pool">;
   engineTtftP90: Gauge<"pool_namespace" | "pool">;
+  earlyWakes: Counter<"kind" | "pool_namespace" | "pool">;
+  toolCallArrivalRate: Gauge<"pool_namespace" | "pool">;
+  toolCallTime: Gauge<"pool_namespace" | "pool">;
 }
 
 function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
@@ -52,6 +55,18 @@ function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
     toolCallsPending: new Gauge({ name: "interlace_autoscaler_tool_calls_pending", help: "Calls waiting on a ToolPool's JetStream consumer (num_pending).", labelNames: pool, registers }),
     toolCallsRunning: new Gauge({ name: "interlace_autoscaler_tool_calls_running", help: "Calls taken by a ToolPool's runners and not yet acknowledged (num_ack_pending).", labelNames: pool, registers }),
     toolWaitP90: new Gauge({ name: "interlace_autoscaler_tool_wait_p90_seconds", help: "p90 wait from publish to a runner starting the call over the last 10 s (the slowest runner's; absent when no call started).", labelNames: pool, registers }),
+    toolCallArrivalRate: new Gauge({
+      name: "interlace_autoscaler_tool_call_arrival_rate",
+      help: "Calls arriving on a ToolPool's consumer per second over the last 10 s (delivered plus the growth of those pending): the offered-load rule's λ. Absent until two samples with counters.",
+      labelNames: pool,
+      registers,
+    }),
+    toolCallTime: new Gauge({
+      name: "interlace_autoscaler_tool_call_time_seconds",
+      help: "A ToolPool's calls' mean time on a runner over the last 60 s (calls running on average over calls finished): the offered-load rule's W. Absent until a call finished in the window.",
+      labelNames: pool,
+      registers,
+    }),
     engineQueuedSessions: new Gauge({ name: "interlace_autoscaler_engine_queued_sessions", help: "Sessions waiting for a sequence on an EnginePool's ready engines.", labelNames: pool, registers }),
     engineActiveSessions: new Gauge({ name: "interlace_autoscaler_engine_active_sessions", help: "Live sessions on an EnginePool's ready engines (running, trapped or queued).", labelNames: pool, registers }),
     engineTtftP90: new Gauge({
@@ -61,6 +76,12 @@ function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
       registers,
     }),
     engineKvUse: new Gauge({ name: "interlace_autoscaler_engine_kv_use_ratio", help: "KV cells in use as a share of an EnginePool's ready engines' cells.", labelNames: pool, registers }),
+    earlyWakes: new Counter({
+      name: "interlace_autoscaler_early_wakes_total",
+      help: "Autoscaler passes run between ticks because work waited for a builtin-mode pool at zero (calls pending on a ToolPool, requests held for an EnginePool).",
+      labelNames: ["kind", ...pool],
+      registers,
+    }),
     engineHeldRequests: new Gauge({
       name: "interlace_autoscaler_engine_held_requests",
       help: "Requests the routers hold for an EnginePool with no ready engine (a cold start); above 0 on a pool at zero, the pool wakes.",

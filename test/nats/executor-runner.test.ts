@@ -6,12 +6,13 @@
  * `tool_timeout`; user/agent interrupts published on a session's interrupt
  * subject reach the interrupt handler; a call to another namespace's pool is
  * refused at once (its runner would drop it, and the call would wait out its
- * deadline).
+ * deadline); a runner that takes a call past its `startBy` (the engine's
+ * hold for a runner ran out) answers `no_runners` and does not run it.
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { ensurePoolStream, interruptSubject, poolStream, PROTOCOL_VERSION, sendInterrupt } from "../../common/src/protocol/index.js";
+import { encodeCall, ensurePoolStream, interruptSubject, poolStream, PROTOCOL_VERSION, sendInterrupt, toolSubject, type CallMessage, type ResultMessage } from "../../common/src/protocol/index.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { eventually } from "../helpers/wait.js";
 import { counterValue, makeCall, POOL, poolConfig, startExecutor, startRunner } from "./fixtures.js";
@@ -162,6 +163,55 @@ t.test("a pool with no live runner but a stream (at zero, being woken): the call
 
   const noStream = await short.execute(makeCall("s-gone", "echo", { text: "x" }, 60_000, { namespace: "default", name: "nowhere" }));
   t.match(noStream.output, /no tool runner is serving pool default\/nowhere .*the call was not sent/, "a pool with no stream at all still fails at once");
+});
+
+t.test("a call whose runner hold ran out is never run by a runner that comes up later", async (t) => {
+  const server = await startNatsServer(t);
+  const nc = await connect({ servers: server.url });
+  t.teardown(() => nc.close());
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  const late = { namespace: "default", name: "late" };
+  const orphan = { namespace: "default", name: "orphan" };
+  for (const pool of [late, orphan]) await ensurePoolStream(jsm, pool, { ackWaitMs: 30_000, maxDeliver: 3 });
+
+  await t.test("a runner that comes up after the hold answers the call no_runners and does not run it", async (t) => {
+    const executor = await startExecutor(t, server.url, { runnerHoldMs: 300, enginePod: "engine-late" });
+    const held = await executor.execute(makeCall("s-late", "echo", { text: "must not run" }, 60_000, late));
+    t.equal(held.error?.code, "no_runners", "the model was told no runner came");
+    t.equal((await jsm.streams.info(poolStream(late))).state.messages, 1, "the call is still stored (the engine may not delete it)");
+
+    const runner = await startRunner(t, server.url, poolConfig({ pool: late.name }));
+    t.ok(await eventually(async () => (await counterValue(executor.metrics.droppedCompletions, { reason: "late" })) === 1, 10_000), "its answer reached the engine, which dropped it as late");
+    t.equal(await counterValue(runner.metrics.calls, { outcome: "no_runners" }), 1, "answered no_runners");
+    t.equal(await counterValue(runner.metrics.expired), 1, "counted as expired");
+    t.equal((await runner.metrics.duration.get()).values.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0, 0, "the tool did not run");
+    t.ok(await eventually(async () => (await jsm.streams.info(poolStream(late))).state.messages === 0, 5_000), "and the call was acked away");
+
+    // Calls sent now that a runner is up run as usual.
+    const after = await executor.execute(makeCall("s-late", "echo", { text: "runs" }, 20_000, late));
+    t.equal(after.output, "runs");
+  });
+
+  await t.test("a runner answers no_runners, without running it, a call whose engine is gone", async (t) => {
+    // What an engine that died during its hold leaves behind: a stored call past its startBy, nobody to tell.
+    const replyTo = interruptSubject({ namespace: "default", pod: "engine-gone" }, "s-orphan");
+    const answers: ResultMessage[] = [];
+    nc.subscribe(replyTo, { callback: (_e, m) => void answers.push(m.json<ResultMessage>()) });
+    await nc.flush();
+    const now = Date.now();
+    const call: CallMessage = { v: PROTOCOL_VERSION, callId: "c-orphan", sessionId: "s-orphan", tool: "echo", arguments: { text: "must not run" }, deadline: now + 60_000, replyTo, publishedAt: now - 2_000, startBy: now - 1_000, token: "t-orphan" };
+    const message = encodeCall(call, "engine-gone:s-orphan:c-orphan");
+    await js.publish(toolSubject(orphan, "echo"), message.data, { headers: message.headers, msgID: message.msgID! });
+
+    const runner = await startRunner(t, server.url, poolConfig({ pool: orphan.name }));
+    t.ok(await eventually(async () => answers.length === 1, 10_000), "the runner answered the call");
+    t.match(answers[0], { callId: "c-orphan", ok: false, error: { code: "no_runners" }, token: "t-orphan" }, "no_runners, to the call's reply subject, with its token");
+    t.match(answers[0]?.output, /echo reached a runner \d+ ms after the engine stopped holding it for one; it was not run/);
+    t.equal(await counterValue(runner.metrics.expired, { tool: "echo" }), 1, "counted as expired");
+    t.equal((await runner.metrics.duration.get()).values.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0, 0, "the tool did not run");
+    t.ok(await eventually(async () => (await jsm.streams.info(poolStream(orphan))).state.messages === 0, 5_000), "and the call was acked away");
+  });
 });
 
 t.test("a call to another namespace's pool is refused at once, not left to wait out its deadline", async (t) => {

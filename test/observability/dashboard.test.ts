@@ -24,7 +24,7 @@ const { prom, engineBase, pool, kube, routerBase } = await startObservedStack(t,
 function componentOf(metric: string): string | undefined {
   if (metric.startsWith("interlace_engine_") || metric.startsWith("interlace_executor_")) return "engine";
   if (metric.startsWith("interlace_toolrunner_")) return "toolrunner";
-  if (metric.startsWith("interlace_operator_")) return "operator";
+  if (metric.startsWith("interlace_operator_") || metric.startsWith("interlace_autoscaler_")) return "operator";
   if (metric.startsWith("interlace_router_")) return "router";
   return undefined;
 }

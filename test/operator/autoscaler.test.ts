@@ -6,7 +6,8 @@
  * Event and in the metrics; a pool in external mode with the same backlog is
  * left alone (its signals are still exported); once the backlog is gone the
  * pool comes back down (stabilization window 0); a real runner's p90 wait
- * reaches the exported signals through its heartbeat; an engine heartbeat's
+ * reaches the exported signals through its heartbeat, and the calls' arrival
+ * rate and mean time through its consumer's counters; an engine heartbeat's
  * TTFT p90 over the app's `slo.ttftP90Ms` scales the EnginePool up.
  */
 import t from "tap";
@@ -59,12 +60,12 @@ function toolPool(name: string, autoscaling: ToolPool["spec"]["autoscaling"]): T
 
 let callSeq = 0;
 /** Publishes `n` calls of `tool` on the pool's subject (published `agoMs` ago); with no runner they stay pending on its consumer. */
-async function backlog(pool: PoolRef, n: number, tool = "forecast", agoMs = 0): Promise<void> {
+async function backlog(pool: PoolRef, n: number, tool = "forecast", agoMs = 0, args: Record<string, unknown> = { text: "Oslo" }): Promise<void> {
   await ensurePoolStream(jsm, pool, { ackWaitMs: 30_000, maxDeliver: 3 });
   for (let i = 0; i < n; i++) {
     const id = ++callSeq;
     const call = encodeCall(
-      { v: PROTOCOL_VERSION, callId: `c${id}`, sessionId: `s${id}`, tool, arguments: { text: "Oslo" }, deadline: Date.now() + 60_000, replyTo: interruptSubject({ namespace: pool.namespace, pod: "engine-0" }, `s${id}`), publishedAt: Date.now() - agoMs },
+      { v: PROTOCOL_VERSION, callId: `c${id}`, sessionId: `s${id}`, tool, arguments: args, deadline: Date.now() + 60_000, replyTo: interruptSubject({ namespace: pool.namespace, pod: "engine-0" }, `s${id}`), publishedAt: Date.now() - agoMs },
       `call:engine-0:s${id}:c${id}`,
     );
     await js.publish(toolSubject(pool, tool), call.data, { headers: call.headers, ...(call.msgID !== undefined ? { msgID: call.msgID } : {}) });
@@ -146,6 +147,27 @@ t.test("a runner's p90 wait reaches the autoscaler through its heartbeat", async
     return m?.[1] === undefined ? undefined : Number(m[1]);
   });
   t.ok(seconds >= 1.5 && seconds < 30, `p90 tool wait ${seconds} s`);
+});
+
+t.test("the calls' arrival rate and mean time on a runner (the offered-load rule's inputs) are exported", async (t) => {
+  const gauge = async (name: string): Promise<number | undefined> => {
+    const m = new RegExp(`${name}\\{pool_namespace="scaling",pool="weather"\\} ([0-9.e+-]+)`).exec(await metricsText());
+    return m?.[1] === undefined ? undefined : Number(m[1]);
+  };
+  await startRunner(t, nats.url, poolConfig({ namespace: NS, pool: "weather" }), { heartbeatMs: 100 });
+  // Six calls of 2 s each on a runner of 8 slots: they arrive together and each keeps a slot 2 s.
+  await backlog({ namespace: NS, name: "weather" }, 6, "sleep", 0, { ms: 2_000 });
+  const rate = await waitFor("an arrival rate with the six calls", async () => {
+    const r = await gauge("interlace_autoscaler_tool_call_arrival_rate");
+    return r !== undefined && r >= 0.5 ? r : undefined;
+  });
+  t.ok(rate <= 6 / 0.2, `arrival rate ${rate} calls/s: at most six calls over one 200 ms tick`);
+  // The four instant echo calls of the test before may still be in the window: 6 × 2 s over 10 calls is 1.2 s.
+  const seconds = await waitFor("a mean call time near the calls' 2 s", async () => {
+    const s = await gauge("interlace_autoscaler_tool_call_time_seconds");
+    return s !== undefined && s >= 0.9 ? s : undefined;
+  });
+  t.ok(seconds < 4, `mean call time ${seconds} s`);
 });
 
 t.test("an engine's TTFT p90 over the app's ttftP90Ms scales the EnginePool up, and the reason names it", async (t) => {

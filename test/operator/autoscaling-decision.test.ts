@@ -7,13 +7,14 @@
  * and not before, the zero-minimum pool goes to zero after idling; bounds
  * hold; external mode gets no decision; a pool shared by apps gets the most
  * any of them wants; pools at zero wake when the router holds requests for
- * the engines or calls wait for the runners.
+ * the engines or calls wait for the runners, also on a pass run between
+ * ticks (the wake check's).
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
 import type { AppSlo } from "../../operator/src/api/index.js";
-import { boundsOf, decideAutoscaling, PoolWants, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
+import { asleep, boundsOf, decideAutoscaling, PoolWants, wakesFromZero, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
 
 interface Trace {
   description: string;
@@ -171,6 +172,33 @@ t.test("a held request wakes the engines up to minReplicas when that is higher, 
   t.equal(decide({ mode: "external", maxReplicas: 3 }), undefined, "external mode: left to the external scaler");
   const nothingHeld = decideAutoscaling({ now: 1_000, enginePool: { name: "qwen", replicas: 0, autoscaling: { minReplicas: 0, maxReplicas: 3 } }, toolPools: [], window: [{ ...sample, heldRequests: 0 }] });
   t.match(nothingHeld.pools[0], { current: 0, desired: 0, reason: "EnginePool qwen stays at 0: no engine reports, no live signal" });
+});
+
+t.test("a pass between ticks wakes a pool at zero on the one sample it adds; the wake check runs it only for builtin pools at zero with work waiting", async (t) => {
+  const tr = trace("wake-from-zero");
+  // The trace's first 30 s: both pools idle at zero, a tick every 10 s. Then, 300 ms after the last tick, a
+  // pass the wake check ran adds one sample with a call pending and a request held.
+  const idle = tr.samples.slice(0, 3);
+  const last = idle.at(-1)!.at;
+  const between: SignalSample = { at: last + 300, engines: [], tools: { search: { pending: 1, ackPending: 0 } }, heldRequests: 1 };
+  const d = decideAutoscaling({ now: between.at, ...(tr.slo ? { slo: tr.slo } : {}), ...(tr.enginePool ? { enginePool: tr.enginePool } : {}), toolPools: tr.toolPools, window: [...idle, between] });
+  t.same(
+    d.pools.map((p) => [p.kind, p.current, p.desired, p.reason]),
+    [
+      ["EnginePool", 0, 1, "woke EnginePool qwen 0→1: 1 request held by the router"],
+      ["ToolPool", 0, 1, "woke ToolPool search 0→1: 1 call pending, 0 running (2 per runner)"],
+    ],
+    "both wake on the sample, not at the next tick",
+  );
+
+  const builtin = { name: "search", replicas: 0, autoscaling: { minReplicas: 0, maxReplicas: 4 } };
+  t.equal(wakesFromZero(builtin, 1), true, "builtin, at zero, one call waiting");
+  t.equal(wakesFromZero(builtin, 0), false, "nothing waiting");
+  t.equal(wakesFromZero({ ...builtin, replicas: 1 }, 5), false, "awake: the tick sizes it");
+  t.equal(wakesFromZero({ ...builtin, autoscaling: { ...builtin.autoscaling, mode: "external" } }, 5), false, "external mode: HPA's or KEDA's");
+  t.equal(wakesFromZero({ name: "search", replicas: 0 }, 5), false, "not autoscaled");
+  t.equal(asleep(builtin), true);
+  t.equal(asleep({ ...builtin, replicas: 2 }), false);
 });
 
 t.test("a window not yet observed in full shrinks nothing (an operator that just started)", async (t) => {

@@ -26,6 +26,10 @@ t.test("operator options: defaults, flags, env, and cross-field checks", async (
   t.equal(d.keyGraceMs, 600_000, "a rotated app key's old value is accepted for 10 min by default");
   t.equal(parseOperatorOptions(src(["--key-grace-ms", "0"])).keyGraceMs, 0, "0: refused at once");
   t.throws(() => parseOperatorOptions(src(["--key-grace-ms", "-1"])), /key-grace-ms/);
+  t.equal(d.wakeCheckMs, 1_000, "pools at zero are checked for waiting work every second between ticks");
+  t.equal(parseOperatorOptions(src(["--wake-check-ms", "0"])).wakeCheckMs, 0, "0: only the tick wakes them");
+  t.equal(parseOperatorOptions(src([], { WAKE_CHECK_MS: "250" })).wakeCheckMs, 250, "or from the environment");
+  t.throws(() => parseOperatorOptions(src(["--wake-check-ms", "-5"])), /wake-check-ms/);
 });
 
 t.test("kubeconfig: --kubeconfig file (paths relative to it), $KUBECONFIG, context namespace", async (t) => {

@@ -1,7 +1,7 @@
 /**
  * @module Prometheus metrics of a tool runner: calls by tool and outcome,
  * run-time histograms, calls in flight, redeliveries, timeouts, malformed
- * messages and truncated results.
+ * messages, truncated results and calls taken after their runner hold ended.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
@@ -19,6 +19,8 @@ export class ToolRunnerMetrics {
   /** Redelivered calls answered from the effect log: `replayed` (stored result republished), `outcome_unknown` (not run again). */
   readonly effects: Counter<"outcome">;
   readonly maxDeliveries: Counter;
+  /** Calls taken after their runner hold ended (`startBy`): answered no_runners, not run. */
+  readonly expired: Counter<"tool">;
 
   constructor(registry = new Registry(), defaults = false) {
     this.registry = registry;
@@ -61,5 +63,11 @@ export class ToolRunnerMetrics {
       registers,
     });
     this.maxDeliveries = new Counter({ name: "interlace_toolrunner_max_deliveries_total", help: "Calls that ran out of deliveries, answered with a max_deliveries error.", registers });
+    this.expired = new Counter({
+      name: "interlace_toolrunner_calls_expired_total",
+      help: "Calls taken after the engine stopped holding them for a runner (their startBy passed; the model was told no_runners): answered no_runners, not run.",
+      labelNames: ["tool"],
+      registers,
+    });
   }
 }

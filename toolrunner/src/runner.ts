@@ -15,7 +15,9 @@
  * result is dropped by JetStream, and the engine de-duplicates as well; it
  * echoes the call's token (results bound to calls). Calls that ran out of
  * deliveries are answered `max_deliveries` from the pool's advisories (see
- * max-deliveries.ts). Every bad input becomes an error result and the runner
+ * max-deliveries.ts). A call taken after its `startBy` (the engine held it
+ * for a runner of a pool at zero and gave up) is answered `no_runners` and
+ * never run. Every bad input becomes an error result and the runner
  * keeps serving.
  */
 import { hostname } from "node:os";
@@ -299,13 +301,19 @@ export class ToolRunner {
         recorded = true;
         const prior = begun.fresh ? null : begun.record;
         const idempotent = this.toolSet.tools.get(call.tool)?.spec.idempotent === true;
-        if (prior?.state === "done") {
+        if (begun.fresh && call.startBy !== undefined && Date.now() > call.startBy) {
+          // Nobody started it, and the engine held it for a runner only until startBy, then told the model no_runners:
+          // run now, it would be an effect nobody awaits. Its answer is stored like any result, so a redelivery replays it.
+          const lateMs = Date.now() - call.startBy;
+          this.metrics.expired.inc({ tool: call.tool });
+          this.log.info({ callId: call.callId, session: call.sessionId, lateMs }, "call taken after its runner hold ended; answered no_runners, not run");
+          outcome = { ok: false, code: ErrorCode.NoRunners, message: `${call.tool} reached a runner ${lateMs} ms after the engine stopped holding it for one; it was not run` };
+        } else if (prior?.state === "done") {
           // Ran and stored before; its runner died before the ack. Answer again, do not run again.
           this.metrics.effects.inc({ outcome: "replayed" });
           if (route.replyTo !== undefined && (await this.publishResult(m, route.replyTo, { ...prior.result, attempt }, callMsgIdValue))) m.ack();
           return;
-        }
-        if (!begun.fresh && !idempotent) {
+        } else if (!begun.fresh && !idempotent) {
           this.metrics.effects.inc({ outcome: "outcome_unknown" });
           const who = prior === null ? "an earlier delivery" : `runner ${prior.runner} (delivery ${prior.attempt})`;
           outcome = {

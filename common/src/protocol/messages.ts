@@ -21,6 +21,13 @@ export interface CallMessage {
   publishedAt: number;
   /** Per-call secret the runner echoes in the result; binds the result to this call (see common/src/security/call-token.ts). */
   token?: string;
+  /**
+   * Epoch ms after which no runner may start the call (set only on a call
+   * published to a pool with no live runner): the engine holds such a call
+   * this long for one to come up, then tells the model `no_runners`, so a
+   * runner that takes it later answers it `no_runners` without running it.
+   */
+  startBy?: number;
 }
 
 /** A tool's completion, published by a runner on the call's `replyTo`. */
@@ -75,6 +82,7 @@ export const callMessageSchema: JsonSchema = {
     replyTo: { type: "string", minLength: 1, pattern: "^interlace\\.intr\\.[^.*> ]+\\.[^.*> ]+\\.[^.*> ]+$" },
     publishedAt: { type: "number" },
     token: { type: "string", maxLength: 128 },
+    startBy: { type: "number" },
   },
   required: ["v", "callId", "sessionId", "tool", "arguments", "deadline", "replyTo", "publishedAt"],
   additionalProperties: false,

@@ -15,6 +15,10 @@
  *   call published anyway (JetStream keeps it, and the backlog is what makes
  *   the autoscaler wake the pool) and the call waits up to `runnerHoldMs` for
  *   a runner; if none comes up it fails with `no_runners` naming the hold.
+ *   Such a call carries its `startBy` (the hold's end): a runner that takes
+ *   it later answers `no_runners` (dropped here as late) and does not run it.
+ *   (The engine cannot delete it from the stream: its NATS identity may not,
+ *   as stream names cannot be narrowed to its namespace.)
  *   With `runnerHoldMs` 0 such a call fails at once, unsent.
  * - The call's deadline is enforced here (`tool_timeout`); a call whose
  *   message ran out of deliveries gets a `max_deliveries` result from its
@@ -278,6 +282,15 @@ export class NatsExecutor implements Executor {
     const pod = this.options.enginePod;
     const replyTo = interruptSubject({ namespace: this.options.namespace, pod }, call.sessionId);
     const msgId = callMsgId(pod, call.sessionId, call.id);
+    const stream = poolStream(pool);
+    const holdMs = this.options.runnerHoldMs ?? 0;
+    if ((await this.runners.liveRunners(pool)) === 0) {
+      if (holdMs <= 0 || (await this.streamMissing(stream))) {
+        this.failNoRunners(key, entry);
+        return;
+      }
+      entry.awaitingRunner = true;
+    }
     const body: CallMessage = {
       v: PROTOCOL_VERSION,
       callId: call.id,
@@ -288,18 +301,11 @@ export class NatsExecutor implements Executor {
       replyTo,
       publishedAt: Date.now(),
       token: entry.token,
+      // Held for a runner: no runner may start it after the hold, when the model has been told no_runners.
+      ...(entry.awaitingRunner ? { startBy: Math.min(Date.now() + holdMs, call.deadline) } : {}),
     };
     const message = encodeCall(body, msgId);
 
-    const stream = poolStream(pool);
-    const holdMs = this.options.runnerHoldMs ?? 0;
-    if ((await this.runners.liveRunners(pool)) === 0) {
-      if (holdMs <= 0 || (await this.streamMissing(stream))) {
-        this.failNoRunners(key, entry);
-        return;
-      }
-      entry.awaitingRunner = true;
-    }
     const publishTimeoutMs = this.options.publishTimeoutMs ?? 5_000;
     await publishWithRetry(this.js, toolSubject(pool, call.tool), message, {
       timeoutMs: () => Math.max(250, Math.min(publishTimeoutMs, call.deadline - Date.now())),
@@ -330,7 +336,10 @@ export class NatsExecutor implements Executor {
     const poll = setInterval(() => {
       if (!this.pending.has(key)) stop.abort();
     }, 250);
-    const found = await this.runners.waitForRunner(pool, waitMs, stop.signal).finally(() => clearInterval(poll));
+    let found = await this.runners.waitForRunner(pool, waitMs, stop.signal).finally(() => clearInterval(poll));
+    // A runner takes calls only after its first heartbeat is stored: one that took this call before its startBy
+    // (now past) is in the bucket, even if the watch has not shown it yet. Then its answer is awaited.
+    if (!found && this.pending.has(key)) found = (await this.runners.liveRunners(pool)) > 0;
     this.metrics.runnerHolds.inc({ pool: poolLabel, outcome: found ? "runner" : this.pending.has(key) ? "timeout" : "ended" });
     entry.awaitingRunner = false;
     if (!found && this.pending.has(key)) this.failNoRunnerCameUp(key, holdMs);

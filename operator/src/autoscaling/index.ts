@@ -11,3 +11,4 @@ export * from "./stabilize.js";
 export * from "./reason.js";
 export * from "./decide.js";
 export * from "./pool-wants.js";
+export * from "./wake.js";

@@ -36,18 +36,27 @@ function intervals(samples: readonly SignalSample[], pool: string, at: number, s
   return out;
 }
 
-/** The offered load as of the sample at `at` (absent: no interval with counters, or no call finished to time one by). */
-export function offeredLoad(samples: readonly SignalSample[], pool: string, at: number): OfferedLoad | undefined {
+/** Calls arriving per second over the {@link CALL_RATE_WINDOW_MS} before `at` (absent: no interval with counters). */
+export function callArrivalRate(samples: readonly SignalSample[], pool: string, at: number): number | undefined {
   const recent = intervals(samples, pool, at, at - CALL_RATE_WINDOW_MS);
   if (recent.length === 0) return undefined;
   // Every call that arrived was either delivered or still waits.
   const arrived = recent.reduce((n, { a, b }) => n + (b.delivered - a.delivered) + (b.pending - a.pending), 0);
-  const callsPerSecond = Math.max(0, arrived) / (recent.reduce((n, { ms }) => n + ms, 0) / 1000);
+  return Math.max(0, arrived) / (recent.reduce((n, { ms }) => n + ms, 0) / 1000);
+}
 
+/** A call's mean time on a runner over the {@link CALL_TIME_WINDOW_MS} before `at`, ms (absent: no call finished to time one by). */
+export function meanCallMs(samples: readonly SignalSample[], pool: string, at: number): number | undefined {
   const longer = intervals(samples, pool, at, at - CALL_TIME_WINDOW_MS);
   // Every delivery finished (acked, handed back) unless it is still running.
   const finished = longer.reduce((n, { a, b }) => n + (b.delivered - a.delivered) - (b.ackPending - a.ackPending), 0);
   const busyMs = longer.reduce((n, { a, b, ms }) => n + ((a.ackPending + b.ackPending) / 2) * ms, 0);
-  if (finished < 1) return undefined;
-  return { callsPerSecond, callMs: busyMs / finished };
+  return finished < 1 ? undefined : busyMs / finished;
+}
+
+/** The offered load as of the sample at `at` (absent: no interval with counters, or no call finished to time one by). */
+export function offeredLoad(samples: readonly SignalSample[], pool: string, at: number): OfferedLoad | undefined {
+  const callsPerSecond = callArrivalRate(samples, pool, at);
+  const callMs = meanCallMs(samples, pool, at);
+  return callsPerSecond === undefined || callMs === undefined ? undefined : { callsPerSecond, callMs };
 }

@@ -13,7 +13,7 @@
  */
 import type { AgentApp, AutoscalingStatus, EnginePool, KindDefinition, ToolPool } from "../api/index.js";
 import { EnginePoolKind, Reason, ToolPoolKind } from "../api/index.js";
-import { boundsOf, decideAutoscaling, engineLoad, PoolWants, windowMsOf, type PoolDecision, type SignalSample } from "../autoscaling/index.js";
+import { boundsOf, callArrivalRate, decideAutoscaling, engineLoad, meanCallMs, PoolWants, windowMsOf, type PoolDecision, type SignalSample } from "../autoscaling/index.js";
 import type { AutoscalerMetrics } from "../metrics.js";
 import type { Informer, ReconcileRequest, ReconcileResult, Reconciler } from "../runtime/index.js";
 import type { ReconcilerContext } from "./context.js";
@@ -81,7 +81,7 @@ export class AutoscalerReconciler implements Reconciler {
     const windowMs = Math.max(...scaled.map((p) => windowMsOf(boundsOf(p.spec.autoscaling ?? { maxReplicas: 1 }))));
     const window = trim([...(this.history.get(appKey) ?? []), sample], now, windowMs);
     this.history.set(appKey, window);
-    this.exportSignals(ns, engine, tools, sample);
+    this.exportSignals(ns, engine, tools, window);
 
     const decision = decideAutoscaling({
       now,
@@ -128,8 +128,9 @@ export class AutoscalerReconciler implements Reconciler {
     log.info({ pool: `${ns}/${d.name}`, kind: d.kind, from: d.current, to: d.desired, app: appKey }, d.reason);
   }
 
-  private exportSignals(ns: string, engine: EnginePool | undefined, tools: readonly ToolPool[], sample: SignalSample): void {
+  private exportSignals(ns: string, engine: EnginePool | undefined, tools: readonly ToolPool[], window: readonly SignalSample[]): void {
     const m = this.metrics;
+    const sample = window.at(-1)!;
     if (engine?.spec.autoscaling) {
       const load = engineLoad(sample.engines);
       const labels = { pool_namespace: ns, pool: engine.metadata.name ?? "" };
@@ -149,6 +150,13 @@ export class AutoscalerReconciler implements Reconciler {
       // No call started lately: no wait to report (not a wait of zero).
       if (s?.waitP90Ms !== undefined) m.toolWaitP90.set(labels, s.waitP90Ms / 1000);
       else m.toolWaitP90.remove(labels);
+      // The offered-load rule's inputs, for Grafana and an external scaler; absent while not measured (not 0).
+      const rate = callArrivalRate(window, pool.metadata.name ?? "", sample.at);
+      if (rate !== undefined) m.toolCallArrivalRate.set(labels, rate);
+      else m.toolCallArrivalRate.remove(labels);
+      const callMs = meanCallMs(window, pool.metadata.name ?? "", sample.at);
+      if (callMs !== undefined) m.toolCallTime.set(labels, callMs / 1000);
+      else m.toolCallTime.remove(labels);
     }
   }
 }

@@ -3,7 +3,8 @@
  * manager: the shared informers (primaries, the operator's children filtered
  * by the managed-by label) and one controller per kind plus the autoscaler's
  * (keyed by AgentApp), with children mapped to their owners and pools mapped
- * to the AgentApps that reference them.
+ * to the AgentApps that reference them; and the waker that runs the
+ * autoscaler between ticks for pools at zero with work waiting.
  */
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
@@ -15,13 +16,23 @@ import type { ReconcilerContext } from "./context.js";
 import { EnginePoolReconciler } from "./engine-pool.js";
 import { ENGINE_POOL_LABEL } from "./engine-pods.js";
 import type { PoolCleanup } from "./pool-cleanup.js";
+import { unobservedLiveState } from "./live-state.js";
 import { ToolPoolReconciler } from "./tool-pool.js";
+import { ZeroPoolWaker } from "./zero-pool-waker.js";
 
 export interface SetupOptions {
   workers?: number;
   rateLimiter?: () => RateLimiter;
   /** The joint autoscaler's tick. Default 10 s. */
   autoscaleIntervalMs?: number;
+  /** Between ticks, how often builtin pools at zero are checked for waiting work (ms). Default 1 s; 0: never. */
+  wakeCheckMs?: number;
+}
+
+export interface SetUpControllers {
+  controllers: Controller[];
+  /** Started and stopped by the caller, beside the manager. */
+  waker: ZeroPoolWaker;
 }
 
 /** The EnginePool an engine pod belongs to, from its label. */
@@ -31,7 +42,7 @@ function enginePoolOfPod(pod: KubernetesObject): string[] {
 }
 
 /** Registers the EnginePool, ToolPool and AgentApp controllers on `manager`. */
-export function setupControllers(manager: Manager, ctx: ReconcilerContext, cleanup: PoolCleanup, opts: SetupOptions = {}): Controller[] {
+export function setupControllers(manager: Manager, ctx: ReconcilerContext, cleanup: PoolCleanup, opts: SetupOptions = {}): SetUpControllers {
   const { log, metrics } = manager.opts;
   const enginePools = manager.informer<EnginePool>(EnginePoolKind);
   const toolPools = manager.informer<ToolPool>(ToolPoolKind);
@@ -48,6 +59,17 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
     ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
     ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
   };
+  const autoscaler = new Controller({
+    ...common,
+    name: "autoscaler",
+    primary: apps,
+    primaryKind: AgentAppKind.kind,
+    watches: [
+      { informer: enginePools, map: (o) => appsUsingEnginePool(apps, o) },
+      { informer: toolPools, map: (o) => appsUsingToolPool(apps, o) },
+    ],
+    reconciler: new AutoscalerReconciler({ ...ctx, log: log.child({ controller: "autoscaler" }) }, apps, enginePools, toolPools, metrics.autoscaler, opts.autoscaleIntervalMs ?? 10_000),
+  });
   const controllers = [
     new Controller({
       ...common,
@@ -79,18 +101,18 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
       reconciler: new AgentAppReconciler({ ...ctx, log: log.child({ controller: "agentapp" }) }, apps, enginePools, toolPools),
     }),
     // Keyed by AgentApp like the app controller: the app's SLO and its pools decide together.
-    new Controller({
-      ...common,
-      name: "autoscaler",
-      primary: apps,
-      primaryKind: AgentAppKind.kind,
-      watches: [
-        { informer: enginePools, map: (o) => appsUsingEnginePool(apps, o) },
-        { informer: toolPools, map: (o) => appsUsingToolPool(apps, o) },
-      ],
-      reconciler: new AutoscalerReconciler({ ...ctx, log: log.child({ controller: "autoscaler" }) }, apps, enginePools, toolPools, metrics.autoscaler, opts.autoscaleIntervalMs ?? 10_000),
-    }),
+    autoscaler,
   ];
   for (const c of controllers) manager.add(c);
-  return controllers;
+  const waker = new ZeroPoolWaker({
+    live: ctx.live ?? unobservedLiveState,
+    apps,
+    enginePools,
+    toolPools,
+    autoscaler,
+    checkMs: opts.wakeCheckMs ?? 1_000,
+    metrics: metrics.autoscaler,
+    log: log.child({ subsystem: "zero-pool-waker" }),
+  });
+  return { controllers, waker };
 }
