@@ -8,12 +8,14 @@
  * once (a leaked key).
  *
  *   npx tsx hack/rotate-key.ts --key interrupt|owner-tag --namespace interlace-system --name interlace-nats-auth [--grace-ms 600000 | --revoke]
- *   kubectl -n interlace-system rollout restart deployment/interlace-operator
  *
- * The operator reads the trust root at start: its restart re-mints every
- * EnginePool's, endpoint picker's and the router's Secret; the kubelet
- * updates their mounted files and the running pods read the new ring in
- * place (no roll, no dropped session). Uses the current kubeconfig.
+ * The running operator reads the trust root again every 5 s
+ * (`--trust-root-reload-ms`) and re-mints every EnginePool's, endpoint
+ * picker's and the router's Secret with the new ring (no restart); the
+ * kubelet updates their mounted files and the running pods read the new ring
+ * in place (no roll, no dropped session). When the window ends the operator
+ * renders the Secrets again without the previous key. Uses the current
+ * kubeconfig.
  */
 import { createLogger } from "../common/src/index.js";
 import { DEFAULT_KEY_GRACE_MS } from "../common/src/security/key-ring.js";

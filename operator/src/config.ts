@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import os from "node:os";
-import { DEFAULT_KEY_GRACE_MS } from "../../common/src/security/key-ring.js";
+import { DEFAULT_KEY_GRACE_MS, KEY_RING_RELOAD_MS } from "../../common/src/security/key-ring.js";
 import {
   boolOpt,
   defaultSource,
@@ -62,6 +62,8 @@ export interface OperatorOptions {
   natsCa?: string;
   /** Where the trust root and the router's Secret live (the operator's own namespace). */
   credentialsNamespace: string;
+  /** How often the trust-root Secret is read again, so a rotated key reaches the pools' Secrets without a restart (ms). */
+  trustRootReloadMs: number;
   workers: number;
   /** Re-queue every object this often (0: never). */
   resyncMs: number;
@@ -124,6 +126,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     ...(routerCredentialsSecret ? { routerCredentialsSecret } : {}),
     ...(natsCa ? { natsCa } : {}),
     credentialsNamespace: stringOpt(src, "credentials-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
+    trustRootReloadMs: intOpt(src, "trust-root-reload-ms", KEY_RING_RELOAD_MS, { min: 100, max: 600_000 }),
     workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),
     resyncMs: intOpt(src, "resync-ms", 300_000, { min: 0 }),
     keyGraceMs: intOpt(src, "key-grace-ms", DEFAULT_KEY_GRACE_MS, { min: 0, max: 7 * 86_400_000 }),

@@ -18,7 +18,9 @@
  * read only at start (identity, CA, API keys), so pods roll onto those by
  * themselves; the interrupt and owner-tag keys are left out of it: they
  * rotate with a grace window (key-ring.ts) and pods read their files again
- * in place, so a rotation drops no live session.
+ * in place, so a rotation drops no live session. The operator itself reads
+ * the trust root again every few seconds ({@link CredentialAuthority.watch}),
+ * so a rotation needs no operator restart either.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -45,7 +47,7 @@ import {
   type Owner,
   type PodCredentials,
 } from "../resources/index.js";
-import { CoreTypes, type KubeClient } from "../runtime/index.js";
+import { abortableDelay, CoreTypes, type KubeClient } from "../runtime/index.js";
 import { b64, ensureTrustRoot, type TrustMaterial } from "./trust-root.js";
 
 export interface CredentialAuthorityOptions {
@@ -87,13 +89,57 @@ export class CredentialAuthority {
   async start(): Promise<void> {
     if (this.opts.caFile !== undefined) this.ca = readFileSync(this.opts.caFile, "utf8");
     await this.refresh();
-    if (this.material !== null) this.operatorCreds = await mintUserCreds(this.material.accountSeed, { kind: "operator" });
   }
 
-  /** Re-reads the trust root (after a key rotation): the next Secret each pool's reconcile ensures carries the new keys. */
-  async refresh(): Promise<void> {
-    if (this.opts.trustRootSecret !== undefined) this.material = await ensureTrustRoot(this.client, this.opts.namespace, this.opts.trustRootSecret, this.log);
+  /**
+   * Re-reads the trust root and re-ensures the router's Secret; true when the
+   * trust root's keys changed since the last read. The next Secret each
+   * pool's reconcile ensures then carries the new keys.
+   */
+  async refresh(): Promise<boolean> {
+    const changed = await this.reload();
     if (this.opts.routerSecret !== undefined) await this.ensureRouter(this.opts.routerSecret);
+    return changed;
+  }
+
+  /**
+   * Reads the trust root again every `intervalMs` (the pods' key-ring
+   * cadence), so a rotation (hack/rotate-key.ts) or the end of a grace
+   * window reaches the pools' and the router's Secrets without an operator
+   * restart. Only the leader writes: it re-ensures the router's Secret and,
+   * when the keys changed, calls `onChange` (which re-queues the pools, whose
+   * reconciles re-render their Secrets). A failed read is logged and retried
+   * at the next tick; the last good keys stay in use.
+   */
+  async watch(opts: { intervalMs: number; signal: AbortSignal; isLeader: () => boolean; onChange: () => void }): Promise<void> {
+    if (this.opts.trustRootSecret === undefined) return;
+    while (!opts.signal.aborted) {
+      await abortableDelay(opts.intervalMs, opts.signal);
+      if (opts.signal.aborted) return;
+      try {
+        const changed = await this.reload();
+        if (!opts.isLeader()) continue;
+        if (this.opts.routerSecret !== undefined) await this.ensureRouter(this.opts.routerSecret);
+        if (changed) {
+          this.log.info({ secret: `${this.opts.namespace}/${this.opts.trustRootSecret}` }, "the trust root changed: re-rendering the pools' credentials");
+          opts.onChange();
+        }
+      } catch (err) {
+        this.log.warn({ err }, "could not read the trust root again; keeping the last keys");
+      }
+    }
+  }
+
+  /** Reads the trust root (making it when absent); true when its keys differ from the last read's. */
+  private async reload(): Promise<boolean> {
+    if (this.opts.trustRootSecret === undefined) return false;
+    const next = await ensureTrustRoot(this.client, this.opts.namespace, this.opts.trustRootSecret, this.log);
+    const before = this.material;
+    if (before !== null && JSON.stringify(before) === JSON.stringify(next)) return false;
+    // A new account (a new trust root) needs the operator's own identity minted again.
+    if (before?.accountSeed !== next.accountSeed) this.operatorCreds = await mintUserCreds(next.accountSeed, { kind: "operator" });
+    this.material = next;
+    return before !== null;
   }
 
   /** How the operator itself connects (its own `operator` identity, the CA). */

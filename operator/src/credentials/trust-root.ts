@@ -153,10 +153,10 @@ const ROTATABLE: Record<RotatableKey, string> = { interrupt: CredentialKey.Inter
  * its own window is replaced: only one rotation is in grace at a time).
  * `graceMs` 0 revokes the old key at once (a leaked key: interrupts signed
  * with it are dropped as `unknown_key`, owner tags made with it get 403).
- * The operator re-reads the trust root at start; the pools' and the
- * router's Secrets then carry the new ring, and running pods read it in
- * place (no roll), signing with the new key and accepting both until the
- * window ends.
+ * The running operator reads the trust root again every few seconds
+ * (CredentialAuthority.watch); the pools' and the router's Secrets then
+ * carry the new ring, and running pods read it in place (no roll), signing
+ * with the new key and accepting both until the window ends.
  */
 export async function rotateTrustKey(client: KubeClient, namespace: string, name: string, log: Logger, options: { key: RotatableKey; graceMs: number; now?: number }): Promise<void> {
   const entry = ROTATABLE[options.key];
