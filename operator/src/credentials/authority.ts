@@ -62,7 +62,7 @@ export interface CredentialAuthorityOptions {
 }
 
 /** Keys that pods read again in place (key rings): a change to them alone does not roll pods. */
-const RELOADED_IN_PLACE = [CredentialKey.InterruptKey, CredentialKey.OwnerTagKey].flatMap((k) => Object.keys(keyRingEntries(k, { current: "", previous: { key: "", validUntil: 0 } })));
+const RELOADED_IN_PLACE = [CredentialKey.InterruptKey, CredentialKey.OwnerTagKey, CredentialKey.EngineApiKey, CredentialKey.ApiKeys].flatMap((k) => Object.keys(keyRingEntries(k, { current: "", previous: { key: "", validUntil: 0 } })));
 
 /** A namespace's ring derived from a master ring: both keys derived, the same window. */
 function derivedRing(current: string, previous: PreviousKey | undefined, purpose: KeyPurpose, namespace: string): KeyRing {
@@ -73,6 +73,19 @@ function derivedRing(current: string, previous: PreviousKey | undefined, purpose
 
 /** The principal name the router's API key has on engines. */
 export const ROUTER_PRINCIPAL = "router";
+
+/** A master ring of the trust root: the key, and its previous one while its window lasts. */
+const masterRing = (current: string, previous: PreviousKey | undefined): KeyRing => (previous !== undefined ? { current, previous } : { current });
+
+/**
+ * The engines' API key file as a ring (`api-keys`, `api-keys.previous`,
+ * `.valid-until`): the router's key as the one principal, and during a
+ * rotation's window its previous key as the same principal.
+ */
+function engineApiKeysRing(m: TrustMaterial): KeyRing {
+  const line = (key: string): string => `${ROUTER_PRINCIPAL}:${key}\n`;
+  return m.previousEngineApiKey !== undefined ? { current: line(m.engineApiKey), previous: { key: line(m.previousEngineApiKey.key), validUntil: m.previousEngineApiKey.validUntil } } : { current: line(m.engineApiKey) };
+}
 
 export class CredentialAuthority {
   private material: TrustMaterial | null = null;
@@ -153,7 +166,7 @@ export class CredentialAuthority {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
       Object.assign(extra, keyRingEntries(CredentialKey.InterruptKey, derivedRing(this.material.interruptKey, this.material.previousInterruptKey, "interrupt", namespace)));
-      extra[CredentialKey.ApiKeys] = `${ROUTER_PRINCIPAL}:${this.material.engineApiKey}\n`;
+      Object.assign(extra, keyRingEntries(CredentialKey.ApiKeys, engineApiKeysRing(this.material)));
     }
     const identity: NatsIdentity = { kind: "engine-pool", namespace, pool: pool.metadata.name ?? "" };
     return this.ensure(pool, credentialsSecretName(engineChildName(pool)), ENGINE_COMPONENT, identity, extra);
@@ -170,7 +183,7 @@ export class CredentialAuthority {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
       Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, derivedRing(this.material.ownerTagKey, this.material.previousOwnerTagKey, "owner-tag", pool.metadata.namespace ?? "default")));
-      extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
+      Object.assign(extra, keyRingEntries(CredentialKey.EngineApiKey, masterRing(this.material.engineApiKey, this.material.previousEngineApiKey)));
     }
     return this.ensure(pool, credentialsSecretName(pickerChildName(pool)), PICKER_COMPONENT, { kind: "router" }, extra);
   }
@@ -218,9 +231,8 @@ export class CredentialAuthority {
   private async ensureRouter(name: string): Promise<void> {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      const ring: KeyRing = { current: this.material.ownerTagKey, ...(this.material.previousOwnerTagKey !== undefined ? { previous: this.material.previousOwnerTagKey } : {}) };
-      Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, ring));
-      extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
+      Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, masterRing(this.material.ownerTagKey, this.material.previousOwnerTagKey)));
+      Object.assign(extra, keyRingEntries(CredentialKey.EngineApiKey, masterRing(this.material.engineApiKey, this.material.previousEngineApiKey)));
     }
     const identity: NatsIdentity = { kind: "router" };
     const { fingerprint, plain } = this.contents(identity, extra);
