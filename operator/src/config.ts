@@ -60,6 +60,13 @@ export interface OperatorOptions {
   routerCredentialsSecret?: string;
   /** PEM file of the NATS CA: the operator connects with TLS and copies it into every pool's credentials Secret. */
   natsCa?: string;
+  /**
+   * The Helm release (its pods' `app.kubernetes.io/instance`): when set, the
+   * operator renders a NetworkPolicy per EnginePool and ToolPool
+   * (resources/network-policy.ts), with the release's router, operator and
+   * NATS pods in {@link credentialsNamespace} as their peers.
+   */
+  networkPolicyRelease?: string;
   /** Where the trust root and the router's Secret live (the operator's own namespace). */
   credentialsNamespace: string;
   /** How often the trust-root Secret is read again, so a rotated key reaches the pools' Secrets without a restart (ms). */
@@ -94,6 +101,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
   const natsAuthSecret = optionalStringOpt(src, "nats-auth-secret");
   const routerCredentialsSecret = optionalStringOpt(src, "router-credentials-secret");
   const natsCa = optionalStringOpt(src, "nats-ca");
+  const networkPolicyRelease = optionalStringOpt(src, "network-policy-release");
   const leaseDurationMs = intOpt(src, "lease-duration-ms", 15_000, { min: 1000, max: 600_000 });
   const renewDeadlineMs = intOpt(src, "renew-deadline-ms", 10_000, { min: 100, max: 600_000 });
   const retryPeriodMs = intOpt(src, "retry-period-ms", 2_000, { min: 10, max: 600_000 });
@@ -125,6 +133,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     ...(natsAuthSecret ? { natsAuthSecret } : {}),
     ...(routerCredentialsSecret ? { routerCredentialsSecret } : {}),
     ...(natsCa ? { natsCa } : {}),
+    ...(networkPolicyRelease ? { networkPolicyRelease } : {}),
     credentialsNamespace: stringOpt(src, "credentials-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
     trustRootReloadMs: intOpt(src, "trust-root-reload-ms", KEY_RING_RELOAD_MS, { min: 100, max: 600_000 }),
     workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),

@@ -94,6 +94,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
         natsReplicas: natsReplicas(),
         routerUrl: opts.routerUrl,
         picker: opts.picker,
+        ...(opts.networkPolicyRelease !== undefined ? { networkPolicy: { releaseNamespace: opts.credentialsNamespace, release: opts.networkPolicyRelease } } : {}),
       },
       log,
       live,

@@ -18,6 +18,16 @@ export interface BuildOptions {
   routerUrl: string;
   /** Placement flags of the endpoint pickers (absent: the picker's defaults, which are the router's). */
   picker?: { placement: string; loadFactorPercent: number; prefixWaitMs: number; engineTtlMs: number };
+  /** Render a NetworkPolicy per pool (network-policy.ts); absent: none (the chart's per-namespace policies only). */
+  networkPolicy?: NetworkPolicyOptions;
+}
+
+/** Where the release's router, operator and NATS pods are, for the per-pool NetworkPolicies. */
+export interface NetworkPolicyOptions {
+  /** The release namespace (the operator's). */
+  releaseNamespace: string;
+  /** The Helm release: the `app.kubernetes.io/instance` label of its router, operator and NATS pods. */
+  release: string;
 }
 
 /** The field manager every apply of the operator uses. */

@@ -1,0 +1,80 @@
+/**
+ * @module Per-pool NetworkPolicies, rendered by the operator in the pool's
+ * namespace (so every app namespace is covered, with no list to keep in the
+ * chart). Both directions are closed except:
+ *
+ * - engines: ingress on the pod port from this release's router and operator
+ *   (release namespace), the pool's own endpoint pickers (same namespace) and
+ *   Prometheus; egress to NATS (release namespace, 4222), DNS and the pool's
+ *   `spec.egress` (an `openai` backend's upstream, a model URL);
+ * - tool runners: ingress on the pod port from Prometheus only (calls come
+ *   from NATS); egress to NATS, DNS and the pool's `spec.egress` (the http
+ *   and mcp tools' servers).
+ *
+ * Kubelet probes come from the node, which policies do not filter. Pure:
+ * the reconcilers apply what these return.
+ */
+import type { V1NetworkPolicy, V1NetworkPolicyEgressRule, V1NetworkPolicyPeer, V1NetworkPolicyPort } from "@kubernetes/client-node";
+import type { EgressRule, EnginePool, ToolPool } from "../api/index.js";
+import { childMeta, POD_PORT, selectorLabels, type NetworkPolicyOptions, type Owner } from "./common.js";
+import { ENGINE_COMPONENT, engineChildName } from "./engine-pool.js";
+import { PICKER_COMPONENT } from "./endpoint-picker.js";
+import { TOOLRUNNER_COMPONENT, toolPoolChildName } from "./tool-pool.js";
+
+/** The NATS client port. */
+export const NATS_CLIENT_PORT = 4222;
+
+/** Pods of this release in the release namespace (the chart's selector labels). */
+function releasePods(o: NetworkPolicyOptions, component: string): V1NetworkPolicyPeer {
+  return {
+    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": o.releaseNamespace } },
+    podSelector: { matchLabels: { "app.kubernetes.io/name": "interlace", "app.kubernetes.io/instance": o.release, "app.kubernetes.io/component": component } },
+  };
+}
+
+/** Prometheus pods in any namespace (the Prometheus Operator's and the Prometheus chart's label; the chart's default `prometheusPeers`). */
+const PROMETHEUS: V1NetworkPolicyPeer = { namespaceSelector: {}, podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } } };
+
+/** Cluster DNS: the `k8s-app: kube-dns` pods (CoreDNS and kube-dns in kubeadm, kind, GKE, EKS and AKS clusters). */
+const DNS: V1NetworkPolicyEgressRule = {
+  to: [{ namespaceSelector: {}, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
+  ports: [
+    { port: 53, protocol: "UDP" },
+    { port: 53, protocol: "TCP" },
+  ],
+};
+
+/** The pool's declared destinations, one rule each. */
+function declaredEgress(rules: readonly EgressRule[] | undefined): V1NetworkPolicyEgressRule[] {
+  return (rules ?? []).map((r) => ({
+    to: [{ ipBlock: { cidr: r.cidr, ...(r.except !== undefined && r.except.length > 0 ? { except: r.except } : {}) } }],
+    ...(r.ports !== undefined && r.ports.length > 0
+      ? { ports: r.ports.map((p): V1NetworkPolicyPort => ({ port: p.port, protocol: p.protocol ?? "TCP", ...(p.endPort !== undefined ? { endPort: p.endPort } : {}) })) }
+      : {}),
+  }));
+}
+
+function policy(owner: Owner, name: string, component: string, ingress: V1NetworkPolicyPeer[], egress: readonly EgressRule[] | undefined, o: NetworkPolicyOptions): V1NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: childMeta(owner, name, component),
+    spec: {
+      podSelector: { matchLabels: selectorLabels(component, owner.metadata.name ?? "") },
+      policyTypes: ["Ingress", "Egress"],
+      ingress: ingress.length > 0 ? [{ _from: ingress, ports: [{ port: POD_PORT, protocol: "TCP" }] }] : [],
+      egress: [{ to: [releasePods(o, "nats")], ports: [{ port: NATS_CLIENT_PORT, protocol: "TCP" }] }, DNS, ...declaredEgress(egress)],
+    },
+  };
+}
+
+/** The engine pods' policy (named like their Deployment). */
+export function buildEngineNetworkPolicy(pool: EnginePool, o: NetworkPolicyOptions): V1NetworkPolicy {
+  const ownPickers: V1NetworkPolicyPeer = { podSelector: { matchLabels: selectorLabels(PICKER_COMPONENT, pool.metadata.name ?? "") } };
+  return policy(pool, engineChildName(pool), ENGINE_COMPONENT, [releasePods(o, "router"), releasePods(o, "operator"), ownPickers, PROMETHEUS], pool.spec.egress, o);
+}
+
+/** The tool-runner pods' policy (named like their Deployment). */
+export function buildToolRunnerNetworkPolicy(pool: ToolPool, o: NetworkPolicyOptions): V1NetworkPolicy {
+  return policy(pool, toolPoolChildName(pool), TOOLRUNNER_COMPONENT, [PROMETHEUS], pool.spec.egress, o);
+}
