@@ -15,10 +15,11 @@
  * Minting happens only when a Secret's contents would change (its
  * fingerprint annotation: account, identity, CA, keys), so a resync does not
  * churn credentials. The pod template carries a fingerprint of what pods
- * read only at start (identity, CA, API keys), so pods roll onto those by
- * themselves; the interrupt and owner-tag keys are left out of it: they
- * rotate with a grace window (key-ring.ts) and pods read their files again
- * in place, so a rotation drops no live session. The operator itself reads
+ * read only at start (identity, CA), so pods roll onto those by themselves;
+ * the interrupt, owner-tag and engine API keys (and the engines' `api-keys`
+ * file) are left out of it: they rotate with a grace window (key-ring.ts)
+ * and pods read their files again in place, so a rotation drops no live
+ * session. The operator itself reads
  * the trust root again every few seconds ({@link CredentialAuthority.watch}),
  * so a rotation needs no operator restart either.
  */
