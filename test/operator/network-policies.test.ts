@@ -4,8 +4,9 @@
  * an operator started with `--network-policy-release` renders one policy per
  * EnginePool and ToolPool in the pool's namespace, follows a change to the
  * pool's `spec.egress`, puts a hand-edited policy back, and the policy goes
- * with its pool. The CRD schema refuses an egress block that is not a CIDR
- * and a port range that runs backwards.
+ * with its pool. The CRD schema refuses an egress block that is not a CIDR,
+ * a rule naming both a block and pods (or neither) and a port range that
+ * runs backwards.
  */
 import t from "tap";
 import type { KubernetesObject, V1NetworkPolicy } from "@kubernetes/client-node";
@@ -52,6 +53,10 @@ t.test("the CRD schema refuses a block that is not a CIDR and a backwards port r
   t.match(await refused([{ cidr: "example.com/24" }]), /must be a CIDR block/, "a name");
   t.match(await refused([{ cidr: "203.0.113.0/24", ports: [{ port: 9000, endPort: 8000 }] }]), /endPort must not be below port/);
   t.match(await refused([{ cidr: "203.0.113.0/24", ports: [{ port: 70000 }] }]), /65535/);
+  t.match(await refused([{ cidr: "203.0.113.0/24", namespace: "models" }]), /either a cidr or pods/, "a block and pods in one rule");
+  t.match(await refused([{ ports: [{ port: 443 }] }]), /either a cidr or pods/, "no destination at all");
+  t.match(await refused([{ namespace: "models", except: ["10.0.0.0/8"] }]), /except is only valid with cidr/);
+  t.equal(await refused([{ namespace: "models", podLabels: { app: "server" }, ports: [{ port: 80 }] }]), "accepted", "pods by namespace and label (control)");
 });
 
 t.test("one policy per pool, created, updated with the pool's egress, put back after a hand edit, and gone with its pool", async (t) => {

@@ -3,7 +3,7 @@
  * engines take the pod port only from the release's router and operator, the
  * pool's own pickers and Prometheus; runners only from Prometheus; both may
  * reach only NATS in the release namespace, cluster DNS and what the pool
- * declares in `spec.egress`; each policy selects exactly its pool's pods and
+ * declares in `spec.egress` (blocks or in-cluster pods); each policy selects exactly its pool's pods and
  * is owned by the pool.
  */
 import t from "tap";
@@ -64,6 +64,18 @@ t.test("tool runners: ingress from Prometheus only; egress to NATS, DNS and each
     DNS,
     { to: [{ ipBlock: { cidr: "203.0.113.0/24", except: ["203.0.113.128/25"] } }], ports: [{ port: 443, protocol: "TCP" }, { port: 8000, protocol: "TCP", endPort: 8100 }] },
     { to: [{ ipBlock: { cidr: "2001:db8::/32" } }] },
+  ]);
+});
+
+t.test("in-cluster destinations: pods of a namespace, pods by label in the pool's own namespace, or both", async (t) => {
+  const p = buildEngineNetworkPolicy(
+    { ...enginePool, spec: { ...enginePool.spec, egress: [{ namespace: "models", ports: [{ port: 80 }] }, { podLabels: { app: "vllm" } }, { namespace: "ml", podLabels: { app: "tei" }, ports: [{ port: 8080, protocol: "TCP" }] }] } },
+    OPTS,
+  );
+  t.same(p.spec?.egress?.slice(2), [
+    { to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "models" } }, podSelector: {} }], ports: [{ port: 80, protocol: "TCP" }] },
+    { to: [{ podSelector: { matchLabels: { app: "vllm" } } }] },
+    { to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ml" } }, podSelector: { matchLabels: { app: "tei" } } }], ports: [{ port: 8080, protocol: "TCP" }] },
   ]);
 });
 

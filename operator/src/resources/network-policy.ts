@@ -6,7 +6,8 @@
  * - engines: ingress on the pod port from this release's router and operator
  *   (release namespace), the pool's own endpoint pickers (same namespace) and
  *   Prometheus; egress to NATS (release namespace, 4222), DNS and the pool's
- *   `spec.egress` (an `openai` backend's upstream, a model URL);
+ *   `spec.egress` (an `openai` backend's upstream, a model server: CIDR
+ *   blocks or in-cluster pods);
  * - tool runners: ingress on the pod port from Prometheus only (calls come
  *   from NATS); egress to NATS, DNS and the pool's `spec.egress` (the http
  *   and mcp tools' servers).
@@ -44,10 +45,19 @@ const DNS: V1NetworkPolicyEgressRule = {
   ],
 };
 
+/** A declared destination as a peer: a block, or pods (a peer without a namespace selector is the pool's own namespace). */
+function declaredPeer(r: EgressRule): V1NetworkPolicyPeer {
+  if (r.cidr !== undefined) return { ipBlock: { cidr: r.cidr, ...(r.except !== undefined && r.except.length > 0 ? { except: r.except } : {}) } };
+  return {
+    ...(r.namespace !== undefined ? { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": r.namespace } } } : {}),
+    podSelector: r.podLabels !== undefined ? { matchLabels: r.podLabels } : {},
+  };
+}
+
 /** The pool's declared destinations, one rule each. */
 function declaredEgress(rules: readonly EgressRule[] | undefined): V1NetworkPolicyEgressRule[] {
   return (rules ?? []).map((r) => ({
-    to: [{ ipBlock: { cidr: r.cidr, ...(r.except !== undefined && r.except.length > 0 ? { except: r.except } : {}) } }],
+    to: [declaredPeer(r)],
     ...(r.ports !== undefined && r.ports.length > 0
       ? { ports: r.ports.map((p): V1NetworkPolicyPort => ({ port: p.port, protocol: p.protocol ?? "TCP", ...(p.endPort !== undefined ? { endPort: p.endPort } : {}) })) }
       : {}),
