@@ -94,7 +94,9 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
         natsReplicas: natsReplicas(),
         routerUrl: opts.routerUrl,
         picker: opts.picker,
-        ...(opts.networkPolicyRelease !== undefined ? { networkPolicy: { releaseNamespace: opts.credentialsNamespace, release: opts.networkPolicyRelease } } : {}),
+        ...(opts.networkPolicyRelease !== undefined
+          ? { networkPolicy: { releaseNamespace: opts.credentialsNamespace, release: opts.networkPolicyRelease, ...(opts.networkPolicyDnsPeers !== undefined ? { dnsPeers: opts.networkPolicyDnsPeers } : {}) } }
+          : {}),
       },
       log,
       live,

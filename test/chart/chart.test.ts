@@ -435,6 +435,9 @@ t.test("networkPolicy.perPool: the operator renders a NetworkPolicy per pool, wi
   t.ok(args.includes("--network-policy-release=interlace"), "the release name (its pods' instance label)");
   const rules = find(ms, "ClusterRole", "interlace-operator").rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
   t.ok(rules.some((r) => r.apiGroups.includes("networking.k8s.io") && r.resources.includes("networkpolicies") && ["create", "patch", "watch"].every((v) => r.verbs.includes(v))), "NetworkPolicy write access");
+  t.notOk(args.some((a) => a.startsWith("--network-policy-dns-peers")), "DNS: the operator's default (kube-dns pods)");
+  const nodeLocal = await render(["networkPolicy.perPool=true", "networkPolicy.dnsPeers[0].ipBlock.cidr=169.254.20.10/32"]);
+  t.ok(find(nodeLocal, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.includes('--network-policy-dns-peers=[{"ipBlock":{"cidr":"169.254.20.10/32"}}]'), "a DNS named in dnsPeers");
   const off = await render(["networkPolicy.perPool=true", "networkPolicy.enabled=false"]);
   t.notOk(find(off, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.some((a: string) => a.startsWith("--network-policy-release")), "networkPolicy.enabled=false turns every policy off");
 });

@@ -79,6 +79,11 @@ t.test("in-cluster destinations: pods of a namespace, pods by label in the pool'
   ]);
 });
 
+t.test("DNS elsewhere (NodeLocal DNSCache, a host process): the configured peers instead of kube-dns pods", async (t) => {
+  const p = buildToolRunnerNetworkPolicy(toolPool, { ...OPTS, dnsPeers: [{ ipBlock: { cidr: "169.254.20.10/32" } }] });
+  t.same(p.spec?.egress?.[1], { to: [{ ipBlock: { cidr: "169.254.20.10/32" } }], ports: [{ port: 53, protocol: "UDP" }, { port: 53, protocol: "TCP" }] });
+});
+
 t.test("the peers follow the release", async (t) => {
   const p = buildToolRunnerNetworkPolicy(toolPool, { releaseNamespace: "ops", release: "staging" });
   t.match(p.spec?.egress?.[0], { to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ops" } }, podSelector: { matchLabels: { "app.kubernetes.io/instance": "staging" } } }] });

@@ -36,14 +36,19 @@ function releasePods(o: NetworkPolicyOptions, component: string): V1NetworkPolic
 /** Prometheus pods in any namespace (the Prometheus Operator's and the Prometheus chart's label; the chart's default `prometheusPeers`). */
 const PROMETHEUS: V1NetworkPolicyPeer = { namespaceSelector: {}, podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } } };
 
-/** Cluster DNS: the `k8s-app: kube-dns` pods (CoreDNS and kube-dns in kubeadm, kind, GKE, EKS and AKS clusters). */
-const DNS: V1NetworkPolicyEgressRule = {
-  to: [{ namespaceSelector: {}, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
-  ports: [
-    { port: 53, protocol: "UDP" },
-    { port: 53, protocol: "TCP" },
-  ],
-};
+/** Cluster DNS by default: the `k8s-app: kube-dns` pods (CoreDNS and kube-dns in kubeadm, kind, GKE, EKS and AKS clusters). */
+export const KUBE_DNS_PEER: V1NetworkPolicyPeer = { namespaceSelector: {}, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } };
+
+/** Port 53 of the cluster's DNS (`dnsPeers`, else kube-dns pods). */
+function dns(o: NetworkPolicyOptions): V1NetworkPolicyEgressRule {
+  return {
+    to: o.dnsPeers ?? [KUBE_DNS_PEER],
+    ports: [
+      { port: 53, protocol: "UDP" },
+      { port: 53, protocol: "TCP" },
+    ],
+  };
+}
 
 /** A declared destination as a peer: a block, or pods (a peer without a namespace selector is the pool's own namespace). */
 function declaredPeer(r: EgressRule): V1NetworkPolicyPeer {
@@ -73,7 +78,7 @@ function policy(owner: Owner, name: string, component: string, ingress: V1Networ
       podSelector: { matchLabels: selectorLabels(component, owner.metadata.name ?? "") },
       policyTypes: ["Ingress", "Egress"],
       ingress: ingress.length > 0 ? [{ _from: ingress, ports: [{ port: POD_PORT, protocol: "TCP" }] }] : [],
-      egress: [{ to: [releasePods(o, "nats")], ports: [{ port: NATS_CLIENT_PORT, protocol: "TCP" }] }, DNS, ...declaredEgress(egress)],
+      egress: [{ to: [releasePods(o, "nats")], ports: [{ port: NATS_CLIENT_PORT, protocol: "TCP" }] }, dns(o), ...declaredEgress(egress)],
     },
   };
 }
