@@ -5,7 +5,8 @@
  */
 import { randomBytes } from "node:crypto";
 import os from "node:os";
-import { DEFAULT_KEY_GRACE_MS } from "../../common/src/security/key-ring.js";
+import type { V1NetworkPolicyPeer } from "@kubernetes/client-node";
+import { DEFAULT_KEY_GRACE_MS, KEY_RING_RELOAD_MS } from "../../common/src/security/key-ring.js";
 import {
   boolOpt,
   defaultSource,
@@ -60,8 +61,23 @@ export interface OperatorOptions {
   routerCredentialsSecret?: string;
   /** PEM file of the NATS CA: the operator connects with TLS and copies it into every pool's credentials Secret. */
   natsCa?: string;
+  /**
+   * The Helm release (its pods' `app.kubernetes.io/instance`): when set, the
+   * operator renders a NetworkPolicy per EnginePool and ToolPool
+   * (resources/network-policy.ts), with the release's router, operator and
+   * NATS pods in {@link credentialsNamespace} as their peers.
+   */
+  networkPolicyRelease?: string;
+  /**
+   * Where the per-pool policies let pods resolve names (NetworkPolicy peers,
+   * port 53); absent: the `k8s-app: kube-dns` pods. A cluster whose DNS is
+   * not such a pod (NodeLocal DNSCache, a host process) names it here.
+   */
+  networkPolicyDnsPeers?: V1NetworkPolicyPeer[];
   /** Where the trust root and the router's Secret live (the operator's own namespace). */
   credentialsNamespace: string;
+  /** How often the trust-root Secret is read again, so a rotated key reaches the pools' Secrets without a restart (ms). */
+  trustRootReloadMs: number;
   workers: number;
   /** Re-queue every object this often (0: never). */
   resyncMs: number;
@@ -94,6 +110,9 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
   const natsAuthSecret = optionalStringOpt(src, "nats-auth-secret");
   const routerCredentialsSecret = optionalStringOpt(src, "router-credentials-secret");
   const natsCa = optionalStringOpt(src, "nats-ca");
+  const networkPolicyRelease = optionalStringOpt(src, "network-policy-release");
+  const dnsPeersRaw = optionalStringOpt(src, "network-policy-dns-peers");
+  const networkPolicyDnsPeers = dnsPeersRaw !== undefined && dnsPeersRaw !== "" ? parseDnsPeers(dnsPeersRaw) : undefined;
   const leaseDurationMs = intOpt(src, "lease-duration-ms", 15_000, { min: 1000, max: 600_000 });
   const renewDeadlineMs = intOpt(src, "renew-deadline-ms", 10_000, { min: 100, max: 600_000 });
   const retryPeriodMs = intOpt(src, "retry-period-ms", 2_000, { min: 10, max: 600_000 });
@@ -125,7 +144,10 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     ...(natsAuthSecret ? { natsAuthSecret } : {}),
     ...(routerCredentialsSecret ? { routerCredentialsSecret } : {}),
     ...(natsCa ? { natsCa } : {}),
+    ...(networkPolicyRelease ? { networkPolicyRelease } : {}),
+    ...(networkPolicyDnsPeers !== undefined ? { networkPolicyDnsPeers } : {}),
     credentialsNamespace: stringOpt(src, "credentials-namespace", src.env["POD_NAMESPACE"] ?? namespace ?? "default"),
+    trustRootReloadMs: intOpt(src, "trust-root-reload-ms", KEY_RING_RELOAD_MS, { min: 100, max: 600_000 }),
     workers: intOpt(src, "workers", 2, { min: 1, max: 64 }),
     resyncMs: intOpt(src, "resync-ms", 300_000, { min: 0 }),
     keyGraceMs: intOpt(src, "key-grace-ms", DEFAULT_KEY_GRACE_MS, { min: 0, max: 7 * 86_400_000 }),
@@ -139,4 +161,19 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     },
     logLevel: stringOpt(src, "log-level", "info"),
   };
+}
+
+/** `--network-policy-dns-peers`: a JSON array of NetworkPolicy peers (objects with podSelector, namespaceSelector or ipBlock). */
+function parseDnsPeers(text: string): V1NetworkPolicyPeer[] {
+  let peers: unknown;
+  try {
+    peers = JSON.parse(text);
+  } catch (err) {
+    throw new InterlaceError(ErrorCode.BadRequest, `invalid --network-policy-dns-peers: not JSON (${(err as Error).message})`);
+  }
+  const known = ["podSelector", "namespaceSelector", "ipBlock"];
+  if (!Array.isArray(peers) || peers.length === 0 || !peers.every((p) => typeof p === "object" && p !== null && !Array.isArray(p) && Object.keys(p).length > 0 && Object.keys(p).every((k) => known.includes(k)))) {
+    throw new InterlaceError(ErrorCode.BadRequest, `invalid --network-policy-dns-peers: a non-empty JSON array of NetworkPolicy peers (${known.join(", ")})`);
+  }
+  return peers as V1NetworkPolicyPeer[];
 }

@@ -81,7 +81,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
   const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log, security) : noopPoolCleanup);
   const live = overrides.live ?? (opts.natsUrl ? new NatsLiveState(opts.natsUrl, log, Date.now, security) : unobservedLiveState);
   const upkeepStop = new AbortController();
-  const { waker } = setupControllers(
+  const { controllers, waker } = setupControllers(
     manager,
     {
       client,
@@ -94,6 +94,9 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
         natsReplicas: natsReplicas(),
         routerUrl: opts.routerUrl,
         picker: opts.picker,
+        ...(opts.networkPolicyRelease !== undefined
+          ? { networkPolicy: { releaseNamespace: opts.credentialsNamespace, release: opts.networkPolicyRelease, ...(opts.networkPolicyDnsPeers !== undefined ? { dnsPeers: opts.networkPolicyDnsPeers } : {}) } }
+          : {}),
       },
       log,
       live,
@@ -111,6 +114,15 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
     start: async () => {
       // The trust root (made on first start) and the router's Secret come before any reconcile mints from them.
       await credentials?.start();
+      // A rotated trust root reaches the pools' Secrets without a restart: their reconciles re-render them.
+      void credentials?.watch({
+        intervalMs: opts.trustRootReloadMs,
+        signal: upkeepStop.signal,
+        isLeader: () => manager.isLeader(),
+        onChange: () => {
+          for (const c of controllers) if (c.name === "enginepool" || c.name === "toolpool") c.enqueueAll();
+        },
+      });
       // No R1 state: existing streams and buckets raised to the cluster's replica count (beside the reconcilers).
       if (opts.natsUrl) {
         void keepStreamsReplicated({ natsUrl: opts.natsUrl, replicas: natsReplicas(), security, log: log.child({ subsystem: "stream-upkeep" }), signal: upkeepStop.signal });

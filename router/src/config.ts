@@ -21,8 +21,12 @@ export interface RouterSecurity {
    * in place, so a rotation's new key and grace window reach running routers.
    */
   ownerTagKey?: string | KeyRingSource;
-  /** The router's bearer token towards engines (`INTERLACE_ENGINE_API_KEY_FILE`). */
-  engineApiKey?: string;
+  /**
+   * The router's bearer token towards engines (`INTERLACE_ENGINE_API_KEY_FILE`):
+   * from the files, a ring read again in place; the router presents the
+   * previous key while its window lasts (key-ring.ts `presentedKey`).
+   */
+  engineApiKey?: string | KeyRingSource;
   /** NATS credentials and CA (`INTERLACE_NATS_CREDS`, `INTERLACE_NATS_CA`). */
   nats: NatsSecurity;
 }
@@ -166,11 +170,11 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
 export function routerSecurityFromEnv(env: NodeJS.ProcessEnv): RouterSecurity {
   requireCredentials(["NatsCreds", "OwnerTagKey", "EngineApiKey"], env);
   const ownerTagKey = readKeyRing("OwnerTagKey", env);
-  const engineApiKey = readKeyFile("EngineApiKey", env);
+  const engineApiKey = readKeyRing("EngineApiKey", env);
   return {
     apiKeys: apiKeysFromEnv(env),
     ...(ownerTagKey !== undefined ? { ownerTagKey } : {}),
-    ...(engineApiKey ? { engineApiKey } : {}),
+    ...(engineApiKey !== undefined ? { engineApiKey } : {}),
     nats: natsSecurityFromEnv(env),
   };
 }

@@ -27,6 +27,7 @@ import { SessionOwners } from "./session-owner.js";
 import { AppAccess } from "./app-access.js";
 import { jsonBody } from "../../common/src/json-body.js";
 import { connectNats } from "../../common/src/security/nats-connect.js";
+import { bearerHeaders } from "../../common/src/security/http-auth.js";
 import { ProgramExecutor } from "./programs/program-executor.js";
 import { ProgramPrefixes } from "./programs/program-prefixes.js";
 import { mountProgramRoutes } from "./programs/program-routes.js";
@@ -97,7 +98,8 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   const json = jsonBody({ limit: options.maxBodyBytes });
   let nc: NatsConnection | undefined;
   const placeContext = {
-    engineHeaders: security?.engineApiKey !== undefined ? { authorization: `Bearer ${security.engineApiKey}` } : {},
+    // A getter: each request presents the ring's key as it is then (a rotation needs no restart).
+    engineHeaders: security?.engineApiKey !== undefined ? bearerHeaders(security.engineApiKey) : {},
     engines,
     metrics,
     log,

@@ -77,6 +77,7 @@ t.test("helm template with default values", async (t) => {
   t.same(container.command, ["node", "dist/operator/src/main.js"], "the operator's entrypoint in the image");
   t.ok(container.args.includes("--leader-elect=true"), "leader election on");
   t.ok(container.args.includes("--key-grace-ms=600000"), "a rotated app key's old value: accepted 10 min (operator.keyGraceSeconds)");
+  t.notOk(container.args.some((a: string) => a.startsWith("--network-policy-release")), "per-pool NetworkPolicies are off by default");
   const seeds = [0, 1, 2].map((i) => `tls://interlace-nats-${i}.interlace-nats-headless.interlace-system.svc:4222`).join(",");
   t.ok(container.args.includes(`--nats-url=${seeds}`), "in-chart NATS URL: every node of the cluster, over TLS");
   t.equal(dep.spec.template.spec.serviceAccountName, "interlace");
@@ -426,4 +427,17 @@ t.test("nats-server starts with the chart's default config, laid out as the pod 
     (err: { stdout?: string; stderr?: string; message: string }) => ({ ok: false, out: `${err.stderr ?? ""}${err.stdout ?? ""}${err.message}` }),
   );
   t.ok(check.ok, `nats-server accepts the rendered config: ${check.out}`);
+});
+
+t.test("networkPolicy.perPool: the operator renders a NetworkPolicy per pool, with the release as its peers, and may write them", async (t) => {
+  const ms = await render(["networkPolicy.perPool=true"]);
+  const args: string[] = find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args;
+  t.ok(args.includes("--network-policy-release=interlace"), "the release name (its pods' instance label)");
+  const rules = find(ms, "ClusterRole", "interlace-operator").rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+  t.ok(rules.some((r) => r.apiGroups.includes("networking.k8s.io") && r.resources.includes("networkpolicies") && ["create", "patch", "watch"].every((v) => r.verbs.includes(v))), "NetworkPolicy write access");
+  t.notOk(args.some((a) => a.startsWith("--network-policy-dns-peers")), "DNS: the operator's default (kube-dns pods)");
+  const nodeLocal = await render(["networkPolicy.perPool=true", "networkPolicy.dnsPeers[0].ipBlock.cidr=169.254.20.10/32"]);
+  t.ok(find(nodeLocal, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.includes('--network-policy-dns-peers=[{"ipBlock":{"cidr":"169.254.20.10/32"}}]'), "a DNS named in dnsPeers");
+  const off = await render(["networkPolicy.perPool=true", "networkPolicy.enabled=false"]);
+  t.notOk(find(off, "Deployment", "interlace-operator").spec.template.spec.containers[0].args.some((a: string) => a.startsWith("--network-policy-release")), "networkPolicy.enabled=false turns every policy off");
 });

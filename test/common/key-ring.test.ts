@@ -9,7 +9,8 @@ import t from "tap";
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { acceptedKeys, keyRingEntries, keyRingFromFiles, keyRingOf, parseValidUntil, rotateRing } from "../../common/src/security/key-ring.js";
+import { acceptedKeys, fixedKeyRing, keyRingEntries, keyRingFromFiles, keyRingOf, parseValidUntil, presentedKey, rotateRing } from "../../common/src/security/key-ring.js";
+import { apiKeyDigest, apiKeysFromEnv, apiKeysFromRing, bearerHeaders } from "../../common/src/security/http-auth.js";
 
 const dir = mkdtempSync(join(tmpdir(), "interlace-keyring-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -53,4 +54,40 @@ t.test("a ring read from files follows them in place", async (t) => {
   unlinkSync(`${file}.previous`);
   t.same(ring(), { current: "k3" }, "the previous key removed: no previous key");
   t.throws(() => keyRingFromFiles(join(dir, "absent.key")), /missing or empty/, "a ring must start with a key");
+});
+
+t.test("a bearer key is presented as the previous one while its window lasts (every verifier still takes it), then the current one", async (t) => {
+  const now = 1_800_000_000_000;
+  const ring = rotateRing({ current: "old" }, "new", 60_000, now);
+  t.equal(presentedKey(ring, now), "old", "inside the window: the key every engine knows, whether or not it has read the new ring");
+  t.equal(presentedKey(ring, now + 60_000), "new", "after it: the current one");
+  t.equal(presentedKey(rotateRing({ current: "old" }, "new", 0, now), now), "new", "grace 0: the new key at once");
+  let current = { current: "k1" } as ReturnType<ReturnType<typeof fixedKeyRing>>;
+  const headers = bearerHeaders(() => current);
+  t.same({ ...headers }, { authorization: "Bearer k1" });
+  current = { current: "k2" };
+  t.same({ ...headers, accept: "x" }, { authorization: "Bearer k2", accept: "x" }, "each spread asks the ring again");
+});
+
+t.test("API key files are rings: the previous file's keys are accepted until its window ends, and a rotation is read in place", async (t) => {
+  const file = join(dir, "api-keys");
+  writeFileSync(file, "alice:alice-key-0123456789\nbob:bob-key-0123456789ab\n");
+  const keys = apiKeysFromEnv({ INTERLACE_API_KEYS_FILE: file })!;
+  t.equal(keys.get(apiKeyDigest("alice-key-0123456789")), "alice");
+  t.equal(keys.size, 2);
+  // A rotation: alice gets a new key; the old file stays accepted for 1.5 s.
+  const until = Date.now() + 1_500;
+  writeFileSync(file, "alice:alice-key-NEW-0123456789\nbob:bob-key-0123456789ab\n");
+  writeFileSync(`${file}.previous`, "alice:alice-key-0123456789\nbob:bob-key-0123456789ab\n");
+  writeFileSync(`${file}.previous.valid-until`, new Date(until).toISOString());
+  const reloaded = apiKeysFromRing(keyRingFromFiles(file, 0));
+  t.equal(reloaded.get(apiKeyDigest("alice-key-NEW-0123456789")), "alice", "the new key");
+  t.equal(reloaded.get(apiKeyDigest("alice-key-0123456789")), "alice", "the old key, inside the window, as the same principal");
+  t.equal(reloaded.size, 3);
+  await new Promise((r) => setTimeout(r, until - Date.now() + 20));
+  t.equal(reloaded.get(apiKeyDigest("alice-key-0123456789")), undefined, "refused once the window ends");
+  t.equal(reloaded.get(apiKeyDigest("bob-key-0123456789ab")), "bob", "unchanged keys stay");
+  writeFileSync(file, "alice:short\n");
+  t.equal(reloaded.get(apiKeyDigest("alice-key-NEW-0123456789")), "alice", "a file that no longer parses keeps the last good keys");
+  t.throws(() => apiKeysFromRing(fixedKeyRing("alice:short")), /at least 16/, "a malformed file at start is an error");
 });

@@ -105,3 +105,14 @@ t.test("deployment availability needs the controller to have observed the latest
   t.equal(deploymentAvailability(dep(3, 2, 2)).complete, false, "stale status does not count");
   t.equal(deploymentAvailability(dep(3, 3, 1)).complete, false);
 });
+
+t.test("per-pool NetworkPolicy options: the release turns them on; DNS peers are a JSON array of peers", async (t) => {
+  const off = parseOperatorOptions(src([]));
+  t.equal(off.networkPolicyRelease, undefined, "off by default");
+  const on = parseOperatorOptions(src(["--network-policy-release", "prod", "--network-policy-dns-peers", '[{"ipBlock":{"cidr":"169.254.20.10/32"}}]']));
+  t.equal(on.networkPolicyRelease, "prod");
+  t.same(on.networkPolicyDnsPeers, [{ ipBlock: { cidr: "169.254.20.10/32" } }]);
+  t.throws(() => parseOperatorOptions(src(["--network-policy-dns-peers", "{"])), /not JSON/);
+  t.throws(() => parseOperatorOptions(src(["--network-policy-dns-peers", "[]"])), /non-empty JSON array/);
+  t.throws(() => parseOperatorOptions(src(["--network-policy-dns-peers", '[{"to":[]}]'])), /NetworkPolicy peers/, "an unknown field");
+});

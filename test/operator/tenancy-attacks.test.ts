@@ -13,7 +13,9 @@
  * - an interrupt signed with tenant B's key, delivered to a tenant A session,
  *   is dropped and counted; A's key is accepted, and after a rotation the
  *   previous one too by the same live engine (no pod roll) until its grace
- *   window ends, or at once with grace 0;
+ *   window ends, or at once with grace 0; the running operator picks each
+ *   rotation up by itself (no restart, no nudge) and drops the previous key
+ *   from the Secret once its window ends;
  * - the same for owner tags: an id issued before an owner-tag key rotation
  *   keeps working for the window, then gets 403;
  * - a forged owner tag (signed with a key a tenant can read) or a replayed
@@ -33,11 +35,11 @@ import { controlPlaneFor } from "../helpers/control-plane.js";
 import { EnginePoolKind, ToolPoolKind, type EnginePool, type ToolPool } from "../../operator/src/api/index.js";
 import { CoreTypes, KubeClient } from "../../operator/src/runtime/index.js";
 import { rotateTrustKey, TrustKey, type RotatableKey } from "../../operator/src/credentials/index.js";
-import { keyRingFromFiles } from "../../common/src/security/key-ring.js";
+import { keyRingFromFiles, keyRingOf, type KeyRingSource } from "../../common/src/security/key-ring.js";
 import type { NatsTrustRoot } from "../../common/src/security/nats-credentials.js";
 import { natsConnectOptions, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { signInterrupt } from "../../common/src/security/interrupt-signature.js";
-import { parseApiKeys } from "../../common/src/security/http-auth.js";
+import { apiKeyDigest, apiKeysFromRing, parseApiKeys } from "../../common/src/security/http-auth.js";
 import { appKey, Header, interruptSubject, intrStream, openAppsBucket, PROTOCOL_VERSION, sendInterrupt } from "../../common/src/protocol/index.js";
 import { createNatsSecurity, removeNatsSecurity, type NatsSecurityFixture } from "../../hack/nats.js";
 import { routerOptions, routerSecurityFromEnv } from "../../router/src/config.js";
@@ -210,6 +212,12 @@ t.test("an interrupt signed with tenant B's key, sent to a tenant A session: dro
   t.equal(await counterValue(executorA.metrics.droppedCompletions, { reason: "bad_signature" }), 1, "B's MAC under A's key id: dropped as bad_signature");
 });
 
+/** A Secret's ring `name` as a source, as a pod reads it from the mounted files. */
+const keyRingOfSecret = (s: V1Secret, name: string): KeyRingSource => {
+  const ring = keyRingOf(name, (k) => data(s, k))!;
+  return () => ring;
+};
+
 /** What the kubelet does to a mounted Secret: its files rewritten in place (keys it no longer has removed). */
 function mountSecret(dir: string, s: V1Secret): void {
   for (const f of readdirSync(dir)) if (s.data?.[f] === undefined) rmSync(join(dir, f));
@@ -245,13 +253,14 @@ async function chartRouter(t: Test, dir: string): Promise<{ security: ReturnType
 }
 
 const GRACE_MS = 600_000;
-/** Rotates a master key with `graceMs`, lets the operator re-read the trust root, and waits for `ns/name` re-minted. */
+/**
+ * Rotates a master key with `graceMs` as hack/rotate-key.ts does, and waits
+ * for the running operator to re-render `ns/name` with the new ring: nothing
+ * restarts or nudges it (it reads the trust root again every few seconds).
+ */
 async function rotate(key: RotatableKey, graceMs: number, ns: string, name: string, entry: string): Promise<V1Secret> {
   const before = data(await secret(ns, name), entry);
   await rotateTrustKey(admin, RELEASE_NS, "interlace-nats-auth", testLogger("rotate"), { key, graceMs });
-  await operator.credentials!.refresh();
-  // Any reconcile re-ensures a pool's Secret: nudge one.
-  if (ns !== RELEASE_NS) await admin.mergePatch(EnginePoolKind, ns, "pool", { metadata: { annotations: { "test/nudge": String(Date.now()) } } });
   return waitFor(`the re-minted ${ns}/${name}`, () => secret(ns, name).then((s) => (data(s, entry) !== before ? (s ?? undefined) : undefined)));
 }
 
@@ -309,9 +318,32 @@ t.test("interrupt key rotation: a live session keeps the interrupts signed befor
   await new Promise((r) => setTimeout(r, Math.max(0, ends - Date.now()) + 50));
   await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "the previous key after its window", signingKey: leakedKey });
   t.ok(await eventually(async () => (await counterValue(live.metrics.droppedCompletions, { reason: "unknown_key" })) === 2, 5_000), "refused once the window ended");
+  const tidied = await waitFor("the previous key gone from the Secret after its window", () => secret(A, "pool-engine-credentials").then((s) => (s !== null && data(s, "interrupt.key.previous") === undefined ? s : undefined)));
+  t.equal(data(tidied, "interrupt.key"), data(short, "interrupt.key"), "once the window ends the operator re-renders the Secret without the previous key, the current one kept");
   t.notOk(got.includes("the leaked key after a grace-0 rotation") || got.includes("the previous key after its window"), "neither reached the session");
   await sendInterrupt(js, { engine: to, sessionId: "live", kind: "user", value: "the current key", signingKey: data(short, "interrupt.key")! });
   t.ok(await eventually(() => got.includes("the current key"), 5_000), "the live session is still there and takes the current key");
+});
+
+t.test("engine API key rotation: the engines' key file and the router's key carry the previous key for the window, no pod rolls", async (t) => {
+  const deployment = (): Promise<string | undefined> =>
+    admin.get<KubernetesObject & { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }>(CoreTypes.Deployment, A, "pool-engine").then((d) => d?.spec?.template?.metadata?.annotations?.["interlace.dev/credentials"]);
+  const podTemplate = await deployment();
+  const before = (await secret(A, "pool-engine-credentials"))!;
+  const oldKey = data((await secret(RELEASE_NS, "interlace-router-credentials"))!, "engine-api.key")!;
+  t.equal(data(before, "api-keys"), `router:${oldKey}\n`, "the engines take the router's key (control)");
+
+  const graced = await rotate("engine-api", GRACE_MS, A, "pool-engine-credentials", "api-keys");
+  const router = await waitFor("the router's re-minted Secret", () => secret(RELEASE_NS, "interlace-router-credentials").then((s) => (data(s, "engine-api.key") !== oldKey ? s : undefined)));
+  const newKey = data(router, "engine-api.key")!;
+  t.equal(data(router, "engine-api.key.previous"), oldKey, "the router keeps the previous key, which it presents until the window ends");
+  t.equal(data(graced, "api-keys"), `router:${newKey}\n`, "the engines take the new key");
+  t.equal(data(graced, "api-keys.previous"), `router:${oldKey}\n`, "and the previous one");
+  t.equal(data(graced, "api-keys.previous.valid-until"), data(router, "engine-api.key.previous.valid-until"), "for the same window");
+  t.equal(await deployment(), podTemplate, "the engine pods do not roll: they read the key file again in place");
+  const keys = apiKeysFromRing(keyRingOfSecret(graced, "api-keys"));
+  t.equal(keys.get(apiKeyDigest(oldKey)), "router", "the engines' ring accepts the old key as the router");
+  t.equal(keys.get(apiKeyDigest(newKey)), "router", "and the new one");
 });
 
 t.test("a forged or replayed owner tag: 403", async (t) => {

@@ -115,7 +115,7 @@ export function readKeyFile(name: CredentialName, env: NodeJS.ProcessEnv = proce
  * (`<file>.previous`, `<file>.previous.valid-until`), read again every few
  * seconds so a rotation reaches the running process. Undefined when not configured.
  */
-export function readKeyRing(name: "InterruptKey" | "OwnerTagKey", env: NodeJS.ProcessEnv = process.env): KeyRingSource | undefined {
+export function readKeyRing(name: "InterruptKey" | "OwnerTagKey" | "EngineApiKey", env: NodeJS.ProcessEnv = process.env): KeyRingSource | undefined {
   if (readKeyFile(name, env) === undefined) return undefined;
   return keyRingFromFiles(credentialFile(name, env)!);
 }

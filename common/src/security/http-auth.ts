@@ -14,8 +14,8 @@
  * through timing which prefix of a key matched.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { acceptedKeys, keyRingFromFiles, presentedKey, ringOf, type KeyRingSource } from "./key-ring.js";
 
 /** API keys by the SHA-256 of the key → principal. */
 export type ApiKeys = ReadonlyMap<string, string>;
@@ -46,11 +46,63 @@ export function parseApiKeys(text: string): ApiKeys {
   return keys;
 }
 
-/** The API keys configured in the environment, or null when none is (authentication off: a laptop). */
+/**
+ * API keys that follow a key ring whose "keys" are whole key files
+ * (key-ring.ts): every entry of the current file, and those of the previous
+ * file until its `validUntil` (an entry in both is the current file's). The
+ * ring is asked on every lookup, so a source that reads its files again
+ * (keyRingFromFiles) changes the keys in place; a file that no longer parses
+ * keeps its last good keys (a half-written file is not an empty key set).
+ */
+export function apiKeysFromRing(source: KeyRingSource): ApiKeys {
+  const parsed = new Map<string, ApiKeys>();
+  let lastGood = parseApiKeys(source().current);
+  parsed.set(source().current, lastGood);
+  const parse = (text: string, fallback: ApiKeys): ApiKeys => {
+    let keys = parsed.get(text);
+    if (keys === undefined) {
+      try {
+        keys = parseApiKeys(text);
+      } catch {
+        return fallback;
+      }
+      if (parsed.size > 8) parsed.clear();
+      parsed.set(text, keys);
+    }
+    return keys;
+  };
+  const now = (): ApiKeys => {
+    const ring = source();
+    lastGood = parse(ring.current, lastGood);
+    const accepted = acceptedKeys(ring);
+    if (accepted.length === 1) return lastGood;
+    return new Map([...parse(accepted[1]!, new Map()), ...lastGood]);
+  };
+  return {
+    get: (digest) => now().get(digest),
+    has: (digest) => now().has(digest),
+    get size() {
+      return now().size;
+    },
+    forEach: (fn, thisArg) => now().forEach(fn, thisArg),
+    entries: () => now().entries(),
+    keys: () => now().keys(),
+    values: () => now().values(),
+    [Symbol.iterator]: () => now()[Symbol.iterator](),
+  };
+}
+
+/**
+ * The API keys configured in the environment, or null when none is
+ * (authentication off: a laptop). A file is a ring: `<file>.previous` (with
+ * `<file>.previous.valid-until`) beside it stays accepted until then, and
+ * all of them are read again every few seconds, so a rotated key file reaches
+ * the running process with a grace window and no restart.
+ */
 export function apiKeysFromEnv(env: NodeJS.ProcessEnv = process.env): ApiKeys | null {
   const file = env["INTERLACE_API_KEYS_FILE"];
   const inline = env["INTERLACE_API_KEYS"];
-  if (file !== undefined && file !== "") return parseApiKeys(readFileSync(file, "utf8"));
+  if (file !== undefined && file !== "") return apiKeysFromRing(keyRingFromFiles(file));
   if (inline !== undefined && inline !== "") return parseApiKeys(inline);
   return null;
 }
@@ -102,6 +154,24 @@ export function bearerAuth(keys: ApiKeys | null): RequestHandler {
 export function principalOf(res: Response): string {
   const p: unknown = res.locals["principal"];
   return typeof p === "string" ? p : ANONYMOUS;
+}
+
+/** The `Authorization` value of a bearer key that may be rotating (a ring's {@link presentedKey}, asked each time). */
+export function bearerOf(key: string | KeyRingSource): string {
+  return `Bearer ${presentedKey(ringOf(key))}`;
+}
+
+/**
+ * Headers carrying `key` as a bearer token, spread into each request: the
+ * getter asks the ring at every spread, so a rotation reaches requests made
+ * after it without a restart.
+ */
+export function bearerHeaders(key: string | KeyRingSource): Record<string, string> {
+  return {
+    get authorization() {
+      return bearerOf(key);
+    },
+  };
 }
 
 /** The header a front door sends to act for `principal` (URI-encoded: a header value is ASCII). */

@@ -48,6 +48,24 @@ export function acceptedKeys(ring: KeyRing, now = Date.now()): string[] {
   return ring.previous !== undefined && now < ring.previous.validUntil ? [ring.current, ring.previous.key] : [ring.current];
 }
 
+/**
+ * The key to present as a bearer token (the router's key towards engines):
+ * the previous one while its window lasts, else the current. A bearer key is
+ * checked by many pods that read the rotated Secret at different times
+ * (kubelet syncs); during the window every one of them accepts the previous
+ * key, whether or not it has read the new ring yet, and after it each has
+ * had the window to read the new one. (Signed keys are different: a MAC
+ * names its key, so signers use the current key at once.)
+ */
+export function presentedKey(ring: KeyRing, now = Date.now()): string {
+  return ring.previous !== undefined && now < ring.previous.validUntil ? ring.previous.key : ring.current;
+}
+
+/** The ring of a fixed key or of a source, as it is now. */
+export function ringOf(key: string | KeyRingSource): KeyRing {
+  return typeof key === "string" ? { current: key } : key();
+}
+
 /** A fixed ring as a source (tests, a key given as a string). */
 export function fixedKeyRing(current: string, previous?: PreviousKey): KeyRingSource {
   const ring: KeyRing = previous !== undefined ? { current, previous } : { current };

@@ -6,6 +6,7 @@
 import { KV_RETENTION_POLICIES, SPECULATION_LIMITS as L, type KvPolicy, type KvRetentionPolicy } from "../../../common/src/index.js";
 import { autoscalingSchema, autoscalingStatusSchema, type AutoscalingSpec, type AutoscalingStatus } from "./autoscaling.js";
 import type { Condition } from "./conditions.js";
+import { egressSchema, type EgressRule } from "./egress.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import {
   conditionsSchema,
@@ -131,6 +132,8 @@ export interface EnginePoolSpec {
   inferencePool?: InferencePoolExposure;
   /** Joint autoscaling against the SLOs of the apps on the pool (absent: `replicas` stays as written). */
   autoscaling?: AutoscalingSpec;
+  /** Where the engines may connect besides NATS and DNS (an `openai` backend's upstream), when per-pool NetworkPolicies are on. */
+  egress?: EgressRule[];
   /**
    * How long an engine pod being removed (scale-down, rollout, node drain)
    * lets its live sessions run on before cutting them with a reason, seconds.
@@ -303,6 +306,7 @@ const specSchema = object(
       },
     ),
     autoscaling: autoscalingSchema("engine pods", 64),
+    egress: egressSchema("the engine pods (an openai backend's upstream)"),
     drainGraceSeconds: int(
       "Seconds an engine pod being removed (scale-down, rollout, node drain) lets its live sessions run on before it cuts them with the reason 'engine draining: grace period expired'. The pod's terminationGracePeriodSeconds is this plus 15 s for the engine's own shutdown.",
       0,

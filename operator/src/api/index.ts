@@ -12,6 +12,7 @@ import { ToolPoolKind } from "./toolpool.js";
 export * from "./kind.js";
 export * from "./conditions.js";
 export * from "./autoscaling.js";
+export * from "./egress.js";
 export * from "./schema.js";
 export * from "./crd.js";
 export * from "./enginepool.js";

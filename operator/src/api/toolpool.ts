@@ -7,6 +7,7 @@
 import type { JsonSchema } from "../../../common/src/index.js";
 import { autoscalingSchema, autoscalingStatusSchema, type AutoscalingSpec, type AutoscalingStatus } from "./autoscaling.js";
 import type { Condition } from "./conditions.js";
+import { egressSchema, type EgressRule } from "./egress.js";
 import { AGE_COLUMN, GROUP, READY_COLUMN, REASON_COLUMN, VERSION, type InterlaceObject, type KindDefinition } from "./kind.js";
 import { bool, conditionsSchema, httpUrl, int, object, observedGenerationSchema, oneOf, str, type OpenApiSchema } from "./schema.js";
 
@@ -68,6 +69,8 @@ export interface ToolPoolSpec {
   image?: string;
   /** Joint autoscaling against the SLOs of the apps using the pool (absent: `replicas` stays as written). */
   autoscaling?: AutoscalingSpec;
+  /** Where the runners may connect besides NATS and DNS (the tools' servers), when per-pool NetworkPolicies are on. */
+  egress?: EgressRule[];
 }
 
 export interface ToolPoolStatus {
@@ -158,6 +161,7 @@ const specSchema = object(
     retries: int("Retries of a failed idempotent call.", 0, 10, { default: 2 }),
     image: str("Runner image override.", { minLength: 1, maxLength: 512 }),
     autoscaling: autoscalingSchema("runner pods", 100),
+    egress: egressSchema("the runner pods (the http and mcp tools' servers)"),
   },
   { required: ["tools"] },
 );

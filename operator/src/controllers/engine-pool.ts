@@ -15,6 +15,7 @@ import { EnginePoolKind, InferencePoolType, Reason, type EnginePool, type Engine
 import {
   buildEngineDeployment,
   buildEnginePdb,
+  buildEngineNetworkPolicy,
   buildEngineService,
   buildInferencePool,
   buildPickerDeployment,
@@ -66,6 +67,7 @@ export class EnginePoolReconciler implements Reconciler {
       deployment = await applyChild(client, CoreTypes.Deployment, buildEngineDeployment(pool, build, creds));
       await applyChild(client, CoreTypes.Service, buildEngineService(pool));
       await applyChild(client, CoreTypes.PodDisruptionBudget, buildEnginePdb(pool));
+      if (build.networkPolicy !== undefined) await applyChild(client, CoreTypes.NetworkPolicy, buildEngineNetworkPolicy(pool, build.networkPolicy));
       const availability = deploymentAvailability(deployment);
       conditions = rolloutConditions(availability, "engine pods");
       if (exposed) {

@@ -51,6 +51,8 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
   const services = manager.informer<KubernetesObject>(CoreTypes.Service, MANAGED_SELECTOR);
   const pdbs = manager.informer<KubernetesObject>(CoreTypes.PodDisruptionBudget, MANAGED_SELECTOR);
   const configMaps = manager.informer<KubernetesObject>(CoreTypes.ConfigMap, MANAGED_SELECTOR);
+  // Only when the operator renders them (it has no NetworkPolicy access otherwise): a hand edit is put back.
+  const policies = ctx.build.networkPolicy !== undefined ? [manager.informer<KubernetesObject>(CoreTypes.NetworkPolicy, MANAGED_SELECTOR)] : [];
   // Engine pods, for the model check's verdict (pods belong to ReplicaSets, not to the pool: mapped by label).
   const enginePods = manager.informer<V1Pod>(CoreTypes.Pod, ENGINE_POOL_LABEL);
   const common = {
@@ -76,7 +78,7 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
       name: "enginepool",
       primary: enginePools,
       primaryKind: EnginePoolKind.kind,
-      owns: [deployments, services, pdbs],
+      owns: [deployments, services, pdbs, ...policies],
       watches: [{ informer: enginePods, map: (pod) => enginePoolOfPod(pod) }],
       reconciler: new EnginePoolReconciler({ ...ctx, log: log.child({ controller: "enginepool" }) }, enginePools, enginePods),
     }),
@@ -85,7 +87,7 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
       name: "toolpool",
       primary: toolPools,
       primaryKind: ToolPoolKind.kind,
-      owns: [deployments, configMaps],
+      owns: [deployments, configMaps, ...policies],
       reconciler: new ToolPoolReconciler({ ...ctx, log: log.child({ controller: "toolpool" }) }, toolPools, cleanup),
     }),
     new Controller({

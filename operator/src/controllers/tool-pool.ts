@@ -10,7 +10,7 @@
 import type { V1Deployment } from "@kubernetes/client-node";
 import { poolSubjects, RUNNER_DEFAULTS } from "../../../common/src/protocol/index.js";
 import { Reason, ToolPoolKind, type ToolPool, type ToolPoolStatus } from "../api/index.js";
-import { buildToolRunnerDeployment, buildToolRunnerService, buildToolSpecConfigMap, renderRunnerConfig } from "../resources/index.js";
+import { buildToolRunnerDeployment, buildToolRunnerNetworkPolicy, buildToolRunnerService, buildToolSpecConfigMap, renderRunnerConfig } from "../resources/index.js";
 import { CoreTypes, type Informer, type ReconcileRequest, type ReconcileResult, type Reconciler } from "../runtime/index.js";
 import { applyChild, type ReconcilerContext } from "./context.js";
 import type { PoolCleanup } from "./pool-cleanup.js";
@@ -72,6 +72,7 @@ export class ToolPoolReconciler implements Reconciler {
         const creds = await this.ctx.credentials?.forToolPool(pool);
         deployment = await applyChild(client, CoreTypes.Deployment, buildToolRunnerDeployment(pool, rendered.config, build, creds));
         await applyChild(client, CoreTypes.Service, buildToolRunnerService(pool));
+        if (build.networkPolicy !== undefined) await applyChild(client, CoreTypes.NetworkPolicy, buildToolRunnerNetworkPolicy(pool, build.networkPolicy));
         conditions = rolloutConditions(deploymentAvailability(deployment), "tool runners");
       } catch (err) {
         failure = err;

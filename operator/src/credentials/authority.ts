@@ -15,10 +15,13 @@
  * Minting happens only when a Secret's contents would change (its
  * fingerprint annotation: account, identity, CA, keys), so a resync does not
  * churn credentials. The pod template carries a fingerprint of what pods
- * read only at start (identity, CA, API keys), so pods roll onto those by
- * themselves; the interrupt and owner-tag keys are left out of it: they
- * rotate with a grace window (key-ring.ts) and pods read their files again
- * in place, so a rotation drops no live session.
+ * read only at start (identity, CA), so pods roll onto those by themselves;
+ * the interrupt, owner-tag and engine API keys (and the engines' `api-keys`
+ * file) are left out of it: they rotate with a grace window (key-ring.ts)
+ * and pods read their files again in place, so a rotation drops no live
+ * session. The operator itself reads
+ * the trust root again every few seconds ({@link CredentialAuthority.watch}),
+ * so a rotation needs no operator restart either.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -45,7 +48,7 @@ import {
   type Owner,
   type PodCredentials,
 } from "../resources/index.js";
-import { CoreTypes, type KubeClient } from "../runtime/index.js";
+import { abortableDelay, CoreTypes, type KubeClient } from "../runtime/index.js";
 import { b64, ensureTrustRoot, type TrustMaterial } from "./trust-root.js";
 
 export interface CredentialAuthorityOptions {
@@ -60,7 +63,7 @@ export interface CredentialAuthorityOptions {
 }
 
 /** Keys that pods read again in place (key rings): a change to them alone does not roll pods. */
-const RELOADED_IN_PLACE = [CredentialKey.InterruptKey, CredentialKey.OwnerTagKey].flatMap((k) => Object.keys(keyRingEntries(k, { current: "", previous: { key: "", validUntil: 0 } })));
+const RELOADED_IN_PLACE = [CredentialKey.InterruptKey, CredentialKey.OwnerTagKey, CredentialKey.EngineApiKey, CredentialKey.ApiKeys].flatMap((k) => Object.keys(keyRingEntries(k, { current: "", previous: { key: "", validUntil: 0 } })));
 
 /** A namespace's ring derived from a master ring: both keys derived, the same window. */
 function derivedRing(current: string, previous: PreviousKey | undefined, purpose: KeyPurpose, namespace: string): KeyRing {
@@ -71,6 +74,19 @@ function derivedRing(current: string, previous: PreviousKey | undefined, purpose
 
 /** The principal name the router's API key has on engines. */
 export const ROUTER_PRINCIPAL = "router";
+
+/** A master ring of the trust root: the key, and its previous one while its window lasts. */
+const masterRing = (current: string, previous: PreviousKey | undefined): KeyRing => (previous !== undefined ? { current, previous } : { current });
+
+/**
+ * The engines' API key file as a ring (`api-keys`, `api-keys.previous`,
+ * `.valid-until`): the router's key as the one principal, and during a
+ * rotation's window its previous key as the same principal.
+ */
+function engineApiKeysRing(m: TrustMaterial): KeyRing {
+  const line = (key: string): string => `${ROUTER_PRINCIPAL}:${key}\n`;
+  return m.previousEngineApiKey !== undefined ? { current: line(m.engineApiKey), previous: { key: line(m.previousEngineApiKey.key), validUntil: m.previousEngineApiKey.validUntil } } : { current: line(m.engineApiKey) };
+}
 
 export class CredentialAuthority {
   private material: TrustMaterial | null = null;
@@ -87,13 +103,57 @@ export class CredentialAuthority {
   async start(): Promise<void> {
     if (this.opts.caFile !== undefined) this.ca = readFileSync(this.opts.caFile, "utf8");
     await this.refresh();
-    if (this.material !== null) this.operatorCreds = await mintUserCreds(this.material.accountSeed, { kind: "operator" });
   }
 
-  /** Re-reads the trust root (after a key rotation): the next Secret each pool's reconcile ensures carries the new keys. */
-  async refresh(): Promise<void> {
-    if (this.opts.trustRootSecret !== undefined) this.material = await ensureTrustRoot(this.client, this.opts.namespace, this.opts.trustRootSecret, this.log);
+  /**
+   * Re-reads the trust root and re-ensures the router's Secret; true when the
+   * trust root's keys changed since the last read. The next Secret each
+   * pool's reconcile ensures then carries the new keys.
+   */
+  async refresh(): Promise<boolean> {
+    const changed = await this.reload();
     if (this.opts.routerSecret !== undefined) await this.ensureRouter(this.opts.routerSecret);
+    return changed;
+  }
+
+  /**
+   * Reads the trust root again every `intervalMs` (the pods' key-ring
+   * cadence), so a rotation (hack/rotate-key.ts) or the end of a grace
+   * window reaches the pools' and the router's Secrets without an operator
+   * restart. Only the leader writes: it re-ensures the router's Secret and,
+   * when the keys changed, calls `onChange` (which re-queues the pools, whose
+   * reconciles re-render their Secrets). A failed read is logged and retried
+   * at the next tick; the last good keys stay in use.
+   */
+  async watch(opts: { intervalMs: number; signal: AbortSignal; isLeader: () => boolean; onChange: () => void }): Promise<void> {
+    if (this.opts.trustRootSecret === undefined) return;
+    while (!opts.signal.aborted) {
+      await abortableDelay(opts.intervalMs, opts.signal);
+      if (opts.signal.aborted) return;
+      try {
+        const changed = await this.reload();
+        if (!opts.isLeader()) continue;
+        if (this.opts.routerSecret !== undefined) await this.ensureRouter(this.opts.routerSecret);
+        if (changed) {
+          this.log.info({ secret: `${this.opts.namespace}/${this.opts.trustRootSecret}` }, "the trust root changed: re-rendering the pools' credentials");
+          opts.onChange();
+        }
+      } catch (err) {
+        this.log.warn({ err }, "could not read the trust root again; keeping the last keys");
+      }
+    }
+  }
+
+  /** Reads the trust root (making it when absent); true when its keys differ from the last read's. */
+  private async reload(): Promise<boolean> {
+    if (this.opts.trustRootSecret === undefined) return false;
+    const next = await ensureTrustRoot(this.client, this.opts.namespace, this.opts.trustRootSecret, this.log);
+    const before = this.material;
+    if (before !== null && JSON.stringify(before) === JSON.stringify(next)) return false;
+    // A new account (a new trust root) needs the operator's own identity minted again.
+    if (before?.accountSeed !== next.accountSeed) this.operatorCreds = await mintUserCreds(next.accountSeed, { kind: "operator" });
+    this.material = next;
+    return before !== null;
   }
 
   /** How the operator itself connects (its own `operator` identity, the CA). */
@@ -107,7 +167,7 @@ export class CredentialAuthority {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
       Object.assign(extra, keyRingEntries(CredentialKey.InterruptKey, derivedRing(this.material.interruptKey, this.material.previousInterruptKey, "interrupt", namespace)));
-      extra[CredentialKey.ApiKeys] = `${ROUTER_PRINCIPAL}:${this.material.engineApiKey}\n`;
+      Object.assign(extra, keyRingEntries(CredentialKey.ApiKeys, engineApiKeysRing(this.material)));
     }
     const identity: NatsIdentity = { kind: "engine-pool", namespace, pool: pool.metadata.name ?? "" };
     return this.ensure(pool, credentialsSecretName(engineChildName(pool)), ENGINE_COMPONENT, identity, extra);
@@ -124,7 +184,7 @@ export class CredentialAuthority {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
       Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, derivedRing(this.material.ownerTagKey, this.material.previousOwnerTagKey, "owner-tag", pool.metadata.namespace ?? "default")));
-      extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
+      Object.assign(extra, keyRingEntries(CredentialKey.EngineApiKey, masterRing(this.material.engineApiKey, this.material.previousEngineApiKey)));
     }
     return this.ensure(pool, credentialsSecretName(pickerChildName(pool)), PICKER_COMPONENT, { kind: "router" }, extra);
   }
@@ -172,9 +232,8 @@ export class CredentialAuthority {
   private async ensureRouter(name: string): Promise<void> {
     const extra: Record<string, string> = {};
     if (this.material !== null) {
-      const ring: KeyRing = { current: this.material.ownerTagKey, ...(this.material.previousOwnerTagKey !== undefined ? { previous: this.material.previousOwnerTagKey } : {}) };
-      Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, ring));
-      extra[CredentialKey.EngineApiKey] = this.material.engineApiKey;
+      Object.assign(extra, keyRingEntries(CredentialKey.OwnerTagKey, masterRing(this.material.ownerTagKey, this.material.previousOwnerTagKey)));
+      Object.assign(extra, keyRingEntries(CredentialKey.EngineApiKey, masterRing(this.material.engineApiKey, this.material.previousEngineApiKey)));
     }
     const identity: NatsIdentity = { kind: "router" };
     const { fingerprint, plain } = this.contents(identity, extra);

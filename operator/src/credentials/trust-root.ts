@@ -45,7 +45,10 @@ export interface TrustMaterial {
   ownerTagKey: string;
   /** The master owner-tag key before the last rotation, kept until its grace window ends. */
   previousOwnerTagKey?: PreviousKey;
+  /** The router's API key towards engines. */
   engineApiKey: string;
+  /** The engine API key before the last rotation, kept until its grace window ends. */
+  previousEngineApiKey?: PreviousKey;
 }
 
 /** Keys of the trust root that the operator makes when missing. */
@@ -93,6 +96,7 @@ function materialOf(secret: V1Secret): TrustMaterial | { missing: readonly strin
   };
   const previousInterruptKey = previousOf(CredentialKey.InterruptKey);
   const previousOwnerTagKey = previousOf(CredentialKey.OwnerTagKey);
+  const previousEngineApiKey = previousOf(CredentialKey.EngineApiKey);
   return {
     accountSeed,
     accountPublicKey: accountPublicKey(accountSeed),
@@ -101,6 +105,7 @@ function materialOf(secret: V1Secret): TrustMaterial | { missing: readonly strin
     ownerTagKey: key(CredentialKey.OwnerTagKey),
     ...(previousOwnerTagKey !== undefined ? { previousOwnerTagKey } : {}),
     engineApiKey: key(CredentialKey.EngineApiKey),
+    ...(previousEngineApiKey !== undefined ? { previousEngineApiKey } : {}),
   };
 }
 
@@ -141,10 +146,10 @@ export async function ensureTrustRoot(client: KubeClient, namespace: string, nam
   throw new Error(`could not read or make the trust-root Secret ${namespace}/${name} (kept conflicting)`);
 }
 
-/** The trust root's keys that rotate with a grace window (the engine key rotates with a new trust root). */
-export type RotatableKey = "interrupt" | "owner-tag";
+/** The trust root's keys that rotate with a grace window. */
+export type RotatableKey = "interrupt" | "owner-tag" | "engine-api";
 
-const ROTATABLE: Record<RotatableKey, string> = { interrupt: CredentialKey.InterruptKey, "owner-tag": CredentialKey.OwnerTagKey };
+export const ROTATABLE_KEYS: Record<RotatableKey, string> = { interrupt: CredentialKey.InterruptKey, "owner-tag": CredentialKey.OwnerTagKey, "engine-api": CredentialKey.EngineApiKey };
 
 /**
  * Rotates a master key (`key.ts` of hack/rotate-key.ts): a fresh one becomes
@@ -153,13 +158,13 @@ const ROTATABLE: Record<RotatableKey, string> = { interrupt: CredentialKey.Inter
  * its own window is replaced: only one rotation is in grace at a time).
  * `graceMs` 0 revokes the old key at once (a leaked key: interrupts signed
  * with it are dropped as `unknown_key`, owner tags made with it get 403).
- * The operator re-reads the trust root at start; the pools' and the
- * router's Secrets then carry the new ring, and running pods read it in
- * place (no roll), signing with the new key and accepting both until the
- * window ends.
+ * The running operator reads the trust root again every few seconds
+ * (CredentialAuthority.watch); the pools' and the router's Secrets then
+ * carry the new ring, and running pods read it in place (no roll), signing
+ * with the new key and accepting both until the window ends.
  */
 export async function rotateTrustKey(client: KubeClient, namespace: string, name: string, log: Logger, options: { key: RotatableKey; graceMs: number; now?: number }): Promise<void> {
-  const entry = ROTATABLE[options.key];
+  const entry = ROTATABLE_KEYS[options.key];
   for (let attempt = 0; attempt < 5; attempt++) {
     const secret = await client.get<V1Secret>(CoreTypes.Secret, namespace, name);
     if (secret === null) throw new Error(`no trust-root Secret ${namespace}/${name} to rotate`);

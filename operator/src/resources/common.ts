@@ -3,7 +3,7 @@
  * the operator's config, the label set, names derived from the owner, the
  * controller owner reference and the restricted pod security settings.
  */
-import type { KubernetesObject, V1Container, V1OwnerReference, V1PodSecurityContext, V1SecurityContext, V1Service } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Container, V1NetworkPolicyPeer, V1OwnerReference, V1PodSecurityContext, V1SecurityContext, V1Service } from "@kubernetes/client-node";
 
 /** Operator-wide settings the builders need (one-to-one with operator flags). */
 export interface BuildOptions {
@@ -18,6 +18,18 @@ export interface BuildOptions {
   routerUrl: string;
   /** Placement flags of the endpoint pickers (absent: the picker's defaults, which are the router's). */
   picker?: { placement: string; loadFactorPercent: number; prefixWaitMs: number; engineTtlMs: number };
+  /** Render a NetworkPolicy per pool (network-policy.ts); absent: none (the chart's per-namespace policies only). */
+  networkPolicy?: NetworkPolicyOptions;
+}
+
+/** Where the release's router, operator and NATS pods are, for the per-pool NetworkPolicies. */
+export interface NetworkPolicyOptions {
+  /** The release namespace (the operator's). */
+  releaseNamespace: string;
+  /** The Helm release: the `app.kubernetes.io/instance` label of its router, operator and NATS pods. */
+  release: string;
+  /** Where pods resolve names (port 53); absent: the `k8s-app: kube-dns` pods of any namespace. */
+  dnsPeers?: V1NetworkPolicyPeer[];
 }
 
 /** The field manager every apply of the operator uses. */

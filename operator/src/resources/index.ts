@@ -9,3 +9,4 @@ export * from "./agent-app.js";
 export * from "./app-keys.js";
 export * from "./credentials.js";
 export * from "./endpoint-picker.js";
+export * from "./network-policy.js";

@@ -92,6 +92,11 @@ export class Controller {
     this.queue?.add(key);
   }
 
+  /** Queues every cached primary (something they all read outside the cluster changed, e.g. the trust root). */
+  enqueueAll(): void {
+    for (const obj of this.opts.primary.list()) this.enqueue(keyOf(obj));
+  }
+
   isRunning(): boolean {
     return this.queue !== null;
   }

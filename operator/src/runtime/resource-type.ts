@@ -36,6 +36,7 @@ export const CoreTypes = {
   ConfigMap: { group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true },
   Secret: { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true },
   PodDisruptionBudget: { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true },
+  NetworkPolicy: { group: "networking.k8s.io", version: "v1", kind: "NetworkPolicy", plural: "networkpolicies", namespaced: true },
   Lease: { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true },
   Event: { group: "", version: "v1", kind: "Event", plural: "events", namespaced: true },
   Namespace: { group: "", version: "v1", kind: "Namespace", plural: "namespaces", namespaced: false },

@@ -34,8 +34,8 @@ export interface ExchangeContext {
   /** The principal of the request's `authorization` on the app it names (app-access.ts); throws the 401 or 403 to answer. */
   authenticate(req: Omit<PickerRequest, "principal">): string;
   owners: SessionOwners;
-  /** The picker's bearer token towards engines, when they require one. */
-  engineAuthorization?: string;
+  /** The picker's `Authorization` towards engines, when they require one (asked per request: the key may rotate). */
+  engineAuthorization?: () => string;
   maxBodyBytes: number;
   /** Null when ready, or why not (→ 503). */
   notReadyReason(): string | null;
@@ -172,7 +172,7 @@ export class ExtProcExchange {
       const remove: string[] = [];
       if (route.path !== undefined) set[":path"] = route.path;
       if (route.body !== undefined) set["content-type"] = "application/json";
-      if (this.ctx.engineAuthorization !== undefined) set["authorization"] = this.ctx.engineAuthorization;
+      if (this.ctx.engineAuthorization !== undefined) set["authorization"] = this.ctx.engineAuthorization();
       else if (this.headers["authorization"] !== undefined) remove.push("authorization");
       if (route.body !== undefined && this.headers["content-length"] !== undefined) remove.push("content-length");
       this.send(pickedResponse(pick.endpoints, set, remove));

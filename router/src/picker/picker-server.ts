@@ -19,6 +19,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../../common/src/index.js";
 import { AppAccess } from "../app-access.js";
 import { connectNats } from "../../../common/src/security/nats-connect.js";
+import { bearerOf } from "../../../common/src/security/http-auth.js";
 import { AppRegistry } from "../app-registry.js";
 import { EngineRegistry } from "../engine-registry.js";
 import { HttpError } from "../errors.js";
@@ -72,6 +73,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
     return config !== undefined && config.namespace === pool.namespace && config.enginePool.name === pool.name ? config : undefined;
   };
   const access = new AppAccess(security?.apiKeys ?? null, () => apps.all().map(([, served]) => served.config));
+  const engineKey = security?.engineApiKey;
   const ctx: ExchangeContext = {
     picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
     route: (req) =>
@@ -82,7 +84,8 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
       }),
     authenticate: (req) => access.principal(requestApp(req, { pool, app: appOfPool }), req.headers["authorization"]),
     owners,
-    ...(security?.engineApiKey !== undefined ? { engineAuthorization: `Bearer ${security.engineApiKey}` } : {}),
+    // Asked per request: the ring's key as it is then (a rotation needs no restart).
+    ...(engineKey !== undefined ? { engineAuthorization: () => bearerOf(engineKey) } : {}),
     maxBodyBytes: options.maxBodyBytes,
     notReadyReason: loadingReason,
     retryAfterSeconds: options.retryAfterSeconds,
