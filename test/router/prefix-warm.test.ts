@@ -12,6 +12,7 @@ import t, { type Test } from "tap";
 import { prefixHashChain, type SessionEvent } from "../../common/src/index.js";
 import { startRouter } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
+import { mergeSessionRequest } from "../../router/src/request-merge.js";
 import { appConfig, log, longSession, openSession, POOL, QUICK, startStack, streamEvents, type Opened } from "./fixtures.js";
 import { eventually } from "../helpers/wait.js";
 
@@ -81,6 +82,10 @@ t.test("warming on: the hot app's prefix is warmed onto the idle engine, and its
   t.ok(await eventually(() => holds(router, other, shared(alpha)) && holds(router, first, shared(alpha)), 5_000), `both engines advertise alpha's prefix (warmed onto ${other})`);
   const engineMetrics = await (await fetch(`${stack.engines.get(other)!.url}/metrics`)).text();
   t.match(engineMetrics, /interlace_engine_prefix_warms_total\{outcome="warmed"\} 1/, "the engine counts it");
+  // A second router replica deciding the same warm: the engine answers 200, a no-op.
+  const again = await fetch(`${stack.engines.get(other)!.url}/v1/prefixes`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(mergeSessionRequest(alpha, QUICK).body) });
+  t.equal(again.status, 200);
+  t.match(await again.json(), { outcome: "held", prefilledTokens: 0 });
 
   const before = await (await fetch(`${stack.engines.get(other)!.url}/metrics`)).text();
   const hits = (text: string): number => Number(/interlace_engine_prefix_store_hits_total (\d+)/.exec(text)?.[1] ?? "0");
