@@ -39,6 +39,7 @@ import { onBehalfOf, principalOf } from "../../common/src/security/http-auth.js"
 import type { SessionOwners } from "./session-owner.js";
 import { pickTiming } from "./server-timing.js";
 import { withSession } from "./session-affinity.js";
+import type { PrefixWarmer } from "./prefix-warmer.js";
 
 export interface AppRoutesContext extends PlaceContext {
   apps: AppRegistry;
@@ -49,6 +50,8 @@ export interface AppRoutesContext extends PlaceContext {
   live: Map<string, number>;
   /** Binds session ids to the API key that opened them. */
   owners: SessionOwners;
+  /** Hot-prefix warming: told of each session placed (absent: off). */
+  prefixWarmer?: PrefixWarmer;
 }
 
 export function param(req: Request, name: string): string {
@@ -171,6 +174,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
     const base = routedSessionId(placed.engine.pod, created.id);
     const id = routedSessionId(placed.engine.pod, created.id, ctx.owners.tag(base, principalOf(res)));
     ctx.log.info({ app: `${config.namespace}/${config.name}`, session: id, engine: placed.engine.pod, reason: placed.reason, matched: placed.matched }, "session placed");
+    ctx.prefixWarmer?.observe({ app: `${config.namespace}/${config.name}`, pool, chain: merged.chain, affinityKey: merged.affinityKey, appSegments: merged.appSegments, body: merged.body });
     res.status(201).json({
       id,
       eventsUrl: `/v1/apps/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}/sessions/${id}/events`,

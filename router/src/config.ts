@@ -57,6 +57,16 @@ export interface RouterOptions {
    */
   prefixWaitMs: number;
   /**
+   * Hot-prefix warming (prefix-warming.ts): an app with at least this many
+   * sessions placed in the last `prefixWarmWindowMs`, whose shared prefix
+   * one engine holds alone, gets it prefilled into an idle engine's prefix
+   * store before a burst spills to it (0: off).
+   */
+  prefixWarmSessions: number;
+  prefixWarmWindowMs: number;
+  /** Percent of an engine's sequences that must be free (and nothing prefilling) for it to be warmed. */
+  prefixWarmMinFreePercent: number;
+  /**
    * Cold starts: how long a request may wait for its pool's first ready
    * engine (scaled to zero, or starting) before a 503 (0: no hold, 503 at once).
    */
@@ -120,6 +130,8 @@ function invalid(message: string): InterlaceError {
  * `--prefix-index heartbeat|events` (events), `--load-factor`
  * (percent, 125), `--engine-ttl-ms` (3000), `--max-body-bytes`,
  * `--retry-after-seconds`, `--upstream-timeout-ms`, `--prefix-wait-ms` (1000),
+ * `--prefix-warm-sessions` (3; 0 turns warming off), `--prefix-warm-window-ms` (20000),
+ * `--prefix-warm-min-free` (percent, 50),
  * `--cold-start-hold-ms` (60000), `--cold-start-max-held` (100),
  * `--presence-ms`,
  * `--max-variable-bytes` (262144), `--max-program-calls` (256),
@@ -146,6 +158,9 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     upstreamTimeoutMs: intOpt(src, "upstream-timeout-ms", 10_000, { min: 100, max: 600_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
+    prefixWarmSessions: intOpt(src, "prefix-warm-sessions", 3, { min: 0, max: 10_000 }),
+    prefixWarmWindowMs: intOpt(src, "prefix-warm-window-ms", 20_000, { min: 100, max: 3_600_000 }),
+    prefixWarmMinFreePercent: intOpt(src, "prefix-warm-min-free", 50, { min: 0, max: 100 }),
     coldStartHoldMs: intOpt(src, "cold-start-hold-ms", 60_000, { min: 0, max: 600_000 }),
     coldStartMaxHeld: intOpt(src, "cold-start-max-held", 100, { min: 0, max: 100_000 }),
     presenceMs: intOpt(src, "presence-ms", 2000, { min: 100, max: 60_000 }),

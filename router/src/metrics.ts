@@ -17,6 +17,7 @@ export class RouterMetrics {
   readonly prefixSegments: Counter<"outcome">;
   readonly engineRetries: Counter<"cause">;
   readonly prefixHolds: Counter<"outcome">;
+  readonly prefixWarms: Counter<"outcome">;
   readonly rejected: Counter<"code">;
   readonly malformedMessages: Counter<"source">;
   readonly activeSessions: Gauge<"app">;
@@ -66,6 +67,12 @@ export class RouterMetrics {
     this.prefixHolds = new Counter({
       name: "interlace_router_prefix_holds_total",
       help: "Placements that waited for the full engine holding their prefix, by outcome (placed there, or spilled when the wait ran out).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.prefixWarms = new Counter({
+      name: "interlace_router_prefix_warms_total",
+      help: "Hot-prefix warms asked of an idle engine, by outcome: warmed, held (already there), busy (engine refused for now), refused (no store or no shared prefix there), failed.",
       labelNames: ["outcome"],
       registers,
     });

@@ -25,6 +25,8 @@ export interface Merged<T> {
   body: T;
   chain: string[];
   affinityKey: string;
+  /** Leading blocks of `chain` that are the app's own (system prompt, few-shot, tools): what its sessions share. */
+  appSegments: number;
 }
 
 /** Session fields the app or the router set; a client's are refused (`system` and `tools` with the spec field that owns them). */
@@ -50,10 +52,11 @@ export function appMessages(app: AppConfig): ChatMessage[] {
   return [...(app.systemPrompt !== "" ? [{ role: "system" as const, content: app.systemPrompt }] : []), ...app.fewShot.flatMap((e) => e.messages)];
 }
 
-function chainAndKey(app: AppConfig, messages: ChatMessage[]): { chain: string[]; affinityKey: string } {
+function chainAndKey(app: AppConfig, messages: ChatMessage[]): { chain: string[]; affinityKey: string; appSegments: number } {
   const chain = prefixHashChain({ messages, tools: app.tools });
   const own = prefixSegments({ messages: appMessages(app), tools: app.tools }).length;
-  return { chain, affinityKey: own > 0 && own <= chain.length ? chain[own - 1]! : `app:${app.namespace}/${app.name}` };
+  const shared = own > 0 && own <= chain.length;
+  return { chain, affinityKey: shared ? chain[own - 1]! : `app:${app.namespace}/${app.name}`, appSegments: shared ? own : 0 };
 }
 
 /** A schema-checked session `prompt` as messages; a system message is the app's alone. */

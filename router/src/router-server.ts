@@ -14,6 +14,7 @@ import { maxKvValueBytes, openRoutersBucket } from "../../common/src/protocol/in
 import { AppRegistry, type ServedApp } from "./app-registry.js";
 import { ColdStartHold } from "./cold-start-hold.js";
 import { mountAppRoutes, param } from "./app-routes.js";
+import { PrefixWarmer } from "./prefix-warmer.js";
 import type { RouterOptions } from "./config.js";
 import { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
@@ -121,9 +122,23 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     retryAfterSeconds: options.retryAfterSeconds,
     onFirstHeld: () => void presence?.publish(),
   });
+  // Warming a second engine only makes sense where placement keeps an app on the engine holding its prefix.
+  const prefixWarmer = new PrefixWarmer({
+    engines,
+    metrics,
+    log,
+    engineHeaders: placeContext.engineHeaders,
+    settings: {
+      sessions: options.placement === "prefix-affinity" ? options.prefixWarmSessions : 0,
+      windowMs: options.prefixWarmWindowMs,
+      minFreeShare: options.prefixWarmMinFreePercent / 100,
+    },
+    timeoutMs: Math.max(options.upstreamTimeoutMs, 60_000),
+  });
   mountAppRoutes(app, json, {
     ...placeContext,
     coldStart,
+    prefixWarmer,
     owners: SessionOwners.from(security?.apiKeys ?? null, security?.ownerTagKey),
     apps,
     live,
@@ -183,7 +198,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());
     presence.start(options.presenceMs);
     ready = true;
-    log.info({ port, apps: apps.size, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
+    log.info({ port, apps: apps.size, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, prefixWarmSessions: prefixWarmer.enabled ? options.prefixWarmSessions : 0, prefixWarmWindowMs: options.prefixWarmWindowMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
   } catch (err) {
     await close();
     throw err;

@@ -60,6 +60,8 @@ const table: Record<string, RouteFuzz> = {
   "GET /metrics": { path: fixed("/metrics"), ok: [200], runs: 5 },
   "GET /openapi.json": { path: fixed("/openapi.json"), ok: [200], runs: 5 },
   "POST /v1/sessions": { path: fixed("/v1/sessions"), body: bodies(VALID.session), ok: [201] },
+  // This pod keeps no prefix store: a valid body is a 409 naming why, anything else a 400.
+  "POST /v1/prefixes": { path: fixed("/v1/prefixes"), body: bodies({ ...VALID.session, system: "You help." }), ok: [200, 201] },
   "GET /v1/sessions/:id/events": {
     path: path("/v1/sessions/:id/events", segment(finished)),
     headers: fc.oneof(fc.constant({}), fc.string({ maxLength: 30 }).map((s) => ({ "last-event-id": s.replace(/[^\x20-\x7e]/g, "") }))),
@@ -91,7 +93,7 @@ t.test("fuzzed bodies, ids, queries and headers: 2xx or 4xx JSON naming the prob
 });
 
 t.test("oversized bodies are 413 and deeply nested ones 400 on every route that reads one", async (t) => {
-  for (const p of ["/v1/sessions", `/v1/sessions/${interrupted}/interrupts`, `/cache-tool-output/${cached}`, `/v1/sessions/${cached}/cache-tool-output`, "/v1/chat/completions", "/v1/responses"]) {
+  for (const p of ["/v1/sessions", "/v1/prefixes", `/v1/sessions/${interrupted}/interrupts`, `/cache-tool-output/${cached}`, `/v1/sessions/${cached}/cache-tool-output`, "/v1/chat/completions", "/v1/responses"]) {
     await checkOversized(t, ctx, "POST", p, MAX_BODY);
     await checkDeep(t, ctx, "POST", p);
   }

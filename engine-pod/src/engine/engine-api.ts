@@ -235,6 +235,29 @@ export interface AdvertisedPrefixes {
   filling: string[];
 }
 
+/**
+ * What a prefix warm did (`POST /v1/prefixes`): the app's shared prefix
+ * prefilled into a prefix-store sequence (`warmed`), already held there or
+ * in a session slot (`held`: a second router asking the same is a no-op),
+ * or refused: `busy` (a session is prefilling, no sequence is free, or
+ * another warm runs), `no-store` (this engine keeps no prefix store),
+ * `no-prefix` (the request has no system prompt or tools, or too few
+ * tokens to be worth a sequence).
+ */
+export type PrefixWarmOutcome = "warmed" | "held" | "busy" | "no-store" | "no-prefix";
+
+export interface PrefixWarmResult {
+  outcome: PrefixWarmOutcome;
+  /** Tokens of the app's shared prefix (0 when none). */
+  tokens: number;
+  /** Its prefix hashes (what the heartbeats advertise once it is held). */
+  hashes: string[];
+  /** Tokens prefilled by this warm (0 unless `warmed` by evaluation; a copy from a slot costs none). */
+  prefilledTokens: number;
+  /** Why, for a refusal. */
+  reason?: string;
+}
+
 export interface Engine {
   /**
    * Validates and admits a session; throws `InterlaceError` with code
@@ -256,6 +279,14 @@ export interface Engine {
   cancelAll(reason: CancelReason): number;
   complete(request: CompletionRequest): Promise<CompletionResult>;
   stats(): EngineStats;
+  /**
+   * Prefills the shared prefix (system prompt and tool block) of a session
+   * like `request` into the prefix store, without admitting a session, so a
+   * later session of the app forks it instead of prefilling it. Validates
+   * `request` as `createSession` does (same errors). Absent on engines
+   * without KV cells of their own.
+   */
+  warmPrefix?(request: CreateSessionRequest): Promise<PrefixWarmResult>;
   /** What engine heartbeats advertise to the routers: see {@link AdvertisedPrefixes}. */
   advertisedPrefixes(): AdvertisedPrefixes;
   /** Interrupts queued for a live session and not yet injected (0 when unknown). */

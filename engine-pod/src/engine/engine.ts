@@ -11,10 +11,11 @@ import { validateRetentionHint } from "../../../common/src/wire/index.js";
 import { answerInstruction, createTokenMonitor } from "../cml/index.js";
 import { KvManager } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
-import { commonPrefix, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
+import { commonPrefix, PREFIX_STORE_MIN_TOKENS, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
+import { OneWarmAtATime } from "./prefix-warming.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import { LogprobLedger } from "./logprob-ledger.js";
-import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput } from "./engine-api.js";
+import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput, PrefixWarmOutcome, PrefixWarmResult } from "./engine-api.js";
 import { isPrefilling } from "./prefix-followers.js";
 import { EngineCore } from "./engine-core.js";
 import { defaultRetained, type EngineOptions } from "./engine-options.js";
@@ -98,6 +99,8 @@ class LlamaEngine implements Engine {
   private readonly resident: ResidentPrefixes;
   /** Admissions that found every sequence held: given a paused session's cells (delayed by its eviction), or refused. */
   private readonly retentionCounters = { admissionsDelayed: 0, admissionsRefused: 0 };
+  /** Prefix warms (`warmPrefix`): one at a time; a second ask for the one running joins it. */
+  private readonly warming = new OneWarmAtATime();
 
   constructor(
     private readonly options: EngineOptions,
@@ -135,8 +138,7 @@ class LlamaEngine implements Engine {
       // Compiled here so that a schema llama.cpp cannot take is this request's 400, not a failed session.
       this.core.checkAnswerFormat(answerFormat, tools.size > 0, "responseFormat");
     }
-    const messages = toMessages(request.prompt, request.system, answerFormat !== undefined ? answerInstruction(answerFormat) : undefined);
-    const prompt = promptTokens(this.runtime, { messages, tools: [...tools.values()] });
+    const { messages, prompt } = this.sessionPrompt(request, tools, answerFormat);
     this.checkPromptFits(prompt.length);
     const maxTokens = request.maxTokens ?? this.options.maxTokens;
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InterlaceError(ErrorCode.BadRequest, "maxTokens must be a positive integer");
@@ -167,6 +169,69 @@ class LlamaEngine implements Engine {
     const s = this.admit({ id: randomUUID(), config, turn, prompt, ...(script !== undefined ? { script } : {}) }, { messages, tools: [...tools.values()] }, prefixReuse && this.options.prefixCache);
     this.core.started(s);
     return s;
+  }
+
+  /** A session's messages and prompt tokens: one code path for sessions and prefix warms, so a warm's tokens are a session's. */
+  private sessionPrompt(request: CreateSessionRequest, tools: ReadonlyMap<string, ToolSpec>, answerFormat: ReturnType<typeof answerFormatOf>): { messages: ChatMessage[]; prompt: Token[] } {
+    const messages = toMessages(request.prompt, request.system, answerFormat !== undefined ? answerInstruction(answerFormat) : undefined);
+    return { messages, prompt: promptTokens(this.runtime, { messages, tools: [...tools.values()] }) };
+  }
+
+  async warmPrefix(request: CreateSessionRequest): Promise<PrefixWarmResult> {
+    this.ensureOpen();
+    const declared = validateTools(request.tools ?? []);
+    const tools = request.toolChoice === "none" ? new Map<string, ToolSpec>() : declared;
+    const { messages, prompt } = this.sessionPrompt(request, tools, answerFormatOf(request.responseFormat));
+    this.checkPromptFits(prompt.length);
+    const app = { messages, tools: [...tools.values()] };
+    const none = (outcome: PrefixWarmOutcome, reason: string, tokens = 0, hashes: string[] = []): PrefixWarmResult => ({ outcome, tokens, hashes, prefilledTokens: 0, reason });
+    if (!this.options.prefixCache || this.store.size === 0) return none("no-store", "this engine keeps no prefix store (--prefix-store 0 or no prefix cache)");
+    const shared = this.sharedPrefix(app, prompt, prefixHashChain(app));
+    if (shared === undefined || shared.tokens.length < PREFIX_STORE_MIN_TOKENS) return none("no-prefix", "the request has no shared prefix (system prompt, tools) long enough to store");
+    return this.warming.run(shared, () => this.warmShared(shared));
+  }
+
+  /** Puts `shared` into the store: copied from a sequence that holds it, else prefilled when the engine is idle enough. */
+  private async warmShared(shared: OfferedPrefix): Promise<PrefixWarmResult> {
+    const result = (outcome: PrefixWarmOutcome, prefilledTokens = 0, reason?: string): PrefixWarmResult => ({
+      outcome,
+      tokens: shared.tokens.length,
+      hashes: [...shared.hashes],
+      prefilledTokens,
+      ...(reason !== undefined ? { reason } : {}),
+    });
+    if (this.store.holds(shared.tokens)) return result("held");
+    // A session slot holds it (a live session or an idle prefix cache): a cell copy, no prefill.
+    const source = this.runtime.sequences.find((seq) => commonPrefix(seq.contextTokens, shared.tokens) >= shared.tokens.length);
+    const filling = this.core.fillingPrompts().some((p) => p !== undefined);
+    if (source === undefined) {
+      if (filling) return result("busy", 0, "a session is prefilling; a warm would slow its first token");
+      if (this.scheduler.available === 0) return result("busy", 0, "no free sequence");
+    }
+    const target = this.store.offer(shared);
+    if (target === null) return result("held");
+    const seq = this.allSequences()[target]!;
+    // Not advertised, nor offered to a session's store copy, while its cells change.
+    this.store.fill(target);
+    try {
+      if (source !== undefined && (await this.kv.copyPrefix(seq, source, shared.tokens.length))) {
+        this.store.stored(target, shared);
+        return result("warmed");
+      }
+      await this.kv.clear(seq);
+      // In chunks, so the decode loop's steps interleave with the fill.
+      for (let i = 0; i < shared.tokens.length; i += DEFAULT_PREFILL_CHUNK) {
+        this.ensureOpen();
+        await seq.evaluateWithoutGeneratingNewTokens(shared.tokens.slice(i, i + DEFAULT_PREFILL_CHUNK));
+      }
+      this.core.counters.tokensPrefilled += shared.tokens.length;
+      this.store.stored(target, shared);
+      return result("warmed", shared.tokens.length);
+    } catch (err) {
+      this.store.emptied(target);
+      await this.kv.clear(seq).catch(() => undefined);
+      throw err;
+    }
   }
 
   getSession(id: string): EngineSession | undefined {

@@ -52,6 +52,8 @@ export class EngineMetrics {
   readonly completions: Counter<"finish_reason">;
   readonly httpRequests: Counter<"method" | "route" | "status">;
   readonly httpDuration: Histogram<"method" | "route">;
+  /** Prefix warms asked by routers (`POST /v1/prefixes`), by outcome. */
+  readonly prefixWarms: Counter<"outcome">;
   /** TTFTs of the last seconds, whose p90 the heartbeat carries (for the autoscaler's TTFT objective). */
   readonly recentTtft = new TtftWindow();
 
@@ -71,6 +73,7 @@ export class EngineMetrics {
     this.completions = new Counter({ name: `${PREFIX}completions_total`, help: "Chat completions by finish reason.", labelNames: ["finish_reason"], registers });
     this.httpRequests = new Counter({ name: `${PREFIX}http_requests_total`, help: "HTTP requests by method, route and status.", labelNames: ["method", "route", "status"], registers });
     this.httpDuration = new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: "HTTP request handling time (to the last byte; SSE streams last as long as their session).", labelNames: ["method", "route"], buckets: LATENCY_BUCKETS, registers });
+    this.prefixWarms = new Counter({ name: `${PREFIX}prefix_warms_total`, help: "Prefix warms asked by routers, by outcome: warmed, held (already there), busy, no-store, no-prefix, error.", labelNames: ["outcome"], registers });
 
     // Gauges read at scrape time.
     const gauge = (name: string, help: string, read: (s: EngineStats) => number): void => {

@@ -12,5 +12,5 @@ export {
   type StepPlan,
 } from "./scheduler.js";
 export type { SessionView } from "./session-view.js";
-export { PrefixStore, type OfferedPrefix, type StoredPrefix } from "./prefix-store.js";
+export { PREFIX_STORE_MIN_TOKENS, PrefixStore, type OfferedPrefix, type StoredPrefix } from "./prefix-store.js";
 export { SlotAllocator, commonPrefix, type Retention, type SlotGrant, type SlotState } from "./slot-allocator.js";

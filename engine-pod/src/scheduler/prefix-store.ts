@@ -30,9 +30,14 @@ interface Entry {
   lastUsed: number;
 }
 
+/** Prefixes shorter than this are not worth a store sequence. */
+export const PREFIX_STORE_MIN_TOKENS = 16;
+
 export class PrefixStore {
   private readonly entries: (Entry | undefined)[];
   private clock = 0;
+  /** Entries (indexes) being filled now (a prefix warm): never offered, held by nothing yet. */
+  private readonly filling = new Set<number>();
   private readonly counters = { inserts: 0, evictions: 0, hits: 0 };
 
   /**
@@ -43,7 +48,7 @@ export class PrefixStore {
   constructor(
     private readonly first: number,
     readonly size: number,
-    private readonly minTokens = 16,
+    private readonly minTokens = PREFIX_STORE_MIN_TOKENS,
   ) {
     this.entries = Array.from({ length: size }, () => undefined);
   }
@@ -60,18 +65,38 @@ export class PrefixStore {
       this.entries[holder]!.lastUsed = ++this.clock;
       return null;
     }
-    const empty = this.entries.findIndex((e) => e === undefined);
+    const empty = this.entries.findIndex((e, i) => e === undefined && !this.filling.has(i));
     if (empty >= 0) return this.first + empty;
-    let lru = 0;
+    let lru = -1;
     this.entries.forEach((e, i) => {
-      if (e!.lastUsed < this.entries[lru]!.lastUsed) lru = i;
+      if (e !== undefined && !this.filling.has(i) && (lru < 0 || e.lastUsed < this.entries[lru]!.lastUsed)) lru = i;
     });
-    return this.first + lru;
+    return lru < 0 ? null : this.first + lru;
+  }
+
+  /** Whether an entry holds all of `tokens` (it counts as used). */
+  holds(tokens: readonly Token[]): boolean {
+    const holder = this.entries.find((e) => e !== undefined && commonPrefix(e.tokens, tokens) >= tokens.length);
+    if (holder !== undefined) holder.lastUsed = ++this.clock;
+    return holder !== undefined;
+  }
+
+  /**
+   * `sequence` (from {@link offer}) is about to be filled in place (a
+   * prefix warm): what it held is gone, and no offer picks it until
+   * {@link stored} or {@link emptied}.
+   */
+  fill(sequence: number): void {
+    const i = this.index(sequence);
+    if (this.entries[i] !== undefined) this.counters.evictions++;
+    this.entries[i] = undefined;
+    this.filling.add(i);
   }
 
   /** The copy into `sequence` is done: it holds `prefix` now (replacing what it held). */
   stored(sequence: number, prefix: OfferedPrefix): void {
     const i = this.index(sequence);
+    this.filling.delete(i);
     if (this.entries[i] !== undefined) this.counters.evictions++;
     this.entries[i] = { tokens: prefix.tokens.slice(), hashes: prefix.hashes.slice(), lastUsed: ++this.clock };
     this.counters.inserts++;
@@ -80,6 +105,7 @@ export class PrefixStore {
   /** The copy into `sequence` failed: it holds nothing now. */
   emptied(sequence: number): void {
     const i = this.index(sequence);
+    this.filling.delete(i);
     if (this.entries[i] !== undefined) this.counters.evictions++;
     this.entries[i] = undefined;
   }

@@ -22,6 +22,7 @@ import { HttpError, NOT_READY, sendError, toHttpError, type ErrorContext } from 
 import type { ToolCatalog } from "./resolve-tools.js";
 import { OPENAPI_DOCUMENT } from "./openapi.js";
 import { mountSessionRoutes } from "./session-routes.js";
+import { mountPrefixRoutes } from "./prefix-routes.js";
 import { bearerAuth, type ApiKeys } from "../../../common/src/security/http-auth.js";
 import { jsonBody } from "../../../common/src/json-body.js";
 
@@ -56,7 +57,7 @@ export interface EngineServerOptions {
 }
 
 /** Requests that start new work on the engine: refused while it drains. */
-const NEW_WORK = new Set(["/v1/sessions", "/v1/chat/completions", "/v1/responses"]);
+const NEW_WORK = new Set(["/v1/sessions", "/v1/chat/completions", "/v1/responses", "/v1/prefixes"]);
 
 /** What a session still running when the drain's grace period ends is told (an `error` event before `done: cancelled`). */
 export const DRAIN_EXPIRED = { code: ErrorCode.Draining, message: "engine draining: grace period expired" } as const;
@@ -138,6 +139,7 @@ export class EngineServer {
       return e;
     };
     mountSessionRoutes(app, json, { engine, catalog: options.catalog, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, live: this.live });
+    mountPrefixRoutes(app, json, { engine, catalog: options.catalog, maxPromptBytes: limits.maxPromptBytes, metrics, log: this.log, retryAfterSeconds: limits.retryAfterSeconds });
     const toolCache = options.toolCache ?? new ToolCache();
     this.toolCache = toolCache;
     mountCacheToolOutput(app, json, {

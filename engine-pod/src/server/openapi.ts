@@ -54,6 +54,22 @@ export const OPENAPI_DOCUMENT = {
         },
       },
     },
+    "/v1/prefixes": {
+      post: {
+        summary:
+          "Warm an app's shared prefix (system prompt, tool block) into the prefix store without admitting a session (routers call it on an idle engine; the body is a session's, rendered by the same code)",
+        requestBody: body("CreateSessionRequest"),
+        responses: {
+          "201": { description: "Warmed: {outcome, tokens, hashes, prefilledTokens}" },
+          "200": { description: "Already held (a no-op)" },
+          "400": error,
+          "409": { ...error, description: "no_prefix_store (this engine keeps none) or no_shared_prefix (nothing to store)" },
+          "413": error,
+          "429": { ...error, description: "Busy: a session prefilling, no free sequence, or another warm running; see Retry-After" },
+          "503": error,
+        },
+      },
+    },
     "/v1/sessions/{id}/events": {
       get: {
         summary: "The session's events as text/event-stream (past events first; Last-Event-ID resumes)",

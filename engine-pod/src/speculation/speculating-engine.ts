@@ -71,6 +71,7 @@ export function withSpeculation(engine: Engine, deps: SpeculationDeps): Engine &
     complete: (request) => engine.complete(request),
     stats: () => engine.stats(),
     advertisedPrefixes: () => engine.advertisedPrefixes(),
+    ...(engine.warmPrefix !== undefined ? { warmPrefix: (request: CreateSessionRequest) => engine.warmPrefix!(request) } : {}),
     queuedInterrupts: (id) => engine.queuedInterrupts(id),
     countTokens: (text) => engine.countTokens(text),
     get contextSize() {

@@ -1,0 +1,132 @@
+/**
+ * @module The side of hot-prefix warming that acts (prefix-warming.ts
+ * decides): it records each app's session arrivals and the last body placed
+ * for it, and after each arrival runs the decision on the pool as the
+ * registry sees it; a warm is an engine's `POST /v1/prefixes` with that body
+ * (same auth as every router→engine call), so the engine renders the same
+ * prompt and stores exactly the tokens a session of the app shares. At most
+ * one warm per (app, engine) is in flight, and after one ends the pair is
+ * left alone for the hot window (the engine's heartbeat shows the prefix by
+ * then, or the engine was busy). Two router replicas may ask the same warm:
+ * the engine answers the second `held`.
+ */
+import type { CreateSessionRequest, Logger } from "../../common/src/index.js";
+import type { EngineRegistry } from "./engine-registry.js";
+import type { RouterMetrics } from "./metrics.js";
+import { decideWarm, type WarmSettings } from "./prefix-warming.js";
+
+/** An app session as placed: its pool, chain, affinity key (the app's shared prefix), and the body sent. */
+export interface WarmArrival {
+  app: string;
+  pool: { namespace: string; name: string };
+  chain: readonly string[];
+  affinityKey: string;
+  /** Blocks of `chain` that are the app's shared prefix (system prompt, tools). */
+  appSegments: number;
+  body: CreateSessionRequest;
+}
+
+export interface PrefixWarmerOptions {
+  engines: EngineRegistry;
+  metrics: RouterMetrics;
+  log: Logger;
+  engineHeaders: Record<string, string>;
+  settings: WarmSettings;
+  timeoutMs: number;
+  now?: () => number;
+}
+
+interface AppHeat {
+  arrivals: number[];
+  last: WarmArrival;
+}
+
+export class PrefixWarmer {
+  private readonly apps = new Map<string, AppHeat>();
+  /** `affinityKey pod` → until when it is left alone (in flight: Infinity). */
+  private readonly resting = new Map<string, number>();
+  private readonly now: () => number;
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly options: PrefixWarmerOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get enabled(): boolean {
+    return this.options.settings.sessions > 0;
+  }
+
+  /** A session of an app was placed: count it, and warm a second engine if the app is hot and one engine holds its prefix alone. */
+  observe(arrival: WarmArrival): void {
+    if (!this.enabled || arrival.appSegments <= 0) return;
+    const now = this.now();
+    const window = this.options.settings.windowMs;
+    const key = `${arrival.pool.namespace}/${arrival.pool.name} ${arrival.affinityKey}`;
+    const heat = this.apps.get(key) ?? { arrivals: [], last: arrival };
+    heat.arrivals = [...heat.arrivals.filter((at) => at > now - window), now];
+    heat.last = arrival;
+    this.apps.set(key, heat);
+    this.forgetCold(now);
+    this.consider(key, heat, now);
+  }
+
+  /** Resolves when the warms in flight have ended (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running]);
+  }
+
+  private consider(key: string, heat: AppHeat, now: number): void {
+    const { pool, chain, appSegments } = heat.last;
+    const shared = chain.slice(0, appSegments);
+    const skip = new Set<string>();
+    for (const [pair, until] of this.resting) if (pair.startsWith(`${key} `) && until > now) skip.add(pair.slice(key.length + 1));
+    const engines = this.options.engines.loads(pool.namespace, pool.name).map((e) => ({
+      pod: e.pod,
+      free: e.free,
+      capacity: e.capacity,
+      load: e.load,
+      prefilling: (this.options.engines.find(pool.namespace, e.pod)?.fillingPrefixes?.length ?? 0) > 0,
+      matched: e.blocks.leading(shared).matched,
+    }));
+    const decision = decideWarm({ arrivals: heat.arrivals, now, segments: shared.length, engines, skip }, this.options.settings);
+    if (!decision.warm) return;
+    const pair = `${key} ${decision.pod}`;
+    this.resting.set(pair, Infinity);
+    const run = this.warm(heat.last, decision.pod, decision.reason).finally(() => {
+      this.resting.set(pair, this.now() + this.options.settings.windowMs);
+      this.running.delete(run);
+    });
+    this.running.add(run);
+  }
+
+  private async warm(arrival: WarmArrival, pod: string, reason: string): Promise<void> {
+    const engine = this.options.engines.find(arrival.pool.namespace, pod);
+    if (engine === undefined) return;
+    const started = this.now();
+    let outcome: string;
+    let detail: string | undefined;
+    try {
+      const res = await fetch(`${engine.endpoint}/v1/prefixes`, {
+        method: "POST",
+        headers: { ...this.options.engineHeaders, "content-type": "application/json" },
+        body: JSON.stringify(arrival.body),
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+      const body = (await res.json().catch(() => ({}))) as { outcome?: string; error?: { message?: string } };
+      outcome = res.status === 201 ? "warmed" : res.status === 200 ? "held" : res.status === 429 ? "busy" : res.status === 409 ? "refused" : "failed";
+      detail = body.error?.message ?? body.outcome;
+    } catch (err) {
+      outcome = "failed";
+      detail = err instanceof Error ? err.message : String(err);
+    }
+    this.options.metrics.prefixWarms.inc({ outcome });
+    this.options.log.info({ app: arrival.app, engine: pod, outcome, reason, detail, ms: this.now() - started }, "hot prefix warm");
+  }
+
+  /** Drops apps with no arrival in the window, and rests that have ended. */
+  private forgetCold(now: number): void {
+    const window = this.options.settings.windowMs;
+    for (const [key, heat] of this.apps) if (heat.arrivals.every((at) => at <= now - window)) this.apps.delete(key);
+    for (const [pair, until] of this.resting) if (until <= now) this.resting.delete(pair);
+  }
+}
