@@ -84,7 +84,7 @@ t.test("session routes are pinned to the engine the routed id names, for its own
 
 t.test("OpenAI chat completions: an app's model merges the app; any other model is placed by its own prompt", async (t) => {
   const byApp = routeRequest(req("POST", "/v1/chat/completions", { model: "alpha", messages: [{ role: "user", content: "hi" }] }), ctx);
-  t.same(byApp, { kind: "place", ...(({ stream: _s, ...m }) => m)(mergeChatRequest(alpha, { model: "alpha", messages: [{ role: "user", content: "hi" }] })) });
+  t.same(byApp, { kind: "place", ...(({ stream: _s, appSegments: _a, ...m }) => m)(mergeChatRequest(alpha, { model: "alpha", messages: [{ role: "user", content: "hi" }] })) });
   const qualified = routeRequest(req("POST", "/v1/chat/completions", { model: "default/alpha", messages: [{ role: "user", content: "hi" }] }), ctx);
   t.ok(qualified.kind === "place" && qualified.body !== undefined, "ns/app names the app too");
   const tools = [{ type: "function", function: { name: "lookup", description: "Looks up.", parameters: { type: "object" } } }];
