@@ -148,9 +148,17 @@ export function singlePodService(name: string, container: Record<string, unknown
 }
 
 /**
+ * What an EnginePool on this cluster declares in `spec.egress`: its engine
+ * pods download the model from the model server (in the samples' namespace),
+ * which the operator's per-pool NetworkPolicies (`networkPolicy.perPool`)
+ * otherwise cut.
+ */
+export const MODEL_SERVER_EGRESS = { namespace: APP_NS, podLabels: { "app.kubernetes.io/name": MODEL_SERVICE }, ports: [{ port: 8080 }] };
+
+/**
  * samples/ as this cluster runs them: every model source becomes the
- * in-cluster model server's URL (with its sha256), and the EnginePool asks
- * for what a 2-core node has left.
+ * in-cluster model server's URL (with its sha256), the EnginePool asks
+ * for what a 2-core node has left and may reach the model server.
  */
 export function clusterSamples(modelUrl: string, sha256: string): Manifest[] {
   const docs = readdirSync(path.join(ROOT, "samples"))
@@ -159,11 +167,12 @@ export function clusterSamples(modelUrl: string, sha256: string): Manifest[] {
     .flatMap((f) => yamlDocs(readFileSync(path.join(ROOT, "samples", f), "utf8")));
   return docs.map((m) => {
     if (m.kind !== "EnginePool") return m;
-    const spec = structuredClone(m["spec"]) as { model?: { url?: string }; draftModel?: { model?: { url?: string } }; resources?: Record<string, unknown>; runtime?: Record<string, unknown> };
+    const spec = structuredClone(m["spec"]) as { model?: { url?: string }; draftModel?: { model?: { url?: string } }; resources?: Record<string, unknown>; runtime?: Record<string, unknown>; egress?: unknown[] };
     if (spec.model !== undefined) spec.model = { url: modelUrl, sha256 } as never;
     if (spec.draftModel?.model !== undefined) spec.draftModel.model = { url: modelUrl, sha256 } as never;
     spec.resources = { cpu: "250m", memory: "1536Mi" };
     spec.runtime = { ...spec.runtime, contextSize: 4096, parallelSequences: 2 };
+    spec.egress = [...(spec.egress ?? []), MODEL_SERVER_EGRESS];
     return { ...m, spec };
   });
 }

@@ -1,10 +1,11 @@
 /**
  * @module The real-cluster test's helper workloads (the model server and
  * the Envoy gateway), without a cluster: each is a hardened single-pod
- * Deployment with its Service on port 8080, in the app namespace.
+ * Deployment with its Service on port 8080, in the app namespace; the
+ * samples' EnginePools may reach the model server under per-pool policies.
  */
 import t, { type Test } from "tap";
-import { APP_NS, gatewayManifests, modelServerManifests } from "../../hack/cluster-interlace.js";
+import { APP_NS, MODEL_SERVICE, clusterSamples, gatewayManifests, modelServerManifests } from "../../hack/cluster-interlace.js";
 
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, any>; data?: Record<string, string> };
 
@@ -35,4 +36,13 @@ t.test("the gateway runs Envoy on its bootstrap, with the picker as its ext_proc
   const config = docs.find((d) => d.kind === "ConfigMap")!;
   t.match(config.data!["envoy.json"], /10\.0\.0\.7/, "the bootstrap names the picker's address");
   t.same(pod.volumes.map((v: { name: string }) => v.name), ["config", "tmp"]);
+});
+
+t.test("the samples' EnginePools get the model server's URL and declare it as egress (per-pool NetworkPolicies cut the rest)", async (t) => {
+  const pools = clusterSamples("http://models.default.svc:8080/m.gguf", "ab".repeat(32)).filter((m) => m.kind === "EnginePool") as unknown as Doc[];
+  t.ok(pools.length > 0, "the samples have an EnginePool");
+  for (const p of pools) {
+    t.match(p.spec!["model"], { url: "http://models.default.svc:8080/m.gguf" }, `${p.metadata.name}: the model server's URL`);
+    t.match(p.spec!["egress"], [{ namespace: APP_NS, podLabels: { "app.kubernetes.io/name": MODEL_SERVICE }, ports: [{ port: 8080 }] }], `${p.metadata.name}: may reach the model server`);
+  }
 });

@@ -45,7 +45,7 @@ Promise.all(process.argv.slice(1).map(one)).then((r) => console.log(JSON.stringi
 `;
 
 /** A pod that only waits (the project's image: it has node), to exec probes in. */
-function probePod(namespace: string, name: string, labels: Record<string, string>, image: string): Manifest {
+export function probePod(namespace: string, name: string, labels: Record<string, string>, image: string): Manifest {
   const pod = {
     apiVersion: "v1",
     kind: "Pod",
@@ -69,7 +69,7 @@ function probePod(namespace: string, name: string, labels: Record<string, string
   return pod as Manifest;
 }
 
-async function probe(cluster: Cluster, pod: { namespace: string; name: string; container: string }, targets: string[]): Promise<Record<string, string>> {
+export async function probe(cluster: Cluster, pod: { namespace: string; name: string; container: string }, targets: string[]): Promise<Record<string, string>> {
   const out = await cluster.kubectl(["exec", "-n", pod.namespace, pod.name, "-c", pod.container, "--", "node", "-e", PROBE, ...targets]);
   return JSON.parse(out.trim().split("\n").at(-1) ?? "{}") as Record<string, string>;
 }
@@ -79,7 +79,7 @@ async function probe(cluster: Cluster, pod: { namespace: string; name: string; c
  * new pod's address or a policy change within seconds) or the time is up;
  * the last answers either way.
  */
-async function probeUntil(cluster: Cluster, pod: { namespace: string; name: string; container: string }, want: Record<string, (v: string) => boolean>, timeoutMs = 45_000): Promise<Record<string, string>> {
+export async function probeUntil(cluster: Cluster, pod: { namespace: string; name: string; container: string }, want: Record<string, (v: string) => boolean>, timeoutMs = 45_000): Promise<Record<string, string>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const got = await probe(cluster, pod, Object.keys(want));
@@ -88,11 +88,11 @@ async function probeUntil(cluster: Cluster, pod: { namespace: string; name: stri
   }
 }
 
-const connected = (v: string): boolean => v === "connected";
-const blocked = (v: string): boolean => v !== "connected" && !/^\d+$/.test(v);
+export const connected = (v: string): boolean => v === "connected";
+export const blocked = (v: string): boolean => v !== "connected" && !/^\d+$/.test(v);
 const ok200 = (v: string): boolean => v === "200";
 
-function ipOf(pods: PodView[], what: string): string {
+export function ipOf(pods: PodView[], what: string): string {
   const ip = pods.find((p) => p.status.podIP !== undefined && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"))?.status.podIP;
   if (ip === undefined) throw new Error(`no Ready ${what} pod with an IP`);
   return ip;

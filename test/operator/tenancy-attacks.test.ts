@@ -48,6 +48,7 @@ import { SessionOwners } from "../../router/src/session-owner.js";
 import { routedSessionId } from "../../router/src/session-id.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { eventually } from "../helpers/wait.js";
+import { denied, permissionErrors } from "../helpers/nats-denial.js";
 import { appConfig } from "../router/fixtures.js";
 import { counterValue, makeCall, poolConfig, startExecutor, startRunner } from "../nats/fixtures.js";
 import { adminAccess, installGeneratedCrds, operatorAccount, startTestOperator, testLogger, waitFor } from "./helpers.js";
@@ -114,24 +115,6 @@ const open = async (s: NatsSecurity): Promise<NatsConnection> => {
   t.teardown(() => nc.close());
   return nc;
 };
-/** A request the identity may not publish fails with a permissions error (never a hang). */
-const denied = async (nc: NatsConnection, subject: string, body = ""): Promise<boolean> => {
-  try {
-    await nc.request(subject, body, { timeout: 3_000 });
-    return false;
-  } catch (err) {
-    return /permission/i.test(String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? ""));
-  }
-};
-/** Permission errors the server reports on a connection (plain publishes are refused asynchronously). */
-const permissionErrors = (nc: NatsConnection): string[] => {
-  const errors: string[] = [];
-  void (async () => {
-    for await (const s of nc.status()) if (s.type === "error" && /permission/i.test(String((s as { error?: Error }).error?.message))) errors.push(String((s as { error?: Error }).error?.message));
-  })();
-  return errors;
-};
-
 // Tenant A's engine pod and runner, with A's minted identities and A's interrupt key.
 const A_POD = "pool-engine-5d8f-aaaaa";
 const received: { sessionId: string; value: string }[] = [];
