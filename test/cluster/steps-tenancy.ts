@@ -380,7 +380,8 @@ export async function tenancySteps(t: Test, cluster: Cluster, opts: { router: st
       await applyManifest(kc, await withoutCredentials(cluster, TENANT_B, deployment, name), { namespace: TENANT_B, fieldManager: "kubectl" });
       const { exitCode, log } = await terminated(cluster, TENANT_B, name, 240_000);
       t.ok(exitCode !== undefined && exitCode !== 0, `${deployment}'s pod template without its credentials: exits ${exitCode}`);
-      t.match(log, /\/var\/run\/interlace\/credentials\/[\w.-]+ \(INTERLACE_\w+\) is missing/, "naming the file it expected", { log: log.slice(-1500) });
+      const named = /(\/var\/run\/interlace\/credentials\/[\w.-]+) \((INTERLACE_\w+)\) is missing/.exec(log);
+      t.ok(named, `naming the file it expected (${named?.[1]}, ${named?.[2]})`, { log: log.slice(-1500) });
       await cluster.kubectl(["delete", "pod", "-n", TENANT_B, name, "--wait=false"]);
     }
   });
