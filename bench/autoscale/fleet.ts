@@ -4,7 +4,8 @@
  * controller would. Scaling up spawns processes without waiting for them
  * (their model load or start-up is the cold start, timed until ready);
  * scaling down sends SIGTERM to the newest, so an engine drains its live
- * sessions and a runner hands back what it did not finish. Each pool's
+ * sessions and a runner hands back what it did not finish. Engines share
+ * one KV cost model file, so only the first calibrates. Each pool's
  * count for the cost is every process started and not yet exited.
  */
 import { spawnEngine, type EngineProcess } from "../../hack/engine-process.js";
@@ -136,6 +137,12 @@ export interface FleetOptions {
   drainGraceMs: number;
   runnerConfig: ToolRunnerConfig;
   clock: () => number;
+  /**
+   * The engines' KV cost model file: the first engine (warmed before the
+   * trace) calibrates and writes it, and the ones a policy starts later reuse
+   * it, as the pods of one EnginePool on one kind of node would.
+   */
+  costModelFile: string;
 }
 
 /** The two pools of one policy's run. */
@@ -145,7 +152,7 @@ export function startFleet(o: FleetOptions): { engines: ProcessPool; runners: Pr
       [
         "--model-preset", o.modelPreset, "--executor", "nats", "--nats-url", o.natsUrl, "--pool", o.enginePool, "--pod-name", id,
         "--sequences", String(o.sequences), "--context-size", String(o.contextSize), "--threads", "1", "--heartbeat-ms", "250",
-        "--drain-grace-ms", String(o.drainGraceMs),
+        "--drain-grace-ms", String(o.drainGraceMs), "--kv-cost-model-file", o.costModelFile,
       ],
       { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 300_000 },
     );

@@ -18,7 +18,7 @@ import { renderSvg } from "../lib/output.js";
 import { chartSpec } from "./chart.js";
 import { POLICIES, policyOf, type PolicyName, type ScaleSetup } from "./policies.js";
 import { runPolicy, type PolicyRun, type RunSetup } from "./run-policy.js";
-import { checkTargets, describeParts, medianParts, partsJson, summarize, withCost } from "./summary.js";
+import { checkTargets, describeMisses, describeParts, medianParts, partsJson, summarize, withCost } from "./summary.js";
 import { parseTrace, shapedTrace, traceArrivals, type Trace } from "./trace.js";
 
 const FLAGS = [
@@ -143,6 +143,11 @@ export async function run(argv: string[]): Promise<void> {
     );
   }
   for (const r of runs) console.log(`Where ${r.policy}'s task time went, ms (median): ${describeParts(medianParts(r.tasks))}.`);
+  for (const r of runs) {
+    const misses = describeMisses(r.tasks, s.sloTaskP90Ms);
+    if (misses.length > 0 && misses.length <= 20) console.log(`${r.policy}'s tasks over the SLO:\n${misses.join("\n")}`);
+    else if (misses.length > 20) console.log(`${r.policy}: ${misses.length} tasks over the SLO (not listed).`);
+  }
   console.log(`SLO attainment = tasks completed within ${s.sloTaskP90Ms} ms of their arrival / all tasks. Replica-seconds count each process from its start to its exit (loading and draining included).`);
   const targets = checkTargets(results);
   for (const c of targets) console.log(`Target: ${c.target}: ${c.met ? "met" : "MISSED"} (${c.measured}).`);

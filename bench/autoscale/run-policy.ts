@@ -8,6 +8,9 @@
  * by the operator's own {@link NatsLiveState} — asks the policy for counts
  * and starts or stops processes to match.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { createLogger } from "../../common/src/index.js";
 import { appKey, openAppsBucket, withAppDefaults } from "../../common/src/protocol/index.js";
@@ -79,7 +82,9 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
   const live = new NatsLiveState(nats.url, logger);
   let t0 = performance.now();
   const clock = (): number => performance.now() - t0;
+  const scratch = mkdtempSync(join(tmpdir(), "interlace-autoscale-"));
   const fleet = startFleet({
+    costModelFile: join(scratch, "kv-cost-model.json"),
     natsUrl: nats.url,
     enginePool: `${BENCH_NS}/${ENGINE_POOL_NAME}`,
     modelPreset: setup.modelPreset,
@@ -177,5 +182,6 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
     await live.close();
     await nc.close();
     await nats.stop();
+    rmSync(scratch, { recursive: true, force: true });
   }
 }

@@ -95,3 +95,20 @@ export function describeParts(p: TaskParts | null): string {
   if (p === null) return "no task completed";
   return `open ${Math.round(p.openMs)}, first token ${Math.round(p.ttftMs)}, decode ${Math.round(p.decodeMs)} (${p.decodedTokens} tokens), injected results ${Math.round(p.prefillMs)}, tool round trips ${Math.round(p.toolMs)}, rest ${Math.round(p.restMs)}`;
 }
+
+/**
+ * One line per task that missed the SLO, in arrival order: when it arrived,
+ * how long it waited for its session to open (a sequence: the router's hold
+ * and the retried 429/503s), then its first token, decode, tool round trips
+ * and total, s. Says which waits made a task miss, and when.
+ */
+export function describeMisses(tasks: readonly TaskResult[], sloMs: number): string[] {
+  const s = (ms: number): string => (ms / 1000).toFixed(1);
+  return tasks
+    .filter((t) => !t.ok || (t.taskMs ?? Infinity) > sloMs)
+    .map((t) =>
+      t.parts === undefined || t.taskMs === undefined
+        ? `  arrived ${s(t.atMs)} s: failed (${t.error ?? "?"})`
+        : `  arrived ${s(t.atMs)} s: waited ${s(t.parts.openMs)} s to open (${t.retries} retries), first token ${s(t.parts.ttftMs)} s, decode ${s(t.parts.decodeMs)} s, tools ${s(t.parts.toolMs)} s, total ${s(t.taskMs)} s`,
+    );
+}

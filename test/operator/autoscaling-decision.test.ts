@@ -282,10 +282,30 @@ t.test("engines ask for one more at 80% of their sequences while sessions grow, 
     [[8, "EnginePool", 1, 2]],
     "at 4 of 4 sequences (3 of 4 is 75%, within the target); none queued; no third while the second starts, nor once ready (4 to 5 of 8)",
   );
-  t.equal(changes[0]?.reason, "scaled EnginePool engines 1→2: 0 sessions queued, 1 generating on 4 sequences, KV 33% used, 64 tokens/s, 4 of 4 sequences wanted (up from 2), over the 80% target, 3 waiting on tools, 3 of them on running calls holding sequences");
+  t.equal(changes[0]?.reason, "scaled EnginePool engines 1→2: 0 sessions queued, 1 generating on 4 sequences, KV 33% used, 64 tokens/s, 4 of 4 sequences held (up from 2), over the 80% target, 3 waiting on tools, 3 of them on running calls holding sequences");
   t.match(ticks[6]?.decision.pools[0], { current: 2, desired: 2 }, "4 of 4 ready sequences, the second engine starting: it meets the headroom");
   const flat = trace("engine-headroom");
   const fourOfFour = flat.samples[4]!;
   const full = replay({ ...flat, samples: flat.samples.slice(0, 5).map((s) => ({ ...s, engines: fourOfFour.engines, tools: fourOfFour.tools })) });
   t.same(full.changes.filter((c) => c.kind === "EnginePool"), [], "a pool seen only full, its sessions not growing, gets no headroom (as load-stops' 18 of 18)");
+});
+
+t.test("headroom counts a sequence held by a session whose call waits a moment for a runner", async (t) => {
+  // Recorded by the autoscale bench: the rule counted that session as the tools' (3 of 4 wanted, within the 80% target)
+  // and asked for the second engine one tick later, while the router refused the burst's sessions.
+  const { changes } = replay(trace("headroom-call-pending"));
+  const engines = changes.filter((c) => c.kind === "EnginePool");
+  t.same(
+    engines.map((c) => [c.t, c.current, c.desired]),
+    [[8.04, 1, 2]],
+    "the second engine at the tick the fourth sequence is taken (1 call pending, waits within the budget), not the next",
+  );
+  t.equal(engines[0]?.reason, "scaled EnginePool engines 1→2: 0 sessions queued, 0 generating on 4 sequences, KV 32% used, 88 tokens/s, 4 of 4 sequences held (up from 3), over the 80% target, 4 waiting on tools, 3 of them on running calls holding sequences");
+  const heldUp = trace("headroom-call-pending");
+  const slow = replay({ ...heldUp, samples: heldUp.samples.map((s) => ({ ...s, tools: { tools: { ...s.tools["tools"]!, waitP90Ms: 5000 } } })) });
+  t.same(
+    slow.changes.filter((c) => c.kind === "EnginePool" && c.t < 10).map((c) => c.t),
+    [],
+    "the same session waiting on a pool the tools hold up (p90 wait 5 s, over the 2 s budget) is the tools': no headroom at that tick",
+  );
 });

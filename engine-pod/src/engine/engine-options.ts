@@ -68,6 +68,13 @@ export interface EngineOptions {
   prefixStore?: number;
   /** Directory for swapped-out sequence state (tmpfs is best). */
   swapDir?: string;
+  /**
+   * A file that keeps the calibrated KV cost model for this model file,
+   * context size, threads and GPU setting: an engine that finds one for its
+   * own settings starts without calibrating (a few seconds on CPU), and one
+   * that does not calibrates and writes it (absent: calibrate at every start).
+   */
+  costModelFile?: string;
   /** Move sessions down into freed lower sequence ids so batches stay contiguous (default true). */
   compaction?: boolean;
   /**
@@ -120,11 +127,12 @@ export function parseAdapterList(value: string, flag: string): AdapterOption[] {
     });
 }
 
-/** Reads `--model`, `--adapters`, `--prompt-examples`, `--prompt-instructions`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--kv-retention`, `--kv-retention-ttl-ms`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--response-retention-ms`, `--max-retained-responses`. */
+/** Reads `--model`, `--adapters`, `--prompt-examples`, `--prompt-instructions`, `--gpu`, `--sequences`, `--context-size`, `--threads`, `--kv-policy`, `--kv-retention`, `--kv-retention-ttl-ms`, `--max-tokens`, `--prefix-cache`, `--prefix-store`, `--compaction`, `--prefill-chunk`, `--swap-dir`, `--kv-cost-model-file`, `--response-retention-ms`, `--max-retained-responses`. */
 export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions> = {}): EngineOptions {
   const d = { ...DEFAULT_ENGINE_OPTIONS, ...defaults };
   const gpuRaw = enumOpt(src, "gpu", ["false", "cuda", "auto"] as const, d.gpu === false ? "false" : d.gpu);
   const swapDir = optionalStringOpt(src, "swap-dir") ?? d.swapDir;
+  const costModelFile = optionalStringOpt(src, "kv-cost-model-file") ?? d.costModelFile;
   const sequences = intOpt(src, "sequences", d.sequences, { min: 1, max: 256 });
   const adaptersRaw = optionalStringOpt(src, "adapters");
   const adapters = adaptersRaw !== undefined ? parseAdapterList(adaptersRaw, "adapters") : d.adapters;
@@ -150,5 +158,6 @@ export function parseEngineOptions(src: Source, defaults: Partial<EngineOptions>
     responseRetentionMs: intOpt(src, "response-retention-ms", d.responseRetentionMs ?? 60_000, { min: 0 }),
     maxRetainedResponses: intOpt(src, "max-retained-responses", d.maxRetainedResponses ?? defaultRetained(sequences), { min: 0, max: 256 }),
     ...(swapDir !== undefined ? { swapDir } : {}),
+    ...(costModelFile !== undefined ? { costModelFile } : {}),
   };
 }

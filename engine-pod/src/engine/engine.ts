@@ -9,7 +9,7 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type RetentionHint, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
 import { validateRetentionHint } from "../../../common/src/wire/index.js";
 import { answerInstruction, createTokenMonitor } from "../cml/index.js";
-import { KvManager } from "../kv/index.js";
+import { costModelKey, KvManager, readCachedCostModel, writeCachedCostModel, type CostModelKey } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
 import { commonPrefix, PREFIX_STORE_MIN_TOKENS, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { OneWarmAtATime } from "./prefix-warming.js";
@@ -57,13 +57,7 @@ const DEFAULT_PREFILL_CHUNK = 128;
 export async function createEngine(options: EngineOptions, executor: Executor, log: Logger, extras: EngineExtras = {}): Promise<Engine> {
   const runtime = extras.runtime ?? (await loadRuntime(options, log));
   const kv = new KvManager({ policy: options.kvPolicy, log, ...(options.swapDir !== undefined ? { swapRoot: options.swapDir } : {}) });
-  if (extras.calibrate ?? true) {
-    try {
-      await kv.calibrate(runtime.sequences[runtime.sequences.length - 1]!);
-    } catch (err) {
-      log.warn({ err }, "kv calibration failed; using the default cost model");
-    }
-  }
+  if (extras.calibrate ?? true) await calibrateOrReuse(kv, runtime, options, log);
   const scheduler = new Scheduler({
     sequences: runtime.sequences.length,
     prefillChunk: options.prefillChunk ?? DEFAULT_PREFILL_CHUNK,
@@ -91,6 +85,41 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
   const engine = new LlamaEngine(options, runtime, kv, scheduler, prefixStore, core, extras.inbox);
   core.start();
   return engine;
+}
+
+/**
+ * Calibrates the KV cost model on a free sequence, or adopts the one in
+ * `options.costModelFile` when that was measured on the same model file and
+ * settings (and writes the file after calibrating, best effort).
+ */
+async function calibrateOrReuse(kv: KvManager, runtime: Runtime, options: EngineOptions, log: Logger): Promise<void> {
+  const file = options.costModelFile;
+  let key: CostModelKey | undefined;
+  if (file !== undefined) {
+    try {
+      key = costModelKey(options.modelPath, options);
+      const cached = readCachedCostModel(file, key);
+      if (cached !== undefined) {
+        kv.adopt(cached);
+        log.info({ file, calibratedAt: cached.calibratedAt }, "kv cost model reused; not calibrating");
+        return;
+      }
+    } catch (err) {
+      log.warn({ err, file }, "kv cost model file unusable; calibrating");
+    }
+  }
+  try {
+    const model = await kv.calibrate(runtime.sequences[runtime.sequences.length - 1]!);
+    if (file !== undefined && key !== undefined) {
+      try {
+        writeCachedCostModel(file, key, model);
+      } catch (err) {
+        log.warn({ err, file }, "kv cost model not written");
+      }
+    }
+  } catch (err) {
+    log.warn({ err }, "kv calibration failed; using the default cost model");
+  }
 }
 
 class LlamaEngine implements Engine {

@@ -31,6 +31,7 @@ export {
   type CostModel,
   type TrapCostEstimate,
 } from "./cost-model.js";
+export { costModelKey, readCachedCostModel, writeCachedCostModel, type CostModelKey } from "./cost-model-cache.js";
 export { calibrateCostModel, fitLine, fitPrefill, theoreticalStateBytesPerToken, type CalibrateOptions } from "./calibrate.js";
 export { discardPaused, pauseSequence, resumeSequence, type PausedSequence, type ResumeResult } from "./sequence-state.js";
 export { FORK_TESTED_VERSION, forkPrefix, reusePrefix, type ForkResult, type PrefixReuse } from "./prefix.js";

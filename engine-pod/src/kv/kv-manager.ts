@@ -118,6 +118,11 @@ export class KvManager {
     return this.model;
   }
 
+  /** Adopts a model measured earlier on the same model and settings (a cost model file), instead of calibrating. */
+  adopt(model: CostModel): void {
+    this.model = model;
+  }
+
   /** Measures the loaded model on a free `sequence` (left empty) and adopts the result. */
   async calibrate(sequence: LlamaContextSequence, options: Omit<CalibrateOptions, "swapDir"> = {}): Promise<CostModel> {
     this.model = await calibrateCostModel(sequence, { ...options, swapDir: this.swapDir });

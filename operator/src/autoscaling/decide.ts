@@ -75,12 +75,17 @@ export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
   const samples = input.window;
   const toolsOutstanding = (s: SignalSample): number => input.toolPools.reduce((n, p) => n + outstandingCalls(s.tools[p.name]), 0);
   const toolsPending = (s: SignalSample): number => input.toolPools.reduce((n, p) => n + (s.tools[p.name]?.pending ?? 0), 0);
+  // Per sample, the calls waiting for runners on pools the tools hold up (waits over the budget, or unmeasured).
+  const backloggedPending = samples.map(() => 0);
   const pools: PoolDecision[] = [];
   let toolsBacklogged = false;
   let generationBacklogged = false;
 
   for (const pool of input.toolPools) {
     const demands = samples.map((s) => ({ at: s.at, d: runnerDemand(s.tools[pool.name], pool.concurrency, pool.replicas, input.slo, offeredLoad(samples, pool.name, s.at)) }));
+    demands.forEach(({ d }, i) => {
+      if (d.backlogged) backloggedPending[i]! += d.pending;
+    });
     const latest: RunnerDemand | undefined = demands.at(-1)?.d;
     toolsBacklogged ||= latest?.backlogged === true;
     if (!isBuiltin(pool) || latest === undefined) continue;
@@ -101,12 +106,12 @@ export function decideAutoscaling(input: AutoscaleInput): AutoscaleDecision {
     };
     const demands: { at: number; d: EngineDemand }[] = [];
     samples.forEach((s, i) => {
-      // The fewest sessions wanting sequences over the growth window before this sample: did they grow?
-      const before = demands.filter((x) => x.at >= s.at - ENGINE_GROWTH_WINDOW_MS && x.d.engines !== null).map((x) => x.d.sequencesWanted);
-      const low = before.length > 0 ? { sequencesWantedLow: Math.min(...before) } : {};
+      // The fewest sequences held over the growth window before this sample: did they grow?
+      const before = demands.filter((x) => x.at >= s.at - ENGINE_GROWTH_WINDOW_MS && x.d.engines !== null).map((x) => x.d.sequencesHeld);
+      const low = before.length > 0 ? { sequencesHeldLow: Math.min(...before) } : {};
       demands.push({
         at: s.at,
-        d: engineDemand(loads[i]!.load, { outstandingToolCalls: toolsOutstanding(s), pendingToolCalls: toolsPending(s), heldRequests: s.heldRequests ?? 0, ...ttftTarget, ttftPredatesCapacity: capacityRose(i), ...low }),
+        d: engineDemand(loads[i]!.load, { outstandingToolCalls: toolsOutstanding(s), pendingToolCalls: toolsPending(s), backloggedToolCalls: backloggedPending[i]!, heldRequests: s.heldRequests ?? 0, ...ttftTarget, ttftPredatesCapacity: capacityRose(i), ...low }),
       });
     });
     const latest: EngineDemand | undefined = demands.at(-1)?.d;

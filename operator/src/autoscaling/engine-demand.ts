@@ -15,11 +15,15 @@
  * TTFT window still holds first tokens from before the last engine came up
  * (a p90 measured on less capacity says nothing about the new one), so a
  * breach does not keep adding engines while they start. Headroom: while the
- * sessions wanting sequences grow (more than at some sample of the last
+ * sequences held grow (more than at some sample of the last
  * {@link ENGINE_GROWTH_WINDOW_MS}) and fill more than
  * {@link ENGINE_SEQUENCE_TARGET} of the ready engines' sequences, one engine
  * more than are ready, so it starts before the last sequence is taken; a
- * pool whose fill is flat finds sequences as sessions leave. KV pressure,
+ * pool whose fill is flat finds sequences as sessions leave. The fill counts
+ * every session in a sequence, also one whose call waits a moment for a
+ * runner: the router refuses a new session when every sequence is held,
+ * whatever holds it. Only sessions waiting on a pool the tools hold up (its
+ * calls wait past the budget) are left out, as in the count above. KV pressure,
  * the TTFT objective and headroom each ask for one engine more than are
  * ready, never more together, and an engine already starting (replicas above
  * the ready count) meets them all.
@@ -51,7 +55,13 @@ export interface EngineDemand {
   ttftTargetMs?: number;
   /** The engines' recent TTFT p90 exceeds the app's objective. */
   ttftOverSlo: boolean;
-  /** Set when headroom alone raised the count: the fewest sessions that wanted sequences over the growth window before this sample. */
+  /**
+   * Sequences held (sessions in a sequence, at most the engines' sequences),
+   * less those held by sessions waiting on a pool the tools hold up: the fill
+   * the headroom rule reads.
+   */
+  sequencesHeld: number;
+  /** Set when headroom alone raised the count: the fewest sequences held over the growth window before this sample. */
   headroomFrom?: number;
 }
 
@@ -60,6 +70,8 @@ export interface EngineDemandInput {
   outstandingToolCalls: number;
   /** Of those, the calls no runner has taken yet (default 0). */
   pendingToolCalls?: number;
+  /** Of those, the calls waiting on pools the tools hold up (their runner demand is backlogged; default 0). */
+  backloggedToolCalls?: number;
   /** Requests the routers hold for the pool (default 0). */
   heldRequests?: number;
   /** The app's `slo.ttftP90Ms` (absent: no TTFT objective). */
@@ -69,12 +81,12 @@ export interface EngineDemandInput {
    * counts first tokens from before they came up, so it adds no engine.
    */
   ttftPredatesCapacity?: boolean;
-  /** The fewest sequences wanted at any sample of the growth window before this one (absent: no such sample). */
-  sequencesWantedLow?: number;
+  /** The fewest sequences held at any sample of the growth window before this one (absent: no such sample). */
+  sequencesHeldLow?: number;
 }
 
 export function engineDemand(load: EngineLoad, input: EngineDemandInput): EngineDemand {
-  const { outstandingToolCalls, pendingToolCalls = 0, heldRequests = 0, ttftTargetMs, ttftPredatesCapacity = false, sequencesWantedLow } = input;
+  const { outstandingToolCalls, pendingToolCalls = 0, backloggedToolCalls = 0, heldRequests = 0, ttftTargetMs, ttftPredatesCapacity = false, sequencesHeldLow } = input;
   const target = ttftTargetMs !== undefined ? { ttftTargetMs } : {};
   const parkedOnTools = Math.min(load.activeSessions, outstandingToolCalls);
   const generating = load.activeSessions - parkedOnTools;
@@ -82,7 +94,9 @@ export function engineDemand(load: EngineLoad, input: EngineDemandInput): Engine
   const sequencesWanted = load.activeSessions - waitingForRunners;
   const kvShare = load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0;
   const idle = load.activeSessions === 0 && load.queuedSessions === 0 && heldRequests === 0;
-  const counts = { generating, parkedOnTools, waitingForRunners, sequencesWanted, kvShare, heldRequests };
+  const inSequences = Math.min(load.totalSequences, Math.max(0, load.activeSessions - load.queuedSessions));
+  const sequencesHeld = Math.max(0, inSequences - Math.min(waitingForRunners, backloggedToolCalls));
+  const counts = { generating, parkedOnTools, waitingForRunners, sequencesWanted, sequencesHeld, kvShare, heldRequests };
   if (load.engines === 0) return { engines: null, load, ...counts, backlogged: false, idle, ...target, ttftOverSlo: false };
   const sequencesPerEngine = Math.max(1, load.totalSequences / load.engines);
   let engines = Math.ceil(sequencesWanted / sequencesPerEngine);
@@ -90,9 +104,9 @@ export function engineDemand(load: EngineLoad, input: EngineDemandInput): Engine
   if (kvPressure) engines = Math.max(engines, load.engines + 1);
   const ttftOverSlo = ttftTargetMs !== undefined && load.ttftP90Ms !== undefined && load.ttftP90Ms > ttftTargetMs;
   if (ttftOverSlo && !ttftPredatesCapacity) engines = Math.max(engines, load.engines + 1);
-  const growing = sequencesWantedLow !== undefined && sequencesWanted > sequencesWantedLow;
-  const headroom = growing && sequencesWanted > ENGINE_SEQUENCE_TARGET * load.totalSequences && engines < load.engines + 1;
+  const growing = sequencesHeldLow !== undefined && sequencesHeld > sequencesHeldLow;
+  const headroom = growing && sequencesHeld > ENGINE_SEQUENCE_TARGET * load.totalSequences && engines < load.engines + 1;
   if (headroom) engines = load.engines + 1;
   const backlogged = ttftOverSlo || (load.queuedSessions > 0 && (kvPressure || sequencesWanted > load.totalSequences));
-  return { engines, load, ...counts, backlogged, idle, ...target, ttftOverSlo, ...(headroom ? { headroomFrom: sequencesWantedLow } : {}) };
+  return { engines, load, ...counts, backlogged, idle, ...target, ttftOverSlo, ...(headroom ? { headroomFrom: sequencesHeldLow } : {}) };
 }

@@ -80,7 +80,7 @@ export function engineReason(name: string, current: number, s: Stabilized, b: Bo
     facts.push(`TTFT p90 ${seconds(l.ttftP90Ms)}${d.ttftTargetMs !== undefined ? ` ${d.ttftOverSlo ? "over" : "within"} the SLO's ${seconds(d.ttftTargetMs)}` : ""}`);
   }
   if (d.headroomFrom !== undefined) {
-    facts.push(`${d.sequencesWanted} of ${plural(l.totalSequences, "sequence")} wanted (up from ${d.headroomFrom}), over the ${Math.round(ENGINE_SEQUENCE_TARGET * 100)}% target`);
+    facts.push(`${d.sequencesHeld} of ${plural(l.totalSequences, "sequence")} held (up from ${d.headroomFrom}), over the ${Math.round(ENGINE_SEQUENCE_TARGET * 100)}% target`);
   }
   if (d.parkedOnTools > 0) {
     // Sessions whose calls run hold their sequences: they are why sequences run out when the tools keep up.
