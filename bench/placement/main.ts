@@ -215,6 +215,8 @@ interface Run {
   timings?: ExtProcTiming[];
   /** Through routers: their writes to the shared placement reservations, summed over replicas. */
   kvWrites?: ReservationWrites;
+  /** Through routers: hot-prefix warms asked and warmed, summed over replicas. */
+  warms?: PrefixWarms;
   rate: number;
   sessions: SessionResult[];
   wallS: number;
@@ -304,9 +306,16 @@ interface ReservationWrites {
   placements: number;
 }
 
-/** Sums the reservation-write and placement counters over the routers at `bases`. */
-async function routerReservationWrites(bases: readonly string[]): Promise<ReservationWrites> {
+/** Hot-prefix warms the routers asked (`POST /v1/prefixes`), and those the engine answered `warmed` (a new store entry). */
+interface PrefixWarms {
+  asked: number;
+  warmed: number;
+}
+
+/** Sums the reservation-write, placement and warm counters over the routers at `bases`. */
+async function routerCounters(bases: readonly string[]): Promise<{ writes: ReservationWrites; warms: PrefixWarms }> {
   const out: ReservationWrites = { reserve: 0, release: 0, conflicts: 0, placements: 0 };
+  const warms: PrefixWarms = { asked: 0, warmed: 0 };
   for (const base of bases) {
     const text = await fetch(`${base}/metrics`).then((r) => r.text());
     for (const m of text.matchAll(/^interlace_router_reservation_kv_writes_total\{([^}]*)\} (\S+)$/gm)) {
@@ -316,8 +325,12 @@ async function routerReservationWrites(bases: readonly string[]): Promise<Reserv
       if (m[1]!.includes('outcome="conflict"')) out.conflicts += n;
     }
     for (const m of text.matchAll(/^interlace_router_placements_total\{[^}]*\} (\S+)$/gm)) out.placements += Number(m[1]);
+    for (const m of text.matchAll(/^interlace_router_prefix_warms_total\{outcome="([^"]*)"\} (\S+)$/gm)) {
+      warms.asked += Number(m[2]);
+      if (m[1] === "warmed") warms.warmed += Number(m[2]);
+    }
   }
-  return out;
+  return { writes: out, warms };
 }
 
 /** The front door a run's sessions come in through, started for the run and closed after it. */
@@ -328,8 +341,8 @@ interface FrontDoor {
   sees(engines: number, lastApp: string): Promise<boolean>;
   /** Through Envoy: the requests' ext_proc timings (read before closing). */
   timings?(): Promise<ExtProcTiming[]>;
-  /** Through routers: their reservation writes and placements so far (read before closing). */
-  reservationWrites?(): Promise<ReservationWrites>;
+  /** Through routers: their reservation writes, placements and warms so far (read before closing). */
+  counters?(): Promise<{ writes: ReservationWrites; warms: PrefixWarms }>;
   close(): Promise<void>;
 }
 
@@ -342,7 +355,7 @@ async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<
     return {
       bases: [`http://127.0.0.1:${router.port}`],
       sees: async (n, app) => router.engines.loads(BENCH_NS, BENCH_POOL).length >= n && router.apps.get(BENCH_NS, app) !== undefined,
-      reservationWrites: () => routerReservationWrites([`http://127.0.0.1:${router.port}`]),
+      counters: () => routerCounters([`http://127.0.0.1:${router.port}`]),
       close: () => router.close(),
     };
   }
@@ -395,7 +408,7 @@ async function startRouterProcesses(config: Config, natsUrl: string, mode: Mode)
         }
         return true;
       },
-      reservationWrites: () => routerReservationWrites(replicas.map((r) => r.url)),
+      counters: () => routerCounters(replicas.map((r) => r.url)),
       close,
     };
   } catch (err) {
@@ -427,14 +440,15 @@ async function runOnce(config: Config, natsUrl: string, run: number, mode: Mode,
     const sessions = await Promise.all(pending);
     const wallS = (performance.now() - t0) / 1000;
     // The last sessions' reservations are released by a heartbeat after they were taken: wait one out.
-    if (front.reservationWrites !== undefined) await new Promise((res) => setTimeout(res, 1_000));
+    if (front.counters !== undefined) await new Promise((res) => setTimeout(res, 1_000));
+    const counters = await front.counters?.();
     return {
       mode,
       rate,
       sessions,
       wallS,
       ...(front.timings !== undefined ? { timings: await front.timings() } : {}),
-      ...(front.reservationWrites !== undefined ? { kvWrites: await front.reservationWrites() } : {}),
+      ...(counters !== undefined ? { kvWrites: counters.writes, warms: counters.warms } : {}),
     };
   } finally {
     await front.close();
@@ -465,6 +479,8 @@ interface Summary {
   /** Through routers: writes to the shared reservations per placement (reserve + release, conflicts included), and their counts. */
   reservation_kv_writes_per_placement?: number;
   reservation_kv_writes?: ReservationWrites;
+  /** Through routers: hot-prefix warms asked and answered `warmed`, summed over replicas. */
+  prefix_warms?: PrefixWarms;
 }
 
 /**
@@ -509,6 +525,7 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
     ...(run.kvWrites !== undefined
       ? { reservation_kv_writes_per_placement: run.kvWrites.placements === 0 ? 0 : r3((run.kvWrites.reserve + run.kvWrites.release) / run.kvWrites.placements), reservation_kv_writes: run.kvWrites }
       : {}),
+    ...(run.warms !== undefined ? { prefix_warms: run.warms } : {}),
   };
 }
 
@@ -681,7 +698,7 @@ export async function run(argv: string[]): Promise<void> {
   }
   for (const r of rows) {
     const w = r.reservation_kv_writes;
-    if (w !== undefined) console.log(`reservation KV writes, ${r.policy} at ${r.rate}/s: ${r.reservation_kv_writes_per_placement} per placement (${w.reserve} reserve + ${w.release} release, ${w.conflicts} of them lost a compare-and-set, over ${w.placements} placements)`);
+    if (w !== undefined) console.log(`reservation KV writes, ${r.policy} at ${r.rate}/s: ${r.reservation_kv_writes_per_placement} per placement (${w.reserve} reserve + ${w.release} release, ${w.conflicts} of them lost a compare-and-set, over ${w.placements} placements)${r.prefix_warms !== undefined && r.prefix_warms.asked > 0 ? `; hot-prefix warms ${r.prefix_warms.warmed} warmed of ${r.prefix_warms.asked} asked` : ""}`);
   }
   const results = modes.map((mode) => {
     const h = rows.find((r) => r.policy === mode.policy && r.front === mode.front && r.rate === headline)!;

@@ -8,12 +8,19 @@
  * one warm per (app, engine) is in flight, and after one ends the pair is
  * left alone for the hot window (the engine's heartbeat shows the prefix by
  * then, or the engine was busy). Two router replicas may ask the same warm:
- * the engine answers the second `held`.
+ * the engine answers the second `held`. With several replicas, an app's
+ * arrivals are counted over all of them (`share`, warm-arrivals.ts): each
+ * replica places only its share of them.
  */
 import type { CreateSessionRequest, Logger } from "../../common/src/index.js";
 import type { EngineRegistry } from "./engine-registry.js";
 import type { RouterMetrics } from "./metrics.js";
 import { decideWarm, type WarmSettings } from "./prefix-warming.js";
+
+/** Arrivals shared with the other router replicas (warm-arrivals.ts). */
+export interface WarmArrivalShare {
+  publish(pool: { namespace: string; name: string }, key: string): void;
+}
 
 /** An app session as placed: its pool, chain, affinity key (the app's shared prefix), and the body sent. */
 export interface WarmArrival {
@@ -38,7 +45,6 @@ export interface PrefixWarmerOptions {
 
 interface AppHeat {
   arrivals: number[];
-  last: WarmArrival;
 }
 
 export class PrefixWarmer {
@@ -47,9 +53,16 @@ export class PrefixWarmer {
   private readonly resting = new Map<string, number>();
   private readonly now: () => number;
   private readonly running = new Set<Promise<void>>();
+  /** Announces this replica's arrivals to the others (unset: its own arrivals only). */
+  private share: WarmArrivalShare | undefined;
 
   constructor(private readonly options: PrefixWarmerOptions) {
     this.now = options.now ?? Date.now;
+  }
+
+  /** From now on, this replica's arrivals are announced through `share` (the others' come in through {@link observeRemote}). */
+  shareArrivals(share: WarmArrivalShare): void {
+    this.share = share;
   }
 
   get enabled(): boolean {
@@ -59,15 +72,25 @@ export class PrefixWarmer {
   /** A session of an app was placed: count it, and warm a second engine if the app is hot and one engine holds its prefix alone. */
   observe(arrival: WarmArrival): void {
     if (!this.enabled || arrival.appSegments <= 0) return;
+    this.share?.publish(arrival.pool, arrival.affinityKey);
     const now = this.now();
+    const key = this.count(arrival.pool, arrival.affinityKey, now);
+    this.consider(key, arrival, now);
+  }
+
+  /** Another router replica placed a session of the app with this affinity key: it counts toward the app's heat (the decision is that replica's). */
+  observeRemote(pool: { namespace: string; name: string }, affinityKey: string): void {
+    if (this.enabled) this.count(pool, affinityKey, this.now());
+  }
+
+  private count(pool: { namespace: string; name: string }, affinityKey: string, now: number): string {
     const window = this.options.settings.windowMs;
-    const key = `${arrival.pool.namespace}/${arrival.pool.name} ${arrival.affinityKey}`;
-    const heat = this.apps.get(key) ?? { arrivals: [], last: arrival };
+    const key = `${pool.namespace}/${pool.name} ${affinityKey}`;
+    const heat = this.apps.get(key) ?? { arrivals: [] };
     heat.arrivals = [...heat.arrivals.filter((at) => at > now - window), now];
-    heat.last = arrival;
     this.apps.set(key, heat);
     this.forgetCold(now);
-    this.consider(key, heat, now);
+    return key;
   }
 
   /** Resolves when the warms in flight have ended (tests, shutdown). */
@@ -75,8 +98,9 @@ export class PrefixWarmer {
     while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
-  private consider(key: string, heat: AppHeat, now: number): void {
-    const { pool, chain, appSegments } = heat.last;
+  private consider(key: string, arrival: WarmArrival, now: number): void {
+    const heat = this.apps.get(key)!;
+    const { pool, chain, appSegments } = arrival;
     const shared = chain.slice(0, appSegments);
     const skip = new Set<string>();
     for (const [pair, until] of this.resting) if (pair.startsWith(`${key} `) && until > now) skip.add(pair.slice(key.length + 1));
@@ -92,7 +116,7 @@ export class PrefixWarmer {
     if (!decision.warm) return;
     const pair = `${key} ${decision.pod}`;
     this.resting.set(pair, Infinity);
-    const run = this.warm(heat.last, decision.pod, decision.reason).finally(() => {
+    const run = this.warm(arrival, decision.pod, decision.reason).finally(() => {
       this.resting.set(pair, this.now() + this.options.settings.windowMs);
       this.running.delete(run);
     });

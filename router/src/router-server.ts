@@ -15,6 +15,7 @@ import { AppRegistry, type ServedApp } from "./app-registry.js";
 import { ColdStartHold } from "./cold-start-hold.js";
 import { mountAppRoutes, param } from "./app-routes.js";
 import { PrefixWarmer } from "./prefix-warmer.js";
+import { WarmArrivals } from "./warm-arrivals.js";
 import type { RouterOptions } from "./config.js";
 import { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
@@ -193,6 +194,12 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     // Events before heartbeats: an event published between the first heartbeat and the subscription would read as a gap.
     if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), undefined, malformed("kv_events"));
     await watchAppsAndEngines(nc, { apps, engines }, watches, log, (write, outcome) => metrics.reservationWrites.inc({ write, outcome }));
+    if (prefixWarmer.enabled) {
+      // An app's heat counts every replica's arrivals, not only this one's share of them.
+      const arrivals = new WarmArrivals(nc, log.child({ subsystem: "warm-arrivals" }));
+      arrivals.listen((pool, key) => prefixWarmer.observeRemote(pool, key), malformed("warm_arrivals"));
+      prefixWarmer.shareArrivals(arrivals);
+    }
     const routersKv = await openRoutersBucket(nc);
     await programs.attach(await openProgramsBucket(nc), maxKvValueBytes(nc));
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());

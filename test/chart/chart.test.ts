@@ -89,6 +89,7 @@ t.test("helm template with default values", async (t) => {
   t.same(router.spec.template.spec.containers[0].command, ["node", "dist/router/src/main.js"]);
   t.ok(router.spec.template.spec.containers[0].args.includes(`--nats-url=${seeds}`), "the router reaches every NATS node");
   t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--cold-start-")), ["--cold-start-hold-ms=60000", "--cold-start-max-held=100"], "the cold-start hold from router.coldStart");
+  t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--prefix-warm-")), ["--prefix-warm-sessions=3", "--prefix-warm-window-ms=20000", "--prefix-warm-min-free=50"], "hot-prefix warming from router.prefixWarm");
   t.ok(find(ms, "Service", "interlace-router"), "router Service");
   t.ok(container.args.includes("--router-url=http://interlace-router.interlace-system.svc:8080"), "endpoints name the router Service");
   const binding = find(ms, "ClusterRoleBinding", "interlace-operator");
@@ -284,6 +285,9 @@ t.test("helm template with non-default values", async (t) => {
     "dashboards.enabled=false",
     "image.tag=v9.9.9",
     "serviceAccount.name=custom-sa",
+    "router.prefixWarm.sessions=0",
+    "router.prefixWarm.windowMs=5000",
+    "router.prefixWarm.minFreePercent=25",
   ]);
   t.notOk(find(ms, "StatefulSet"), "no NATS StatefulSet with an external URL");
   const dep = find(ms, "Deployment", "interlace-operator");
@@ -297,6 +301,8 @@ t.test("helm template with non-default values", async (t) => {
   t.ok(sm, "ServiceMonitor rendered");
   t.equal(sm.metadata.labels.release, "prom");
   t.notOk(find(ms, "ConfigMap", "interlace-dashboard-interlace"), "dashboards off");
+  const routerArgs: string[] = find(ms, "Deployment", "interlace-router").spec.template.spec.containers[0].args;
+  t.same(routerArgs.filter((a) => a.startsWith("--prefix-warm-")), ["--prefix-warm-sessions=0", "--prefix-warm-window-ms=5000", "--prefix-warm-min-free=25"], "router.prefixWarm reaches the router (sessions 0: warming off)");
 });
 
 t.test("values.schema.json rejects bad values", async (t) => {
@@ -309,6 +315,7 @@ t.test("values.schema.json rejects bad values", async (t) => {
     ["root pods", ["podSecurityContext.runAsNonRoot=false"], /runAsNonRoot/],
     ["bad log level", ["operator.logLevel=loud"], /logLevel/],
     ["negative cold-start hold", ["router.coldStart.holdMs=-1"], /holdMs/],
+    ["warming free share over 100%", ["router.prefixWarm.minFreePercent=150"], /minFreePercent/],
   ];
   for (const [name, set, expect] of cases) {
     const args = ["template", "interlace", CHART];

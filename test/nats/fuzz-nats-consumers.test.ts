@@ -3,7 +3,8 @@
  * a remote party with bus access can write, other than the tool calls,
  * results and interrupts of fuzz-nats.test.ts, into their real consumers on a
  * real nats-server: AgentApp configs (`interlace-apps`), engine heartbeats
- * (`interlace-engines`), KV events (`interlace.kvevents.>`) and program keys
+ * (`interlace-engines`), KV events (`interlace.kvevents.>`), other router
+ * replicas' warm arrivals (`interlace.warmarrivals.>`) and program keys
  * (`interlace-programs`) into a real router; router presence
  * (`interlace-routers`), engine heartbeats and runner heartbeats
  * (`interlace-runners`) into the operator's live state. Each bad message is
@@ -23,6 +24,7 @@ import { createLogger } from "../../common/src/index.js";
 import { startRouter } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
 import { openProgramsBucket } from "../../router/src/programs/program-bucket.js";
+import { warmArrivalsSubject } from "../../router/src/warm-arrivals.js";
 import { NatsLiveState } from "../../operator/src/controllers/live-state.js";
 import { hostileValue, paths, setAt } from "../helpers/fuzz-http.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -148,6 +150,18 @@ t.test("KV events: each malformed one dropped and counted; the router keeps plac
   // The schema says which are malformed; each of those (and the one on a subject that names no pool) must be counted once.
   const bad = [...values, ...junk].filter((v) => !validateKvEvent(parseJson(v).ok ? JSON.parse(v) : undefined).ok).length + 1;
   t.ok(await eventually(async () => (await malformed("kv_events")) - before === bad, 5_000), `each malformed event dropped and counted (${(await malformed("kv_events")) - before} of ${bad} malformed, ${values.length + junk.length + 1} sent)`);
+  t.same(await appAnswers(), [], "the app's routes still answer without a 500");
+});
+
+t.test("warm arrivals: each malformed one dropped and counted; the router keeps placing", async (t) => {
+  const before = await malformed("warm_arrivals");
+  const valid = { router: "another-replica", key: "0123456789abcdef" };
+  const values = sample(mutations(valid));
+  const junk = ["{", "null", "[]", JSON.stringify({ ...valid, key: "" }), JSON.stringify({ router: 7, key: "k" })];
+  for (const v of [...values, ...junk]) nc.publish(warmArrivalsSubject(POOL), v);
+  nc.publish("interlace.warmarrivals.only-one-token", JSON.stringify(valid));
+  await nc.flush();
+  t.ok(await eventually(async () => (await malformed("warm_arrivals")) - before >= junk.length + 1, 5_000), `malformed arrivals dropped and counted (${(await malformed("warm_arrivals")) - before} of ${values.length + junk.length + 1} sent)`);
   t.same(await appAnswers(), [], "the app's routes still answer without a 500");
 });
 

@@ -98,3 +98,32 @@ t.test("warming on: the hot app's prefix is warmed onto the idle engine, and its
   const after = await (await fetch(`${stack.engines.get(other)!.url}/metrics`)).text();
   t.ok(hits(after) - hits(before) >= 1, "forked from the prefix store");
 });
+
+t.test("two router replicas: an app's arrivals count over both, so one hot across them is warmed though neither placed three", async (t) => {
+  // A second replica with warming on, seeing the first only through NATS. Before arrivals were shared,
+  // each counted its own: alternating A, B, A left A at two and B at one, and no warm was asked.
+  const replica = await startRouter(routerOptions({ natsUrl: stack.nats.url, routerId: "router-warm-b", prefixWaitMs: 0, logLevel: "silent" }), log.child({ router: "warm-b" }));
+  t.teardown(() => replica.close());
+  const b = `http://127.0.0.1:${replica.port}`;
+  const a = stack.routers[0]!;
+  const gamma = appConfig("gamma", { systemPrompt: system("gamma") });
+  await stack.putApp(gamma);
+  await eventually(() => replica.engines.loads("default", POOL).length === 2 && replica.apps.get("default", "gamma") !== undefined && a.apps.get("default", "gamma") !== undefined, 10_000);
+  const warms = async (): Promise<number> => {
+    let n = 0;
+    for (const base of [warming, b]) n += Number(/interlace_router_prefix_warms_total\{outcome="warmed"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? "0");
+    return n;
+  };
+  const before = await warms();
+  let first = "";
+  for (const [i, base] of [warming, b, warming].entries()) {
+    const s = await openSession(base, "gamma", QUICK);
+    first ||= s.engine;
+    t.equal(s.engine, first, `session ${i + 1} through ${base === b ? "B" : "A"} on gamma's prefix engine (${s.placement.reason})`);
+    await streamEvents(base, "gamma", s.id);
+    await eventually(() => [a, replica].every((r) => holds(r, first, shared(gamma)) && r.engines.loads("default", POOL).every((e) => e.load === 0)), 5_000);
+  }
+  const other = [...stack.engines.keys()].find((p) => p !== first)!;
+  t.ok(await eventually(async () => (await warms()) === before + 1, 30_000), `one warm over both replicas (before ${before}, now ${await warms()})`);
+  t.ok(await eventually(() => holds(replica, other, shared(gamma)) && holds(a, other, shared(gamma)), 5_000), `both replicas see gamma's prefix warmed onto ${other}`);
+});
