@@ -3,11 +3,14 @@
  * `slo.ttftP90Ms`: the window's percentile (injected clock), the wire field
  * (optional, so heartbeats without it, from older engines, still parse), and
  * a real engine process on the generated test model publishing it into the
- * `interlace-engines` bucket after its first session.
+ * `interlace-engines` bucket after its first session. Likewise the engine's
+ * admission counter (`admissions`), which the answer admitting a session
+ * names (`x-interlace-admission`) so routers release a placement
+ * reservation on the heartbeat that counts the session.
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
-import { ENGINE_TTFT_WINDOW_MS, engineKey, openEnginesBucket, parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { ADMISSION_HEADER, ENGINE_TTFT_WINDOW_MS, engineKey, parseAdmission, openEnginesBucket, parseEngineHeartbeat, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { TtftWindow } from "../../engine-pod/src/metrics/index.js";
 import { spawnEngine } from "../../hack/engine-process.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -41,6 +44,16 @@ t.test("ttftP90Ms on the wire is optional and checked", async (t) => {
   t.match(parseEngineHeartbeat({ ...base, ttftP90Ms: "slow" }), { ok: false, reason: "ttftP90Ms must be a non-negative number" });
 });
 
+t.test("admissions on the wire, and in the admission header, are optional and checked", async (t) => {
+  const base = engineHeartbeat();
+  t.equal((parseEngineHeartbeat(base) as { value: EngineHeartbeat }).value.admissions, undefined, "a heartbeat without it (an older engine) parses");
+  t.match(parseEngineHeartbeat({ ...base, admissions: 0 }), { ok: true, value: { admissions: 0 } });
+  t.match(parseEngineHeartbeat({ ...base, admissions: 2.5 }), { ok: false, reason: "admissions must be a non-negative integer" });
+  t.match(parseEngineHeartbeat({ ...base, admissions: -1 }), { ok: false, reason: "admissions must be a non-negative integer" });
+  t.equal(parseAdmission("17"), 17);
+  for (const bad of [null, undefined, "", "-1", "1.5", "x", "1e3"]) t.equal(parseAdmission(bad), undefined, `no count from ${JSON.stringify(bad)}`);
+});
+
 t.test("a real engine's heartbeat carries its recent TTFT p90 once a session has produced a first token", async (t) => {
   const nats = await startNatsServer(t);
   const engine = await spawnEngine(["--model-preset", "test", "--sequences", "2", "--context-size", "2048", "--nats-url", nats.url, "--pool", "ns/p", "--pod-name", "e-0", "--heartbeat-ms", "200"], { readyTimeoutMs: 120_000 });
@@ -58,6 +71,7 @@ t.test("a real engine's heartbeat carries its recent TTFT p90 once a session has
 
   const res = await fetch(`${engine.url}/v1/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(QUICK) });
   t.equal(res.status, 201);
+  t.equal(res.headers.get(ADMISSION_HEADER), "1", "the answer names the count at which the engine admitted the session: its first");
   const { id } = (await res.json()) as { id: string };
   const events = await (await fetch(`${engine.url}/v1/sessions/${id}/events`)).text();
   t.match(events, /event: done/);
@@ -65,4 +79,15 @@ t.test("a real engine's heartbeat carries its recent TTFT p90 once a session has
   t.ok(await eventually(async () => (await heartbeat())?.ttftP90Ms !== undefined, 10_000), "the next beats carry a TTFT p90");
   const p90 = (await heartbeat())!.ttftP90Ms!;
   t.ok(p90 >= 0 && Math.abs(p90 - ttftMs) <= 50, `the heartbeat's p90 (${p90} ms) is the one session's TTFT (${ttftMs} ms)`);
+  t.equal((await heartbeat())?.admissions, 1, "the heartbeat counts that one admission");
+
+  const completion = await fetch(`${engine.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 2 }),
+  });
+  t.equal(completion.status, 200);
+  await completion.text();
+  t.equal(completion.headers.get(ADMISSION_HEADER), "2", "a completion is admitted too, and its answer says so");
+  t.ok(await eventually(async () => (await heartbeat())?.admissions === 2, 10_000), "and the next beats count it");
 });

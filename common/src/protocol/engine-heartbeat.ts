@@ -62,6 +62,15 @@ export interface EngineHeartbeat {
    * app's `slo.ttftP90Ms`.
    */
   ttftP90Ms?: number;
+  /**
+   * Sessions and completions the engine has admitted since it started
+   * (monotonic). The answer that admitted a request names its count
+   * ({@link ADMISSION_HEADER}); a heartbeat whose count is at least that
+   * shows the request in its figures, so a router releases its placement
+   * reservation then (absent: an engine older than this field; routers
+   * fall back to timing).
+   */
+  admissions?: number;
   /** Prefix hashes (common/prefix-hash chains) the engine holds resident, or is prefilling. */
   prefixes: string[];
   /**
@@ -77,6 +86,15 @@ export interface EngineHeartbeat {
   kvEvents?: KvEventPosition;
   /** Writer's clock, epoch ms (informational: readers time staleness by arrival). */
   at: number;
+}
+
+/** Response header of an answer that admitted a request: the engine's {@link EngineHeartbeat.admissions} count once it did. */
+export const ADMISSION_HEADER = "x-interlace-admission";
+
+/** The count an {@link ADMISSION_HEADER} names; undefined when absent or malformed (the router then times the release). */
+export function parseAdmission(value: string | null | undefined): number | undefined {
+  if (value === null || value === undefined || !/^\d{1,15}$/.test(value)) return undefined;
+  return Number(value);
 }
 
 export function engineKey(pool: { namespace: string; name: string }, pod: string): string {
@@ -114,6 +132,7 @@ export function parseEngineHeartbeat(data: unknown): { ok: true; value: EngineHe
   if (!Array.isArray(h["prefixes"]) || !h["prefixes"].every((p) => typeof p === "string")) return { ok: false, reason: "prefixes must be a string array" };
   if (h["reclaimableSequences"] !== undefined && !isCount(h["reclaimableSequences"])) return { ok: false, reason: "reclaimableSequences must be a non-negative number" };
   if (h["ttftP90Ms"] !== undefined && !isCount(h["ttftP90Ms"])) return { ok: false, reason: "ttftP90Ms must be a non-negative number" };
+  if (h["admissions"] !== undefined && (!Number.isInteger(h["admissions"]) || !isCount(h["admissions"]))) return { ok: false, reason: "admissions must be a non-negative integer" };
   const filling = h["fillingPrefixes"];
   if (filling !== undefined && (!Array.isArray(filling) || !filling.every((p) => typeof p === "string"))) return { ok: false, reason: "fillingPrefixes must be a string array" };
   const position = h["kvEvents"] as Record<string, unknown> | undefined;

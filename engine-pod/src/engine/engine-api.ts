@@ -196,6 +196,8 @@ export interface EngineStats {
   kvCellsTotal: number;
   /** Sequences in the last decode step. */
   lastBatchSize: number;
+  /** Sessions and completions admitted so far (monotonic; heartbeats carry it so routers know which admissions they show). Absent: not counted (upstream). */
+  admissions?: number;
   tokensDecoded: number;
   tokensPrefilled: number;
   interruptsQueued: number;

@@ -128,6 +128,8 @@ class LlamaEngine implements Engine {
   private readonly resident: ResidentPrefixes;
   /** Admissions that found every sequence held: given a paused session's cells (delayed by its eviction), or refused. */
   private readonly retentionCounters = { admissionsDelayed: 0, admissionsRefused: 0 };
+  /** Sessions and completions admitted so far (stats().admissions; heartbeats carry it). */
+  private admissions = 0;
   /** Prefix warms (`warmPrefix`): one at a time; a second ask for the one running joins it. */
   private readonly warming = new OneWarmAtATime();
 
@@ -419,6 +421,7 @@ class LlamaEngine implements Engine {
       kvCellsUsed,
       kvCellsTotal: this.runtime.contextSize * this.allSequences().length,
       lastBatchSize: this.core.counters.lastBatchSize,
+      admissions: this.admissions,
       tokensDecoded: this.core.counters.tokensDecoded,
       tokensPrefilled: this.core.counters.tokensPrefilled,
       interruptsQueued: interrupts.interruptsQueued,
@@ -583,6 +586,8 @@ class LlamaEngine implements Engine {
     });
     this.resident.record(s.id, prompt, chain);
     this.core.add(s, admission, reuse, handover ?? undefined);
+    // Counted once the session is in the figures a heartbeat reads (same tick): a beat with this count shows it.
+    this.admissions++;
     return s;
   }
 }

@@ -51,6 +51,8 @@ export function heartbeatOf(
     kvCellsUsed: stats.kvCellsUsed,
     kvCellsTotal: stats.kvCellsTotal,
     tokensPerSecond: stats.tokensPerSecond ?? tokensPerSecond,
+    // Read with the figures above (one stats() call): every admission it counts is in them.
+    ...(stats.admissions !== undefined ? { admissions: stats.admissions } : {}),
     // With KV events, the prefixes exactly as last published, and which event that was (routers resync from it).
     ...advertised(kvEvents?.prefixes ?? engine.advertisedPrefixes()),
     ...(kvEvents !== undefined ? { kvEvents: kvEvents.position } : {}),

@@ -10,6 +10,7 @@
 import type { Server } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../../common/src/index.js";
+import { ADMISSION_HEADER } from "../../../common/src/protocol/index.js";
 import type { Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
 import { ToolCache } from "../speculation/index.js";
@@ -88,6 +89,24 @@ export class EngineServer {
   /** The tool cache behind `cache-tool-output`. */
   readonly toolCache: ToolCache;
 
+  /**
+   * An accepted answer (2xx) to new work carries the engine's admission
+   * count as its headers go out: admission precedes them, so a heartbeat
+   * with at least this count shows the request (routers release their
+   * placement reservation on it). Read at header time, the count may
+   * include later admissions too: the release then waits a beat longer,
+   * never less.
+   */
+  private nameAdmission(res: Response): void {
+    const writeHead = res.writeHead;
+    res.writeHead = ((...args: Parameters<typeof writeHead>) => {
+      const status = typeof args[0] === "number" ? args[0] : res.statusCode;
+      const admissions = this.current?.stats().admissions;
+      if (status >= 200 && status < 300 && admissions !== undefined && !res.headersSent) res.setHeader(ADMISSION_HEADER, String(admissions));
+      return writeHead.apply(res, args);
+    }) as typeof writeHead;
+  }
+
   constructor(private readonly options: EngineServerOptions) {
     this.log = options.log;
     this.current = options.engine;
@@ -126,6 +145,8 @@ export class EngineServer {
       // A drain's end waits for these answers (a completion cut then still tells its client why).
       this.answering.add(res);
       res.once("close", () => this.answering.delete(res));
+      // A warm admits nothing.
+      if (req.path !== "/v1/prefixes") this.nameAdmission(res);
       next();
     });
 

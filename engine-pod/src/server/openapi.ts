@@ -14,6 +14,7 @@ import {
   interruptBodySchema,
   responsesBodySchema,
 } from "../../../common/src/wire/index.js";
+import { ADMISSION_HEADER } from "../../../common/src/protocol/engine-heartbeat.js";
 
 const error = { $ref: "#/components/responses/Error" };
 const id = { name: "id", in: "path", required: true, schema: { type: "string" } };
@@ -32,6 +33,11 @@ const cacheToolOutputPost = {
   responses: { "200": { description: "Cached: {cached: n}" }, "400": error, "404": error, "409": error, "413": error },
 };
 
+/** On an answer that admitted a session or completion: the engine's admission count then (heartbeats carry the counter; routers release a placement reservation on the heartbeat that reaches it). */
+const admitted = {
+  [ADMISSION_HEADER]: { description: "The engine's admission counter once it admitted this request (its heartbeat's `admissions`)", schema: { type: "integer", minimum: 1 } },
+};
+
 export const OPENAPI_DOCUMENT = {
   openapi: "3.1.0",
   info: {
@@ -46,7 +52,7 @@ export const OPENAPI_DOCUMENT = {
         summary: "Create a session",
         requestBody: body("CreateSessionRequest"),
         responses: {
-          "201": { description: "Admitted", content: { "application/json": { schema: { type: "object", properties: { id: { type: "string" }, eventsUrl: { type: "string" } }, required: ["id", "eventsUrl"] } } } },
+          "201": { description: "Admitted", headers: admitted, content: { "application/json": { schema: { type: "object", properties: { id: { type: "string" }, eventsUrl: { type: "string" } }, required: ["id", "eventsUrl"] } } } },
           "400": error,
           "413": error,
           "429": { ...error, description: "All sequences busy (or the upstream is rate limited); see Retry-After" },
@@ -98,7 +104,7 @@ export const OPENAPI_DOCUMENT = {
       post: {
         summary: "OpenAI-compatible chat completions (sync semantics; stream or not; interlace_* extension fields). Every OpenAI parameter is applied or refused with a 400 naming it (README: OpenAI parameters)",
         requestBody: body("ChatCompletionRequest"),
-        responses: { "200": { description: "chat.completion, or chat.completion.chunk frames then [DONE]" }, "400": error, "413": error, "429": error, "502": error, "503": error, "504": error },
+        responses: { "200": { description: "chat.completion, or chat.completion.chunk frames then [DONE]", headers: admitted }, "400": error, "413": error, "429": error, "502": error, "503": error, "504": error },
       },
     },
     "/v1/responses": {
@@ -107,7 +113,7 @@ export const OPENAPI_DOCUMENT = {
           "OpenAI Responses API: function tools, stream or not. previous_response_id continues a stored response (its sequence resident while retained: only the new items are prefilled); unknown or expired → 404",
         requestBody: body("ResponsesRequest"),
         responses: {
-          "200": { description: "A response object, or Responses stream events (response.created … response.completed)" },
+          "200": { description: "A response object, or Responses stream events (response.created … response.completed)", headers: admitted },
           "400": error,
           "404": { ...error, description: "previous_response_id unknown or expired" },
           "413": error,
