@@ -27,7 +27,8 @@ import type { SharedReservations } from "./shared-reservations.js";
  * counting it without waiting for a heartbeat.
  */
 export interface Reservation {
-  confirm(): void;
+  /** `admission`: the engine's admission count in its answer (ADMISSION_HEADER), when it sent one. */
+  confirm(admission?: number): void;
   release(): void;
   /** Resolves once every front door can see it (never rejects). */
   finish(): Promise<void>;
@@ -128,7 +129,7 @@ export class EngineRegistry {
     // Placements confirmed well before this heartbeat was received are in its figures now.
     const pending = (previous?.pending ?? []).filter((at) => at > now - 50);
     pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, pending, sending: previous?.sending ?? 0 });
-    this.shared?.heartbeat(heartbeat.pool.namespace, heartbeat.pool.name, heartbeat.pod, seenAt ?? now);
+    this.shared?.heartbeat(heartbeat.pool.namespace, heartbeat.pool.name, heartbeat.pod, seenAt ?? now, heartbeat.admissions);
     this.prefixIndex.heartbeat(pk, heartbeat);
     this.wake(pk);
   }
@@ -261,9 +262,9 @@ export class EngineRegistry {
         if (id !== null) {
           let taken = false;
           return {
-            confirm: () => {
+            confirm: (admission?: number) => {
               taken = true;
-              shared.confirm(id);
+              shared.confirm(id, admission);
             },
             // Once taken, the engine's heartbeat releases it (a stream closing after the answer is no refusal).
             release: () => void (taken ? undefined : shared.release(id)),

@@ -19,9 +19,11 @@
  *
  * A placement costs two writes at most: its reservation, and its release.
  * The holder releases it when the request is refused, when its work is over
- * (a completion answered), or when a heartbeat of its engine arrives more
- * than {@link REFLECTED_AFTER_MS} after the engine took it (the heartbeat
- * counts the session now): one write then releases every reservation of the
+ * (a completion answered), or when a heartbeat of its engine counts the
+ * session ({@link heartbeatShows}: its admission counter reached the count
+ * the engine answered the request with; from an engine that sends none, a
+ * heartbeat arriving more than {@link REFLECTED_AFTER_MS} after the engine
+ * took it): one write then releases every reservation of the
  * holder that the heartbeat shows. No front door stops counting a
  * reservation on its own reading of a heartbeat, so a replica whose
  * heartbeat watch lags never drops a placement its view does not show yet;
@@ -43,6 +45,24 @@ import { isRevisionConflict } from "./programs/program-replica.js";
 
 /** A heartbeat arriving this long after the engine took a request is taken to count it (as the local accounting does). */
 export const REFLECTED_AFTER_MS = 50;
+
+/** A request the engine took: when this process learnt it, and the engine's admission count in its answer (absent: the engine sends none). */
+export interface Taken {
+  at: number;
+  admission?: number;
+}
+
+/**
+ * Whether a heartbeat of the engine (received at `seenAt`, with its
+ * `admissions` counter) counts a request it took: by the counter when both
+ * sides carry one (a heartbeat published before the admission does not,
+ * however late it arrives; one at or after it does, however soon), else by
+ * timing, a heartbeat arriving {@link REFLECTED_AFTER_MS} after.
+ */
+export function heartbeatShows(taken: Taken, heartbeat: { seenAt: number; admissions?: number }): boolean {
+  if (taken.admission !== undefined && heartbeat.admissions !== undefined) return heartbeat.admissions >= taken.admission;
+  return heartbeat.seenAt > taken.at + REFLECTED_AFTER_MS;
+}
 
 /** Which write a KV put was, and whether it was written or lost a compare-and-set (the metric's labels). */
 export type ReservationWrite = "reserve" | "release";
@@ -66,8 +86,8 @@ interface Mine {
   pool: string;
   pod: string;
   at: number;
-  /** When the engine took the request (its next heartbeat after this counts it). */
-  takenAt?: number;
+  /** When the engine took the request, and its admission count (the heartbeat that shows it releases it). */
+  taken?: Taken;
 }
 
 export interface SharedReservationsOptions {
@@ -199,10 +219,10 @@ export class SharedReservations {
     return written ? id : null;
   }
 
-  /** The engine took the request: the first heartbeat of it {@link REFLECTED_AFTER_MS} later releases the reservation (no write now). */
-  confirm(id: string): void {
+  /** The engine took the request (`admission`: the count it answered with): the first heartbeat that shows it releases the reservation (no write now). */
+  confirm(id: string, admission?: number): void {
     const mine = this.mine.get(id);
-    if (mine !== undefined) mine.takenAt ??= this.now();
+    if (mine !== undefined) mine.taken ??= { at: this.now(), ...(admission !== undefined ? { admission } : {}) };
   }
 
   /** Drops a reservation (refused, or its work is over); resolves once written (never rejects). */
@@ -214,17 +234,19 @@ export class SharedReservations {
   }
 
   /**
-   * A heartbeat of `pod` arrived at `seenAt`: this process's reservations on
-   * it that the engine took well before are in its figures now, and are
-   * released together, in one write.
+   * A heartbeat of `pod` arrived at `seenAt` (with the engine's admission
+   * counter, when it sends one): this process's reservations on it that the
+   * heartbeat shows are in its figures now, and are released together, in
+   * one write.
    */
-  heartbeat(namespace: string, pool: string, pod: string, seenAt: number): void {
+  heartbeat(namespace: string, pool: string, pod: string, seenAt: number, admissions?: number): void {
+    const beat = { seenAt, ...(admissions !== undefined ? { admissions } : {}) };
     const shown: string[] = [];
     const now = this.now();
     for (const [id, m] of this.mine) {
       // Past its TTL every front door has stopped counting it, and the next write drops it.
       if (now - m.at > this.options.ttlMs) this.mine.delete(id);
-      else if (m.namespace === namespace && m.pool === pool && m.pod === pod && m.takenAt !== undefined && seenAt > m.takenAt + REFLECTED_AFTER_MS) shown.push(id);
+      else if (m.namespace === namespace && m.pool === pool && m.pod === pod && m.taken !== undefined && heartbeatShows(m.taken, beat)) shown.push(id);
     }
     if (shown.length === 0) return;
     for (const id of shown) this.mine.delete(id);

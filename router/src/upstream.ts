@@ -12,7 +12,7 @@
  * requests), a pool with no ready engine holds the request until one is
  * ready or the hold times out (cold-start-hold.ts), instead of a 503 at once.
  */
-import type { EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { ADMISSION_HEADER, parseAdmission, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
 import { withKnownBlocks } from "./prefix-index.js";
 import { NO_RESERVATION, type EngineRegistry } from "./engine-registry.js";
@@ -173,7 +173,7 @@ export async function placeAndPost(
         });
         if (response.status !== 429 && response.status !== 503) {
           if (response.ok) {
-            reservation.confirm();
+            reservation.confirm(parseAdmission(response.headers.get(ADMISSION_HEADER)));
             count(i === 0 && decision.reason === "prefix");
             const hits = i === 0 ? decision.matched : 0;
             ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);

@@ -10,15 +10,16 @@
  * and together they overfill it (six of eight sessions where the bound for
  * eight is five). And the reservations' own rules, two front doors' worth of
  * them on the same bucket: a reservation one writes counts for the other
- * until its holder releases it (refused, its work over, or a later heartbeat
- * shows it) or its TTL; two placements decided on the same view cannot both
+ * until its holder releases it (refused, its work over, or a heartbeat
+ * shows it: by the engine's admission counter, so a heartbeat published
+ * before the admission keeps it, even arriving late) or its TTL; two placements decided on the same view cannot both
  * be written; a placement costs two KV writes at most, and one heartbeat
  * releases every session it shows in one write.
  */
 import t from "tap";
 import { connect } from "@nats-io/transport-node";
 import { prefixHashChain } from "../../common/src/index.js";
-import { appKey, openAppsBucket, openEnginesBucket, openReservationsBucket, parseEngineHeartbeat, reservationsKey, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { appKey, engineKey, openAppsBucket, openEnginesBucket, openReservationsBucket, parseEngineHeartbeat, parseReservations, reservationsKey, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { EngineRegistry } from "../../router/src/engine-registry.js";
 import { SharedReservations, type ReservationWrite } from "../../router/src/shared-reservations.js";
 import { spawnRouter } from "../helpers/router-process.js";
@@ -98,6 +99,42 @@ t.test("one burst split across two routers never puts an engine over the load bo
   await Promise.all(opened.map((s, i) => fetch(`${routers[i % 2]!.url}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" })));
 });
 
+t.test("a router releases a session's reservation on the heartbeat that counts it, not on one published before its admission", async (t) => {
+  const reservations = await openReservationsBucket(nc);
+  const held = async (): Promise<string[]> => {
+    const e = await reservations.get(reservationsKey("default", POOL));
+    return e?.operation === "PUT" ? (parseReservations(e.json()) ?? []).map((r) => r.pod) : [];
+  };
+  t.ok(await eventually(async () => (await held()).length === 0, HEARTBEAT_MS * 3), "the earlier burst's reservations are released");
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    // Just after a real heartbeat: the next is seconds away.
+    const before = (await heartbeat("engine-a"))?.revision ?? 0;
+    await eventually(async () => ((await heartbeat("engine-a"))?.revision ?? 0) > before, HEARTBEAT_MS * 2);
+    const beats = new Map((await Promise.all(["engine-a", "engine-b"].map((pod) => heartbeat(pod)))).map((h) => [h!.beat.pod, h!.beat]));
+    const opened = await openSession(routers[0]!.url, "alpha", longSession());
+    const X = opened.engine;
+    const predated = beats.get(X)!;
+    t.ok(predated.admissions !== undefined, `${X} counts its admissions (${predated.admissions})`);
+    // A heartbeat published before the admission, arriving well after the engine took the session (the timing rule would release on it).
+    await new Promise((r) => setTimeout(r, 200));
+    await heartbeats.put(engineKey(predated.pool, X), JSON.stringify(predated));
+    await new Promise((r) => setTimeout(r, 1_000));
+    const latest = (await heartbeat(X))!.beat;
+    if (latest.admissions !== predated.admissions) {
+      t.comment(`attempt ${attempt}: ${X}'s own heartbeat came meanwhile; again`);
+      await fetch(`${routers[0]!.url}/v1/apps/default/alpha/sessions/${opened.id}`, { method: "DELETE" });
+      t.ok(await eventually(async () => (await held()).length === 0, HEARTBEAT_MS * 3), "released");
+      continue;
+    }
+    t.same(await held(), [X], `the session's reservation on ${X} is kept: that heartbeat (admissions ${predated.admissions}) does not count it`);
+    t.ok(await eventually(async () => (await held()).length === 0, HEARTBEAT_MS * 2), `released once ${X}'s next heartbeat counts the session`);
+    t.ok(((await heartbeat(X))?.beat.admissions ?? 0) > predated.admissions!, "that heartbeat's counter is past the predated one");
+    await fetch(`${routers[0]!.url}/v1/apps/default/alpha/sessions/${opened.id}`, { method: "DELETE" });
+    return;
+  }
+  t.fail("every attempt was overtaken by the engine's own heartbeat");
+});
+
 t.test("a reservation counts for every front door until its holder releases it (refused, work over, or a later heartbeat shows it) or its TTL", async (t) => {
   const kv = await openReservationsBucket(nc);
   let clock = 1_000_000;
@@ -131,6 +168,19 @@ t.test("a reservation counts for every front door until its holder releases it (
   t.equal(a.count("ns", "p", "e1"), 0, "a heartbeat well after it counts the session: its holder stops counting the reservation at once");
   t.ok(await sees(b, 0), "and releases it for every front door");
   t.equal(writes, written + 1, "in one write");
+
+  // The engine answered with its admission count: the heartbeat's counter, not its timing, says whether it shows the session.
+  const counted = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
+  t.ok(await sees(b, 1), "a reservation the engine answers with its admission count");
+  a.confirm(counted!, 12);
+  clock += 1_000;
+  heartbeats.set("e1", clock);
+  a.heartbeat("ns", "p", "e1", clock, 11);
+  t.equal(a.count("ns", "p", "e1"), 1, "a heartbeat published before the admission (counter 11 < 12) does not show it, however late: kept");
+  clock += 1;
+  a.heartbeat("ns", "p", "e1", clock, 12);
+  t.equal(a.count("ns", "p", "e1"), 0, "the heartbeat whose counter reaches it shows it, however soon: released");
+  t.ok(await sees(b, 0), "for every front door");
 
   const second = await a.exclusive("ns", "p", () => a.reserve("ns", "p", "e1"));
   t.ok(await sees(b, 1), "another reservation, counted by the other front door");

@@ -17,6 +17,7 @@
  * every other response chunk through as it comes.
  */
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
+import { ADMISSION_HEADER, parseAdmission } from "../../../common/src/protocol/index.js";
 import { HttpError, toHttpError } from "../errors.js";
 import { routedSessionId } from "../session-id.js";
 import type { SessionOwners } from "../session-owner.js";
@@ -193,7 +194,7 @@ export class ExtProcExchange {
     const pod = (served !== undefined ? this.ctx.picker.podAt(served) : undefined) ?? pick?.pods[0];
     // The engine took the request (2xx-4xx but a refusal) or refused it (429/503, unreachable): what placement counts next.
     if (pick !== undefined) {
-      if (status >= 200 && status < 400 && (served === undefined || served === pick.endpoints[0])) pick.reservation.confirm();
+      if (status >= 200 && status < 400 && (served === undefined || served === pick.endpoints[0])) pick.reservation.confirm(parseAdmission(headers[ADMISSION_HEADER]));
       else pick.reservation.release();
       if (msg.responseHeaders?.endOfStream === true) this.answered();
     }
