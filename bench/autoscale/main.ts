@@ -165,7 +165,7 @@ export async function run(argv: string[]): Promise<void> {
         replicas_tools: r.runnerSteps.map((x) => ({ at_ms: Math.round(x.atMs), replicas: x.replicas })),
         decisions: r.decisions.map((d) => ({ at_ms: d.atMs, reason: d.reason })),
         cold_starts: r.coldStarts.map((c) => ({ side: c.side, id: c.id, at_ms: c.atMs, ready_ms: c.readyMs ?? null, ...(c.error !== undefined ? { error: c.error } : {}) })),
-        ticks: r.ticks.map((t) => ({ at_ms: t.atMs, engines: t.engines, runners: t.runners, queued_sessions: t.queuedSessions, active_sessions: t.activeSessions, calls_pending: t.callsPending, calls_running: t.callsRunning })),
+        ticks: r.ticks.map((t) => ({ at_ms: t.atMs, engines: t.engines, runners: t.runners, queued_sessions: t.queuedSessions, active_sessions: t.activeSessions, calls_pending: t.callsPending, calls_running: t.callsRunning, calls_delivered: t.callsDelivered, wait_p90_ms: t.waitP90Ms })),
         tasks: r.tasks.map((x) => ({ at_ms: x.atMs, ok: x.ok, task_ms: x.taskMs === undefined ? null : Math.round(x.taskMs), retries: x.retries, ...(x.parts !== undefined ? { parts: partsJson(x.parts) } : {}), ...(x.error !== undefined ? { error: x.error } : {}) })),
       })),
     };

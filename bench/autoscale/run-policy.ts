@@ -47,6 +47,9 @@ export interface Tick {
   activeSessions: number;
   callsPending: number;
   callsRunning: number;
+  /** The consumer's delivered counter and the runners' p90 wait, as sampled: with the counts above, the tool side's signals, for recorded-trace fixtures (absent: not read). */
+  callsDelivered?: number;
+  waitP90Ms?: number;
 }
 
 export interface Decision {
@@ -136,7 +139,7 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
       fleet.runners.scaleTo(want.runners);
       const load = engineLoad(sample.engines);
       const tools = sample.tools[TOOL_POOL_NAME]!;
-      ticks.push({ atMs, engines: fleet.engines.wanted, runners: fleet.runners.wanted, queuedSessions: load.queuedSessions, activeSessions: load.activeSessions, callsPending: tools.pending, callsRunning: tools.ackPending });
+      ticks.push({ atMs, engines: fleet.engines.wanted, runners: fleet.runners.wanted, queuedSessions: load.queuedSessions, activeSessions: load.activeSessions, callsPending: tools.pending, callsRunning: tools.ackPending, ...(tools.delivered !== undefined ? { callsDelivered: tools.delivered } : {}), ...(tools.waitP90Ms !== undefined ? { waitP90Ms: tools.waitP90Ms } : {}) });
     }
     const scaler = (async () => {
       while (!stopped) {

@@ -309,3 +309,28 @@ t.test("headroom counts a sequence held by a session whose call waits a moment f
     "the same session waiting on a pool the tools hold up (p90 wait 5 s, over the 2 s budget) is the tools': no headroom at that tick",
   );
 });
+
+t.test("the backlog rule forecasts the pending calls' wait: calls queued behind busy runners are a backlog while the measured p90 wait (of calls that started) is still within the budget", async (t) => {
+  // Recorded by the autoscale bench: the measured wait lags, so the rule tolerated pending calls and only the
+  // offered-load rule's 10 s rate added runners, one at a time, while the burst's calls queued.
+  const tr = trace("forecast-pending-wait");
+  const { ticks, changes } = replay(tr);
+  const at = (sec: number): number => ticks.findIndex((x) => Math.abs(x.t - sec) < 0.05);
+  const burst = tr.samples[at(56.44)]!.tools["tools"]!;
+  t.match(burst, { pending: 3, ackPending: 3 }, "3 calls pending, the 3 runners busy");
+  t.ok(burst.waitP90Ms! <= 2000, "the measured p90 wait is within the 2 s budget");
+  t.same(
+    changes.map((c) => [Math.round(c.t), c.current, c.desired]),
+    [[14, 1, 2], [20, 2, 3], [56, 3, 6]],
+    "at 56.4 s runners for every outstanding call (3 pending + 3 running), where the offered load alone (1.4 calls/s × 2.2 s at 75%) asks for 4",
+  );
+  t.equal(changes.at(-1)?.reason, "scaled ToolPool tools 3→6: 1.4 calls/s × 2.2 s per call at 75% target, 3 calls pending, 3 running (1 per runner), p90 tool wait 0.1 s, last pending call's forecast wait 2.2 s (budget 2.0 s)");
+  t.equal(ticks[at(56.44)]?.decision.bottleneck, "tools", "the forecast backlog makes the tools the bottleneck");
+
+  const noCallTime = replay({ ...tr, samples: tr.samples.map((s) => ({ ...s, tools: { tools: { pending: s.tools["tools"]!.pending, ackPending: s.tools["tools"]!.ackPending, ...(s.tools["tools"]!.waitP90Ms !== undefined ? { waitP90Ms: s.tools["tools"]!.waitP90Ms } : {}) } } })) });
+  t.same(
+    noCallTime.changes.filter((c) => c.t > 50).map((c) => [c.t, c.current, c.desired]),
+    [],
+    "without the delivered counter there is no call time to forecast by: the measured wait within the budget tolerates the 3 pending calls",
+  );
+});

@@ -3,7 +3,8 @@
  * pool with the signals that decided it, e.g. "scaled ToolPool weather 2→4:
  * 1.6 calls/s × 2.0 s per call at 75% target, 0 calls pending, 2 running (1
  * per runner)", "... 37 calls pending, 16 running, p90 tool wait 2.1 s
- * (budget 0.8 s)" or
+ * (budget 0.8 s)", "... 3 calls pending, 4 running (1 per runner), p90 tool
+ * wait 0.4 s, last pending call's forecast wait 2.2 s (budget 2.0 s)" or
  * "scaled EnginePool qwen 1→2: ..., TTFT p90 1.4 s over the SLO's 1.0 s". Status,
  * Events and logs all carry these strings.
  */
@@ -56,7 +57,11 @@ export function toolReason(name: string, current: number, s: Stabilized, b: Boun
   const facts = [`${plural(d.pending, "call")} pending`, `${d.running} running (${concurrency} per runner)`];
   // The offered-load rule's inputs, first: what the count follows before any call waits.
   if (d.offered !== undefined) facts.unshift(`${d.offered.callsPerSecond.toFixed(1)} calls/s × ${seconds(d.offered.callMs)} per call at ${Math.round(TOOL_TARGET_UTILISATION * 100)}% target`);
-  if (d.waitP90Ms !== undefined) facts.push(`p90 tool wait ${seconds(d.waitP90Ms)}${d.waitBudgetMs !== undefined ? ` (budget ${seconds(d.waitBudgetMs)})` : ""}`);
+  const budget = d.waitBudgetMs !== undefined ? ` (budget ${seconds(d.waitBudgetMs)})` : "";
+  // The forecast for the calls still waiting, next to the measured wait of those that started: the budget applies to both.
+  const forecast = d.forecastWaitMs !== undefined ? `last pending call's forecast wait ${seconds(d.forecastWaitMs)}` : undefined;
+  if (d.waitP90Ms !== undefined) facts.push(`p90 tool wait ${seconds(d.waitP90Ms)}${forecast === undefined ? budget : ""}`);
+  if (forecast !== undefined) facts.push(`${forecast}${budget}`);
   const why = stabilization(s, b, "runner");
   return `${headline("ToolPool", name, current, s.desired)}: ${[...facts, ...(why === null ? [] : [why])].join(", ")}`;
 }

@@ -6,7 +6,12 @@
  * calls as they arrive, before a queue forms. Backlog: enough concurrency
  * slots for every outstanding call (waiting and running), unless the calls
  * that wait are measured to wait within the app's budget for tool waits, in
- * which case waiting is tolerated and no runner is added. A pool at zero with
+ * which case waiting is tolerated and no runner is added. The measured wait
+ * lags: it is taken as a call starts, so calls still waiting are not in it.
+ * With the mean call time measured, the wait the last pending call will have
+ * is forecast too (Little's law: the calls queued beyond the free slots are
+ * served a slot-round per mean call time), and a forecast over the budget is
+ * a backlog whatever the measured wait says. A pool at zero with
  * calls pending always asks for runners: with none, the calls would wait for
  * ever, whatever a departed runner last measured.
  */
@@ -21,9 +26,11 @@ export interface RunnerDemand {
   pending: number;
   running: number;
   waitP90Ms?: number;
+  /** The wait the last pending call will have, ms, forecast from the mean call time (absent: no call pending, no call time measured, or no runner). */
+  forecastWaitMs?: number;
   /** The tool-wait budget the SLO gives (absent: no task-latency objective). */
   waitBudgetMs?: number;
-  /** Calls wait longer than the budget, or wait with no measure of how long: the tools hold tasks up. */
+  /** Calls wait, or will wait by the forecast, longer than the budget, or wait with no measure of how long: the tools hold tasks up. */
   backlogged: boolean;
   /** The calls' arrival rate and mean time (absent: not measured). */
   offered?: OfferedLoad;
@@ -46,13 +53,28 @@ export function runnersForLoad(offered: OfferedLoad | undefined, concurrency: nu
   return Math.max(0, Math.ceil(busySlots / Math.max(1, concurrency) / TOOL_TARGET_UTILISATION - 1e-9));
 }
 
+/**
+ * The wait of the last of `pending` calls, ms: those the free slots take
+ * start at once; the rest are served `current × concurrency` at a time, one
+ * round per mean call time (0: the free slots take them all; absent: no
+ * call pending, or no runner to serve one).
+ */
+export function forecastWaitMs(pending: number, running: number, current: number, concurrency: number, callMs: number): number | undefined {
+  const slots = current * Math.max(1, concurrency);
+  if (pending === 0 || slots === 0) return undefined;
+  const queued = Math.max(0, pending - Math.max(0, slots - running));
+  return Math.ceil(queued / slots) * callMs;
+}
+
 export function runnerDemand(signal: ToolPoolSignal | undefined, concurrency: number, current: number, slo: AppSlo | undefined, offered?: OfferedLoad): RunnerDemand {
   const pending = signal?.pending ?? 0;
   const running = signal?.ackPending ?? 0;
   const budget = toolWaitBudgetMs(slo);
   const wait = signal?.waitP90Ms;
   const withinBudget = wait !== undefined && budget !== undefined && wait <= budget;
-  const backlogged = pending > 0 && (!withinBudget || current === 0);
+  const forecast = offered === undefined ? undefined : forecastWaitMs(pending, running, current, concurrency, offered.callMs);
+  const forecastOver = forecast !== undefined && budget !== undefined && forecast > budget;
+  const backlogged = pending > 0 && (!withinBudget || current === 0 || forecastOver);
   const needed = Math.ceil((pending + running) / Math.max(1, concurrency));
   const forBacklog = backlogged ? needed : Math.min(needed, Math.max(current, Math.ceil(running / Math.max(1, concurrency))));
   const forLoad = runnersForLoad(offered, concurrency);
@@ -61,6 +83,7 @@ export function runnerDemand(signal: ToolPoolSignal | undefined, concurrency: nu
     pending,
     running,
     ...(wait !== undefined ? { waitP90Ms: wait } : {}),
+    ...(forecast !== undefined ? { forecastWaitMs: forecast } : {}),
     ...(budget !== undefined ? { waitBudgetMs: budget } : {}),
     ...(offered !== undefined ? { offered } : {}),
     runnersForLoad: forLoad,
