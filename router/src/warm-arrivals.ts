@@ -18,14 +18,7 @@
 import { randomUUID } from "node:crypto";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../../common/src/index.js";
-import { decodeToken, encodeToken, type PoolRef } from "../../common/src/protocol/index.js";
-
-export const WARM_ARRIVALS_PREFIX = "interlace.warmarrivals";
-
-/** `interlace.warmarrivals.<ns>.<pool>` */
-export function warmArrivalsSubject(pool: PoolRef): string {
-  return `${WARM_ARRIVALS_PREFIX}.${encodeToken(pool.namespace)}.${encodeToken(pool.name)}`;
-}
+import { ALL_WARM_ARRIVALS, decodeToken, WARM_ARRIVALS_PREFIX, warmArrivalsSubject, type PoolRef } from "../../common/src/protocol/index.js";
 
 /** One placed app session as another replica announces it. */
 interface WarmArrivalMessage {
@@ -57,7 +50,7 @@ export class WarmArrivals {
 
   /** Tells `record` of every other replica's placed app session (pool, affinity key); `onMalformed` of each message dropped. Unsubscribe (or drain the connection) to stop. */
   listen(record: (pool: PoolRef, key: string) => void, onMalformed: () => void = () => {}): Subscription {
-    return this.nc.subscribe(`${WARM_ARRIVALS_PREFIX}.>`, {
+    return this.nc.subscribe(ALL_WARM_ARRIVALS, {
       callback: (err, msg) => {
         if (err !== null) return void this.log.warn({ err }, "warm-arrivals subscription failed");
         let body: unknown;

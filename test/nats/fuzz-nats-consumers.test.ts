@@ -24,7 +24,7 @@ import { createLogger } from "../../common/src/index.js";
 import { startRouter } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
 import { openProgramsBucket } from "../../router/src/programs/program-bucket.js";
-import { warmArrivalsSubject } from "../../router/src/warm-arrivals.js";
+import { warmArrivalsSubject } from "../../common/src/protocol/warm-arrivals.js";
 import { NatsLiveState } from "../../operator/src/controllers/live-state.js";
 import { hostileValue, paths, setAt } from "../helpers/fuzz-http.js";
 import { startNatsServer } from "../helpers/nats-server.js";

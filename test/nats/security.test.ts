@@ -16,6 +16,7 @@ import { signInterrupt } from "../../common/src/security/interrupt-signature.js"
 import type { NatsIdentity } from "../../common/src/security/nats-permissions.js";
 import { Header, interruptSubject, poolStream, PROTOCOL_VERSION, RESPONSES_BUCKET, RUNNERS_CONSUMER, sendInterrupt, toolSubject } from "../../common/src/protocol/index.js";
 import { ALL_KV_EVENTS, kvEventsSubject } from "../../common/src/protocol/kv-events.js";
+import { ALL_WARM_ARRIVALS, warmArrivalsSubject } from "../../common/src/protocol/warm-arrivals.js";
 import { JetStreamResponseStore } from "../../engine-pod/src/server/jetstream-response-store.js";
 import { createNatsSecurity, natsClientSecurity, removeNatsSecurity } from "../../hack/nats.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -194,6 +195,33 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.ok(await eventually(() => received.length >= 1 && errors.some((e) => /permission/i.test(e))), `the event arrives and the forgery is refused (${errors.join("; ")})`);
     await new Promise((r) => setTimeout(r, 200));
     t.same(received, [kvEventsSubject({ namespace: "default", name: "qwen" })], "the router got the engine's event and not the other namespace's forgery");
+  });
+
+  await t.test("warm arrivals: one router replica's placed sessions reach the others; an engine cannot publish one", async (t) => {
+    const routerA = await open(await as({ kind: "router" }));
+    const routerB = await open(await as({ kind: "router" }));
+    const engine = await open(await as(ENGINE));
+    const received: string[] = [];
+    const sub = routerB.subscribe(ALL_WARM_ARRIVALS, {
+      callback: (_err, m) => {
+        received.push(m.string());
+      },
+    });
+    t.teardown(() => sub.unsubscribe());
+    await routerB.flush();
+    const errors: string[] = [];
+    const watch = async (nc: NatsConnection): Promise<void> => {
+      for await (const s of nc.status()) if (s.type === "error") errors.push(String(s.error));
+    };
+    void watch(engine);
+    const subject = warmArrivalsSubject({ namespace: "default", name: "qwen" });
+    routerA.publish(subject, JSON.stringify({ router: "a", key: "k1" }));
+    engine.publish(subject, JSON.stringify({ router: "forged", key: "k2" }));
+    await routerA.flush();
+    await engine.flush().catch(() => undefined);
+    t.ok(await eventually(() => received.length >= 1 && errors.some((e) => /permission/i.test(e))), `the router's arrival arrives and the engine's is refused (${errors.join("; ")})`);
+    await new Promise((r) => setTimeout(r, 200));
+    t.same(received, [JSON.stringify({ router: "a", key: "k1" })], "the other replica got the router's arrival and not the engine's");
   });
 
   await t.test("the JetStream objects exist as the identities created them", async (t) => {

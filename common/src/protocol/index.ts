@@ -19,5 +19,6 @@ export * from "./reliability.js";
 export * from "./publish.js";
 export * from "./engine-heartbeat.js";
 export * from "./kv-events.js";
+export * from "./warm-arrivals.js";
 export * from "./app-config.js";
 export * from "./stream-replicas.js";

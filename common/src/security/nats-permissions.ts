@@ -45,6 +45,7 @@
  * can read another's request replies (JetStream API answers, acks).
  */
 import { ALL_KV_EVENTS, KV_EVENTS_PREFIX } from "../protocol/kv-events.js";
+import { ALL_WARM_ARRIVALS } from "../protocol/warm-arrivals.js";
 import {
   encodeToken,
   INTR_PREFIX,
@@ -219,9 +220,11 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...streamSetup(`KV_${RESERVATIONS_BUCKET}`),
           ...kvRead(RESERVATIONS_BUCKET),
           ...kvWrite(RESERVATIONS_BUCKET),
+          // The app sessions it placed, for the other replicas' hot-prefix warming (router/src/warm-arrivals.ts).
+          ALL_WARM_ARRIVALS,
         ],
-        // Every pool's KV events: a router places on all pools (router/src/prefix-index.ts).
-        subscribe: [inbox, ALL_KV_EVENTS],
+        // Every pool's KV events: a router places on all pools (router/src/prefix-index.ts); the other replicas' placed sessions.
+        subscribe: [inbox, ALL_KV_EVENTS, ALL_WARM_ARRIVALS],
       };
     case "operator":
       return {
