@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
 import type { AppSlo } from "../../operator/src/api/index.js";
-import { asleep, boundsOf, decideAutoscaling, PoolWants, wakesFromZero, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
+import { asleep, boundsOf, CALL_TIME_WINDOW_MS, decideAutoscaling, PoolWants, wakesFromZero, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
 
 interface Trace {
   description: string;
@@ -255,7 +255,7 @@ t.test("runners follow the calls' offered load: no cut while the step's load nee
     "0.9 calls/s × 2 s keeps 1.8 slots busy: 3 runners at 75%, none cut; at 1.3 calls/s, 4",
   );
   t.equal(pendingAt(38), 0, "no call waited when the fourth runner was asked for");
-  t.equal(changes[0]?.reason, "scaled ToolPool tools 3→4: 1.3 calls/s × 2.1 s per call at 75% target, 0 calls pending, 3 running (1 per runner), p90 tool wait 0.0 s (budget 2.0 s)");
+  t.equal(changes[0]?.reason, "scaled ToolPool tools 3→4: 1.3 calls/s × 2.0 s per call at 75% target, 0 calls pending, 3 running (1 per runner), p90 tool wait 0.0 s (budget 2.0 s)");
   t.match(ticks[15]?.decision.pools[0]?.reason ?? "", /^ToolPool tools stays at 3: 0\.9 calls\/s × 2\.0 s per call at 75% target, /, "the step's reason names its rate and call time");
 
   const noCounters = replay({ ...tr, samples: tr.samples.map((s) => ({ ...s, tools: { tools: { pending: s.tools["tools"]!.pending, ackPending: s.tools["tools"]!.ackPending, waitP90Ms: s.tools["tools"]!.waitP90Ms ?? 0 } } })) });
@@ -322,9 +322,9 @@ t.test("the backlog rule forecasts the pending calls' wait: calls queued behind 
   t.same(
     changes.map((c) => [Math.round(c.t), c.current, c.desired]),
     [[14, 1, 2], [20, 2, 3], [56, 3, 6]],
-    "at 56.4 s runners for every outstanding call (3 pending + 3 running), where the offered load alone (1.4 calls/s × 2.2 s at 75%) asks for 4",
+    "at 56.4 s runners for every outstanding call (3 pending + 3 running), where the offered load alone (1.4 calls/s × 2.1 s at 75%) asks for 4",
   );
-  t.equal(changes.at(-1)?.reason, "scaled ToolPool tools 3→6: 1.4 calls/s × 2.2 s per call at 75% target, 3 calls pending, 3 running (1 per runner), p90 tool wait 0.1 s, last pending call's forecast wait 2.2 s (budget 2.0 s)");
+  t.equal(changes.at(-1)?.reason, "scaled ToolPool tools 3→6: 1.4 calls/s × 2.1 s per call at 75% target, 3 calls pending, 3 running (1 per runner), p90 tool wait 0.1 s, last pending call's forecast wait 2.1 s (budget 2.0 s)");
   t.equal(ticks[at(56.44)]?.decision.bottleneck, "tools", "the forecast backlog makes the tools the bottleneck");
 
   const noCallTime = replay({ ...tr, samples: tr.samples.map((s) => ({ ...s, tools: { tools: { pending: s.tools["tools"]!.pending, ackPending: s.tools["tools"]!.ackPending, ...(s.tools["tools"]!.waitP90Ms !== undefined ? { waitP90Ms: s.tools["tools"]!.waitP90Ms } : {}) } } })) });
@@ -333,4 +333,10 @@ t.test("the backlog rule forecasts the pending calls' wait: calls queued behind 
     [],
     "without the delivered counter there is no call time to forecast by: the measured wait within the budget tolerates the 3 pending calls",
   );
+});
+
+t.test("the samples kept cover every window a rule reads, even under a short stabilisation window", async (t) => {
+  const short = boundsOf({ maxReplicas: 6, minReplicas: 1, scaleDownStabilizationSeconds: 20 });
+  t.ok(windowMsOf(short) >= CALL_TIME_WINDOW_MS, `a 20 s stabilisation window keeps ${windowMsOf(short)} ms, enough for the ${CALL_TIME_WINDOW_MS} ms mean-call-time window`);
+  t.equal(windowMsOf(boundsOf({ maxReplicas: 6, scaleDownStabilizationSeconds: 300 })), 300_000, "a longer stabilisation window is kept whole");
 });

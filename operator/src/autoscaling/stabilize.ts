@@ -11,6 +11,7 @@
  */
 import { ENGINE_TTFT_WINDOW_MS } from "../../../common/src/protocol/index.js";
 import { AUTOSCALING_DEFAULTS, type AutoscalingSpec } from "../api/index.js";
+import { CALL_RATE_WINDOW_MS, CALL_TIME_WINDOW_MS, ENGINE_GROWTH_WINDOW_MS } from "./policy.js";
 
 /** Bounds with the schema's defaults filled in. */
 export type Bounds = Required<AutoscalingSpec>;
@@ -19,9 +20,16 @@ export function boundsOf(spec: AutoscalingSpec): Bounds {
   return { ...AUTOSCALING_DEFAULTS, ...spec };
 }
 
-/** How long a window of samples a pool's decision needs, ms (at least the engines' TTFT window, to see when capacity last rose). */
+/**
+ * How long a window of samples a pool's decision needs, ms: its stabilisation
+ * (or idle) window, and at least every window a rule reads (the engines' TTFT
+ * window, to see when capacity last rose; the calls' mean-time and rate
+ * windows; the engines' growth window), so a pool with a short stabilisation
+ * window still measures over the windows the rules state.
+ */
 export function windowMsOf(b: Bounds): number {
-  return Math.max(ENGINE_TTFT_WINDOW_MS, 1000 * Math.max(b.scaleDownStabilizationSeconds, b.minReplicas === 0 ? b.idleSecondsBeforeZero : 0));
+  const rules = Math.max(ENGINE_TTFT_WINDOW_MS, CALL_TIME_WINDOW_MS, CALL_RATE_WINDOW_MS, ENGINE_GROWTH_WINDOW_MS);
+  return Math.max(rules, 1000 * Math.max(b.scaleDownStabilizationSeconds, b.minReplicas === 0 ? b.idleSecondsBeforeZero : 0));
 }
 
 /** One sample's recommendation: replicas (null: no signal to size from) and whether the pool had no work. */
