@@ -192,7 +192,8 @@ export async function autoscalingSteps(t: Test, cluster: Cluster, ctx: Autoscali
     const long = session(ctx, "scaled-app", { prompt: "One long job.", policy: { type: "lpt-dag", calls: [{ id: "long", tool: "wait_auto", arguments: { ms: 20000 } }], finalText: " done" } });
     const shrunk = await until("the builtin pool to scale down", 120_000, async () => {
       const p = await getPool(cluster, "toolpools", "auto-tools");
-      return p.status?.autoscaling?.lastDirection === "down" && p.spec.replicas === 1 ? p : undefined;
+      // The status of the decision that wrote 1: spec.replicas is written before status, and a descent may take two steps (3→2→1).
+      return p.status?.autoscaling?.lastDirection === "down" && p.status.autoscaling.desiredReplicas === 1 && p.spec.replicas === 1 ? p : undefined;
     });
     t.match(shrunk.status?.autoscaling?.lastReason ?? "", /^scaled ToolPool auto-tools \d→1: ([\d.]+ calls\/s × [\d.]+ s per call at \d+% target, )?0 calls pending, [01] running \(1 per runner\), (p90 tool wait [\d.]+ s, )?at most [01] runners? wanted over the last 15 s$/, "down to one runner, after the window");
     const last = await long;
