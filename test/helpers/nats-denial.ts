@@ -2,7 +2,7 @@
  * @module How the tests see NATS refuse an identity: a request it may not
  * publish fails with a permissions error (never a hang), and a plain publish
  * or subscribe it may not make is reported asynchronously on the connection.
- * Used by test/operator/tenancy-attacks.test.ts against a local nats-server,
+ * Used by test/operator/tenancy-attacks.test.ts and test/nats/security.test.ts against a local nats-server,
  * and by the real cluster's tenancy step (test/cluster/steps-tenancy.ts),
  * which runs the same functions inside a pod (their source, through
  * `toString()`): so they import nothing and use only their arguments.

@@ -22,6 +22,7 @@ import { createNatsSecurity, natsClientSecurity, removeNatsSecurity } from "../.
 import { startNatsServer } from "../helpers/nats-server.js";
 import { counterValue, makeCall, POOL, poolConfig, startExecutor, startRunner } from "./fixtures.js";
 import { eventually } from "../helpers/wait.js";
+import { denied, permissionErrors } from "../helpers/nats-denial.js";
 
 const ENGINE: NatsIdentity = { kind: "engine", namespace: "default", pod: "engine-0" };
 const RUNNER: NatsIdentity = { kind: "runner", namespace: "default", pool: "tools" };
@@ -74,15 +75,6 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     const otherNsEngine = await open(await as({ kind: "engine", namespace: "team-b", pod: "engine-9" }));
     const nobody = await open({ creds: await mintPowerlessCreds(sec.root!.accountSeed), caFile: sec.tls!.caFile });
 
-    // A JetStream API request the identity may not publish fails with a permissions error (never a hang).
-    const denied = async (nc: NatsConnection, subject: string, body = ""): Promise<boolean> => {
-      try {
-        await nc.request(subject, body, { timeout: 3_000 });
-        return false;
-      } catch (err) {
-        return /permission/i.test(String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? ""));
-      }
-    };
     const stream = poolStream(POOL);
     t.ok(await denied(engine, `$JS.API.CONSUMER.MSG.NEXT.${stream}.${RUNNERS_CONSUMER}`, JSON.stringify({ batch: 1, expires: 1e9 })), "an engine cannot pull from a pool's work queue");
     t.ok(await denied(engine, "$JS.API.CONSUMER.MSG.NEXT.INTERLACE_INTR_default.engine-engine-1", JSON.stringify({ batch: 1 })), "an engine cannot read another engine's interrupts");
@@ -97,10 +89,7 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.ok(await denied(engine, `$JS.API.STREAM.PURGE.${stream}`), "an engine cannot purge a pool's queue");
     t.ok(await denied(nobody, "$JS.API.INFO"), "an identity with no permissions can do nothing");
     // Plain subscriptions to others' traffic are refused by the server (the connection reports a permissions error).
-    const errors: string[] = [];
-    void (async () => {
-      for await (const s of otherRunner.status()) if (s.type === "error") errors.push(String((s as { error?: Error }).error?.message ?? s.type));
-    })();
+    const errors = permissionErrors(otherRunner);
     otherRunner.subscribe("interlace.intr.>");
     otherRunner.subscribe("interlace.tools.>");
     await otherRunner.flush().catch(() => undefined);
@@ -155,11 +144,6 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.equal((await theirs.get("resp_b"))?.id, "resp_b", "the other namespace's engine uses its own keys");
     t.equal(await theirs.get("resp_abc"), undefined, "and does not see this namespace's");
     const key = (ns: string): string => `$JS.API.DIRECT.GET.KV_${RESPONSES_BUCKET}.$KV.${RESPONSES_BUCKET}.${ns}.resp_abc`;
-    const denied = async (nc: NatsConnection, subject: string, body = ""): Promise<boolean> =>
-      nc.request(subject, body, { timeout: 3_000 }).then(
-        () => false,
-        (err: unknown) => /permission/i.test(String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? "")),
-      );
     t.ok(await denied(otherNsEngine, key("default")), "another namespace's engine cannot read the key directly");
     t.ok(await denied(otherNsEngine, `$JS.API.STREAM.MSG.GET.KV_${RESPONSES_BUCKET}`, JSON.stringify({ last_by_subj: `$KV.${RESPONSES_BUCKET}.default.resp_abc` })), "nor through a whole-stream get");
     t.ok(await denied(otherNsEngine, `$KV.${RESPONSES_BUCKET}.default.resp_abc`, "{}"), "nor overwrite it");
@@ -183,11 +167,7 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     });
     t.teardown(() => sub.unsubscribe());
     await router.flush();
-    const errors: string[] = [];
-    const watch = async (nc: NatsConnection): Promise<void> => {
-      for await (const s of nc.status()) if (s.type === "error") errors.push(String(s.error));
-    };
-    void watch(otherNsEngine);
+    const errors = permissionErrors(otherNsEngine);
     engine.publish(kvEventsSubject({ namespace: "default", name: "qwen" }), "{}");
     otherNsEngine.publish(kvEventsSubject({ namespace: "default", name: "qwen" }), "{}");
     await engine.flush();
@@ -209,11 +189,7 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     });
     t.teardown(() => sub.unsubscribe());
     await routerB.flush();
-    const errors: string[] = [];
-    const watch = async (nc: NatsConnection): Promise<void> => {
-      for await (const s of nc.status()) if (s.type === "error") errors.push(String(s.error));
-    };
-    void watch(engine);
+    const errors = permissionErrors(engine);
     const subject = warmArrivalsSubject({ namespace: "default", name: "qwen" });
     routerA.publish(subject, JSON.stringify({ router: "a", key: "k1" }));
     engine.publish(subject, JSON.stringify({ router: "forged", key: "k2" }));
