@@ -17,7 +17,7 @@ import { parseEngineHeartbeat, parseEngineKey, type EngineHeartbeat } from "../.
 import type { EngineLoad } from "./placement.js";
 import { HeartbeatPrefixIndex } from "./heartbeat-prefix-index.js";
 import type { PrefixIndex } from "./prefix-index.js";
-import type { SharedReservations } from "./shared-reservations.js";
+import { heartbeatShows, type SharedReservations, type Taken } from "./shared-reservations.js";
 
 /**
  * A placement counted against its engine while it is sent; `confirm` (the
@@ -40,8 +40,8 @@ interface EngineRecord {
   heartbeat: EngineHeartbeat;
   /** Local arrival time of the last heartbeat (ms, monotonic enough: Date.now()). */
   seenAt: number;
-  /** Local arrival times of placements made here and not yet reflected in a heartbeat. */
-  pending: number[];
+  /** Placements made here that the engine took and no heartbeat counts yet: when, and the admission count it answered with. */
+  pending: Taken[];
   /** Placements of this router being sent to the engine now. */
   sending: number;
 }
@@ -126,8 +126,9 @@ export class EngineRegistry {
     if (pool === undefined) this.pools.set(pk, (pool = new Map()));
     const now = this.now();
     const previous = pool.get(heartbeat.pod);
-    // Placements confirmed well before this heartbeat was received are in its figures now.
-    const pending = (previous?.pending ?? []).filter((at) => at > now - 50);
+    // Placements this heartbeat counts are in its figures now: by the engine's admission counter, or (an engine without one) by timing.
+    const beat = { seenAt: now, ...(heartbeat.admissions !== undefined ? { admissions: heartbeat.admissions } : {}) };
+    const pending = (previous?.pending ?? []).filter((taken) => !heartbeatShows(taken, beat));
     pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, pending, sending: previous?.sending ?? 0 });
     this.shared?.heartbeat(heartbeat.pool.namespace, heartbeat.pool.name, heartbeat.pod, seenAt ?? now, heartbeat.admissions);
     this.prefixIndex.heartbeat(pk, heartbeat);
@@ -240,8 +241,11 @@ export class EngineRegistry {
 
   /**
    * Counts a placement on `pod` while it is sent, so requests placed
-   * meanwhile see the sequence taken. `confirm` (the engine took it) keeps
-   * counting it until a heartbeat reflects it; `release` (refused) drops it.
+   * meanwhile see the sequence taken. `confirm` (the engine took it, with
+   * the admission count it answered with) keeps counting it until a
+   * heartbeat shows it (heartbeatShows, the shared reservations' rule: the
+   * engine's admission counter, or timing for an engine without one);
+   * `release` (refused) drops it.
    * With shared reservations, the placement must have been made from the
    * current shared view (call inside {@link exclusive}): null when another
    * front door reserved meanwhile, so the caller places again. `current:
@@ -287,23 +291,22 @@ export class EngineRegistry {
       if (now !== undefined) now.sending = Math.max(0, now.sending - 1);
       return now;
     };
-    let confirmedAt: number | undefined;
+    let taken: Taken | undefined;
     let finished = false;
     return {
-      confirm: () => {
+      confirm: (admission?: number) => {
         const sent = end();
         if (sent === undefined) return;
-        confirmedAt = this.now();
-        sent.pending.push(confirmedAt);
+        taken = { at: this.now(), ...(admission !== undefined ? { admission } : {}) };
+        sent.pending.push(taken);
       },
       release: () => void end(),
-      // Once only: another placement confirmed in the same millisecond has an equal entry.
       finish: () => {
         end();
         if (finished) return Promise.resolve();
         finished = true;
         const pending = record()?.pending;
-        const i = confirmedAt === undefined ? -1 : (pending?.indexOf(confirmedAt) ?? -1);
+        const i = taken === undefined ? -1 : (pending?.indexOf(taken) ?? -1);
         if (i >= 0) pending!.splice(i, 1);
         return Promise.resolve();
       },

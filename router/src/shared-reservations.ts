@@ -43,7 +43,7 @@ import { parseReservations, reservationsKey, type PlacementReservation } from ".
 import { entryJson } from "./kv-watch.js";
 import { isRevisionConflict } from "./programs/program-replica.js";
 
-/** A heartbeat arriving this long after the engine took a request is taken to count it (as the local accounting does). */
+/** From an engine without an admission counter, a heartbeat arriving this long after it took a request is taken to count it (here and in the local accounting, engine-registry.ts). */
 export const REFLECTED_AFTER_MS = 50;
 
 /** A request the engine took: when this process learnt it, and the engine's admission count in its answer (absent: the engine sends none). */
