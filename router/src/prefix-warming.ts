@@ -15,9 +15,12 @@
  *
  * An engine that joins the pool (a scale-up, a restart) is warmed with each
  * hot app that an engine holds, whatever the number of holders: it is the
- * least loaded engine, so the sessions that spill next go there, and without
- * the warm each of them prefills the whole shared prompt at once, just as
- * the engine starts taking load.
+ * least loaded engine, so the sessions that spill next go there and fork the
+ * warmed prefix. Not while every other engine's sequences are taken: then
+ * sessions go to the new engine at once, and an engine prefills a store warm
+ * beside them rather than letting them wait for it (sessions follow only
+ * another session's fill), so the warm would slow their first tokens; the
+ * first session's own prefill, which the next ones follow, warms it instead.
  *
  * Not warmed: a cold app (its sessions fit on one engine, and a warm would
  * take a store entry from another app), one no engine holds yet (its first
@@ -62,7 +65,7 @@ export interface WarmInput {
 
 export type WarmDecision =
   | { warm: true; pod: string; holder: string; reason: string }
-  | { warm: false; why: "off" | "no-prefix" | "cold" | "single-engine" | "held-by-none" | "held-by-several" | "no-idle-engine" };
+  | { warm: false; why: "off" | "no-prefix" | "cold" | "single-engine" | "held-by-none" | "held-by-several" | "no-idle-engine" | "joining-under-load" };
 
 export function decideWarm(input: WarmInput, settings: WarmSettings): WarmDecision {
   if (settings.sessions <= 0) return { warm: false, why: "off" };
@@ -73,6 +76,7 @@ export function decideWarm(input: WarmInput, settings: WarmSettings): WarmDecisi
   const holders = input.engines.filter((e) => e.matched >= input.segments);
   if (holders.length === 0) return { warm: false, why: "held-by-none" };
   if (holders.length > 1 && input.joining === undefined) return { warm: false, why: "held-by-several" };
+  if (input.joining !== undefined && input.engines.every((e) => e.pod === input.joining || e.free <= 0)) return { warm: false, why: "joining-under-load" };
   const idle = input.engines
     .filter((e) => (input.joining === undefined || e.pod === input.joining) && e.matched < input.segments && !e.prefilling && !input.skip.has(e.pod))
     .filter((e) => e.free >= Math.max(1, Math.ceil(settings.minFreeShare * e.capacity)))

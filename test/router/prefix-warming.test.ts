@@ -62,4 +62,10 @@ t.test("a joining engine is warmed, however many engines hold the prefix, and on
   t.match(decideWarm(input({ engines: [engine("a"), engine("new")], joining: "new" }), SETTINGS), { warm: false, why: "held-by-none" }, "no engine holds it: nothing to warm from");
   t.match(decideWarm(input({ engines, joining: "new", arrivals: [NOW] }), SETTINGS), { warm: false, why: "cold" }, "a cold app is not warmed onto it");
   t.match(decideWarm(input({ engines: [engine("a", { matched: 2 }), engine("new", { matched: 2 })], joining: "new" }), SETTINGS), { warm: false, why: "no-idle-engine" }, "it holds the prefix already");
+  t.match(
+    decideWarm(input({ engines: [engine("a", { matched: 2, load: 4, free: 0 }), engine("b", { matched: 2, load: 4, free: 0 }), engine("new")], joining: "new" }), SETTINGS),
+    { warm: false, why: "joining-under-load" },
+    "every other engine full: sessions go to it at once, and their own fill (which the next ones follow) warms it",
+  );
+  t.match(decideWarm(input({ engines: [engine("a", { matched: 2, load: 4, free: 0 }), engine("b", { matched: 2, load: 3, free: 1 }), engine("new")], joining: "new" }), SETTINGS), { warm: true, pod: "new" }, "one free sequence elsewhere: warmed");
 });
