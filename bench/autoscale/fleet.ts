@@ -135,6 +135,8 @@ export interface FleetOptions {
   sequences: number;
   contextSize: number;
   drainGraceMs: number;
+  /** The engines' `--prefix-store`: sequences that keep apps' shared prefixes (what the router's warm of a new engine fills). */
+  prefixStore: number;
   runnerConfig: ToolRunnerConfig;
   clock: () => number;
   /**
@@ -152,7 +154,7 @@ export function startFleet(o: FleetOptions): { engines: ProcessPool; runners: Pr
       [
         "--model-preset", o.modelPreset, "--executor", "nats", "--nats-url", o.natsUrl, "--pool", o.enginePool, "--pod-name", id,
         "--sequences", String(o.sequences), "--context-size", String(o.contextSize), "--threads", "1", "--heartbeat-ms", "250",
-        "--drain-grace-ms", String(o.drainGraceMs), "--kv-cost-model-file", o.costModelFile,
+        "--drain-grace-ms", String(o.drainGraceMs), "--prefix-store", String(o.prefixStore), "--kv-cost-model-file", o.costModelFile,
       ],
       { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 300_000 },
     );

@@ -25,7 +25,7 @@ const FLAGS = [
   "--trace FILE", "--duration S", "--base-rate R", "--step-rate R", "--burst-rate R", "--seed N", "--slo-task-p90-ms MS",
   "--tool-ms MS", "--calls N", "--think-tokens N", "--min-engines N", "--max-engines N", "--min-runners N", "--max-runners N",
   "--runner-concurrency N", "--sequences N", "--stabilization-s S", "--idle-s S", "--tick-ms MS", "--engine-target F",
-  "--drain-grace-ms MS", "--patience-ms MS", "--model-preset NAME", "--policies LIST", "--quick", "--json FILE",
+  "--drain-grace-ms MS", "--prefix-store N", "--patience-ms MS", "--model-preset NAME", "--policies LIST", "--quick", "--json FILE",
 ];
 
 export interface AutoscaleConfig {
@@ -83,6 +83,8 @@ export function parseConfig(argv: readonly string[]): AutoscaleConfig {
       runnerConcurrency,
       tickMs: f.num("tick-ms", 2000, { integer: true, min: 100 }),
       drainGraceMs: f.num("drain-grace-ms", 10_000, { integer: true, min: 0 }),
+      // One store sequence per engine keeps the one app's shared prefix, so the router can warm a new engine with it.
+      prefixStore: f.num("prefix-store", 1, { integer: true, min: 0 }),
       patienceMs: f.num("patience-ms", 120_000, { integer: true, min: 1000 }),
       task: { calls: f.num("calls", 3, { integer: true, min: 0 }), toolMs: f.num("tool-ms", 2000, { integer: true, min: 0 }), thinkTokens: f.num("think-tokens", 16, { integer: true, min: 0 }) },
     },
@@ -109,6 +111,7 @@ function configJson(c: AutoscaleConfig, arrivals: number): Record<string, unknow
     engine_only_target: c.scale.engineTarget,
     tick_ms: c.run.tickMs,
     drain_grace_ms: c.run.drainGraceMs,
+    prefix_store: c.run.prefixStore,
     client_patience_ms: c.run.patienceMs,
     calls_per_task: c.run.task.calls,
     tool_ms: c.run.task.toolMs,
@@ -165,6 +168,7 @@ export async function run(argv: string[]): Promise<void> {
         replicas_tools: r.runnerSteps.map((x) => ({ at_ms: Math.round(x.atMs), replicas: x.replicas })),
         decisions: r.decisions.map((d) => ({ at_ms: d.atMs, reason: d.reason })),
         cold_starts: r.coldStarts.map((c) => ({ side: c.side, id: c.id, at_ms: c.atMs, ready_ms: c.readyMs ?? null, ...(c.error !== undefined ? { error: c.error } : {}) })),
+        prefix_warms: r.prefixWarms ?? {},
         ticks: r.ticks.map((t) => ({ at_ms: t.atMs, engines: t.engines, runners: t.runners, queued_sessions: t.queuedSessions, active_sessions: t.activeSessions, calls_pending: t.callsPending, calls_running: t.callsRunning, calls_delivered: t.callsDelivered, wait_p90_ms: t.waitP90Ms })),
         tasks: r.tasks.map((x) => ({ at_ms: x.atMs, ok: x.ok, task_ms: x.taskMs === undefined ? null : Math.round(x.taskMs), retries: x.retries, ...(x.parts !== undefined ? { parts: partsJson(x.parts) } : {}), ...(x.error !== undefined ? { error: x.error } : {}) })),
       })),

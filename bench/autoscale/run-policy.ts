@@ -34,6 +34,8 @@ export interface RunSetup {
   runnerConcurrency: number;
   tickMs: number;
   drainGraceMs: number;
+  /** Prefix-store sequences per engine (the engines' `--prefix-store`; 0: off, so the router cannot warm an engine). */
+  prefixStore: number;
   patienceMs: number;
   task: TaskOptions;
 }
@@ -69,6 +71,8 @@ export interface PolicyRun {
   decisions: Decision[];
   coldStarts: ColdStart[];
   ticks: Tick[];
+  /** The router's hot-prefix warms by outcome (warmed, held, busy, refused, failed; absent: none asked). */
+  prefixWarms?: Record<string, number>;
 }
 
 const SLEEP_TOOL = {
@@ -94,6 +98,7 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
     sequences: setup.sequences,
     contextSize: 2048,
     drainGraceMs: setup.drainGraceMs,
+    prefixStore: setup.prefixStore,
     runnerConfig: { namespace: BENCH_NS, pool: TOOL_POOL_NAME, concurrency: setup.runnerConcurrency, tools: [{ ...SLEEP_TOOL, implementation: { type: "builtin" } }] },
     clock,
   });
@@ -167,6 +172,8 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
     const ok = tasks.filter((x) => x.ok).length;
     log(`  ${policy.name}: ${ok}/${tasks.length} tasks completed in ${(endMs / 1000).toFixed(0)} s, ${decisions.length} scale decisions`);
     for (const x of tasks.filter((x) => !x.ok).slice(0, 3)) log(`    not completed: ${x.error ?? "?"}`);
+    const prefixWarms = Object.fromEntries((await router.metrics.prefixWarms.get()).values.map((v) => [String(v.labels["outcome"]), v.value]));
+    if (Object.keys(prefixWarms).length > 0) log(`    prefix warms: ${Object.entries(prefixWarms).map(([k, v]) => `${v} ${k}`).join(", ")}`);
     return {
       policy: policy.name,
       tasks,
@@ -178,6 +185,7 @@ export async function runPolicy(policy: Policy, setup: RunSetup, arrivalsMs: rea
       decisions,
       coldStarts: [...fleet.engines.coldStarts, ...fleet.runners.coldStarts],
       ticks,
+      ...(Object.keys(prefixWarms).length > 0 ? { prefixWarms } : {}),
     };
   } finally {
     await Promise.all([fleet.engines.stopAll(), fleet.runners.stopAll()]);

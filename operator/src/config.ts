@@ -87,6 +87,8 @@ export interface OperatorOptions {
   autoscaleIntervalMs: number;
   /** How often, between ticks, builtin pools at zero are checked for waiting work that should wake them at once (ms; 0: only at ticks). */
   wakeCheckMs: number;
+  /** How often, between ticks, apps with builtin pools with replicas are checked for a scale-up their pass would make now (ms; 0: only at ticks). */
+  pressureCheckMs: number;
   /** Placement settings of the endpoint pickers it runs (the chart passes the router's, so both front doors place alike). */
   picker: PickerPlacement;
   logLevel: string;
@@ -98,7 +100,7 @@ export interface OperatorOptions {
  * --retry-period-ms --metrics-port --metrics-host --image
  * --image-pull-policy --nats-url --router-url --nats-auth-secret
  * --router-credentials-secret --nats-ca --credentials-namespace --workers
- * --resync-ms --key-grace-ms --autoscale-interval-ms --wake-check-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
+ * --resync-ms --key-grace-ms --autoscale-interval-ms --wake-check-ms --pressure-check-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
  * --picker-engine-ttl-ms --log-level` (each also as an upper-snake
  * environment variable).
  */
@@ -153,6 +155,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     keyGraceMs: intOpt(src, "key-grace-ms", DEFAULT_KEY_GRACE_MS, { min: 0, max: 7 * 86_400_000 }),
     autoscaleIntervalMs: intOpt(src, "autoscale-interval-ms", 10_000, { min: 100, max: 600_000 }),
     wakeCheckMs: intOpt(src, "wake-check-ms", 1_000, { min: 0, max: 600_000 }),
+    pressureCheckMs: intOpt(src, "pressure-check-ms", 2_000, { min: 0, max: 600_000 }),
     picker: {
       placement: pickerPlacement,
       loadFactorPercent: intOpt(src, "picker-load-factor", 125, { min: 100, max: 1000 }),

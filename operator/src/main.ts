@@ -81,7 +81,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
   const cleanup = overrides.cleanup ?? (opts.natsUrl ? new JetStreamPoolCleanup(opts.natsUrl, log, security) : noopPoolCleanup);
   const live = overrides.live ?? (opts.natsUrl ? new NatsLiveState(opts.natsUrl, log, Date.now, security) : unobservedLiveState);
   const upkeepStop = new AbortController();
-  const { controllers, waker } = setupControllers(
+  const { controllers, waker, pressure } = setupControllers(
     manager,
     {
       client,
@@ -104,7 +104,7 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
       ...(credentials !== undefined ? { credentials } : {}),
     },
     cleanup,
-    { workers: opts.workers, autoscaleIntervalMs: opts.autoscaleIntervalMs, wakeCheckMs: opts.wakeCheckMs, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
+    { workers: opts.workers, autoscaleIntervalMs: opts.autoscaleIntervalMs, wakeCheckMs: opts.wakeCheckMs, pressureCheckMs: opts.pressureCheckMs, ...(overrides.rateLimiter ? { rateLimiter: overrides.rateLimiter } : {}) },
   );
   return {
     manager,
@@ -130,10 +130,12 @@ export function createOperator(opts: OperatorOptions, log: Logger, overrides: Op
       await manager.start();
       // Checks only while this operator leads (the autoscaler runs); cheap otherwise.
       waker.start();
+      pressure.start();
     },
     stop: async () => {
       upkeepStop.abort();
       await waker.stop();
+      await pressure.stop();
       await manager.stop();
       await cleanup.close();
       await live.close();

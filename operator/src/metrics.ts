@@ -31,6 +31,7 @@ export interface AutoscalerMetrics {
   engineHeldRequests: Gauge<"pool_namespace" | "pool">;
   engineTtftP90: Gauge<"pool_namespace" | "pool">;
   earlyWakes: Counter<"kind" | "pool_namespace" | "pool">;
+  pressurePasses: Counter<"kind" | "pool_namespace" | "pool">;
   toolCallArrivalRate: Gauge<"pool_namespace" | "pool">;
   toolCallTime: Gauge<"pool_namespace" | "pool">;
 }
@@ -79,6 +80,12 @@ function autoscalerMetrics(registry: Registry): AutoscalerMetrics {
     earlyWakes: new Counter({
       name: "interlace_autoscaler_early_wakes_total",
       help: "Autoscaler passes run between ticks because work waited for a builtin-mode pool at zero (calls pending on a ToolPool, requests held for an EnginePool).",
+      labelNames: ["kind", ...pool],
+      registers,
+    }),
+    pressurePasses: new Counter({
+      name: "interlace_autoscaler_pressure_passes_total",
+      help: "Autoscaler passes run between ticks because the decision over a fresh sample scaled a builtin-mode pool with replicas up (counted per pool it scaled).",
       labelNames: ["kind", ...pool],
       registers,
     }),

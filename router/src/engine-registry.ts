@@ -64,6 +64,7 @@ export class EngineRegistry {
   /** pool key → pod → record. */
   private readonly pools = new Map<string, Map<string, EngineRecord>>();
   private readonly goneListeners = new Set<(pod: string, reason: string) => void>();
+  private readonly readyListeners = new Set<(pool: { namespace: string; name: string }, pod: string) => void>();
   /** pool key → callers waiting for its next heartbeat (placements holding for a full engine). */
   private readonly waiters = new Map<string, Set<() => void>>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -132,6 +133,8 @@ export class EngineRegistry {
     pool.set(heartbeat.pod, { heartbeat, seenAt: seenAt ?? now, pending, sending: previous?.sending ?? 0 });
     this.shared?.heartbeat(heartbeat.pool.namespace, heartbeat.pool.name, heartbeat.pod, seenAt ?? now, heartbeat.admissions);
     this.prefixIndex.heartbeat(pk, heartbeat);
+    // A new engine, or one that was starting or draining: it takes sessions from now on.
+    if (heartbeat.ready && previous?.heartbeat.ready !== true) for (const l of this.readyListeners) l(heartbeat.pool, heartbeat.pod);
     this.wake(pk);
   }
 
@@ -187,6 +190,12 @@ export class EngineRegistry {
   onGone(listener: (pod: string, reason: string) => void): () => void {
     this.goneListeners.add(listener);
     return () => this.goneListeners.delete(listener);
+  }
+
+  /** Hears an engine become ready for placement: its first ready heartbeat this router receives (a new pod, or one that was not ready). */
+  onReady(listener: (pool: { namespace: string; name: string }, pod: string) => void): () => void {
+    this.readyListeners.add(listener);
+    return () => this.readyListeners.delete(listener);
   }
 
   private fresh(pk: string): EngineRecord[] {

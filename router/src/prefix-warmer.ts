@@ -10,7 +10,11 @@
  * then, or the engine was busy). Two router replicas may ask the same warm:
  * the engine answers the second `held`. With several replicas, an app's
  * arrivals are counted over all of them (`share`, warm-arrivals.ts): each
- * replica places only its share of them.
+ * replica places only its share of them. An engine that becomes ready is
+ * considered at once for every hot app of its pool this replica placed a
+ * session of (with the last body placed), not at the app's next arrival: the
+ * warm starts before the sessions that spill to the new engine, and they
+ * fork the prefix (or wait for its fill) instead of each prefilling it.
  */
 import type { CreateSessionRequest, Logger } from "../../common/src/index.js";
 import type { EngineRegistry } from "./engine-registry.js";
@@ -44,7 +48,10 @@ export interface PrefixWarmerOptions {
 }
 
 interface AppHeat {
+  pool: { namespace: string; name: string };
   arrivals: number[];
+  /** The last session of the app this replica placed (absent: only other replicas' arrivals counted). */
+  last?: WarmArrival;
 }
 
 export class PrefixWarmer {
@@ -75,7 +82,18 @@ export class PrefixWarmer {
     this.share?.publish(arrival.pool, arrival.affinityKey);
     const now = this.now();
     const key = this.count(arrival.pool, arrival.affinityKey, now);
+    this.apps.get(key)!.last = arrival;
     this.consider(key, arrival, now);
+  }
+
+  /** An engine of `pool` became ready: warm it with each hot app of the pool that some engine holds. */
+  engineReady(pool: { namespace: string; name: string }, pod: string): void {
+    if (!this.enabled) return;
+    const now = this.now();
+    this.forgetCold(now);
+    for (const [key, heat] of this.apps) {
+      if (heat.last !== undefined && heat.pool.namespace === pool.namespace && heat.pool.name === pool.name) this.consider(key, heat.last, now, pod);
+    }
   }
 
   /** Another router replica placed a session of the app with this affinity key: it counts toward the app's heat (the decision is that replica's). */
@@ -86,7 +104,7 @@ export class PrefixWarmer {
   private count(pool: { namespace: string; name: string }, affinityKey: string, now: number): string {
     const window = this.options.settings.windowMs;
     const key = `${pool.namespace}/${pool.name} ${affinityKey}`;
-    const heat = this.apps.get(key) ?? { arrivals: [] };
+    const heat = this.apps.get(key) ?? { pool, arrivals: [] };
     heat.arrivals = [...heat.arrivals.filter((at) => at > now - window), now];
     this.apps.set(key, heat);
     this.forgetCold(now);
@@ -98,7 +116,7 @@ export class PrefixWarmer {
     while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
-  private consider(key: string, arrival: WarmArrival, now: number): void {
+  private consider(key: string, arrival: WarmArrival, now: number, joining?: string): void {
     const heat = this.apps.get(key)!;
     const { pool, chain, appSegments } = arrival;
     const shared = chain.slice(0, appSegments);
@@ -112,7 +130,7 @@ export class PrefixWarmer {
       prefilling: (this.options.engines.find(pool.namespace, e.pod)?.fillingPrefixes?.length ?? 0) > 0,
       matched: e.blocks.leading(shared).matched,
     }));
-    const decision = decideWarm({ arrivals: heat.arrivals, now, segments: shared.length, engines, skip }, this.options.settings);
+    const decision = decideWarm({ arrivals: heat.arrivals, now, segments: shared.length, engines, skip, ...(joining !== undefined ? { joining } : {}) }, this.options.settings);
     if (!decision.warm) return;
     const pair = `${key} ${decision.pod}`;
     this.resting.set(pair, Infinity);

@@ -136,6 +136,8 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     },
     timeoutMs: Math.max(options.upstreamTimeoutMs, 60_000),
   });
+  // A new engine gets the hot apps' prefixes as it comes up, before the sessions that spill to it.
+  engines.onReady((pool, pod) => prefixWarmer.engineReady(pool, pod));
   mountAppRoutes(app, json, {
     ...placeContext,
     coldStart,

@@ -30,6 +30,8 @@ t.test("operator options: defaults, flags, env, and cross-field checks", async (
   t.equal(parseOperatorOptions(src(["--wake-check-ms", "0"])).wakeCheckMs, 0, "0: only the tick wakes them");
   t.equal(parseOperatorOptions(src([], { WAKE_CHECK_MS: "250" })).wakeCheckMs, 250, "or from the environment");
   t.throws(() => parseOperatorOptions(src(["--wake-check-ms", "-5"])), /wake-check-ms/);
+  t.equal(d.pressureCheckMs, 2_000, "apps with pools with replicas are checked for a scale-up every 2 s between ticks");
+  t.equal(parseOperatorOptions(src(["--pressure-check-ms", "0"])).pressureCheckMs, 0, "0: only the tick scales up");
 });
 
 t.test("kubeconfig: --kubeconfig file (paths relative to it), $KUBECONFIG, context namespace", async (t) => {

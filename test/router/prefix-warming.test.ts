@@ -52,3 +52,20 @@ t.test("the skip set is per engine: another idle engine is still warmed", async 
   const engines = [engine("a", { matched: 2 }), engine("b"), engine("c", { load: 1 })];
   t.match(decideWarm(input({ engines, skip: new Set(["b"]) }), SETTINGS), { warm: true, pod: "c" });
 });
+
+t.test("a joining engine is warmed, however many engines hold the prefix, and only it", async (t) => {
+  const engines = [engine("a", { matched: 2, load: 2, free: 2 }), engine("b", { matched: 2, load: 2, free: 2 }), engine("c", { load: 1 }), engine("new")];
+  t.match(decideWarm(input({ engines }), SETTINGS), { warm: false, why: "held-by-several" }, "at an arrival: held by two, not spread further");
+  const d = decideWarm(input({ engines, joining: "new" }), SETTINGS);
+  t.match(d, { warm: true, pod: "new" }, "the joining engine, not the less loaded c");
+  if (d.warm) t.match(d.reason, /prefix held by 2 engines; joining new has 4 of 4 sequences free/);
+  t.match(decideWarm(input({ engines: [engine("a"), engine("new")], joining: "new" }), SETTINGS), { warm: false, why: "held-by-none" }, "no engine holds it: nothing to warm from");
+  t.match(decideWarm(input({ engines, joining: "new", arrivals: [NOW] }), SETTINGS), { warm: false, why: "cold" }, "a cold app is not warmed onto it");
+  t.match(decideWarm(input({ engines: [engine("a", { matched: 2 }), engine("new", { matched: 2 })], joining: "new" }), SETTINGS), { warm: false, why: "no-idle-engine" }, "it holds the prefix already");
+  t.match(
+    decideWarm(input({ engines: [engine("a", { matched: 2, load: 4, free: 0 }), engine("b", { matched: 2, load: 4, free: 0 }), engine("new")], joining: "new" }), SETTINGS),
+    { warm: false, why: "joining-under-load" },
+    "every other engine full: sessions go to it at once, and their own fill (which the next ones follow) warms it",
+  );
+  t.match(decideWarm(input({ engines: [engine("a", { matched: 2, load: 4, free: 0 }), engine("b", { matched: 2, load: 3, free: 1 }), engine("new")], joining: "new" }), SETTINGS), { warm: true, pod: "new" }, "one free sequence elsewhere: warmed");
+});

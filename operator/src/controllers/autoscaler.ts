@@ -13,7 +13,7 @@
  */
 import type { AgentApp, AutoscalingStatus, EnginePool, KindDefinition, ToolPool } from "../api/index.js";
 import { EnginePoolKind, Reason, ToolPoolKind } from "../api/index.js";
-import { boundsOf, callArrivalRate, decideAutoscaling, engineLoad, meanCallMs, PoolWants, windowMsOf, type PoolDecision, type SignalSample } from "../autoscaling/index.js";
+import { boundsOf, callArrivalRate, decideAutoscaling, engineLoad, meanCallMs, PoolWants, windowMsOf, type AutoscaleDecision, type PoolDecision, type SignalSample } from "../autoscaling/index.js";
 import type { AutoscalerMetrics } from "../metrics.js";
 import type { Informer, ReconcileRequest, ReconcileResult, Reconciler } from "../runtime/index.js";
 import type { ReconcilerContext } from "./context.js";
@@ -53,22 +53,43 @@ export class AutoscalerReconciler implements Reconciler {
 
   async reconcile(req: ReconcileRequest): Promise<ReconcileResult> {
     const appKey = `${req.namespace}/${req.name}`;
-    const app = this.apps.get(req.namespace, req.name);
-    const live = this.ctx.live;
-    if (!app || app.metadata.deletionTimestamp || live?.observed !== true) {
+    const looked = await this.look(req.namespace, req.name);
+    if (looked === null) {
       this.history.delete(appKey);
       this.wants.forget(appKey);
       return {};
     }
-    const ns = req.namespace;
+    const { engine, tools, window, now } = looked;
+    this.history.set(appKey, window);
+    this.exportSignals(req.namespace, engine, tools, window);
+    for (const d of looked.decision.pools) {
+      const pool = d.kind === "EnginePool" ? engine : tools.find((p) => p.metadata.name === d.name);
+      if (pool !== undefined) await this.apply(appKey, pool, d, now);
+    }
+    return { requeueAfterMs: this.intervalMs };
+  }
+
+  /**
+   * The scale-ups the app's pass would make now, from a fresh sample added to
+   * the window the passes keep, by the same decision function; nothing is kept
+   * or written (the pass that follows samples and decides again). Empty for an
+   * app no pass has looked at yet (its first pass comes at once anyway).
+   */
+  async pressure(namespace: string, name: string): Promise<PoolDecision[]> {
+    if (!this.history.has(`${namespace}/${name}`)) return [];
+    const looked = await this.look(namespace, name);
+    return looked === null ? [] : looked.decision.pools.filter((d) => d.direction === "up");
+  }
+
+  /** Samples the app's signals now and decides over its window with them; null: nothing to scale for it. */
+  private async look(ns: string, name: string): Promise<{ engine: EnginePool | undefined; tools: ToolPool[]; window: SignalSample[]; now: number; decision: AutoscaleDecision } | null> {
+    const app = this.apps.get(ns, name);
+    const live = this.ctx.live;
+    if (!app || app.metadata.deletionTimestamp || live?.observed !== true) return null;
     const engine = this.enginePools.get(ns, app.spec.enginePool.name);
     const tools = (app.spec.toolPools ?? []).flatMap((r) => this.toolPools.get(ns, r.name) ?? []);
     const scaled: Pool[] = [...(engine ? [engine] : []), ...tools].filter((p) => p.spec.autoscaling !== undefined);
-    if (scaled.length === 0) {
-      this.history.delete(appKey);
-      this.wants.forget(appKey);
-      return {};
-    }
+    if (scaled.length === 0) return null;
 
     const now = this.ctx.now?.().getTime() ?? Date.now();
     const sample: SignalSample = { at: now, engines: [], tools: {} };
@@ -79,9 +100,7 @@ export class AutoscalerReconciler implements Reconciler {
     }
     for (const pool of tools) sample.tools[pool.metadata.name ?? ""] = (await live.toolPoolSignal(ns, pool.metadata.name ?? "")) ?? { pending: 0, ackPending: 0 };
     const windowMs = Math.max(...scaled.map((p) => windowMsOf(boundsOf(p.spec.autoscaling ?? { maxReplicas: 1 }))));
-    const window = trim([...(this.history.get(appKey) ?? []), sample], now, windowMs);
-    this.history.set(appKey, window);
-    this.exportSignals(ns, engine, tools, window);
+    const window = trim([...(this.history.get(`${ns}/${name}`) ?? []), sample], now, windowMs);
 
     const decision = decideAutoscaling({
       now,
@@ -95,11 +114,7 @@ export class AutoscalerReconciler implements Reconciler {
       })),
       window,
     });
-    for (const d of decision.pools) {
-      const pool = d.kind === "EnginePool" ? engine : tools.find((p) => p.metadata.name === d.name);
-      if (pool !== undefined) await this.apply(appKey, pool, d, now);
-    }
-    return { requeueAfterMs: this.intervalMs };
+    return { engine, tools, window, now, decision };
   }
 
   /** Writes one pool's decision: spec.replicas, then status.autoscaling, then the Event. */

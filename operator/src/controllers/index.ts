@@ -12,4 +12,5 @@ export * from "./tool-pool.js";
 export * from "./agent-app.js";
 export * from "./autoscaler.js";
 export * from "./setup.js";
+export * from "./pressure-check.js";
 export * from "./stream-upkeep.js";

@@ -4,7 +4,9 @@
  * by the managed-by label) and one controller per kind plus the autoscaler's
  * (keyed by AgentApp), with children mapped to their owners and pools mapped
  * to the AgentApps that reference them; and the waker that runs the
- * autoscaler between ticks for pools at zero with work waiting.
+ * autoscaler between ticks for pools at zero with work waiting, and the
+ * pressure check that runs it between ticks for a scale-up of pools with
+ * replicas.
  */
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { AgentAppKind, EnginePoolKind, ToolPoolKind, type AgentApp, type EnginePool, type ToolPool } from "../api/index.js";
@@ -18,6 +20,7 @@ import { ENGINE_POOL_LABEL } from "./engine-pods.js";
 import type { PoolCleanup } from "./pool-cleanup.js";
 import { unobservedLiveState } from "./live-state.js";
 import { ToolPoolReconciler } from "./tool-pool.js";
+import { PressureCheck } from "./pressure-check.js";
 import { ZeroPoolWaker } from "./zero-pool-waker.js";
 
 export interface SetupOptions {
@@ -27,12 +30,16 @@ export interface SetupOptions {
   autoscaleIntervalMs?: number;
   /** Between ticks, how often builtin pools at zero are checked for waiting work (ms). Default 1 s; 0: never. */
   wakeCheckMs?: number;
+  /** Between ticks, how often apps with builtin pools with replicas are checked for a scale-up (ms). Default 2 s; 0: never. */
+  pressureCheckMs?: number;
 }
 
 export interface SetUpControllers {
   controllers: Controller[];
   /** Started and stopped by the caller, beside the manager. */
   waker: ZeroPoolWaker;
+  /** Started and stopped by the caller, beside the manager. */
+  pressure: PressureCheck;
 }
 
 /** The EnginePool an engine pod belongs to, from its label. */
@@ -61,6 +68,7 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
     ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
     ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
   };
+  const scaler = new AutoscalerReconciler({ ...ctx, log: log.child({ controller: "autoscaler" }) }, apps, enginePools, toolPools, metrics.autoscaler, opts.autoscaleIntervalMs ?? 10_000);
   const autoscaler = new Controller({
     ...common,
     name: "autoscaler",
@@ -70,7 +78,7 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
       { informer: enginePools, map: (o) => appsUsingEnginePool(apps, o) },
       { informer: toolPools, map: (o) => appsUsingToolPool(apps, o) },
     ],
-    reconciler: new AutoscalerReconciler({ ...ctx, log: log.child({ controller: "autoscaler" }) }, apps, enginePools, toolPools, metrics.autoscaler, opts.autoscaleIntervalMs ?? 10_000),
+    reconciler: scaler,
   });
   const controllers = [
     new Controller({
@@ -116,5 +124,15 @@ export function setupControllers(manager: Manager, ctx: ReconcilerContext, clean
     metrics: metrics.autoscaler,
     log: log.child({ subsystem: "zero-pool-waker" }),
   });
-  return { controllers, waker };
+  const pressure = new PressureCheck({
+    apps,
+    enginePools,
+    toolPools,
+    autoscaler,
+    pressure: (ns, name) => scaler.pressure(ns, name),
+    checkMs: opts.pressureCheckMs ?? 2_000,
+    metrics: metrics.autoscaler,
+    log: log.child({ subsystem: "pressure-check" }),
+  });
+  return { controllers, waker, pressure };
 }

@@ -1,0 +1,83 @@
+/**
+ * @module Runs an app's autoscaler pass between ticks when its pools with
+ * replicas are under pressure. Every `checkMs` (2 s by default), while this
+ * operator leads, it samples each AgentApp that has a builtin-mode pool with
+ * replicas and asks the autoscaler what its pass would decide now, over the
+ * window the passes keep plus the fresh sample, by the same decision function
+ * (every sequence held while the sessions grow, sessions queued, calls
+ * pending past the tool-wait budget, a TTFT over the SLO, with no replica
+ * already starting to meet it). A scale-up queues the app's pass at once, so
+ * an engine or runner starts within a check, not up to
+ * `--autoscale-interval-ms` later. Scale-downs wait for the tick. It costs a
+ * pass's reads per app per check (the engines' heartbeats, the routers'
+ * presences, one consumer info per tool pool) and no write. Pools at zero are
+ * the zero-pool waker's.
+ */
+import type { Logger } from "pino";
+import type { AgentApp, EnginePool, ToolPool } from "../api/index.js";
+import type { PoolDecision } from "../autoscaling/index.js";
+import type { AutoscalerMetrics } from "../metrics.js";
+import type { Informer } from "../runtime/index.js";
+
+export interface PressureCheckOptions {
+  apps: Informer<AgentApp>;
+  enginePools: Informer<EnginePool>;
+  toolPools: Informer<ToolPool>;
+  /** The autoscaler's controller (its queue, and whether it runs here) and its reconciler's look at an app. */
+  autoscaler: { enqueue(appKey: string): void; isRunning(): boolean };
+  pressure(namespace: string, name: string): Promise<PoolDecision[]>;
+  /** How often, ms; 0: never (scale-ups wait for the tick). */
+  checkMs: number;
+  metrics: AutoscalerMetrics;
+  log: Logger;
+}
+
+/** A builtin-mode pool with replicas: the pressure check's (one at zero is the waker's). */
+function awake(pool: EnginePool | ToolPool | undefined): boolean {
+  const a = pool?.spec.autoscaling;
+  return a !== undefined && (a.mode ?? "builtin") === "builtin" && (pool?.spec.replicas ?? 1) > 0;
+}
+
+export class PressureCheck {
+  private timer: NodeJS.Timeout | null = null;
+  private checking: Promise<void> | null = null;
+
+  constructor(private readonly opts: PressureCheckOptions) {}
+
+  start(): void {
+    if (this.timer !== null || this.opts.checkMs <= 0) return;
+    this.timer = setInterval(() => {
+      // One check at a time: a slow NATS must not pile them up.
+      this.checking ??= this.check()
+        .then(() => undefined)
+        .catch((err: unknown) => this.opts.log.warn({ err }, "pressure check failed; the tick still scales"))
+        .finally(() => (this.checking = null));
+    }, this.opts.checkMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    await this.checking;
+  }
+
+  /** One look at the apps with awake pools; returns the app keys queued. */
+  async check(): Promise<string[]> {
+    const { apps, enginePools, toolPools, autoscaler, metrics, log } = this.opts;
+    if (!autoscaler.isRunning()) return [];
+    const queued: string[] = [];
+    for (const app of apps.list()) {
+      const ns = app.metadata.namespace ?? "default";
+      const name = app.metadata.name ?? "";
+      const pools = [enginePools.get(ns, app.spec.enginePool.name), ...(app.spec.toolPools ?? []).map((r) => toolPools.get(ns, r.name))];
+      if (!pools.some(awake)) continue;
+      const ups = await this.opts.pressure(ns, name);
+      if (ups.length === 0) continue;
+      for (const d of ups) metrics.pressurePasses.inc({ kind: d.kind, pool_namespace: ns, pool: d.name });
+      log.info({ app: `${ns}/${name}`, reasons: ups.map((d) => d.reason) }, "pools under pressure between ticks; autoscaler pass now");
+      queued.push(`${ns}/${name}`);
+      autoscaler.enqueue(`${ns}/${name}`);
+    }
+    return queued;
+  }
+}
