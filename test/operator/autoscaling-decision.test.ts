@@ -10,23 +10,10 @@
  * the engines or calls wait for the runners, also on a pass run between
  * ticks (the wake check's).
  */
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import t from "tap";
-import type { AppSlo } from "../../operator/src/api/index.js";
-import { asleep, boundsOf, CALL_TIME_WINDOW_MS, decideAutoscaling, PoolWants, wakesFromZero, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type ScaledToolPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
+import { autoscalingTrace as trace, type AutoscalingTrace as Trace } from "../helpers/autoscaling-trace.js";
+import { asleep, boundsOf, CALL_TIME_WINDOW_MS, decideAutoscaling, PoolWants, wakesFromZero, windowMsOf, type AutoscaleDecision, type PoolDecision, type ScaledPool, type SignalSample } from "../../operator/src/autoscaling/index.js";
 
-interface Trace {
-  description: string;
-  slo?: AppSlo;
-  enginePool?: ScaledPool;
-  toolPools: ScaledToolPool[];
-  samples: SignalSample[];
-}
-
-function trace(name: string): Trace {
-  return JSON.parse(readFileSync(path.join(import.meta.dirname, "../fixtures/autoscaling", `${name}.json`), "utf8")) as Trace;
-}
 
 interface Tick {
   /** Seconds since the trace's first sample. */

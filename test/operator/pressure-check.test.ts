@@ -10,12 +10,11 @@
  * that sample, not at the next tick; with an engine already starting, or
  * nothing to add, the check queues nothing; scale-downs wait for the tick.
  */
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import t from "tap";
+import { autoscalingTrace as trace, type AutoscalingTrace as Trace } from "../helpers/autoscaling-trace.js";
 import { createLogger } from "../../common/src/index.js";
-import type { AgentApp, AppSlo, EnginePool, ToolPool } from "../../operator/src/api/index.js";
-import type { ScaledPool, ScaledToolPool, SignalSample } from "../../operator/src/autoscaling/index.js";
+import type { AgentApp, EnginePool, ToolPool } from "../../operator/src/api/index.js";
+import type { SignalSample } from "../../operator/src/autoscaling/index.js";
 import { AutoscalerReconciler, PressureCheck, unobservedLiveState, type LiveState, type ReconcilerContext } from "../../operator/src/controllers/index.js";
 import { createOperatorMetrics } from "../../operator/src/metrics.js";
 import type { Informer, KubeClient } from "../../operator/src/runtime/index.js";
@@ -23,16 +22,6 @@ import type { Informer, KubeClient } from "../../operator/src/runtime/index.js";
 const NS = "team";
 const TICK_MS = 10_000;
 
-interface Trace {
-  slo?: AppSlo;
-  enginePool?: ScaledPool;
-  toolPools: ScaledToolPool[];
-  samples: SignalSample[];
-}
-
-function trace(name: string): Trace {
-  return JSON.parse(readFileSync(path.join(import.meta.dirname, "../fixtures/autoscaling", `${name}.json`), "utf8")) as Trace;
-}
 
 const informer = <T extends { metadata: { name?: string; namespace?: string } }>(items: T[]): Informer<T> =>
   ({ list: () => items, get: (ns: string, name: string) => items.find((i) => i.metadata.namespace === ns && i.metadata.name === name) }) as unknown as Informer<T>;

@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import type { AgentApp, EnginePool, ToolPool } from "../api/index.js";
 import type { PoolDecision } from "../autoscaling/index.js";
 import type { AutoscalerMetrics } from "../metrics.js";
-import type { Informer } from "../runtime/index.js";
+import { PeriodicCheck, type Informer } from "../runtime/index.js";
 
 export interface PressureCheckOptions {
   apps: Informer<AgentApp>;
@@ -39,26 +39,18 @@ function awake(pool: EnginePool | ToolPool | undefined): boolean {
 }
 
 export class PressureCheck {
-  private timer: NodeJS.Timeout | null = null;
-  private checking: Promise<void> | null = null;
+  private readonly loop: PeriodicCheck;
 
-  constructor(private readonly opts: PressureCheckOptions) {}
-
-  start(): void {
-    if (this.timer !== null || this.opts.checkMs <= 0) return;
-    this.timer = setInterval(() => {
-      // One check at a time: a slow NATS must not pile them up.
-      this.checking ??= this.check()
-        .then(() => undefined)
-        .catch((err: unknown) => this.opts.log.warn({ err }, "pressure check failed; the tick still scales"))
-        .finally(() => (this.checking = null));
-    }, this.opts.checkMs);
+  constructor(private readonly opts: PressureCheckOptions) {
+    this.loop = new PeriodicCheck(opts.checkMs, () => this.check(), opts.log, "pressure check failed; the tick still scales");
   }
 
-  async stop(): Promise<void> {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
-    await this.checking;
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** One look at the apps with awake pools; returns the app keys queued. */

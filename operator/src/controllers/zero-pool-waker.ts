@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import type { AgentApp, EnginePool, ToolPool } from "../api/index.js";
 import { asleep, wakesFromZero, type ScaledPool } from "../autoscaling/index.js";
 import type { AutoscalerMetrics } from "../metrics.js";
-import type { Informer } from "../runtime/index.js";
+import { PeriodicCheck, type Informer } from "../runtime/index.js";
 import { appsUsingEnginePool, appsUsingToolPool } from "./agent-app.js";
 import type { LiveState } from "./live-state.js";
 
@@ -36,26 +36,18 @@ function scaled(p: EnginePool | ToolPool): ScaledPool {
 }
 
 export class ZeroPoolWaker {
-  private timer: NodeJS.Timeout | null = null;
-  private checking: Promise<void> | null = null;
+  private readonly loop: PeriodicCheck;
 
-  constructor(private readonly opts: ZeroPoolWakerOptions) {}
-
-  start(): void {
-    if (this.timer !== null || this.opts.checkMs <= 0) return;
-    this.timer = setInterval(() => {
-      // One check at a time: a slow NATS must not pile them up.
-      this.checking ??= this.check()
-        .then(() => undefined)
-        .catch((err: unknown) => this.opts.log.warn({ err }, "wake check failed; the tick still wakes pools"))
-        .finally(() => (this.checking = null));
-    }, this.opts.checkMs);
+  constructor(private readonly opts: ZeroPoolWakerOptions) {
+    this.loop = new PeriodicCheck(opts.checkMs, () => this.check(), opts.log, "wake check failed; the tick still wakes pools");
   }
 
-  async stop(): Promise<void> {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
-    await this.checking;
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** One look at the sleeping pools; returns the app keys queued. */

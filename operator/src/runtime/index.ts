@@ -17,3 +17,4 @@ export * from "./controller.js";
 export * from "./manager.js";
 export * from "./event-recorder.js";
 export * from "./delay.js";
+export * from "./periodic-check.js";
