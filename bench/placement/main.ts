@@ -1,8 +1,8 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-store K] [--front router|envoy]
- * [--index heartbeat|events] [--model-preset bench|test] [--routers N] [--quick] [--json FILE]`: session placement policies side by
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-slack N] [--prefix-store K] [--front router|envoy]
+ * [--index heartbeat|events] [--model-preset bench|test] [--routers N] [--policies LIST] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
  * router, real engine processes (the generated `bench` model) heartbeating
@@ -18,7 +18,9 @@
  * process (the chart's entrypoint), and the client spreads sessions over
  * them in turn (arrival i through replica i mod N), so the replicas place
  * one stream of arrivals together, each seeing the others' placements only
- * through NATS (heartbeats, KV events, shared reservations). Per policy: TTFT p50/p90, task latency
+ * through NATS (heartbeats, KV events, shared reservations). `--policies`
+ * (comma separated; default all three) runs only some, so a sweep can take
+ * one policy past another's ceiling without rerunning the others. Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
  * swept rate whose TTFT p90 stays under the SLO. The client retries a
@@ -81,6 +83,8 @@ interface Config {
   calls: number;
   toolMs: number;
   loadFactor: number;
+  /** The router's `--prefix-slack` (prefix affinity only). */
+  prefixSlack: number;
   distinct: boolean;
   /** How long a client keeps retrying a refused session (429/503, after Retry-After). */
   patienceMs: number;
@@ -100,6 +104,8 @@ interface Config {
   modelPreset: (typeof PRESET_NAMES)[number];
   /** Router replicas (processes) the client spreads sessions over. */
   routers: number;
+  /** The policies compared through the router (`--policies`; `--front envoy` compares front doors instead). */
+  policies: PlacementPolicy[];
 }
 
 function parseConfig(argv: string[]): Config {
@@ -135,6 +141,8 @@ function parseConfig(argv: string[]): Config {
     calls: num("calls", 2),
     toolMs: num("tool-ms", 150),
     loadFactor: num("load-factor", 1.25),
+    // The router's default; 0 is the bound alone.
+    prefixSlack: f.get("prefix-slack") === "0" ? 0 : num("prefix-slack", 1),
     distinct: f.has("distinct"),
     patienceMs: num("patience-ms", 120_000),
     // The break-even the router's flag documents: about one cold prefill of an app's prompt, ~10 ms a token on one thread here.
@@ -145,7 +153,17 @@ function parseConfig(argv: string[]): Config {
     index: indexOf(f.get("index")),
     modelPreset: presetOf(f.get("model-preset")),
     routers: routersOf(f.get("routers")),
+    policies: policiesOf(f.get("policies")),
   };
+}
+
+function policiesOf(value: string | undefined): PlacementPolicy[] {
+  if (value === undefined) return POLICIES;
+  const list = value.split(",").filter((p) => p !== "");
+  const unknown = list.filter((p) => !(POLICIES as string[]).includes(p));
+  if (list.length === 0 || unknown.length > 0) throw new Error(`--policies must list some of ${POLICIES.join(", ")}, got "${value}"`);
+  // The table keeps the usual order whatever the flag's.
+  return POLICIES.filter((p) => list.includes(p));
 }
 
 function presetOf(value: string | undefined): Config["modelPreset"] {
@@ -180,7 +198,7 @@ function modesOf(config: Config): Mode[] {
         { front: "router", policy: "prefix-affinity" },
         { front: "envoy", policy: "prefix-affinity" },
       ]
-    : POLICIES.map((policy) => ({ front: "router" as const, policy }));
+    : config.policies.map((policy) => ({ front: "router" as const, policy }));
 }
 
 interface SessionResult {
@@ -348,7 +366,7 @@ interface FrontDoor {
 
 async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<FrontDoor> {
   const log = createLogger("bench", "warn");
-  const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixWaitMs: config.prefixWaitMs, logLevel: "warn" };
+  const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixSlack: config.prefixSlack, prefixWaitMs: config.prefixWaitMs, logLevel: "warn" };
   if (mode.front === "router" && config.routers > 1) return startRouterProcesses(config, natsUrl, mode);
   if (mode.front === "router") {
     const router: Router = await startRouter(routerOptions({ natsUrl, routerId: `bench-${mode.policy}`, upstreamTimeoutMs: 30_000, prefixIndex: config.index, ...placement }), log);
@@ -391,7 +409,7 @@ async function startRouterProcesses(config: Config, natsUrl: string, mode: Mode)
   const owner = { teardown: (fn: () => unknown) => void stops.push(fn) };
   const args = (i: number): string[] => [
     "--router-id", `bench-${mode.policy}-${i}`, "--nats-url", natsUrl, "--placement", mode.policy, "--load-factor", String(Math.round(config.loadFactor * 100)),
-    "--prefix-wait-ms", String(config.prefixWaitMs), "--prefix-index", config.index, "--upstream-timeout-ms", "30000",
+    "--prefix-slack", String(config.prefixSlack), "--prefix-wait-ms", String(config.prefixWaitMs), "--prefix-index", config.index, "--upstream-timeout-ms", "30000",
   ];
   try {
     const replicas: RouterProcess[] = [];
@@ -620,7 +638,7 @@ export async function run(argv: string[]): Promise<void> {
       `${config.sequences} sequences per engine and a prefix store of ${config.prefixStore} (--prefix-store: app prefixes kept beyond the session slots; ${config.apps} apps' prefixes ${config.apps > config.prefixStore ? "exceed one engine's store" : "fit in one engine's store"}, ${config.apps > config.prefixStore * config.engines ? "exceed" : "fit across"} the pool's).\n` +
       `Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines); ` +
-      `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms).\n` +
+      `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms), and an engine holding it may go ${config.prefixSlack} session(s) past the even share ceil((total load + 1) / engines) when over the bound (--prefix-slack).\n` +
       `Prefix index: ${config.index === "events" ? "the engines' KV events, heartbeats as the fallback" : "heartbeat snapshots"} (--index ${config.index}${config.front === "envoy" ? "; the router only: the endpoint picker places from heartbeats" : ""}).\n` +
       `Routers: ${config.routers === 1 ? "one, in the bench's process" : `${config.routers} replicas, each its own process; arrivals take them in turn (--routers)`}${config.front === "envoy" ? " (the router arm; Envoy asks one endpoint picker)" : ""}.\n`,
   );
@@ -742,9 +760,9 @@ export async function run(argv: string[]): Promise<void> {
       console.log(`| ${a.rate} | ${o === undefined ? "-" : `${o.router_p50_ms} / ${o.router_p99_ms}`} | ${o === undefined ? "-" : `${o.picker_p50_ms} / ${o.picker_p99_ms}`} | ${o === undefined ? "-" : `${o.paired_p50_ms} / ${o.paired_p99_ms}`} | ${o?.pairs ?? 0} |`);
     }
   }
-  const pa = results.find((r) => r.policy === "prefix-affinity" && r.front === "router")!;
-  const ll = results.find((r) => r.policy === "least-loaded") ?? results.find((r) => r.front === "envoy")!;
-  if (config.front === "router") console.log(
+  const pa = results.find((r) => r.policy === "prefix-affinity" && r.front === "router");
+  const ll = results.find((r) => r.policy === "least-loaded") ?? results.find((r) => r.front === "envoy");
+  if (config.front === "router" && pa !== undefined && ll !== undefined) console.log(
     `\nAnalytic bound: affinity removes at most the shared prefix from each session's prefill, so its rate gain is bounded by ` +
       `(prefill(P + u) + decode + tools) / (prefill(u) + decode + tools) per engine; here prefilled tokens per session ${ll.prefilled_tokens_per_session} (least-loaded) -> ${pa.prefilled_tokens_per_session} (prefix affinity).`,
   );
@@ -769,11 +787,13 @@ export async function run(argv: string[]): Promise<void> {
         slo_ttft_p90_ms: config.sloMs,
         client_patience_ms: config.patienceMs,
         load_factor: config.loadFactor,
+        prefix_slack: config.prefixSlack,
         prefix_wait_ms: config.prefixWaitMs,
         prefix_store_per_engine: config.prefixStore,
         front: config.front,
         index: config.index,
         routers: config.routers,
+        policies: modes.map((m) => m.policy),
         calls_per_task: config.calls,
         tool_ms: config.toolMs,
         quick: config.quick,

@@ -29,6 +29,7 @@ export const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
 export interface PickerPlacement {
   placement: string;
   loadFactorPercent: number;
+  prefixSlack: number;
   prefixWaitMs: number;
   engineTtlMs: number;
 }
@@ -100,7 +101,7 @@ export interface OperatorOptions {
  * --retry-period-ms --metrics-port --metrics-host --image
  * --image-pull-policy --nats-url --router-url --nats-auth-secret
  * --router-credentials-secret --nats-ca --credentials-namespace --workers
- * --resync-ms --key-grace-ms --autoscale-interval-ms --wake-check-ms --pressure-check-ms --picker-placement --picker-load-factor --picker-prefix-wait-ms
+ * --resync-ms --key-grace-ms --autoscale-interval-ms --wake-check-ms --pressure-check-ms --picker-placement --picker-load-factor --picker-prefix-slack --picker-prefix-wait-ms
  * --picker-engine-ttl-ms --log-level` (each also as an upper-snake
  * environment variable).
  */
@@ -159,6 +160,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     picker: {
       placement: pickerPlacement,
       loadFactorPercent: intOpt(src, "picker-load-factor", 125, { min: 100, max: 1000 }),
+      prefixSlack: intOpt(src, "picker-prefix-slack", 1, { min: 0, max: 10_000 }),
       prefixWaitMs: intOpt(src, "picker-prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
       engineTtlMs: intOpt(src, "picker-engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     },

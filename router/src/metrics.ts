@@ -48,7 +48,7 @@ export class RouterMetrics {
     });
     this.placements = new Counter({
       name: "interlace_router_placements_total",
-      help: "Sessions and completions placed, by policy and reason (prefix, prefix-spill, hash, least-loaded, round-robin, no-engine).",
+      help: "Sessions and completions placed, by policy and reason (prefix, prefix-slack, prefix-spill, hash, least-loaded, round-robin, no-engine).",
       labelNames: ["policy", "reason"],
       registers,
     });

@@ -36,6 +36,19 @@
  * bound and then spill, seeding the prefix on a second engine, while a
  * session's own longer history still keeps it where it is.
  *
+ * The prefix slack: at a low load the bound is tighter than c says, because
+ * it rounds to whole sessions (two engines, two sessions on one: the third
+ * spills to the idle one). A spill there costs a whole cold prefill of the
+ * prompt the holder would have forked, to save sharing a few decode steps on
+ * an engine with free sequences. So the engines holding the request's
+ * longest prefix, when every one of them is over the bound, may still take
+ * it while `load + 1 <= ceil((L + 1) / n) + slack`, provided its cells hold
+ * the prefix already (one still prefilling it would make the session wait
+ * about as long as a cold prefill on the idler engine): an absolute imbalance
+ * tolerated before balancing, like SGLang's cache-aware router's
+ * `balance_abs_threshold`. Past a few sessions per engine c's share is the
+ * larger allowance and the slack changes nothing (`prefix-slack`).
+ *
  * The result is an order of engines to try: the chosen one first, then the
  * rest by load, so a refusal (429, connection refused) moves on at once.
  */
@@ -49,6 +62,8 @@ export type PlacementPolicy = (typeof PLACEMENT_POLICIES)[number];
 export type PlacementReason =
   /** holds the longest resident prefix and is under the bound */
   | "prefix"
+  /** every engine holding the longest prefix was over the bound; one of them took it within the prefix slack */
+  | "prefix-slack"
   /** the longest-prefix engines were over the bound; placed on a shorter match or the least loaded */
   | "prefix-spill"
   /** no resident prefix: first of the least-loaded engines on the ring from the app's key */
@@ -90,6 +105,12 @@ export interface PlacementOptions {
   loadFactor: number;
   /** A counter the caller advances per placement (round-robin and tie rotation). */
   turn: number;
+  /**
+   * Sessions past the pool's even share an engine holding the request's
+   * longest prefix may take when every such engine is over the bound
+   * (absent: 0, the bound alone).
+   */
+  prefixSlack?: number;
 }
 
 export interface Placement {
@@ -109,6 +130,11 @@ export interface Placement {
 export function loadBound(engines: readonly EngineLoad[], loadFactor: number): number {
   const total = engines.reduce((n, e) => n + e.load, 0);
   return Math.ceil((loadFactor * (total + 1)) / Math.max(1, engines.length));
+}
+
+/** The most sessions an engine holding the request's longest prefix may hold after this placement: the bound, or the even share plus the slack. */
+export function prefixBound(engines: readonly EngineLoad[], loadFactor: number, slack: number): number {
+  return Math.max(loadBound(engines, loadFactor), loadBound(engines, 1) + slack);
 }
 
 function rotate<T>(items: readonly T[], turn: number): T[] {
@@ -151,6 +177,10 @@ export function place(engines: readonly EngineLoad[], request: PlacementRequest,
     const ranked = byLoad(byName).sort((a, b) => matched.get(b.pod)! - matched.get(a.pod)! || filled.get(b.pod)! - filled.get(a.pod)!);
     const top = ranked.find((e) => matched.get(e.pod) === best && underBound(e));
     if (top !== undefined) return finish(top, "prefix");
+    const slackBound = prefixBound(byName, options.loadFactor, options.prefixSlack ?? 0);
+    // Only where the prefix is in cells already: a session sent where it is still being filled waits for that fill, about as long as a cold prefill on the idler engine.
+    const slack = ranked.find((e) => matched.get(e.pod) === best && filled.get(e.pod) === best && e.free > 0 && e.load + 1 <= slackBound);
+    if (slack !== undefined) return finish(slack, "prefix-slack");
     const spill = finish(ranked.find(underBound) ?? byLoad(byName)[0]!, "prefix-spill");
     const full = ranked.find((e) => matched.get(e.pod) === best && e.free <= 0 && e.load + 1 <= bound);
     return full === undefined ? spill : { ...spill, holdFor: full.pod };

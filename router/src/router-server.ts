@@ -107,6 +107,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     log,
     policy: options.placement,
     loadFactor: options.loadFactor,
+    prefixSlack: options.prefixSlack,
     retryAfterSeconds: options.retryAfterSeconds,
     upstreamTimeoutMs: options.upstreamTimeoutMs,
     prefixWaitMs: options.prefixWaitMs,
@@ -207,7 +208,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());
     presence.start(options.presenceMs);
     ready = true;
-    log.info({ port, apps: apps.size, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, prefixWarmSessions: prefixWarmer.enabled ? options.prefixWarmSessions : 0, prefixWarmWindowMs: options.prefixWarmWindowMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
+    log.info({ port, apps: apps.size, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs, prefixWarmSessions: prefixWarmer.enabled ? options.prefixWarmSessions : 0, prefixWarmWindowMs: options.prefixWarmWindowMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
   } catch (err) {
     await close();
     throw err;

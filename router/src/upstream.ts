@@ -27,6 +27,8 @@ export interface PlaceContext {
   log: Logger;
   policy: PlacementPolicy;
   loadFactor: number;
+  /** Placement's prefix slack (placement.ts). */
+  prefixSlack: number;
   retryAfterSeconds: number;
   upstreamTimeoutMs: number;
   /** Headers on every request to an engine (the router's bearer token). */
@@ -108,7 +110,7 @@ export async function placeAndPost(
       const loads = ctx.engines
         .loads(pool.namespace, pool.name)
         .map((e) => (known === undefined ? e : { ...e, blocks: withKnownBlocks(e.blocks, known(e.pod)) }));
-      const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, turn: ctx.nextTurn() });
+      const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, prefixSlack: ctx.prefixSlack, turn: ctx.nextTurn() });
       if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
         decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
         decision.matched = loads.find((e) => e.pod === hints.prefer)!.blocks.leading(placement.chain).matched;

@@ -4,7 +4,7 @@
  */
 import t from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
-import { loadBound, place, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
+import { loadBound, place, prefixBound, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
 import { HashRing } from "../../router/src/consistent-hash.js";
 import { snapshotBlocks } from "../../router/src/prefix-index.js";
 
@@ -63,6 +63,43 @@ t.test("the load bound spills a hot prefix onto another engine (sglang 34513)", 
   const sticky = place(own, { chain, affinityKey: chain[0]! }, PA);
   t.equal(sticky.order[0], "e0");
   t.equal(sticky.matched, 2);
+});
+
+t.test("the prefix slack keeps a session on its prefix's engine past a bound that rounding makes tight", async (t) => {
+  const chain = sys("shared prompt", "u");
+  const slack1 = { ...PA, prefixSlack: 1 };
+  // Loads 2+0: the bound is 2 (the test above spills), the even share ceil(3 / 2) = 2, plus the slack 1: 3.
+  const low = [engine("e0", 2, [chain[0]!]), engine("e1", 0)];
+  t.equal(prefixBound(low, 1.25, 1), 3);
+  const kept = place(low, { chain, affinityKey: chain[0]! }, slack1);
+  t.equal(kept.order[0], "e0", "forks the prefix instead of prefilling it cold on e1");
+  t.equal(kept.reason, "prefix-slack");
+  t.equal(kept.matched, 1);
+  t.equal(kept.order[1], "e1", "the idle engine is next, for a refusal");
+  // Loads 3+0: even share 2 + 1 = 3, and e0 would reach 4: the slack is spent, spill.
+  const past = place([engine("e0", 3, [chain[0]!], 8), engine("e1", 0, [], 8)], { chain, affinityKey: chain[0]! }, slack1);
+  t.equal(past.order[0], "e1");
+  t.equal(past.reason, "prefix-spill");
+  // At a higher load c's share is the larger allowance: loads 8+0 of 16 each, bound ceil(1.25 * 9 / 2) = 6, even share 5 + 1.
+  const busy = [engine("e0", 8, [chain[0]!], 16), engine("e1", 0, [], 16)];
+  t.equal(prefixBound(busy, 1.25, 1), 6);
+  t.equal(place(busy, { chain, affinityKey: chain[0]! }, slack1).reason, "prefix-spill");
+  // Never onto a full engine, whatever the slack.
+  const full = place([engine("e0", 2, [chain[0]!], 2), engine("e1", 0)], { chain, affinityKey: chain[0]! }, { ...PA, prefixSlack: 10 });
+  t.equal(full.order[0], "e1");
+  t.equal(full.reason, "prefix-spill");
+  // A holder under the bound is still preferred as before: the slack only applies when every holder is over it.
+  const twoHolders = [engine("e0", 2, [chain[0]!]), engine("e1", 1, [chain[0]!])];
+  t.equal(place(twoHolders, { chain, affinityKey: chain[0]! }, slack1).order[0], "e1");
+  t.equal(place(twoHolders, { chain, affinityKey: chain[0]! }, slack1).reason, "prefix");
+  // Not while the holder is still prefilling the prefix: the session would wait for that fill, as long as a cold prefill elsewhere.
+  const filling = place([engine("e0", 2, [chain[0]!], 4, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: chain[0]! }, slack1);
+  t.equal(filling.order[0], "e1");
+  t.equal(filling.reason, "prefix-spill");
+  // Without a prefix to keep, the slack plays no part: a miss still goes to the least loaded.
+  t.equal(place([engine("e0", 2), engine("e1", 0)], { chain: [], affinityKey: "app" }, slack1).order[0], "e1");
+  // The baselines ignore it.
+  t.equal(place(low, { chain, affinityKey: chain[0]! }, { ...slack1, policy: "least-loaded" }).order[0], "e1");
 });
 
 t.test("a full engine is over the bound whatever the mean", async (t) => {

@@ -22,6 +22,8 @@ export interface PickerOptions {
   pool: { namespace: string; name: string };
   placement: PlacementPolicy;
   loadFactor: number;
+  /** Placement's prefix slack, as the router's `--prefix-slack`. */
+  prefixSlack: number;
   engineTtlMs: number;
   prefixWaitMs: number;
   retryAfterSeconds: number;
@@ -52,7 +54,7 @@ function invalid(message: string): InterlaceError {
  * Reads `--grpc-port` (9002), `--port` (9090), `--host`, `--nats-url`
  * (required), `--pool ns/name` (required), `--placement`, `--prefix-index
  * heartbeat|events` (events, as the router), `--load-factor`
- * (percent, 125), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
+ * (percent, 125), `--prefix-slack` (1), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
  * `--retry-after-seconds` (1), `--max-body-bytes` (1 MiB),
  * `--max-endpoints` (1), `--drain-ms` (2000), `--shutdown-grace-ms`
  * (30000), `--log-level`.
@@ -72,6 +74,7 @@ export function parsePickerOptions(src: Source = defaultSource()): PickerOptions
     placement: enumOpt(src, "placement", PLACEMENT_POLICIES, "prefix-affinity"),
     prefixIndex: enumOpt(src, "prefix-index", PREFIX_INDEXES, "events"),
     loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
+    prefixSlack: intOpt(src, "prefix-slack", 1, { min: 0, max: 10_000 }),
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),

@@ -31,7 +31,7 @@ export class PickerMetrics {
     });
     this.picks = new Counter({
       name: "interlace_picker_picks_total",
-      help: "Endpoint picks by reason (prefix, prefix-spill, hash, least-loaded, round-robin, pinned: a session's own engine; shed, no-engine: refused).",
+      help: "Endpoint picks by reason (prefix, prefix-slack, prefix-spill, hash, least-loaded, round-robin, pinned: a session's own engine; shed, no-engine: refused).",
       labelNames: ["reason"],
       registers,
     });

@@ -75,7 +75,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   const access = new AppAccess(security?.apiKeys ?? null, () => apps.all().map(([, served]) => served.config));
   const engineKey = security?.engineApiKey;
   const ctx: ExchangeContext = {
-    picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
+    picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
     route: (req) =>
       routeRequest(req, {
         pool,
@@ -136,7 +136,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
     });
     ready = true;
     setReady(true);
-    log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixWaitMs: options.prefixWaitMs }, "endpoint picker ready");
+    log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs }, "endpoint picker ready");
   } catch (err) {
     await close();
     throw err;
