@@ -15,6 +15,7 @@ export * from "./runner-config.js";
 export * from "./streams.js";
 export * from "./chunked-kv.js";
 export * from "./reopening-kv.js";
+export * from "./kv-keys.js";
 export * from "./reliability.js";
 export * from "./publish.js";
 export * from "./engine-heartbeat.js";

@@ -24,6 +24,7 @@ import {
   appKey,
   encodeToken,
   ensurePoolStream,
+  kvKeys,
   openAppsBucket,
   openEnginesBucket,
   openRoutersBucket,
@@ -96,9 +97,7 @@ const FRESH_MS = 15_000;
 
 async function values(kv: KV, filter: string): Promise<{ key: string; data: unknown; created: number }[]> {
   const out: { key: string; data: unknown; created: number }[] = [];
-  const keys: string[] = [];
-  for await (const k of await kv.keys(filter)) keys.push(k);
-  for (const key of keys) {
+  for (const key of await kvKeys(kv, filter)) {
     const e = await kv.get(key);
     if (e === null || e.operation !== "PUT") continue;
     try {

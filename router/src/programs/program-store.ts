@@ -22,7 +22,7 @@ import { randomBytes } from "node:crypto";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 import type { Logger } from "../../../common/src/index.js";
 import { ErrorCode } from "../../../common/src/index.js";
-import type { AppConfig } from "../../../common/src/protocol/index.js";
+import { kvKeys, type AppConfig } from "../../../common/src/protocol/index.js";
 import { HttpError, notFound, RouterCode } from "../errors.js";
 import { KvWatch } from "../kv-watch.js";
 import type { RouterMetrics } from "../metrics.js";
@@ -290,8 +290,7 @@ export class ProgramStore {
     this.leases.delete(id);
     await this.replicas.get(id)?.close("purged");
     try {
-      const keys: string[] = [];
-      for await (const k of await kv.keys(programKeys.all(id))) keys.push(k);
+      const keys = await kvKeys(kv, programKeys.all(id));
       // The spec last: a replica opening the program meanwhile sees it gone or whole.
       for (const k of keys.filter((k) => k !== programKeys.spec(id))) await kv.purge(k);
       await kv.purge(programKeys.spec(id));

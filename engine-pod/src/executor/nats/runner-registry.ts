@@ -10,7 +10,7 @@
  */
 import type { KV, KvEntry } from "@nats-io/kv";
 import type { Logger } from "../../../../common/src/index.js";
-import { encodeToken, parseRunnerKey, type PoolRef } from "../../../../common/src/protocol/index.js";
+import { encodeToken, kvKeys, parseRunnerKey, type PoolRef } from "../../../../common/src/protocol/index.js";
 
 function poolKey(pool: PoolRef): string {
   return `${pool.namespace}/${pool.name}`;
@@ -85,8 +85,7 @@ export class RunnerRegistry {
     if (n > 0) return n;
     let live = 0;
     try {
-      const keys = await this.kv.keys(`${encodeToken(pool.namespace)}.${encodeToken(pool.name)}.>`);
-      for await (const k of keys) {
+      for (const k of await kvKeys(this.kv, `${encodeToken(pool.namespace)}.${encodeToken(pool.name)}.>`)) {
         const entry = await this.kv.get(k);
         if (entry !== null && entry.operation === "PUT") {
           this.apply(entry, entry.created.getTime());
