@@ -26,7 +26,7 @@ function setup(prefixWaitMs = 0): { engines: EngineRegistry; picker: EndpointPic
   const engines = new EngineRegistry({ ttlMs: 60_000, log: createLogger("test", "silent") });
   engines.update(heartbeat("a", "http://10.0.0.1:8080", { prefixes: ["p1", "p2"] }));
   engines.update(heartbeat("b", "http://10.0.0.2:8080"));
-  const picker = new EndpointPicker({ engines, pool, policy: "prefix-affinity", loadFactor: 1.25, prefixWaitMs, retryAfterSeconds: 2, maxEndpoints: 2, metrics: new PickerMetrics() });
+  const picker = new EndpointPicker({ engines, pool, policy: "prefix-affinity", loadFactor: 1.25, prefixSlack: 0, prefixWaitMs, retryAfterSeconds: 2, maxEndpoints: 2, metrics: new PickerMetrics() });
   return { engines, picker };
 }
 

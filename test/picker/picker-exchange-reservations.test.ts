@@ -39,7 +39,7 @@ async function routed(engines: EngineRegistry, path: string, body: unknown, stat
   const owners = SessionOwners.from(null, undefined);
   const metrics = new PickerMetrics();
   const ctx: ExchangeContext = {
-    picker: new EndpointPicker({ engines, pool, policy: "prefix-affinity", loadFactor: 1.25, prefixWaitMs: 0, retryAfterSeconds: 1, maxEndpoints: 1, metrics }),
+    picker: new EndpointPicker({ engines, pool, policy: "prefix-affinity", loadFactor: 1.25, prefixSlack: 0, prefixWaitMs: 0, retryAfterSeconds: 1, maxEndpoints: 1, metrics }),
     route: (req) => routeRequest(req, { pool, owners, app: (ns, name) => (ns === app.namespace && name === app.name ? app : undefined) }),
     authenticate: () => "",
     owners,

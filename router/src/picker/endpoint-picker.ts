@@ -21,8 +21,8 @@ export interface EndpointPickerOptions {
   pool: { namespace: string; name: string };
   policy: PlacementPolicy;
   loadFactor: number;
-  /** Placement's prefix slack (absent: 0). */
-  prefixSlack?: number;
+  /** Placement's prefix slack (placement.ts; 0: the bound alone). */
+  prefixSlack: number;
   prefixWaitMs: number;
   retryAfterSeconds: number;
   /** Endpoints in the fallback list (1: the chosen one only). */
@@ -97,7 +97,7 @@ export class EndpointPicker {
       // The decision and its reservation together (engine-registry.ts): no other pick of this pool comes between.
       const { loads, decision, full, waits, reservation } = await o.engines.exclusive(o.pool.namespace, o.pool.name, async () => {
         const loads = this.candidates(subset);
-        const decision = place(loads, request, { policy: o.policy, loadFactor: o.loadFactor, prefixSlack: o.prefixSlack ?? 0, turn: this.turn++ });
+        const decision = place(loads, request, { policy: o.policy, loadFactor: o.loadFactor, prefixSlack: o.prefixSlack, turn: this.turn++ });
         const full = loads.every((e) => e.free <= 0);
         const canHold = performance.now() < holdUntil && signal?.aborted !== true;
         const waits = (decision.holdFor !== undefined || full) && canHold;
