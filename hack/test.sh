@@ -14,4 +14,20 @@ npm run --silent typecheck
 log "lint"
 npm run --silent lint
 log "tests"
-npx tap "$@"
+# tap keeps each file's full TAP under .tap/test-results; on a failure, repeat
+# the failing files' "not ok" lines and diagnostics last, where a log's tail
+# is read, since tap's own output is long and interleaved.
+started="$(mktemp)"
+trap 'rm -f "$started"' EXIT
+rc=0
+npx tap "$@" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  log "tests failed (exit $rc); the failing files:"
+  find .tap/test-results -name '*.tap' -newer "$started" -print0 |
+    xargs -0 -r grep -l '^ *not ok' |
+    while read -r f; do
+      printf '\n== %s\n' "${f#.tap/test-results/}"
+      grep -A 14 '^ *not ok' "$f" | head -120
+    done
+fi
+exit "$rc"
