@@ -6,6 +6,9 @@
  * the same greedy continuation as a full prefill; asking again is a no-op;
  * a warm is refused while a session prefills, and a second warm of another
  * prefix is refused while one runs, while a second ask for the same joins.
+ * A session admitted while a warm fills its prefix (the first sessions on an
+ * engine that just joined, warmed by the router) waits for the warm and
+ * forks from the store instead of prefilling the prefix beside it.
  */
 import t from "tap";
 import { prefixHashChain, type CreateSessionRequest } from "../../common/src/index.js";
@@ -54,6 +57,28 @@ t.test("a warmed prefix is forked by the app's next session instead of prefilled
   const refDone = await ref.finished;
   t.equal(refDone.usage.prefilledTokens, refDone.usage.promptTokens);
   t.same(s.inspect().tokens.sampled, ref.inspect().tokens.sampled, "the same greedy continuation as the full prefill");
+});
+
+t.test("a session admitted while a warm fills its prefix follows the warm and forks from the store", async (t) => {
+  const { engine } = await startEngine(t, { sequences: 2, prefixStore: 2 });
+  const before = engine.stats();
+  // Admitted in the same tick as the warm starts: its fill is under way, the store entry not yet held.
+  const warming = engine.warmPrefix!(request(SYSTEMS.a, "anything"));
+  const advertised = engine.advertisedPrefixes();
+  t.ok(appHashes(SYSTEMS.a).every((h) => advertised.filling.includes(h)), "the warm's prefix is advertised as filling while it fills");
+  const s = engine.createSession(request(SYSTEMS.a, "where is my order?"));
+  const [warmed, done] = await Promise.all([warming, s.finished]);
+  t.equal(warmed.outcome, "warmed");
+  t.equal(warmed.prefilledTokens, warmed.tokens, "the warm prefilled the prefix");
+  const after = engine.stats();
+  t.equal(after.prefixFillWaits - before.prefixFillWaits, 1, "the session waited for the warm's fill");
+  t.equal(after.prefixStoreHits - before.prefixStoreHits, 1, "and forked from the store");
+  t.ok(done.usage.prefilledTokens <= done.usage.promptTokens - warmed.tokens, `the session prefilled ${done.usage.prefilledTokens} of ${done.usage.promptTokens} prompt tokens (the warm's prefix has ${warmed.tokens})`);
+  t.equal(after.tokensPrefilled - before.tokensPrefilled, warmed.tokens + done.usage.prefilledTokens, "the prefix was evaluated once on the engine");
+
+  const ref = engine.createSession(request(SYSTEMS.a, "where is my order?", { prefixReuse: false }));
+  await ref.finished;
+  t.same(s.inspect().tokens.sampled, ref.inspect().tokens.sampled, "the same greedy continuation as a full prefill");
 });
 
 t.test("warms are refused while a session prefills; one runs at a time, and a second ask for it joins", async (t) => {

@@ -11,7 +11,7 @@
  * time (fill, pause, resume, re-entry, move, cleanup) run in the background
  * while the session sits in `busy`, so the batch never waits for them.
  */
-import type { LlamaContextSequenceRepeatPenalty, SequenceEvaluateOptions, Token, TokenBias } from "node-llama-cpp";
+import type { LlamaContextSequence, LlamaContextSequenceRepeatPenalty, SequenceEvaluateOptions, Token, TokenBias } from "node-llama-cpp";
 import { CML, ErrorCode, type AnswerFormat, type InterruptKind, type Logger, type ToolSpec } from "../../../common/src/index.js";
 import { formatCallError, parseCallBody, type MonitorEvent } from "../cml/index.js";
 import { errorOutcome } from "../../../common/src/wire/index.js";
@@ -21,7 +21,7 @@ import type { Executor, ToolCall, ToolResult } from "./executor.js";
 import type { SpeculationHook } from "./speculation-hook.js";
 import { InterruptManager } from "./interrupt-manager.js";
 import { KvWork, type Handover, type RetentionSettings } from "./kv-work.js";
-import { isPrefilling, PrefixFollowers } from "./prefix-followers.js";
+import { isPrefilling, PrefixFollowers, type StoreFill } from "./prefix-followers.js";
 import { RateWindow } from "./rate-window.js";
 import type { Runtime } from "./runtime.js";
 import { acceptOnGrammar, type Sampling } from "./sampling.js";
@@ -129,13 +129,22 @@ export class EngineCore {
    * (after the fill it follows, if any, or once a paused session handing its
    * sequence over has left it).
    */
-  add(s: SessionState, admission: Admission, reuse: boolean, handover?: Handover): void {
-    const fork = admission.fork;
-    const source = fork?.filling === true ? [...this.live].find((x) => x.slot === fork.from && isPrefilling(x)) : undefined;
+  add(s: SessionState, admission: Admission, reuse: boolean, handover?: Handover, storeFill?: StoreFill): void {
     this.sessions.set(s.id, s);
     this.live.add(s);
     this.constrain(s);
-    this.work.fill(s, admission, reuse, source !== undefined && fork !== null ? this.followers.follow(s, source, fork.tokens) : undefined, handover?.ready);
+    this.work.fill(s, admission, reuse, this.following(s, admission, storeFill), handover?.ready);
+  }
+
+  /** What an admission whose fork source is still being filled waits for: the sequence to copy from once it holds the prefix. */
+  private following(s: SessionState, admission: Admission, storeFill: StoreFill | undefined): Promise<LlamaContextSequence> | undefined {
+    const fork = admission.fork;
+    if (fork?.filling !== true) return undefined;
+    const source = [...this.live].find((x) => x.slot === fork.from && isPrefilling(x));
+    if (source !== undefined) return this.followers.follow(s, source, fork.tokens).then((src) => src.seq);
+    const store = this.runtime.prefixStore[fork.from - this.runtime.sequences.length];
+    if (storeFill?.sequence !== fork.from || store === undefined) return undefined;
+    return this.followers.followStoreFill(storeFill.done).then(() => store);
   }
 
   /** Sequences paused sessions hold that the retention policy would give a request now. */

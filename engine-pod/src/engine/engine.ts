@@ -16,7 +16,7 @@ import { OneWarmAtATime } from "./prefix-warming.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import { LogprobLedger } from "./logprob-ledger.js";
 import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput, PrefixWarmOutcome, PrefixWarmResult } from "./engine-api.js";
-import { isPrefilling } from "./prefix-followers.js";
+import { isPrefilling, type StoreFill } from "./prefix-followers.js";
 import { EngineCore } from "./engine-core.js";
 import { defaultRetained, type EngineOptions } from "./engine-options.js";
 import type { Executor } from "./executor.js";
@@ -132,6 +132,8 @@ class LlamaEngine implements Engine {
   private admissions = 0;
   /** Prefix warms (`warmPrefix`): one at a time; a second ask for the one running joins it. */
   private readonly warming = new OneWarmAtATime();
+  /** The running warm's fill of a store sequence, if any: admissions with its prefix follow it. */
+  private storeFill: StoreFill | undefined;
 
   constructor(
     private readonly options: EngineOptions,
@@ -242,8 +244,11 @@ class LlamaEngine implements Engine {
     const target = this.store.offer(shared);
     if (target === null) return result("held");
     const seq = this.allSequences()[target]!;
-    // Not advertised, nor offered to a session's store copy, while its cells change.
+    // Not advertised as held, nor offered to a session's store copy, while its cells change; sessions admitted
+    // meanwhile with this prefix follow the fill and fork from the store once it ends (prefix-followers.ts).
     this.store.fill(target);
+    let ended!: () => void;
+    this.storeFill = { sequence: target, tokens: shared.tokens, hashes: shared.hashes, done: new Promise<void>((resolve) => (ended = resolve)) };
     try {
       if (source !== undefined && (await this.kv.copyPrefix(seq, source, shared.tokens.length))) {
         this.store.stored(target, shared);
@@ -262,6 +267,10 @@ class LlamaEngine implements Engine {
       this.store.emptied(target);
       await this.kv.clear(seq).catch(() => undefined);
       throw err;
+    } finally {
+      // After a failure's clear: a follower then copies nothing and prefills its whole prompt.
+      this.storeFill = undefined;
+      ended();
     }
   }
 
@@ -460,7 +469,15 @@ class LlamaEngine implements Engine {
     const { held, filling } = this.resident.hashes(sequences, live);
     // Store entries advertise their app's hashes even after every record of the app is gone.
     for (const entry of this.store.held()) for (const h of entry.hashes) (held.add(h), filling.delete(h));
+    for (const h of this.storeFill?.hashes ?? []) if (!held.has(h)) filling.add(h);
     return { hashes: [...held, ...filling], filling: [...filling] };
+  }
+
+  /** What each sequence is being filled with now (index = sequence id): sessions' prompts, and a warm's prefix in its store sequence. */
+  private fillingPrompts(): (readonly Token[] | undefined)[] {
+    const filling = this.core.fillingPrompts();
+    if (this.storeFill !== undefined) filling[this.storeFill.sequence] = this.storeFill.tokens;
+    return filling;
   }
 
   /** The session slots, then the prefix-store sequences (index = sequence id). */
@@ -559,7 +576,7 @@ class LlamaEngine implements Engine {
   private admit(init: AdmitInit, app: PromptApp, reuse: boolean, continues?: string): SessionState {
     const { config, prompt } = init;
     const inputs = reuse
-      ? { resident: this.allSequences().map((seq) => seq.contextTokens), filling: this.core.fillingPrompts(), ...(continues !== undefined ? { continues } : {}) }
+      ? { resident: this.allSequences().map((seq) => seq.contextTokens), filling: this.fillingPrompts(), ...(continues !== undefined ? { continues } : {}) }
       : undefined;
     const views = this.core.views();
     let admission = this.scheduler.admit(prompt, config.priority, views, inputs);
@@ -573,7 +590,10 @@ class LlamaEngine implements Engine {
       this.retentionCounters.admissionsRefused++;
       throw new InterlaceError(ErrorCode.Capacity, `all ${this.scheduler.size} sequences are busy; retry later`);
     }
-    if (admission.fork !== null) this.store.used(admission.fork.from);
+    const fork = admission.fork;
+    // A fork from a warm still filling uses the store entry once the warm has stored it.
+    if (fork !== null && fork.filling && this.storeFill?.sequence === fork.from) void this.storeFill.done.then(() => this.store.used(fork.from));
+    else if (fork !== null) this.store.used(fork.from);
     const chain = prefixHashChain(app);
     const shared = config.prefixReuse ? this.sharedPrefix(app, prompt, chain) : undefined;
     const s = new SessionState({
@@ -585,7 +605,7 @@ class LlamaEngine implements Engine {
       ...(shared !== undefined ? { sharedPrefix: shared } : {}),
     });
     this.resident.record(s.id, prompt, chain);
-    this.core.add(s, admission, reuse, handover ?? undefined);
+    this.core.add(s, admission, reuse, handover ?? undefined, this.storeFill);
     // Counted once the session is in the figures a heartbeat reads (same tick): a beat with this count shows it.
     this.admissions++;
     return s;

@@ -59,10 +59,11 @@ export class KvWork {
 
   /**
    * Prepares an admitted session's sequence: fork a prefix another sequence
-   * holds (once `following` resolves with the session still prefilling it),
-   * reuse its own resident prefix, or clear it.
+   * holds (once `following` resolves with the sequence to copy, when the
+   * fork's source was still being filled), reuse its own resident prefix, or
+   * clear it.
    */
-  fill(s: SessionState, admission: Admission, reuse: boolean, following?: Promise<SessionState>, handover?: Promise<void>): void {
+  fill(s: SessionState, admission: Admission, reuse: boolean, following?: Promise<LlamaContextSequence>, handover?: Promise<void>): void {
     const prompt = s.tokens.prompt;
     this.host.background(s, async () => {
       // A sequence handed over by a paused session is the admission's once that state has left it (cleared below either way).
@@ -70,7 +71,7 @@ export class KvWork {
       let evaluated = 0;
       if (reuse && admission.fork !== null) {
         // Copy the prefix's cells rather than prefilling them again; a session followed may have moved slots meanwhile.
-        const from = following !== undefined ? (await following).seq : this.sequenceAt(admission.fork.from);
+        const from = following !== undefined ? await following : this.sequenceAt(admission.fork.from);
         const r = await this.kv.fork(s.seq, from, admission.fork.tokens);
         evaluated = r.evaluatedTokens;
         if (evaluated > 0) this.host.countPrefill(s, evaluated);

@@ -6,9 +6,23 @@
  * tokens beside the first, in the same batches, on the same engine thread.
  * Instead it waits until the first session's cells hold the shared tokens and
  * then copies them (a fork): both sessions see their first token no later,
- * and the prefix is evaluated once.
+ * and the prefix is evaluated once. The same holds for a prefix warm
+ * filling a prefix-store sequence (a router warming an engine that just
+ * joined, whose first sessions arrive during the warm): an admission
+ * waits for the warm and forks from the store.
  */
+import type { Token } from "node-llama-cpp";
 import type { SessionState } from "./session-state.js";
+
+/** A prefix warm filling a store sequence now: admissions may fork from it once `done` resolves. */
+export interface StoreFill {
+  /** The store sequence's id (after the session slots). */
+  readonly sequence: number;
+  readonly tokens: readonly Token[];
+  readonly hashes: readonly string[];
+  /** Resolves once the fill has ended, whether it stored the prefix or failed. */
+  readonly done: Promise<void>;
+}
 
 /** A live session that has not decoded yet: its prompt is still going into its cells. */
 export function isPrefilling(s: SessionState): boolean {
@@ -39,6 +53,12 @@ export class PrefixFollowers {
       this.follows.push({ follower, source, tokens, resolve });
       this.settle();
     });
+  }
+
+  /** Resolves when a prefix warm's fill of a store sequence has ended (stored, or failed and emptied). */
+  followStoreFill(done: Promise<void>): Promise<void> {
+    this.waits++;
+    return done;
   }
 
   /** Releases the follows whose wait is over; called by the loop every step. */
