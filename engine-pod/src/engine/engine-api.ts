@@ -212,7 +212,7 @@ export interface EngineStats {
   /** Prompt prefixes copied from another resident sequence instead of being prefilled, and their tokens. */
   prefixForks: number;
   prefixForkedTokens: number;
-  /** Admissions that waited for another session's prefill of their prefix, then forked it. */
+  /** Admissions that waited for another session's prefill of their prefix, or a prefix warm's fill of it, then forked it. */
   prefixFillWaits: number;
   /** The prefix store (apps' shared prefixes kept beyond the session slots): its sequences, entries held now, and prefixes stored, replaced and forked from so far. */
   prefixStoreSize: number;

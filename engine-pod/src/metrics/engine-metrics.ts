@@ -144,7 +144,7 @@ export class EngineMetrics {
     counter("tokens_prefilled_total", "Tokens evaluated as prompt (fills, re-entries, recomputes).", "tokensPrefilled");
     counter("prefix_forks_total", "Prompt prefixes forked (copied) from another sequence at admission instead of prefilled.", "prefixForks");
     counter("prefix_forked_tokens_total", "Tokens of the prefixes forked from another sequence.", "prefixForkedTokens");
-    counter("prefix_fill_waits_total", "Admissions that waited for another session's prefill of their prefix, then forked it.", "prefixFillWaits");
+    counter("prefix_fill_waits_total", "Admissions that waited for another session's prefill of their prefix, or a prefix warm's fill of it, then forked it.", "prefixFillWaits");
     counter("prefix_store_inserts_total", "Shared prefixes copied into the prefix store when a session ended.", "prefixStoreInserts");
     counter("prefix_store_evictions_total", "Prefix-store entries replaced (least recently used) or lost.", "prefixStoreEvictions");
     counter("prefix_store_hits_total", "Sessions that forked their prefix from the prefix store.", "prefixStoreHits");
