@@ -70,12 +70,16 @@ function staticPolicy(s: ScaleSetup): Policy {
   return { name: "static", initial, decide: () => ({ ...initial, reasons: [] }) };
 }
 
-/** Sessions active or queued, per engine, against `engineTarget` of its sequences: the count a queue-depth scaler asks for. */
+/**
+ * Sessions active or queued (in the engines, or in the routers' capacity
+ * queue), per engine, against `engineTarget` of its sequences: the count a
+ * queue-depth scaler asks for.
+ */
 export function queueDepthEngines(sample: SignalSample, target: number): number | null {
   const load = engineLoad(sample.engines);
   if (load.engines === 0) return null;
   const perEngine = Math.max(1, (load.totalSequences / load.engines) * target);
-  return Math.ceil((load.activeSessions + load.queuedSessions) / perEngine);
+  return Math.ceil((load.activeSessions + load.queuedSessions + (sample.heldRequests ?? 0)) / perEngine);
 }
 
 function engineOnlyPolicy(s: ScaleSetup): Policy {

@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-slack N] [--prefix-store K] [--front router|envoy]
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-slack N] [--queue-ms MS] [--prefix-store K] [--front router|envoy]
  * [--index heartbeat|events] [--model-preset bench|test] [--routers N] [--policies LIST] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
@@ -23,10 +23,12 @@
  * one policy past another's ceiling without rerunning the others. Per policy: TTFT p50/p90, task latency
  * p50/p90, tokens prefilled per session, prefix hit ratio (tokens served
  * from a resident prefix over tokens that could have been), and the highest
- * swept rate whose TTFT p90 stays under the SLO. The client retries a
- * session refused with 429/503 after its Retry-After (an engine runs at most
- * `--sequences` sessions and the router never queues), and TTFT counts from
- * the arrival, so overload shows as TTFT rather than as lost sessions. `--apps 1` makes every
+ * swept rate whose TTFT p90 stays under the SLO. An engine runs at most
+ * `--sequences` sessions; a session that finds every engine full waits in
+ * the router's capacity queue (`--queue-ms`, the router's flag; 0: no
+ * queue, a 429 at once), and the client retries one refused with 429/503
+ * after its Retry-After. TTFT counts from the arrival, so overload shows as
+ * TTFT rather than as lost sessions. `--apps 1` makes every
  * session share one prompt, `--distinct` gives every session a prompt of its
  * own: the two cases where affinity has nothing to gain and must not lose. Every run (policy x rate)
  * gets apps with system prompts of its own, so each starts with cold caches
@@ -85,6 +87,8 @@ interface Config {
   loadFactor: number;
   /** The router's `--prefix-slack` (prefix affinity only). */
   prefixSlack: number;
+  /** The router's `--queue-ms`: how long a session waits in its capacity queue with every engine full (0: 429 at once). */
+  queueMs: number;
   distinct: boolean;
   /** How long a client keeps retrying a refused session (429/503, after Retry-After). */
   patienceMs: number;
@@ -143,6 +147,8 @@ function parseConfig(argv: string[]): Config {
     loadFactor: num("load-factor", 1.25),
     // The router's default; 0 is the bound alone.
     prefixSlack: f.get("prefix-slack") === "0" ? 0 : num("prefix-slack", 1),
+    // The router's default; 0 turns the queue off (the client's retries are then the only wait).
+    queueMs: f.get("queue-ms") === "0" ? 0 : num("queue-ms", 30_000),
     distinct: f.has("distinct"),
     patienceMs: num("patience-ms", 120_000),
     // The break-even the router's flag documents: about one cold prefill of an app's prompt, ~10 ms a token on one thread here.
@@ -216,6 +222,8 @@ interface SessionResult {
   placement?: string;
   /** 429/503 answers retried before the session opened. */
   retries: number;
+  /** Milliseconds the opening attempt waited in the router's capacity queue (`placement.queuedMs`; absent: not through the router). */
+  queuedMs?: number;
   /** The attempt that opened it: POST to 201, ms (the front door's placement and proxying, and the engine's admission). */
   openMs?: number;
   /** The front door's own pick for that attempt, from its `Server-Timing: pick;dur=` (body arrived to the engine chosen). */
@@ -264,7 +272,7 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
   const app = appName(run, a.app);
   const { res, retries, openMs, pickMs } = await openSession(`${base}/v1/apps/${BENCH_NS}/${app}/sessions`, a.body, patienceMs);
   if (res.status !== 201) return { app: a.app, at: a.at, ok: false, status: res.status, retries, error: (await res.text()).slice(0, 300) };
-  const { id, engine, placement } = (await res.json()) as { id: string; engine: string; placement: { reason: string } };
+  const { id, engine, placement } = (await res.json()) as { id: string; engine: string; placement: { reason: string; queuedMs?: number } };
   const events = await fetch(`${base}/v1/apps/${BENCH_NS}/${app}/sessions/${id}/events`);
   let ttft: number | undefined;
   let promptTokens = 0;
@@ -286,6 +294,7 @@ async function runSession(base: string, run: number, a: Arrival, patienceMs: num
     engine,
     placement: placement.reason,
     retries,
+    ...(placement.queuedMs !== undefined ? { queuedMs: placement.queuedMs } : {}),
     openMs,
     pickMs,
     ttftMs: ttft ?? performance.now() - start,
@@ -367,9 +376,10 @@ interface FrontDoor {
 async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<FrontDoor> {
   const log = createLogger("bench", "warn");
   const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixSlack: config.prefixSlack, prefixWaitMs: config.prefixWaitMs, logLevel: "warn" };
+  const queue = { queueMs: config.queueMs };
   if (mode.front === "router" && config.routers > 1) return startRouterProcesses(config, natsUrl, mode);
   if (mode.front === "router") {
-    const router: Router = await startRouter(routerOptions({ natsUrl, routerId: `bench-${mode.policy}`, upstreamTimeoutMs: 30_000, prefixIndex: config.index, ...placement }), log);
+    const router: Router = await startRouter(routerOptions({ natsUrl, routerId: `bench-${mode.policy}`, upstreamTimeoutMs: 30_000, prefixIndex: config.index, ...placement, ...queue }), log);
     return {
       bases: [`http://127.0.0.1:${router.port}`],
       sees: async (n, app) => router.engines.loads(BENCH_NS, BENCH_POOL).length >= n && router.apps.get(BENCH_NS, app) !== undefined,
@@ -410,6 +420,7 @@ async function startRouterProcesses(config: Config, natsUrl: string, mode: Mode)
   const args = (i: number): string[] => [
     "--router-id", `bench-${mode.policy}-${i}`, "--nats-url", natsUrl, "--placement", mode.policy, "--load-factor", String(Math.round(config.loadFactor * 100)),
     "--prefix-slack", String(config.prefixSlack), "--prefix-wait-ms", String(config.prefixWaitMs), "--prefix-index", config.index, "--upstream-timeout-ms", "30000",
+    "--queue-ms", String(config.queueMs),
   ];
   try {
     const replicas: RouterProcess[] = [];
@@ -481,6 +492,8 @@ interface Summary {
   rejected: number;
   /** Sessions that opened only after one or more 429/503 retries. */
   retried: number;
+  /** Sessions that waited in the router's capacity queue before they opened. */
+  queued: number;
   ttft_p50_ms: number;
   ttft_p90_ms: number;
   task_p50_ms: number;
@@ -529,6 +542,7 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
     completed: ok.length,
     rejected: run.sessions.length - ok.length,
     retried: ok.filter((s) => s.retries > 0).length,
+    queued: ok.filter((s) => (s.queuedMs ?? 0) > 0).length,
     ttft_p50_ms: Math.round(quantile(ttft, 0.5)),
     ttft_p90_ms: Math.round(quantile(ttft, 0.9)),
     task_p50_ms: Math.round(quantile(task, 0.5)),
@@ -636,7 +650,7 @@ export async function run(argv: string[]): Promise<void> {
       `This machine: ${config.engines} engine processes with ONE thread each (2 shared CPU cores, no GPU); every run has apps with prompts of its own, so caches start cold.\n` +
       `Workload: ${config.distinct ? "a prompt of its own for every session (--distinct)" : `${config.apps} apps`} x ~${config.promptTokens}-token system prompts, ${config.calls} tool calls of ${config.toolMs} ms per task, rates ${config.rates.join(", ")}/s for ${config.durationS} s, seed ${config.seed}; ` +
       `${config.sequences} sequences per engine and a prefix store of ${config.prefixStore} (--prefix-store: app prefixes kept beyond the session slots; ${config.apps} apps' prefixes ${config.apps > config.prefixStore ? "exceed one engine's store" : "fit in one engine's store"}, ${config.apps > config.prefixStore * config.engines ? "exceed" : "fit across"} the pool's).\n` +
-      `Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
+      `${config.queueMs > 0 ? `A session that finds every engine full waits up to ${config.queueMs} ms in the router's capacity queue, in arrival order (--queue-ms). ` : "The router queues nothing (--queue-ms 0): every engine full is a 429 at once. "}Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines); ` +
       `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms), and an engine holding it may go ${config.prefixSlack} session(s) past the even share ceil((total load + 1) / engines) when over the bound (--prefix-slack).\n` +
       `Prefix index: ${config.index === "events" ? "the engines' KV events, heartbeats as the fallback" : "heartbeat snapshots"} (--index ${config.index}${config.front === "envoy" ? "; the router only: the endpoint picker places from heartbeats" : ""}).\n` +
@@ -708,11 +722,11 @@ export async function run(argv: string[]): Promise<void> {
     return best;
   };
 
-  console.log(`\n| policy | rate /s | done | retried | rejected | TTFT p50 ms | TTFT p90 ms | task p50 ms | task p90 ms | prefilled tok/session | prefix hit ratio | open p50 / p99 ms |`);
-  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
+  console.log(`\n| policy | rate /s | done | queued | retried | rejected | TTFT p50 ms | TTFT p90 ms | task p50 ms | task p90 ms | prefilled tok/session | prefix hit ratio | open p50 / p99 ms |`);
+  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`);
   for (const r of rows) {
     const name = r.front === "router" ? r.policy : `${r.policy} via envoy`;
-    console.log(`| ${name} | ${r.rate} | ${r.completed} | ${r.retried} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} | ${r.open_p50_ms} / ${r.open_p99_ms} |`);
+    console.log(`| ${name} | ${r.rate} | ${r.completed} | ${r.queued} | ${r.retried} | ${r.rejected} | ${r.ttft_p50_ms} | ${r.ttft_p90_ms} | ${r.task_p50_ms} | ${r.task_p90_ms} | ${r.prefilled_tokens_per_session} | ${r.prefix_hit_ratio} | ${r.open_p50_ms} / ${r.open_p99_ms} |`);
   }
   for (const r of rows) {
     const w = r.reservation_kv_writes;
@@ -788,6 +802,7 @@ export async function run(argv: string[]): Promise<void> {
         client_patience_ms: config.patienceMs,
         load_factor: config.loadFactor,
         prefix_slack: config.prefixSlack,
+        queue_ms: config.queueMs,
         prefix_wait_ms: config.prefixWaitMs,
         prefix_store_per_engine: config.prefixStore,
         front: config.front,
@@ -814,6 +829,7 @@ export async function run(argv: string[]): Promise<void> {
           engine: x.engine ?? null,
           placement: x.placement ?? null,
           retries: x.retries,
+          queued_ms: x.queuedMs ?? null,
           open_ms: x.openMs === undefined ? null : r3(x.openMs),
           pick_ms: x.pickMs === undefined ? null : r3(x.pickMs),
           ttft_ms: x.ttftMs === undefined ? null : Math.round(x.ttftMs),

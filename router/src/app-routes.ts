@@ -179,7 +179,7 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
       id,
       eventsUrl: `/v1/apps/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}/sessions/${id}/events`,
       engine: placed.engine.pod,
-      placement: { reason: placed.reason, matchedSegments: placed.matched, segments: merged.chain.length, retries: placed.retries },
+      placement: { reason: placed.reason, matchedSegments: placed.matched, segments: merged.chain.length, retries: placed.retries, queuedMs: placed.queuedMs },
     });
   });
 

@@ -33,6 +33,9 @@ export class RouterMetrics {
   readonly coldStartHeld: Gauge<"pool">;
   readonly coldStartHoldSeconds: Histogram<"outcome">;
   readonly coldStartRefusals: Counter<"reason">;
+  readonly capacityQueued: Gauge<"pool">;
+  readonly capacityQueueSeconds: Histogram<"outcome">;
+  readonly capacityQueueRefusals: Counter<"reason">;
   readonly reservationWrites: Counter<"write" | "outcome">;
 
   constructor() {
@@ -129,6 +132,25 @@ export class RouterMetrics {
     this.coldStartRefusals = new Counter({
       name: "interlace_router_cold_start_refusals_total",
       help: "Requests refused with 503 while their pool had no ready engine, by reason (timeout: the hold ran out; queue_full: the hold's bound was reached).",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.capacityQueued = new Gauge({
+      name: "interlace_router_capacity_queued_requests",
+      help: "Requests waiting now for a free sequence while every engine of their pool is full (capacity-queue.ts), by pool.",
+      labelNames: ["pool"],
+      registers,
+    });
+    this.capacityQueueSeconds = new Histogram({
+      name: "interlace_router_capacity_queue_seconds",
+      help: "How long queued requests waited for a free sequence, by outcome (placed; timeout; aborted: the client left; failed: the request's own error).",
+      labelNames: ["outcome"],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120],
+      registers,
+    });
+    this.capacityQueueRefusals = new Counter({
+      name: "interlace_router_capacity_queue_refusals_total",
+      help: "Requests refused with 429 while every engine of their pool was full, by reason (timeout: the queue wait ran out; queue_full: the queue's bound was reached).",
       labelNames: ["reason"],
       registers,
     });

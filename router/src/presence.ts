@@ -22,7 +22,7 @@ export class PresencePublisher {
     private readonly apps: AppRegistry,
     private readonly live: ReadonlyMap<string, number>,
     private readonly log: Logger,
-    /** Requests held now per EnginePool (`namespace/name`), the cold-start hold's. */
+    /** Requests held now per EnginePool (`namespace/name`): the cold-start hold's and the capacity queue's. */
     private readonly held: () => ReadonlyMap<string, number> = () => new Map(),
   ) {}
 

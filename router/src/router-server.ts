@@ -13,6 +13,7 @@ import { ErrorCode, listen, mountProbes, type Logger } from "../../common/src/in
 import { maxKvValueBytes, openRoutersBucket } from "../../common/src/protocol/index.js";
 import { AppRegistry, type ServedApp } from "./app-registry.js";
 import { ColdStartHold } from "./cold-start-hold.js";
+import { CapacityQueue } from "./capacity-queue.js";
 import { mountAppRoutes, param } from "./app-routes.js";
 import { PrefixWarmer } from "./prefix-warmer.js";
 import { WarmArrivals } from "./warm-arrivals.js";
@@ -124,6 +125,8 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     retryAfterSeconds: options.retryAfterSeconds,
     onFirstHeld: () => void presence?.publish(),
   });
+  // App requests that find every engine full wait for a sequence in arrival order (capacity-queue.ts).
+  const queue = new CapacityQueue({ engines, metrics, maxQueued: options.maxQueued, timeoutMs: options.queueMs, retryAfterSeconds: options.retryAfterSeconds });
   // Warming a second engine only makes sense where placement keeps an app on the engine holding its prefix.
   const prefixWarmer = new PrefixWarmer({
     engines,
@@ -142,6 +145,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   mountAppRoutes(app, json, {
     ...placeContext,
     coldStart,
+    queue,
     prefixWarmer,
     owners: SessionOwners.from(security?.apiKeys ?? null, security?.ownerTagKey),
     apps,
@@ -205,10 +209,10 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     }
     const routersKv = await openRoutersBucket(nc);
     await programs.attach(await openProgramsBucket(nc), maxKvValueBytes(nc));
-    presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => coldStart.heldByPool());
+    presence = new PresencePublisher(routersKv, options.routerId, apps, live, log, () => sumByPool(coldStart.heldByPool(), queue.queuedByPool()));
     presence.start(options.presenceMs);
     ready = true;
-    log.info({ port, apps: apps.size, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs, prefixWarmSessions: prefixWarmer.enabled ? options.prefixWarmSessions : 0, prefixWarmWindowMs: options.prefixWarmWindowMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld }, "router ready");
+    log.info({ port, apps: apps.size, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs, prefixWarmSessions: prefixWarmer.enabled ? options.prefixWarmSessions : 0, prefixWarmWindowMs: options.prefixWarmWindowMs, engineTtlMs: options.engineTtlMs, coldStartHoldMs: options.coldStartHoldMs, coldStartMaxHeld: options.coldStartMaxHeld, queueMs: options.queueMs, maxQueued: options.maxQueued }, "router ready");
   } catch (err) {
     await close();
     throw err;
@@ -228,4 +232,11 @@ function closeServer(server: Server, graceMs = 5_000): Promise<void> {
     });
     server.closeIdleConnections();
   });
+}
+
+/** Requests waiting per pool key, summed over the router's waits (the presence's `held`: the autoscaler's signal). */
+function sumByPool(...counts: ReadonlyMap<string, number>[]): Map<string, number> {
+  const sum = new Map<string, number>();
+  for (const m of counts) for (const [k, n] of m) sum.set(k, (sum.get(k) ?? 0) + n);
+  return sum;
 }

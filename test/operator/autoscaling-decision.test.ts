@@ -161,6 +161,16 @@ t.test("a held request wakes the engines up to minReplicas when that is higher, 
   t.match(nothingHeld.pools[0], { current: 0, desired: 0, reason: "EnginePool qwen stays at 0: no engine reports, no live signal" });
 });
 
+t.test("requests the router queues while every engine is full want sequences: the engines grow for them", async (t) => {
+  const full = { ready: true, queuedSessions: 0, activeSessions: 4, freeSequences: 0, totalSequences: 4, kvCellsUsed: 2048, kvCellsTotal: 16384, tokensPerSecond: 80 };
+  const decide = (heldRequests: number): PoolDecision | undefined =>
+    decideAutoscaling({ now: 1_000, enginePool: { name: "qwen", replicas: 1, autoscaling: { minReplicas: 1, maxReplicas: 4 } }, toolPools: [], window: [{ at: 1_000, engines: [full], tools: {}, heldRequests }] }).pools[0];
+  const queued = decide(6);
+  t.match(queued, { current: 1, desired: 3, direction: "up" }, "4 sessions in sequences and 6 queued in the router: 10 sequences of 4 per engine");
+  t.match(queued?.reason ?? "", /^scaled EnginePool qwen 1→3: 6 requests held by the router, 0 sessions queued, 4 generating on 4 sequences/);
+  t.match(decide(0), { current: 1, desired: 1 }, "the same engine without the queue: it holds what it runs");
+});
+
 t.test("a pass between ticks wakes a pool at zero on the one sample it adds; the wake check runs it only for builtin pools at zero with work waiting", async (t) => {
   const tr = trace("wake-from-zero");
   // The trace's first 30 s: both pools idle at zero, a tick every 10 s. Then, 300 ms after the last tick, a

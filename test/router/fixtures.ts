@@ -109,7 +109,7 @@ export interface Opened {
   id: string;
   eventsUrl: string;
   engine: string;
-  placement: { reason: string; matchedSegments: number; segments: number; retries: number };
+  placement: { reason: string; matchedSegments: number; segments: number; retries: number; queuedMs: number };
 }
 
 /** Opens a session of `app` through router `base`; throws with the body on failure. */

@@ -3,6 +3,9 @@
  * `test` model (heartbeats into `interlace-engines`) and two router replicas:
  * placement follows the resident prefix; the load bound spills; sessions'
  * events and interrupts reach their own engine through either replica;
+ * a request that finds every engine busy waits in the router's capacity
+ * queue and is placed in arrival order as sequences free, or gets 429 with
+ * `Retry-After` once its wait runs out;
  * interrupt settings are enforced; a client's tool outputs (cache-tool-output)
  * reach the owning engine; a client disconnect frees the engine's
  * sequence; bad input gets clear errors; an engine killed with SIGKILL drops
@@ -16,9 +19,11 @@ import { compileSchema } from "../../common/src/wire/validator.js";
 
 t.setTimeout(240_000);
 
-// `pin`: an engine whose sequences are all held stays full while its sessions wait on tools, so "every engine busy" below is a 429 (under the default `eta` a paused session would give its sequence up).
+// `pin`: an engine whose sequences are all held stays full while its sessions wait on tools, so "every engine busy" below queues (under the default `eta` a paused session would give its sequence up).
 // A short cold-start hold: the app on a pool with no engine below gets its 503 soon (cold-start.test.ts covers the hold).
-const stack = await startStack(t, { engines: 2, routers: 2, engineArgs: ["--kv-retention", "pin"], router: { coldStartHoldMs: 200 } });
+// A capacity queue wait long enough for a few heartbeats (1 s apart), short enough for the test to see it run out.
+const QUEUE_MS = 6_000;
+const stack = await startStack(t, { engines: 2, routers: 2, engineArgs: ["--kv-retention", "pin"], router: { coldStartHoldMs: 200, queueMs: QUEUE_MS } });
 const [r0, r1] = [stack.url(0), stack.url(1)];
 const alpha = appConfig("alpha");
 const beta = appConfig("beta", { interrupts: { userInterrupts: false, maxQueued: 4 } });
@@ -178,18 +183,42 @@ t.test("bad input: unknown app, bad body, oversized, unknown session, no engine"
   t.ok(orphan.headers.get("retry-after"));
 });
 
-t.test("every engine busy: 429 with Retry-After, never a hang", async (t) => {
+t.test("every engine busy: requests wait in the router's queue, are placed in arrival order as sequences free, and get 429 with Retry-After once the wait runs out", async (t) => {
   const held = [];
   for (let i = 0; i < 4; i++) held.push(await openSession(i % 2 === 0 ? r0 : r1, "alpha", longSession()));
   const engines = new Set(held.map((s) => s.engine));
   t.equal(engines.size, 2, "both engines filled");
+  const end = (id: string): Promise<Response> => fetch(`${r0}/v1/apps/default/alpha/sessions/${id}`, { method: "DELETE" });
+
   const started = Date.now();
   const refused = await postJson(`${r0}/v1/apps/default/alpha/sessions`, QUICK);
   t.equal(refused.status, 429);
   t.equal(refused.headers.get("retry-after"), "1");
-  t.ok(Date.now() - started < 5_000, "answered at once");
-  for (const s of held) await fetch(`${r0}/v1/apps/default/alpha/sessions/${s.id}`, { method: "DELETE" });
+  t.match(await refused.text(), /stayed full/, "the reason says the pool stayed full");
+  t.ok(Date.now() - started >= QUEUE_MS / 2, `it waited in the queue first (${Date.now() - started} ms), never a hang`);
+
+  const order: string[] = [];
+  const post = (name: string): Promise<Response> =>
+    postJson(`${r0}/v1/apps/default/alpha/sessions`, { ...QUICK, prompt: `Queued ${name}.` }).then((res) => (order.push(name), res));
+  const a = post("a");
+  t.ok(await eventually(async () => /interlace_router_capacity_queued_requests\{pool="default\/pool"\} 1/.test(await (await fetch(`${r0}/metrics`)).text()), 3_000), "a waits in the queue");
+  const b = post("b");
+  t.ok(await eventually(async () => /interlace_router_capacity_queued_requests\{pool="default\/pool"\} 2/.test(await (await fetch(`${r0}/metrics`)).text()), 3_000), "b waits behind it");
+  t.same(order, [], "neither is answered while every engine is full");
+  await end(held[0]!.id);
+  const first = await a;
+  t.equal(first.status, 201, "a freed sequence places the older request");
+  t.equal(order[0], "a");
+  await end(held[1]!.id);
+  const second = await b;
+  t.equal(second.status, 201, "the next one places the younger");
+  t.same(order, ["a", "b"], "in arrival order");
+  for (const s of held.slice(2)) await end(s.id);
+  for (const res of [first, second]) await streamEvents(r0, "alpha", ((await res.json()) as { id: string }).id);
   t.ok(await eventually(idle, 5_000));
+  const metrics = await (await fetch(`${r0}/metrics`)).text();
+  t.match(metrics, /interlace_router_capacity_queue_seconds_count\{outcome="placed"\} 2/);
+  t.match(metrics, /interlace_router_capacity_queue_refusals_total\{reason="timeout"\} 1/);
 });
 
 t.test("chat completions through the router, streaming and not, with the app merged in", async (t) => {

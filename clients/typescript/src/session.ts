@@ -51,7 +51,8 @@ export class Session {
   readonly id: string;
   /** The engine pod it was placed on, and why. */
   readonly engine: string;
-  readonly placement: { reason: string; matchedSegments: number; segments: number; retries: number };
+  /** `queuedMs`: how long the router held the session in its capacity queue, every engine full (absent from routers that predate the queue). */
+  readonly placement: { reason: string; matchedSegments: number; segments: number; retries: number; queuedMs?: number };
 
   /** @internal */
   constructor(

@@ -134,7 +134,7 @@ export interface RouterPresence {
   at: number;
   /** App key → the config hash it serves and the sessions it has open for the app. */
   apps: Record<string, { hash: string; activeSessions: number }>;
-  /** EnginePool (`namespace/name`) → requests held now waiting for a ready engine (the cold-start hold); pools with none are left out. */
+  /** EnginePool (`namespace/name`) → requests the router holds now: waiting for a ready engine (the cold-start hold) or, with every engine full, for a free sequence (the capacity queue); pools with none are left out. */
   held?: Record<string, number>;
 }
 

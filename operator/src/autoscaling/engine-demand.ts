@@ -47,7 +47,7 @@ export interface EngineDemand {
   kvShare: number;
   /** Queued sessions beyond what the tool backlog explains, or queued under KV pressure: generation holds tasks up. */
   backlogged: boolean;
-  /** Requests the routers hold for want of a ready engine. */
+  /** Requests the routers hold for want of a ready engine, or of a free sequence (every engine full: the capacity queue). */
   heldRequests: number;
   /** No session at all, and no request held. */
   idle: boolean;
@@ -91,7 +91,8 @@ export function engineDemand(load: EngineLoad, input: EngineDemandInput): Engine
   const parkedOnTools = Math.min(load.activeSessions, outstandingToolCalls);
   const generating = load.activeSessions - parkedOnTools;
   const waitingForRunners = Math.min(load.activeSessions, pendingToolCalls, parkedOnTools);
-  const sequencesWanted = load.activeSessions - waitingForRunners;
+  // Requests a router queues while every engine is full want a sequence, as sessions queued in an engine do.
+  const sequencesWanted = load.activeSessions - waitingForRunners + heldRequests;
   const kvShare = load.kvCellsTotal > 0 ? load.kvCellsUsed / load.kvCellsTotal : 0;
   const idle = load.activeSessions === 0 && load.queuedSessions === 0 && heldRequests === 0;
   const inSequences = Math.min(load.totalSequences, Math.max(0, load.activeSessions - load.queuedSessions));
@@ -107,6 +108,6 @@ export function engineDemand(load: EngineLoad, input: EngineDemandInput): Engine
   const growing = sequencesHeldLow !== undefined && sequencesHeld > sequencesHeldLow;
   const headroom = growing && sequencesHeld > ENGINE_SEQUENCE_TARGET * load.totalSequences && engines < load.engines + 1;
   if (headroom) engines = load.engines + 1;
-  const backlogged = ttftOverSlo || (load.queuedSessions > 0 && (kvPressure || sequencesWanted > load.totalSequences));
+  const backlogged = ttftOverSlo || (load.queuedSessions + heldRequests > 0 && (kvPressure || sequencesWanted > load.totalSequences));
   return { engines, load, ...counts, backlogged, idle, ...target, ttftOverSlo, ...(headroom ? { headroomFrom: sequencesHeldLow } : {}) };
 }
