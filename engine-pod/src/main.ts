@@ -18,6 +18,8 @@ import { InProcessExecutor, type Executor } from "./executor/index.js";
 import { HeartbeatPublisher, KvEventPublisher } from "./heartbeat/index.js";
 import { EngineMetrics } from "./metrics/index.js";
 import { ensureModel } from "./model/index.js";
+import { SharedCostModels } from "./kv/index.js";
+import { openCostModelsBucket } from "../../common/src/protocol/index.js";
 import { EngineServer, type DrainOutcome, type ResponseStore, type ToolCatalog } from "./server/index.js";
 import { apiKeysFromEnv } from "../../common/src/security/http-auth.js";
 import { connectNats, natsSecurityFromEnv } from "../../common/src/security/nats-connect.js";
@@ -85,6 +87,16 @@ async function createExecutor(options: EnginePodOptions, log: Logger, metrics: E
     catalog: { builtins: new Map(), pools: true, namespace: options.podNamespace, ...(defaultPool !== undefined ? { defaultPool: `${defaultPool.namespace}/${defaultPool.name}` } : {}) },
     nats: executor.nc,
   };
+}
+
+/** The namespace's shared KV cost models (best effort: without the bucket the engine calibrates, as without NATS). */
+async function sharedCostModels(nc: NatsConnection, namespace: string, log: Logger): Promise<SharedCostModels | undefined> {
+  try {
+    return new SharedCostModels(await openCostModelsBucket(nc), namespace);
+  } catch (err) {
+    log.warn({ err }, "shared kv cost models unavailable; this engine calibrates on its own");
+    return undefined;
+  }
 }
 
 /** Starts an engine pod from parsed options (HTTP server, executor, model, engine). */
@@ -163,8 +175,11 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
     const runtime = await loadRuntime({ ...options.engine, modelPath }, log.child({ subsystem: "engine" }));
     // Calls go through the speculation layer: a session's call first asks its speculator (tool cache).
     const speculative = new SpeculativeExecutor(executor);
+    // Keys under the pool's namespace, as the Responses store's.
+    const costModels = nc !== undefined ? await sharedCostModels(nc, options.heartbeat?.pool.namespace ?? "default", log) : undefined;
     const core = await createEngine({ ...options.engine, modelPath }, speculative, log.child({ subsystem: "engine" }), {
       inbox,
+      ...(costModels !== undefined ? { sharedCostModels: costModels } : {}),
       runtime,
       speculation: createSpeculationHook(speculative, spec.maxDraftTokens),
     });

@@ -14,7 +14,7 @@ import { mintPowerlessCreds } from "../../common/src/security/nats-credentials.j
 import { natsConnectOptions, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { signInterrupt } from "../../common/src/security/interrupt-signature.js";
 import type { NatsIdentity } from "../../common/src/security/nats-permissions.js";
-import { Header, interruptSubject, poolStream, PROTOCOL_VERSION, RESPONSES_BUCKET, RUNNERS_CONSUMER, sendInterrupt, toolSubject } from "../../common/src/protocol/index.js";
+import { COST_MODELS_BUCKET, Header, interruptSubject, openCostModelsBucket, poolStream, PROTOCOL_VERSION, RESPONSES_BUCKET, RUNNERS_CONSUMER, sendInterrupt, toolSubject } from "../../common/src/protocol/index.js";
 import { ALL_KV_EVENTS, kvEventsSubject } from "../../common/src/protocol/kv-events.js";
 import { ALL_WARM_ARRIVALS, warmArrivalsSubject } from "../../common/src/protocol/warm-arrivals.js";
 import { JetStreamResponseStore } from "../../engine-pod/src/server/jetstream-response-store.js";
@@ -23,6 +23,7 @@ import { startNatsServer } from "../helpers/nats-server.js";
 import { counterValue, makeCall, POOL, poolConfig, startExecutor, startRunner } from "./fixtures.js";
 import { eventually } from "../helpers/wait.js";
 import { denied, permissionErrors } from "../helpers/nats-denial.js";
+import { defaultCostModel, SharedCostModels, sharedCostModelEntry } from "../../engine-pod/src/kv/index.js";
 
 const ENGINE: NatsIdentity = { kind: "engine", namespace: "default", pod: "engine-0" };
 const RUNNER: NatsIdentity = { kind: "runner", namespace: "default", pool: "tools" };
@@ -153,6 +154,21 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.same(await mine.get("resp_long"), long, "a conversation over one message is written and read in parts with the engine's own credentials");
     t.equal(await theirs.get("resp_long"), undefined, "and its parts are no more visible to another namespace");
     t.ok(await mine.delete("resp_long"));
+  });
+
+  await t.test("shared KV cost models: an engine reads and writes its own namespace's, never another's", async (t) => {
+    const engine = await open(await as(ENGINE));
+    const otherNsEngine = await open(await as({ kind: "engine", namespace: "team-b", pod: "engine-9" }));
+    const key = { modelBytes: 1, modelDigest: "d", contextSize: 2048, threads: 1, gpu: "false", hardware: "cpu:test" };
+    const model = { ...defaultCostModel(), source: "measured" as const };
+    const mine = new SharedCostModels(await openCostModelsBucket(engine), "default");
+    await mine.write(key, model);
+    t.same(await mine.read(key), model, "its own namespace's model, with the engine's credentials");
+    const theirs = new SharedCostModels(await openCostModelsBucket(otherNsEngine), "team-b");
+    t.equal(await theirs.read(key), undefined, "the other namespace's engine does not see it under its own keys");
+    const entry = sharedCostModelEntry("default", key);
+    t.ok(await denied(otherNsEngine, `$JS.API.DIRECT.GET.KV_${COST_MODELS_BUCKET}.$KV.${COST_MODELS_BUCKET}.${entry}`), "nor can it read the key directly");
+    t.ok(await denied(otherNsEngine, `$KV.${COST_MODELS_BUCKET}.${entry}`, "{}"), "nor overwrite it");
   });
 
   await t.test("KV events: an engine publishes its own namespace's, never another's; the router reads every pool's", async (t) => {

@@ -36,6 +36,7 @@ import {
   poolStream,
   poolSubjects,
   RESPONSES_BUCKET,
+  COST_MODELS_BUCKET,
   RUNNERS_BUCKET,
   RUNNERS_CONSUMER,
   type EnginePodRef,
@@ -183,6 +184,11 @@ export async function openResponsesBucket(nc: NatsConnection, ttlMs: number): Pr
   const { config } = await jsm.streams.info(stream);
   if (config.max_age !== nanos(ttlMs)) await jsm.streams.update(stream, { ...config, max_age: nanos(ttlMs) });
   return kv;
+}
+
+/** The calibrated KV cost models (engine-pod/src/kv/shared-cost-models.ts): small, kept a week after their last write. */
+export async function openCostModelsBucket(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).create(COST_MODELS_BUCKET, { history: 1, ttl: 7 * 24 * 3_600_000, storage: StorageType.File, replicas: natsReplicas() });
 }
 
 /** The effect log bucket (see reliability.ts): records live as long as a call may be redelivered. */

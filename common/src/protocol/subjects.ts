@@ -32,6 +32,8 @@ export const LEGACY_INTR_STREAM = "INTERLACE_INTR";
 export const RUNNERS_BUCKET = "interlace-runners";
 /** Stored Responses API turns, one key per engine response id (every engine of every pool reads and writes it). */
 export const RESPONSES_BUCKET = "interlace-responses";
+/** Calibrated KV cost models, one key per namespace and measured setting (engines of a namespace adopt each other's). */
+export const COST_MODELS_BUCKET = "interlace-cost-models";
 export const RUNNERS_CONSUMER = "runners";
 
 /**

@@ -22,7 +22,8 @@
  * - `engine` (one engine pod): publishes calls to its namespace's tool
  *   subjects, reads its own interrupt subjects only through its own durable
  *   consumer, reads runner heartbeats, writes its own engine heartbeat, and
- *   reads and writes its namespace's stored Responses (`interlace-responses`).
+ *   reads and writes its namespace's stored Responses (`interlace-responses`)
+ *   and calibrated KV cost models (`interlace-cost-models`).
  * - `engine-pool` (every pod of one EnginePool, what the operator mints: a
  *   Deployment's pod names are not known before the pods exist, and a pod
  *   cannot mount a Secret named after itself): the same, except that the
@@ -52,6 +53,7 @@ import {
   intrStream,
   poolStream,
   RESPONSES_BUCKET,
+  COST_MODELS_BUCKET,
   RUNNERS_BUCKET,
   RUNNERS_CONSUMER,
   TOOLS_PREFIX,
@@ -160,6 +162,10 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...streamSetup(`KV_${RESPONSES_BUCKET}`),
           `$JS.API.DIRECT.GET.KV_${RESPONSES_BUCKET}.$KV.${RESPONSES_BUCKET}.${ns}.>`,
           ...kvWrite(RESPONSES_BUCKET, `${ns}.>`),
+          // Calibrated KV cost models of its namespace (shared-cost-models.ts): direct gets by key and writes.
+          ...streamSetup(`KV_${COST_MODELS_BUCKET}`),
+          `$JS.API.DIRECT.GET.KV_${COST_MODELS_BUCKET}.$KV.${COST_MODELS_BUCKET}.${ns}.>`,
+          ...kvWrite(COST_MODELS_BUCKET, `${ns}.>`),
           // KV events (prefix blocks stored and evicted) of its namespace's pools, for the routers' prefix index.
           `${KV_EVENTS_PREFIX}.${ns}.*`,
         ],

@@ -9,7 +9,7 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { appSegmentCount, ErrorCode, InterlaceError, prefixHashChain, type ChatMessage, type CreateSessionRequest, type Logger, type RetentionHint, type ToolChoice, type ToolSpec } from "../../../common/src/index.js";
 import { validateRetentionHint } from "../../../common/src/wire/index.js";
 import { answerInstruction, createTokenMonitor } from "../cml/index.js";
-import { costModelKey, KvManager, readCachedCostModel, writeCachedCostModel, type CostModelKey } from "../kv/index.js";
+import { costModelKey, KvManager, readCachedCostModel, sharedCostModelKey, writeCachedCostModel, type CostModelKey, type SharedCostModelKey, type SharedCostModels } from "../kv/index.js";
 import { createPolicy, scanTranscript } from "../policy/index.js";
 import { commonPrefix, PREFIX_STORE_MIN_TOKENS, PrefixStore, Scheduler, type OfferedPrefix } from "../scheduler/index.js";
 import { OneWarmAtATime } from "./prefix-warming.js";
@@ -34,6 +34,8 @@ import { answerFormatOf, checkSampling, toMessages, validatePolicy, validateTool
 export interface EngineExtras {
   /** Calibrate the KV cost model at start (default true). */
   calibrate?: boolean;
+  /** Calibrated cost models shared with the pool's other pods (NATS): adopted instead of calibrating, written after. */
+  sharedCostModels?: SharedCostModels;
   /**
    * Test hook: logits ADDED to the model's in every decode step, to simulate a
    * model that strongly prefers some tokens. The `[INTR]` ban is added on top,
@@ -57,7 +59,7 @@ const DEFAULT_PREFILL_CHUNK = 128;
 export async function createEngine(options: EngineOptions, executor: Executor, log: Logger, extras: EngineExtras = {}): Promise<Engine> {
   const runtime = extras.runtime ?? (await loadRuntime(options, log));
   const kv = new KvManager({ policy: options.kvPolicy, log, ...(options.swapDir !== undefined ? { swapRoot: options.swapDir } : {}) });
-  if (extras.calibrate ?? true) await calibrateOrReuse(kv, runtime, options, log);
+  if (extras.calibrate ?? true) await calibrateOrReuse(kv, runtime, options, log, extras.sharedCostModels);
   const scheduler = new Scheduler({
     sequences: runtime.sequences.length,
     prefillChunk: options.prefillChunk ?? DEFAULT_PREFILL_CHUNK,
@@ -90,9 +92,10 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
 /**
  * Calibrates the KV cost model on a free sequence, or adopts the one in
  * `options.costModelFile` when that was measured on the same model file and
- * settings (and writes the file after calibrating, best effort).
+ * settings, else the one `shared` holds for the same model content,
+ * settings and hardware (and writes both after calibrating, best effort).
  */
-async function calibrateOrReuse(kv: KvManager, runtime: Runtime, options: EngineOptions, log: Logger): Promise<void> {
+async function calibrateOrReuse(kv: KvManager, runtime: Runtime, options: EngineOptions, log: Logger, shared?: SharedCostModels): Promise<void> {
   const file = options.costModelFile;
   let key: CostModelKey | undefined;
   if (file !== undefined) {
@@ -108,6 +111,20 @@ async function calibrateOrReuse(kv: KvManager, runtime: Runtime, options: Engine
       log.warn({ err, file }, "kv cost model file unusable; calibrating");
     }
   }
+  let sharedKey: SharedCostModelKey | undefined;
+  if (shared !== undefined) {
+    try {
+      sharedKey = sharedCostModelKey(options.modelPath, options, options.gpu !== false ? await runtime.llama.getGpuDeviceNames() : []);
+      const adopted = await shared.read(sharedKey);
+      if (adopted !== undefined) {
+        kv.adopt(adopted);
+        log.info({ hardware: sharedKey.hardware, calibratedAt: adopted.calibratedAt }, "kv cost model adopted from the pool's shared models; not calibrating");
+        return;
+      }
+    } catch (err) {
+      log.warn({ err }, "shared kv cost models unreadable; calibrating");
+    }
+  }
   try {
     const model = await kv.calibrate(runtime.sequences[runtime.sequences.length - 1]!);
     if (file !== undefined && key !== undefined) {
@@ -116,6 +133,9 @@ async function calibrateOrReuse(kv: KvManager, runtime: Runtime, options: Engine
       } catch (err) {
         log.warn({ err, file }, "kv cost model not written");
       }
+    }
+    if (shared !== undefined && sharedKey !== undefined && model.source === "measured") {
+      await shared.write(sharedKey, model).catch((err: unknown) => log.warn({ err }, "kv cost model not shared"));
     }
   } catch (err) {
     log.warn({ err }, "kv calibration failed; using the default cost model");

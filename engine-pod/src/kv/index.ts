@@ -32,6 +32,7 @@ export {
   type TrapCostEstimate,
 } from "./cost-model.js";
 export { costModelKey, readCachedCostModel, writeCachedCostModel, type CostModelKey } from "./cost-model-cache.js";
+export { SharedCostModels, sharedCostModelKey, sharedCostModelEntry, type SharedCostModelKey } from "./shared-cost-models.js";
 export { calibrateCostModel, fitLine, fitPrefill, theoreticalStateBytesPerToken, type CalibrateOptions } from "./calibrate.js";
 export { discardPaused, pauseSequence, resumeSequence, type PausedSequence, type ResumeResult } from "./sequence-state.js";
 export { FORK_TESTED_VERSION, forkPrefix, reusePrefix, type ForkResult, type PrefixReuse } from "./prefix.js";
