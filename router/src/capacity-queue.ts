@@ -33,8 +33,14 @@ type Pool = { readonly namespace: string; readonly name: string };
 
 /** A request's place in its pool's queue. */
 export class QueueTicket {
-  /** Set while the request is being placed (it no longer holds back the requests behind it). */
-  placing = false;
+  /**
+   * `waiting` for a free sequence, `placing` (a reservation and the POST in
+   * flight), or `holding` for the one engine holding its prefix (the
+   * router's prefix wait). Waiting and placing hold back the requests behind
+   * it, so the oldest takes a freed sequence first; holding does not, which
+   * would stall the whole queue behind one engine.
+   */
+  state: "waiting" | "placing" | "holding" = "waiting";
   readonly joinedAt = performance.now();
 
   constructor(
@@ -48,6 +54,8 @@ export type QueueOutcome = "placed" | "timeout" | "aborted" | "failed";
 export class CapacityQueue {
   /** Pool key (`ns/name`) → tickets, oldest first. */
   private readonly queues = new Map<string, QueueTicket[]>();
+  /** Pool key → the waits to end early when a ticket leaves (the ones behind it may place now). */
+  private readonly nudges = new Map<string, Set<() => void>>();
 
   constructor(private readonly options: CapacityQueueOptions) {}
 
@@ -69,7 +77,7 @@ export class CapacityQueue {
   behind(pool: Pool, ticket?: QueueTicket): boolean {
     for (const t of this.queues.get(key(pool)) ?? []) {
       if (t === ticket) return false;
-      if (!t.placing) return true;
+      if (t.state !== "holding") return true;
     }
     return false;
   }
@@ -90,20 +98,30 @@ export class CapacityQueue {
   }
 
   /**
-   * Waits for the pool's next heartbeat (a sequence may have freed), the
-   * ticket's deadline, or `signal`. Throws 429 once the deadline has
-   * passed, and the abort reason on abort; the caller places again after
-   * it returns.
+   * Waits for the pool's next heartbeat (a sequence may have freed), a
+   * ticket leaving the pool's queue (one ahead placed), the ticket's
+   * deadline, or `signal`. Throws 429 once the deadline has passed, and the
+   * abort reason on abort; the caller places again after it returns.
    */
   async wait(pool: Pool, ticket: QueueTicket, signal?: AbortSignal): Promise<void> {
-    ticket.placing = false;
+    ticket.state = "waiting";
     signal?.throwIfAborted();
     const left = ticket.deadline - performance.now();
     if (left <= 0) {
       this.options.metrics.capacityQueueRefusals.inc({ reason: "timeout" });
       throw new HttpError(429, ErrorCode.Capacity, `every engine of EnginePool ${ticket.key} stayed full for the ${Math.round(performance.now() - ticket.joinedAt)} ms this request waited for a sequence; retry later`, this.retryAfter());
     }
-    await this.options.engines.changed(pool.namespace, pool.name, left, signal);
+    await new Promise<void>((resolve) => {
+      const waits = this.nudges.get(ticket.key) ?? new Set<() => void>();
+      this.nudges.set(ticket.key, waits);
+      const done = (): void => {
+        waits.delete(done);
+        if (waits.size === 0 && this.nudges.get(ticket.key) === waits) this.nudges.delete(ticket.key);
+        resolve();
+      };
+      waits.add(done);
+      void this.options.engines.changed(pool.namespace, pool.name, left, signal).then(done);
+    });
     signal?.throwIfAborted();
   }
 
@@ -116,6 +134,7 @@ export class CapacityQueue {
     if (queue.length === 0) this.queues.delete(ticket.key);
     this.options.metrics.capacityQueued.set({ pool: ticket.key }, queue.length);
     this.options.metrics.capacityQueueSeconds.observe({ outcome }, (performance.now() - ticket.joinedAt) / 1000);
+    for (const nudge of [...(this.nudges.get(ticket.key) ?? [])]) nudge();
   }
 
   private retryAfter(): Record<string, string> {

@@ -78,7 +78,8 @@ export interface RouterOptions {
   /**
    * Every engine of the pool full: how long a request may wait in the
    * router's queue for a free sequence, in arrival order, before a 429
-   * (0: no queue, 429 at once; capacity-queue.ts).
+   * (0, the default: no queue, 429 at once; capacity-queue.ts). Off by
+   * default: under overload, measured, clients retrying on 429 waited less.
    */
   queueMs: number;
   /** Every engine full: most requests queued at once per EnginePool; beyond, 429 at once (0: no queue). */
@@ -143,7 +144,7 @@ function invalid(message: string): InterlaceError {
  * `--prefix-warm-sessions` (3; 0 turns warming off), `--prefix-warm-window-ms` (20000),
  * `--prefix-warm-min-free` (percent, 50),
  * `--cold-start-hold-ms` (60000), `--cold-start-max-held` (100),
- * `--queue-ms` (30000), `--max-queued` (100), `--presence-ms`,
+ * `--queue-ms` (0: off), `--max-queued` (100), `--presence-ms`,
  * `--max-variable-bytes` (262144), `--max-program-calls` (256),
  * `--max-programs` (1000), `--program-keep-ms` (600000),
  * `--program-queue-timeout-ms` (120000), `--program-latency-batch` (4),
@@ -174,7 +175,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     prefixWarmMinFreePercent: intOpt(src, "prefix-warm-min-free", 50, { min: 0, max: 100 }),
     coldStartHoldMs: intOpt(src, "cold-start-hold-ms", 60_000, { min: 0, max: 600_000 }),
     coldStartMaxHeld: intOpt(src, "cold-start-max-held", 100, { min: 0, max: 100_000 }),
-    queueMs: intOpt(src, "queue-ms", 30_000, { min: 0, max: 600_000 }),
+    queueMs: intOpt(src, "queue-ms", 0, { min: 0, max: 600_000 }),
     maxQueued: intOpt(src, "max-queued", 100, { min: 0, max: 100_000 }),
     presenceMs: intOpt(src, "presence-ms", 2000, { min: 100, max: 60_000 }),
     maxVariableBytes: intOpt(src, "max-variable-bytes", DEFAULT_PROGRAM_OPTIONS.maxVariableBytes, { min: 1, max: 64 * 1_048_576 }),

@@ -99,7 +99,7 @@ export async function placeAndPost(
   hints: PlaceHints = {},
 ): Promise<PlacedResponse> {
   const started = performance.now();
-  const holdUntil = started + (ctx.prefixWaitMs ?? 0);
+  let holdUntil = started + (ctx.prefixWaitMs ?? 0);
   const known = hints.prefixes;
   const retryAfter = { "Retry-After": String(ctx.retryAfterSeconds) };
   let held = false;
@@ -121,6 +121,9 @@ export async function placeAndPost(
     try {
       ticket ??= q.join(pool);
       await q.wait(pool, ticket, signal);
+      // Out of a wait for any sequence, the request may again wait a while for the engine holding its prefix,
+      // as a client's retry would: else every queued request spills to whichever engine freed first.
+      holdUntil = performance.now() + (ctx.prefixWaitMs ?? 0);
     } catch (err) {
       queued = signal?.aborted === true ? "aborted" : "timeout";
       if (err instanceof HttpError) ctx.metrics.rejected.inc({ code: ErrorCode.Capacity });
@@ -152,7 +155,8 @@ export async function placeAndPost(
         const holding = decision.holdFor !== undefined && hints.prefer === undefined && canHold();
         // Every engine full, or requests queued before this one still waiting: wait in the queue, in arrival order.
         const waits = queue !== undefined && !holding && decision.order.length > 0 && (loads.every((e) => e.free <= 0) || queue.behind(pool, ticket));
-        if (ticket !== undefined) ticket.placing = !holding && !waits;
+        // Set before the reservation's round trip: a request behind this one waits for it to place or wait again.
+        if (ticket !== undefined) ticket.state = waits ? "waiting" : holding ? "holding" : "placing";
         const first = decision.order[0] === undefined || holding || waits ? undefined : await ctx.engines.reserve(pool.namespace, pool.name, decision.order[0]);
         return { decision, first, waits };
       });
@@ -245,6 +249,7 @@ export async function placeAndPost(
       causes.push(cause);
         // The prefix's engine filled up after its last heartbeat: hold for it rather than re-prefill elsewhere.
         if (i === 0 && cause === "capacity" && decision.reason === "prefix" && canHold()) {
+          if (ticket !== undefined) ticket.state = "holding";
           await hold();
           retried = true;
           break;

@@ -1,7 +1,8 @@
 /**
  * The capacity queue's order and bounds (router/src/capacity-queue.ts): a
- * request waits behind every request queued before it that is not being
- * placed, a request not queued waits behind any that is, the bound refuses
+ * request waits behind every request queued before it that still waits for
+ * a sequence or is being placed (not one waiting for its prefix's engine),
+ * a request not queued waits behind any such, the bound refuses
  * one more with 429, and the wait ends with a 429 past its deadline (woken
  * by the pool's heartbeats in between). The real-process order test is in
  * router-engines.test.ts.
@@ -18,7 +19,7 @@ const other = { namespace: "default", name: "other" };
 /** Only what the queue reads of the registry: a wait for the pool's next change, here a timer. */
 const engines = { changed: (_ns: string, _pool: string, timeoutMs: number) => new Promise<void>((r) => setTimeout(r, Math.min(timeoutMs, 20))) } as unknown as EngineRegistry;
 
-t.test("arrival order: a request waits behind the older ones still waiting, not behind one being placed", async (t) => {
+t.test("arrival order: a request waits behind the older ones waiting for a sequence or being placed, not behind one holding for its prefix's engine", async (t) => {
   const metrics = new RouterMetrics();
   const q = new CapacityQueue({ engines, metrics, maxQueued: 3, timeoutMs: 10_000, retryAfterSeconds: 2 });
   t.equal(q.behind(pool), false, "an empty queue holds nobody back");
@@ -28,13 +29,31 @@ t.test("arrival order: a request waits behind the older ones still waiting, not 
   t.equal(q.behind(pool, b), true, "the next waits behind it");
   t.equal(q.behind(pool), true, "a new arrival waits behind both");
   t.equal(q.behind(other), false, "another pool's queue is its own");
-  a.placing = true;
-  t.equal(q.behind(pool, b), false, "once the oldest is being placed, the next may place too");
+  a.state = "placing";
+  t.equal(q.behind(pool, b), true, "while the oldest is being placed, the next still waits (it places first)");
+  a.state = "holding";
+  t.equal(q.behind(pool, b), false, "while the oldest waits for its prefix's engine, the next may take another engine's sequence");
   q.leave(a, "placed");
   t.same([...q.queuedByPool()], [["default/pool", 1]]);
   q.leave(b, "placed");
   t.same([...q.queuedByPool()], [], "an empty pool is left out");
   t.match(await metrics.registry.metrics(), /interlace_router_capacity_queue_seconds_count\{outcome="placed"\} 2/);
+});
+
+t.test("a request waiting behind one that places is woken when it leaves, not at the next heartbeat", async (t) => {
+  // No heartbeat within the test: a wait ends only by a nudge (or its 10 s deadline).
+  const silent = { changed: (_ns: string, _pool: string, timeoutMs: number) => new Promise<void>((r) => setTimeout(r, timeoutMs).unref()) } as unknown as EngineRegistry;
+  const q = new CapacityQueue({ engines: silent, metrics: new RouterMetrics(), maxQueued: 3, timeoutMs: 10_000, retryAfterSeconds: 1 });
+  const a = q.join(pool);
+  const b = q.join(pool);
+  const started = performance.now();
+  const woken = q.wait(pool, b);
+  a.state = "placing";
+  q.leave(a, "placed");
+  await woken;
+  t.ok(performance.now() - started < 5_000, "woken by a's leaving");
+  t.equal(q.behind(pool, b), false, "and first in line now");
+  q.leave(b, "placed");
 });
 
 t.test("bounded: one more than maxQueued is refused with 429 at once; a wait past its deadline is a 429", async (t) => {
