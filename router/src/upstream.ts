@@ -106,7 +106,8 @@ export async function placeAndPost(
   /** When this request's cold-start hold ends (set when it first finds no ready engine). */
   let coldUntil: number | undefined;
   // Each pass places on the pool as it stands now. A pass ends early only to wait for the engine holding
-  // the request's prefix (full, or refusing while full), within prefixWaitMs of the arrival.
+  // the request's prefix (full, or refusing while full), within prefixWaitMs of the arrival (or of leaving the
+  // capacity queue), or to wait in that queue.
   const canHold = (): boolean => performance.now() < holdUntil && signal?.aborted !== true;
   const hold = async (): Promise<void> => {
     held = true;
