@@ -29,17 +29,22 @@ export function costModelKey(modelPath: string, settings: { contextSize: number;
   return { modelPath, modelBytes: st.size, modelMtimeMs: Math.round(st.mtimeMs), contextSize: settings.contextSize, threads: settings.threads, gpu: String(settings.gpu) };
 }
 
-function sameKey(a: unknown, b: CostModelKey): boolean {
+function sameKey(a: unknown, b: object): boolean {
   if (a === null || typeof a !== "object") return false;
   const o = a as Record<string, unknown>;
-  return (Object.keys(b) as (keyof CostModelKey)[]).every((k) => o[k] === b[k]);
+  return Object.entries(b).every(([k, v]) => o[k] === v);
 }
 
-/** The measured cost model stored in `file` for `key`; undefined when the file is missing, unreadable, for another key, or not measured. */
-export function readCachedCostModel(file: string, key: CostModelKey): CostModel | undefined {
+/**
+ * The measured cost model in a stored `{key, costModel}` record (a file's
+ * JSON, or a shared entry's: shared-cost-models.ts) when it was measured for
+ * `key`; undefined for JSON that is not such a record, another key, or a
+ * model that was not measured.
+ */
+export function measuredCostModelFor(json: string, key: object): CostModel | undefined {
   let data: unknown;
   try {
-    data = JSON.parse(readFileSync(file, "utf8"));
+    data = JSON.parse(json);
   } catch {
     return undefined;
   }
@@ -48,6 +53,17 @@ export function readCachedCostModel(file: string, key: CostModelKey): CostModel 
   if (!sameKey(stored, key) || costModel === undefined || costModel === null || costModel.source !== "measured") return undefined;
   if (typeof costModel.prefillMsPerToken !== "number" || typeof costModel.decodeMsPerToken !== "number") return undefined;
   return costModel as CostModel;
+}
+
+/** The measured cost model stored in `file` for `key`; undefined when the file is missing, unreadable, for another key, or not measured. */
+export function readCachedCostModel(file: string, key: CostModelKey): CostModel | undefined {
+  let json: string;
+  try {
+    json = readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  return measuredCostModelFor(json, key);
 }
 
 /** Stores a measured cost model for `key` (written whole, then renamed, so a concurrent reader never sees half a file). */

@@ -20,6 +20,7 @@ import { cpus } from "node:os";
 import type { KV } from "@nats-io/kv";
 import { encodeToken } from "../../../common/src/protocol/index.js";
 import type { CostModel } from "./cost-model.js";
+import { measuredCostModelFor } from "./cost-model-cache.js";
 
 /** What a shared cost model was measured on. */
 export interface SharedCostModelKey {
@@ -72,16 +73,7 @@ export class SharedCostModels {
   async read(key: SharedCostModelKey): Promise<CostModel | undefined> {
     const entry = await this.kv.get(sharedCostModelEntry(this.namespace, key));
     if (entry === null || entry.operation !== "PUT") return undefined;
-    let data: unknown;
-    try {
-      data = entry.json();
-    } catch {
-      return undefined;
-    }
-    const { key: stored, costModel } = (data ?? {}) as { key?: Partial<SharedCostModelKey>; costModel?: Partial<CostModel> };
-    const same = stored !== undefined && (Object.keys(key) as (keyof SharedCostModelKey)[]).every((k) => stored[k] === key[k]);
-    if (!same || costModel?.source !== "measured" || typeof costModel.prefillMsPerToken !== "number" || typeof costModel.decodeMsPerToken !== "number") return undefined;
-    return costModel as CostModel;
+    return measuredCostModelFor(entry.string(), key);
   }
 
   async write(key: SharedCostModelKey, model: CostModel): Promise<void> {
