@@ -117,8 +117,8 @@ export async function placeAndPost(
   /** This request's place in the capacity queue, once it has found every engine full. */
   let ticket: QueueTicket | undefined;
   let queued: QueueOutcome = "failed";
-  /** Waits in the queue for the pool's next change; a 429 (the queue full, or the wait run out) counts as a refusal. */
-  const waitForSequence = async (q: CapacityQueue): Promise<void> => {
+  /** Waits in the queue for the pool's next change; a 429 (the queue full, or the wait run out) counts as a refusal, and `ended` is called on any error. */
+  const waitForSequence = async (q: CapacityQueue, ended: () => void): Promise<void> => {
     try {
       ticket ??= q.join(pool);
       await q.wait(pool, ticket, signal);
@@ -128,6 +128,7 @@ export async function placeAndPost(
     } catch (err) {
       queued = signal?.aborted === true ? "aborted" : "timeout";
       if (err instanceof HttpError) ctx.metrics.rejected.inc({ code: ErrorCode.Capacity });
+      ended();
       throw err;
     }
   };
@@ -169,10 +170,7 @@ export async function placeAndPost(
       // Another front door reserved on the pool since this one's view: place again from the refreshed view.
       if (first === null) continue;
       if (waits) {
-        await waitForSequence(queue!).catch((err: unknown) => {
-          count(false);
-          throw err;
-        });
+        await waitForSequence(queue!, () => count(false));
         continue;
       }
       if (decision.order.length > 0 && first === undefined) {
@@ -259,10 +257,7 @@ export async function placeAndPost(
       if (retried) continue;
       // Every engine refused for capacity (full since their last heartbeats): wait for a sequence in the queue.
       if (queue !== undefined && causes.length > 0 && causes.every((c) => c === "capacity") && signal?.aborted !== true) {
-        await waitForSequence(queue).catch((err: unknown) => {
-          count(false);
-          throw err;
-        });
+        await waitForSequence(queue, () => count(false));
         continue;
       }
       count(false);
