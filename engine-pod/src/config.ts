@@ -78,6 +78,8 @@ export interface HeartbeatSettings {
   intervalMs: number;
   /** How often the engine's KV events compare its blocks with the last event (`--kv-events-ms`; 0: no KV events). */
   kvEventsMs: number;
+  /** How often the engine compares its free and reclaimable sequences with its last heartbeat's, beating at once on a rise (`--capacity-check-ms`; 0: only every `intervalMs`). */
+  capacityCheckMs: number;
 }
 
 /** Speculative tool calls (`--draft-model`, `--max-draft-tokens`, the tool cache's bounds). */
@@ -233,7 +235,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
 
 const POOL_REF = /^([a-z0-9][a-z0-9-]{0,62})\/([a-z0-9][a-z0-9-]{0,62})$/;
 
-/** `--pool ns/name` turns heartbeats and KV events on (they need `--nats-url`); `--advertise-url`, `--heartbeat-ms`, `--kv-events-ms` (100; 0: off). */
+/** `--pool ns/name` turns heartbeats and KV events on (they need `--nats-url`); `--advertise-url`, `--heartbeat-ms`, `--kv-events-ms` (100; 0: off), `--capacity-check-ms` (100; 0: off). */
 function parseHeartbeat(src: Source, natsUrl: string | undefined): HeartbeatSettings | undefined {
   const poolRaw = optionalStringOpt(src, "pool");
   if (poolRaw === undefined || poolRaw === "") return undefined;
@@ -252,6 +254,7 @@ function parseHeartbeat(src: Source, natsUrl: string | undefined): HeartbeatSett
     ...(podIp !== undefined && podIp !== "" ? { podIp } : {}),
     intervalMs: intOpt(src, "heartbeat-ms", 1000, { min: 100, max: 60_000 }),
     kvEventsMs: intOpt(src, "kv-events-ms", 100, { min: 0, max: 60_000 }),
+    capacityCheckMs: intOpt(src, "capacity-check-ms", 100, { min: 0, max: 60_000 }),
   };
 }
 

@@ -216,6 +216,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
         pool: hb.pool,
         model: basename(modelPath),
         intervalMs: hb.intervalMs,
+        capacityCheckMs: hb.capacityCheckMs,
         log: log.child({ subsystem: "heartbeat" }),
         ttftP90Ms: () => metrics.recentTtft.p90(),
         ...(kvEvents !== undefined ? { kvEvents } : {}),
@@ -224,7 +225,7 @@ export async function startEnginePod(options: EnginePodOptions, log: Logger): Pr
       const beating = heartbeat;
       // Closed before the engine (closers run in reverse): routers stop placing here first.
       started.push({ name: "heartbeat", close: () => beating.close() });
-      log.info({ pool: hb.pool, intervalMs: hb.intervalMs, kvEventsMs: hb.kvEventsMs }, "heartbeats started");
+      log.info({ pool: hb.pool, intervalMs: hb.intervalMs, kvEventsMs: hb.kvEventsMs, capacityCheckMs: hb.capacityCheckMs }, "heartbeats started");
     }
     log.info(
       {

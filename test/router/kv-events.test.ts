@@ -30,7 +30,8 @@ const stack = await startStack(t, {
   engines: 2,
   routers: 1,
   router: { prefixIndex: "events", engineTtlMs: 4 * HEARTBEAT_MS },
-  engineArgs: ["--heartbeat-ms", String(HEARTBEAT_MS)],
+  // No capacity beats: a session ending would beat at once, and the heartbeat router here must see only the periodic heartbeats.
+  engineArgs: ["--heartbeat-ms", String(HEARTBEAT_MS), "--capacity-check-ms", "0"],
 });
 const eventsRouter = stack.routers[0]!;
 const events = stack.url(0);

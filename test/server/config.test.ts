@@ -71,13 +71,16 @@ t.test("clear errors", async (t) => {
     [["--model-preset", "test", "--drain-grace-ms", "soon"], /--drain-grace-ms \(DRAIN_GRACE_MS\)/],
     [["--model-preset", "test", "--tool-runner-hold-ms", "-1"], /--tool-runner-hold-ms \(TOOL_RUNNER_HOLD_MS\): must be >= 0/],
     [["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--kv-events-ms", "-1"], /--kv-events-ms \(KV_EVENTS_MS\): must be >= 0/],
+    [["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--capacity-check-ms", "-1"], /--capacity-check-ms \(CAPACITY_CHECK_MS\): must be >= 0/],
   ];
   for (const [argv, message] of cases) t.throws(() => parseEnginePodOptions(src(argv)), message, argv.join(" ") || "(nothing)");
 });
 
-t.test("--pool turns on heartbeats and KV events (every 100 ms by default; 0 turns them off)", async (t) => {
+t.test("--pool turns on heartbeats, KV events and capacity checks (every 100 ms by default; 0 turns them off)", async (t) => {
   const on = parseEnginePodOptions(src(["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p"]));
   t.equal(on.heartbeat?.kvEventsMs, 100);
-  const off = parseEnginePodOptions(src(["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--kv-events-ms", "0"]));
+  t.equal(on.heartbeat?.capacityCheckMs, 100);
+  const off = parseEnginePodOptions(src(["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--kv-events-ms", "0", "--capacity-check-ms", "0"]));
   t.equal(off.heartbeat?.kvEventsMs, 0);
+  t.equal(off.heartbeat?.capacityCheckMs, 0);
 });

@@ -2,7 +2,12 @@
  * @module The engine's heartbeat: about once a second, the pod's load and the
  * prefix hashes it holds resident go into its key of the `interlace-engines`
  * KV bucket, where the routers read them for placement (and the operator's
- * autoscaler its load and recent TTFT p90). On close the key is
+ * autoscaler its load and recent TTFT p90). Between beats, a rise in the
+ * sequences the engine can give a new session (free, or held by a session
+ * paused on a tool call) beats at once: requests waiting in a router for a
+ * sequence (its capacity queue, its wait for a prefix's engine) place on
+ * the heartbeat, and a session's tool call is often shorter than the
+ * interval, so its sequence would otherwise never show. On close the key is
  * deleted, so a gracefully stopped engine leaves placement at once; a killed
  * one ages out (routers drop a heartbeat they have not seen refreshed).
  */
@@ -19,6 +24,8 @@ export interface HeartbeatOptions {
   pool: { namespace: string; name: string };
   model: string;
   intervalMs: number;
+  /** How often the capacity a heartbeat carries is compared with the engine's; a rise beats at once (0 or absent: only every `intervalMs`). */
+  capacityCheckMs?: number;
   log: Logger;
   /** The pod's KV events, whose last published state the heartbeat carries (absent: the engine's prefixes as they are). */
   kvEvents?: KvEventPublisher;
@@ -43,7 +50,7 @@ export function heartbeatOf(
     ...identity,
     ready: accepting && engine.ready,
     ...(accepting ? {} : { draining: true }),
-    freeSequences: Math.max(0, stats.freeSequences ?? total - stats.activeSessions),
+    freeSequences: freeOf(stats),
     ...(stats.retention !== undefined && stats.retention.reclaimableSequences > 0 ? { reclaimableSequences: stats.retention.reclaimableSequences } : {}),
     totalSequences: total,
     queuedSessions: stats.queuedSessions ?? 0,
@@ -60,6 +67,15 @@ export function heartbeatOf(
   };
 }
 
+function freeOf(stats: LoadStats): number {
+  return Math.max(0, stats.freeSequences ?? (stats.totalSequences ?? stats.maxSessions) - stats.activeSessions);
+}
+
+/** The sequences the engine offers a new session: free ones and those it can take from sessions paused on tool calls. */
+function capacityOf(stats: LoadStats): number {
+  return freeOf(stats) + (stats.retention?.reclaimableSequences ?? 0);
+}
+
 /** The heartbeat's prefix fields: `fillingPrefixes` only when some are being filled. */
 function advertised(p: AdvertisedPrefixes): Pick<EngineHeartbeat, "prefixes" | "fillingPrefixes"> {
   return { prefixes: p.hashes, ...(p.filling.length > 0 ? { fillingPrefixes: p.filling } : {}) };
@@ -67,6 +83,11 @@ function advertised(p: AdvertisedPrefixes): Pick<EngineHeartbeat, "prefixes" | "
 
 export class HeartbeatPublisher {
   private timer: NodeJS.Timeout | undefined;
+  private capacityTimer: NodeJS.Timeout | undefined;
+  /** What the last heartbeat put carried (while one is being put, what it carries): capacity, and the admissions counted in it. */
+  private published = { capacity: 0, admissions: 0 };
+  /** A put in flight: a capacity check does not start another. */
+  private beating = false;
   private engine: Engine | undefined;
   private accepting = true;
   private last = { at: performance.now(), tokens: 0 };
@@ -92,6 +113,24 @@ export class HeartbeatPublisher {
     void this.beat();
     this.timer = setInterval(() => void this.beat(), this.options.intervalMs);
     this.timer.unref();
+    const every = this.options.capacityCheckMs ?? 0;
+    if (every > 0) {
+      this.capacityTimer = setInterval(() => this.checkCapacity(), every);
+      this.capacityTimer.unref();
+    }
+  }
+
+  /**
+   * Beats now when the engine can take more new sessions than the routers
+   * believe: the last heartbeat's capacity less the sessions admitted since
+   * (each router holds a reservation for those until a heartbeat counts them).
+   */
+  private checkCapacity(): void {
+    const engine = this.engine;
+    if (engine === undefined || this.closed || this.beating) return;
+    const stats = engine.stats() as LoadStats;
+    const believed = this.published.capacity - Math.max(0, (stats.admissions ?? this.published.admissions) - this.published.admissions);
+    if (capacityOf(stats) > believed) void this.beat();
   }
 
   /** Publishes one heartbeat now (also what the timer calls). */
@@ -107,9 +146,13 @@ export class HeartbeatPublisher {
       const { pod, endpoint, pool, model } = this.options;
       const value = heartbeatOf(engine, { pod, endpoint, pool, model }, Math.round(rate * 10) / 10, this.accepting, this.options.kvEvents?.snapshot());
       const ttftP90Ms = this.options.ttftP90Ms?.();
+      this.published = { capacity: value.freeSequences + (value.reclaimableSequences ?? 0), admissions: value.admissions ?? 0 };
+      this.beating = true;
       await this.kv.put(this.key, JSON.stringify(ttftP90Ms !== undefined ? { ...value, ttftP90Ms } : value));
     } catch (err) {
       if (!this.closed) this.options.log.warn({ err }, "heartbeat not published");
+    } finally {
+      this.beating = false;
     }
   }
 
@@ -126,6 +169,7 @@ export class HeartbeatPublisher {
   async close(): Promise<void> {
     if (this.closed) return;
     clearInterval(this.timer);
+    clearInterval(this.capacityTimer);
     await this.drain();
     this.closed = true;
     await this.kv.delete(this.key).catch(() => undefined);
