@@ -25,8 +25,8 @@
  * from a resident prefix over tokens that could have been), and the highest
  * swept rate whose TTFT p90 stays under the SLO. An engine runs at most
  * `--sequences` sessions; the client retries a session refused with 429/503
- * after its Retry-After, and with `--queue-ms` (the router's flag; default
- * 0, off) a session that finds every engine full first waits in the
+ * after its Retry-After, and with `--queue-ms` (the router's flag and
+ * default, 30000; 0: off) a session every engine refuses first waits in the
  * router's capacity queue. TTFT counts from the arrival, so overload shows as
  * TTFT rather than as lost sessions. `--apps 1` makes every
  * session share one prompt, `--distinct` gives every session a prompt of its
@@ -147,8 +147,8 @@ function parseConfig(argv: string[]): Config {
     loadFactor: num("load-factor", 1.25),
     // The router's default; 0 is the bound alone.
     prefixSlack: f.get("prefix-slack") === "0" ? 0 : num("prefix-slack", 1),
-    // The router's default: off (the client's retries are then the only wait).
-    queueMs: f.get("queue-ms") === undefined || f.get("queue-ms") === "0" ? 0 : num("queue-ms", 0),
+    // The router's default; 0 turns the queue off (the client's retries are then the only wait).
+    queueMs: f.get("queue-ms") === "0" ? 0 : num("queue-ms", 30_000),
     distinct: f.has("distinct"),
     patienceMs: num("patience-ms", 120_000),
     // The break-even the router's flag documents: about one cold prefill of an app's prompt, ~10 ms a token on one thread here.

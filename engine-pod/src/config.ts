@@ -235,7 +235,7 @@ export function parseEnginePodOptions(src: Source = defaultSource()): EnginePodO
 
 const POOL_REF = /^([a-z0-9][a-z0-9-]{0,62})\/([a-z0-9][a-z0-9-]{0,62})$/;
 
-/** `--pool ns/name` turns heartbeats and KV events on (they need `--nats-url`); `--advertise-url`, `--heartbeat-ms`, `--kv-events-ms` (100; 0: off), `--capacity-check-ms` (100; 0: off). */
+/** `--pool ns/name` turns heartbeats and KV events on (they need `--nats-url`); `--advertise-url`, `--heartbeat-ms`, `--kv-events-ms` (100; 0: off), `--capacity-check-ms` (20; 0: off). */
 function parseHeartbeat(src: Source, natsUrl: string | undefined): HeartbeatSettings | undefined {
   const poolRaw = optionalStringOpt(src, "pool");
   if (poolRaw === undefined || poolRaw === "") return undefined;
@@ -254,7 +254,7 @@ function parseHeartbeat(src: Source, natsUrl: string | undefined): HeartbeatSett
     ...(podIp !== undefined && podIp !== "" ? { podIp } : {}),
     intervalMs: intOpt(src, "heartbeat-ms", 1000, { min: 100, max: 60_000 }),
     kvEventsMs: intOpt(src, "kv-events-ms", 100, { min: 0, max: 60_000 }),
-    capacityCheckMs: intOpt(src, "capacity-check-ms", 100, { min: 0, max: 60_000 }),
+    capacityCheckMs: intOpt(src, "capacity-check-ms", 20, { min: 0, max: 60_000 }),
   };
 }
 

@@ -89,7 +89,7 @@ t.test("helm template with default values", async (t) => {
   t.same(router.spec.template.spec.containers[0].command, ["node", "dist/router/src/main.js"]);
   t.ok(router.spec.template.spec.containers[0].args.includes(`--nats-url=${seeds}`), "the router reaches every NATS node");
   t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--cold-start-")), ["--cold-start-hold-ms=60000", "--cold-start-max-held=100"], "the cold-start hold from router.coldStart");
-  t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--queue-ms") || a.startsWith("--max-queued")), ["--queue-ms=0", "--max-queued=100"], "the capacity queue from router.queue");
+  t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--queue-ms") || a.startsWith("--max-queued")), ["--queue-ms=30000", "--max-queued=100"], "the capacity queue from router.queue");
   t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--prefix-warm-")), ["--prefix-warm-sessions=3", "--prefix-warm-window-ms=20000", "--prefix-warm-min-free=50"], "hot-prefix warming from router.prefixWarm");
   t.ok(find(ms, "Service", "interlace-router"), "router Service");
   t.ok(container.args.includes("--router-url=http://interlace-router.interlace-system.svc:8080"), "endpoints name the router Service");

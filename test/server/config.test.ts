@@ -76,10 +76,10 @@ t.test("clear errors", async (t) => {
   for (const [argv, message] of cases) t.throws(() => parseEnginePodOptions(src(argv)), message, argv.join(" ") || "(nothing)");
 });
 
-t.test("--pool turns on heartbeats, KV events and capacity checks (every 100 ms by default; 0 turns them off)", async (t) => {
+t.test("--pool turns on heartbeats, KV events (every 100 ms by default) and capacity checks (every 20 ms); 0 turns either off", async (t) => {
   const on = parseEnginePodOptions(src(["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p"]));
   t.equal(on.heartbeat?.kvEventsMs, 100);
-  t.equal(on.heartbeat?.capacityCheckMs, 100);
+  t.equal(on.heartbeat?.capacityCheckMs, 20);
   const off = parseEnginePodOptions(src(["--model-preset", "test", "--nats-url", "nats://x", "--pool", "ns/p", "--kv-events-ms", "0", "--capacity-check-ms", "0"]));
   t.equal(off.heartbeat?.kvEventsMs, 0);
   t.equal(off.heartbeat?.capacityCheckMs, 0);
