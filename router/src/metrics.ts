@@ -82,7 +82,7 @@ export class RouterMetrics {
     this.rejected = new Counter({ name: "interlace_router_rejected_total", help: "Requests refused by the router, by error code.", labelNames: ["code"], registers });
     this.malformedMessages = new Counter({
       name: "interlace_router_malformed_messages_total",
-      help: "NATS messages and KV entries dropped as malformed (apps, engines, kv_events, warm_arrivals), by source.",
+      help: "NATS messages and KV entries dropped as malformed (apps, engines, kv_events, warm_arrivals, queue_heads), by source.",
       labelNames: ["source"],
       registers,
     });

@@ -17,6 +17,7 @@ import { CapacityQueue } from "./capacity-queue.js";
 import { mountAppRoutes, param } from "./app-routes.js";
 import { PrefixWarmer } from "./prefix-warmer.js";
 import { WarmArrivals } from "./warm-arrivals.js";
+import { QueueHeads } from "./queue-heads.js";
 import type { RouterOptions } from "./config.js";
 import { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
@@ -193,6 +194,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     await closeServer(server);
     for (const w of watches) w.stop();
     engines.stop();
+    queue.close();
     await presence?.close();
     await nc?.drain().catch(() => undefined);
   };
@@ -206,6 +208,12 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
       const arrivals = new WarmArrivals(nc, log.child({ subsystem: "warm-arrivals" }));
       arrivals.listen((pool, key) => prefixWarmer.observeRemote(pool, key), malformed("warm_arrivals"));
       prefixWarmer.shareArrivals(arrivals);
+    }
+    if (queue.enabled) {
+      // Queued requests place in one arrival order over every replica, not per replica.
+      const heads = new QueueHeads(nc, log.child({ subsystem: "queue-heads" }));
+      heads.listen((pool, router, head) => queue.observeRemote(pool, router, head), malformed("queue_heads"));
+      queue.shareHeads(heads);
     }
     const routersKv = await openRoutersBucket(nc);
     await programs.attach(await openProgramsBucket(nc), maxKvValueBytes(nc));

@@ -156,9 +156,9 @@ export async function placeAndPost(
         // A program's preferred engine (its task group's) outranks the prefix's.
         const holding = decision.holdFor !== undefined && hints.prefer === undefined && canHold();
         // Every engine full, or requests queued before this one still waiting: wait in the queue, in arrival order.
-        const waits = queue !== undefined && !holding && decision.order.length > 0 && (loads.every((e) => e.free <= 0) || queue.behind(pool, ticket));
+        const waits = queue !== undefined && !holding && decision.order.length > 0 && (loads.every((e) => e.free <= 0) || queue.behind(pool, ticket, decision.order[0]));
         // Set before the reservation's round trip: a request behind this one waits for it to place or wait again.
-        if (ticket !== undefined) ticket.state = waits ? "waiting" : holding ? "holding" : "placing";
+        if (ticket !== undefined) ticket.set(waits ? "waiting" : holding ? "holding" : "placing", decision.holdFor);
         const first = decision.order[0] === undefined || holding || waits ? undefined : await ctx.engines.reserve(pool.namespace, pool.name, decision.order[0]);
         return { decision, first, waits };
       });
@@ -248,7 +248,7 @@ export async function placeAndPost(
       causes.push(cause);
         // The prefix's engine filled up after its last heartbeat: hold for it rather than re-prefill elsewhere.
         if (i === 0 && cause === "capacity" && decision.reason === "prefix" && canHold()) {
-          if (ticket !== undefined) ticket.state = "holding";
+          if (ticket !== undefined) ticket.set("holding", pod);
           await hold();
           retried = true;
           break;

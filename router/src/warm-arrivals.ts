@@ -15,67 +15,39 @@
  * placed a session decides on it (it has the body a warm sends), so a
  * replica's warm needs no other's.
  */
-import { randomUUID } from "node:crypto";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../../common/src/index.js";
-import { ALL_WARM_ARRIVALS, decodeToken, WARM_ARRIVALS_PREFIX, warmArrivalsSubject, type PoolRef } from "../../common/src/protocol/index.js";
+import { ALL_WARM_ARRIVALS, WARM_ARRIVALS_PREFIX, warmArrivalsSubject, type PoolRef } from "../../common/src/protocol/index.js";
+import { poolOfSubject, ReplicaChannel } from "./replica-channel.js";
 
 /** One placed app session as another replica announces it. */
-interface WarmArrivalMessage {
-  router: string;
+interface WarmArrival {
+  pool: PoolRef;
   key: string;
 }
 
-function parse(subject: string, body: unknown): { pool: PoolRef; key: string; router: string } | null {
-  const parts = subject.split(".");
-  if (parts.length !== 4 || `${parts[0]}.${parts[1]}` !== WARM_ARRIVALS_PREFIX) return null;
-  if (typeof body !== "object" || body === null) return null;
-  const { router, key } = body as Partial<WarmArrivalMessage>;
+function parse(subject: string, body: unknown): (WarmArrival & { router: string }) | null {
+  const pool = poolOfSubject(subject, WARM_ARRIVALS_PREFIX);
+  if (pool === null || typeof body !== "object" || body === null) return null;
+  const { router, key } = body as { router?: unknown; key?: unknown };
   if (typeof router !== "string" || router.length === 0 || router.length > 64 || typeof key !== "string" || key.length === 0 || key.length > 256) return null;
-  try {
-    return { pool: { namespace: decodeToken(parts[2]!), name: decodeToken(parts[3]!) }, key, router };
-  } catch {
-    return null;
-  }
+  return { pool, key, router };
 }
 
 export class WarmArrivals {
-  /** This process's name on the subject: its own messages come back to it and are not counted twice. */
-  private readonly router = randomUUID();
+  private readonly channel: ReplicaChannel<WarmArrival>;
 
-  constructor(
-    private readonly nc: NatsConnection,
-    private readonly log: Logger,
-  ) {}
+  constructor(nc: NatsConnection, log: Logger) {
+    this.channel = new ReplicaChannel(nc, log, "warm arrival");
+  }
 
   /** Tells `record` of every other replica's placed app session (pool, affinity key); `onMalformed` of each message dropped. Unsubscribe (or drain the connection) to stop. */
   listen(record: (pool: PoolRef, key: string) => void, onMalformed: () => void = () => {}): Subscription {
-    return this.nc.subscribe(ALL_WARM_ARRIVALS, {
-      callback: (err, msg) => {
-        if (err !== null) return void this.log.warn({ err }, "warm-arrivals subscription failed");
-        let body: unknown;
-        try {
-          body = msg.json();
-        } catch {
-          body = undefined;
-        }
-        const arrival = parse(msg.subject, body);
-        if (arrival === null) {
-          onMalformed();
-          return void this.log.warn({ subject: msg.subject }, "malformed warm arrival dropped");
-        }
-        if (arrival.router !== this.router) record(arrival.pool, arrival.key);
-      },
-    });
+    return this.channel.listen(ALL_WARM_ARRIVALS, parse, (a) => record(a.pool, a.key), onMalformed);
   }
 
-  /** Announces one of this replica's placed app sessions. */
+  /** Announces one of this replica's placed app sessions (lost when closing: the arrival counts here only). */
   publish(pool: PoolRef, key: string): void {
-    try {
-      this.nc.publish(warmArrivalsSubject(pool), JSON.stringify({ router: this.router, key } satisfies WarmArrivalMessage));
-    } catch (err) {
-      // Closing or closed: the arrival counts here only.
-      this.log.debug({ err }, "warm arrival not published");
-    }
+    this.channel.publish(warmArrivalsSubject(pool), { key });
   }
 }

@@ -17,6 +17,7 @@ import type { NatsIdentity } from "../../common/src/security/nats-permissions.js
 import { COST_MODELS_BUCKET, Header, interruptSubject, openCostModelsBucket, poolStream, PROTOCOL_VERSION, RESPONSES_BUCKET, RUNNERS_CONSUMER, sendInterrupt, toolSubject } from "../../common/src/protocol/index.js";
 import { ALL_KV_EVENTS, kvEventsSubject } from "../../common/src/protocol/kv-events.js";
 import { ALL_WARM_ARRIVALS, warmArrivalsSubject } from "../../common/src/protocol/warm-arrivals.js";
+import { ALL_QUEUE_HEADS, queueHeadsSubject } from "../../common/src/protocol/queue-heads.js";
 import { JetStreamResponseStore } from "../../engine-pod/src/server/jetstream-response-store.js";
 import { createNatsSecurity, natsClientSecurity, removeNatsSecurity } from "../../hack/nats.js";
 import { startNatsServer } from "../helpers/nats-server.js";
@@ -193,28 +194,34 @@ t.test("a secured nats-server (JWT + TLS) with the chart's permission layout", a
     t.same(received, [kvEventsSubject({ namespace: "default", name: "qwen" })], "the router got the engine's event and not the other namespace's forgery");
   });
 
-  await t.test("warm arrivals: one router replica's placed sessions reach the others; an engine cannot publish one", async (t) => {
-    const routerA = await open(await as({ kind: "router" }));
-    const routerB = await open(await as({ kind: "router" }));
-    const engine = await open(await as(ENGINE));
-    const received: string[] = [];
-    const sub = routerB.subscribe(ALL_WARM_ARRIVALS, {
-      callback: (_err, m) => {
-        received.push(m.string());
-      },
+  // The router replicas' messages to each other: an engine's forgery would skew warming, or hold every replica's queued requests back.
+  const replicaMessages = [
+    { what: "warm arrivals: one router replica's placed sessions", all: ALL_WARM_ARRIVALS, subject: warmArrivalsSubject({ namespace: "default", name: "qwen" }), real: { router: "a", key: "k1" }, forged: { router: "forged", key: "k2" } },
+    { what: "queue heads: one router replica's capacity-queue head", all: ALL_QUEUE_HEADS, subject: queueHeadsSubject({ namespace: "default", name: "qwen" }), real: { router: "a", oldest: 1 }, forged: { router: "forged", oldest: 0 } },
+  ];
+  for (const m of replicaMessages) {
+    await t.test(`${m.what} reach the other replicas; an engine cannot publish one`, async (t) => {
+      const routerA = await open(await as({ kind: "router" }));
+      const routerB = await open(await as({ kind: "router" }));
+      const engine = await open(await as(ENGINE));
+      const received: string[] = [];
+      const sub = routerB.subscribe(m.all, {
+        callback: (_err, msg) => {
+          received.push(msg.string());
+        },
+      });
+      t.teardown(() => sub.unsubscribe());
+      await routerB.flush();
+      const errors = permissionErrors(engine);
+      routerA.publish(m.subject, JSON.stringify(m.real));
+      engine.publish(m.subject, JSON.stringify(m.forged));
+      await routerA.flush();
+      await engine.flush().catch(() => undefined);
+      t.ok(await eventually(() => received.length >= 1 && errors.some((e) => /permission/i.test(e))), `the router's message arrives and the engine's is refused (${errors.join("; ")})`);
+      await new Promise((r) => setTimeout(r, 200));
+      t.same(received, [JSON.stringify(m.real)], "the other replica got the router's message and not the engine's");
     });
-    t.teardown(() => sub.unsubscribe());
-    await routerB.flush();
-    const errors = permissionErrors(engine);
-    const subject = warmArrivalsSubject({ namespace: "default", name: "qwen" });
-    routerA.publish(subject, JSON.stringify({ router: "a", key: "k1" }));
-    engine.publish(subject, JSON.stringify({ router: "forged", key: "k2" }));
-    await routerA.flush();
-    await engine.flush().catch(() => undefined);
-    t.ok(await eventually(() => received.length >= 1 && errors.some((e) => /permission/i.test(e))), `the router's arrival arrives and the engine's is refused (${errors.join("; ")})`);
-    await new Promise((r) => setTimeout(r, 200));
-    t.same(received, [JSON.stringify({ router: "a", key: "k1" })], "the other replica got the router's arrival and not the engine's");
-  });
+  }
 
   await t.test("the JetStream objects exist as the identities created them", async (t) => {
     const op = await open(await as({ kind: "operator" }));

@@ -8,8 +8,7 @@
  * below wait for a heartbeat that does not come and end in 429.
  */
 import t, { type Test } from "tap";
-import type { SessionEvent } from "../../common/src/index.js";
-import { appConfig, longSession, openSession, postJson, QUICK, startStack, streamEvents, type Stack } from "./fixtures.js";
+import { appConfig, openSession, parkedSession, postJson, QUICK, startStack, streamEvents, type Stack } from "./fixtures.js";
 import { eventually } from "../helpers/wait.js";
 
 t.setTimeout(180_000);
@@ -28,27 +27,9 @@ async function stackWith(t: Test, retention: string): Promise<{ stack: Stack; r0
   return { stack, r0: stack.url(0) };
 }
 
-/** Opens a session that waits on a tool call until deleted, and resolves once it is paused on that call. */
-async function parkedSession(t: Test, r0: string): Promise<{ id: string; engine: string; end: () => Promise<void> }> {
-  const opened = await openSession(r0, "alpha", longSession());
-  const stop = new AbortController();
-  let calling = false;
-  const events = streamEvents(r0, "alpha", opened.id, stop.signal, (e: SessionEvent) => {
-    if (e.type === "call") calling = true;
-  }).catch(() => []);
-  const end = async (): Promise<void> => {
-    await fetch(`${r0}/v1/apps/default/alpha/sessions/${opened.id}`, { method: "DELETE" });
-    stop.abort();
-    await events;
-  };
-  t.teardown(() => stop.abort());
-  t.ok(await eventually(() => calling, 20_000), "a session is paused on its tool call");
-  return { id: opened.id, engine: opened.engine, end };
-}
-
 t.test("a session paused on a tool call: the engine says at once that its sequence can be taken, and the next request takes it", async (t) => {
   const { stack, r0 } = await stackWith(t, "eta");
-  const parked = await parkedSession(t, r0);
+  const parked = await parkedSession(t, r0, "alpha");
   t.ok(
     await eventually(() => stack.routers[0]!.engines.loads("default", "pool").every((e) => e.free === 1), 5_000),
     "the router's view shows the sequence free to take, long before the next periodic heartbeat",
@@ -63,7 +44,7 @@ t.test("a session paused on a tool call: the engine says at once that its sequen
 t.test("every sequence held: a queued request is placed when a session ends, not at the next periodic heartbeat", async (t) => {
   // `pin`: a paused session keeps its sequence, so the engine is full until it ends.
   const { stack, r0 } = await stackWith(t, "pin");
-  const parked = await parkedSession(t, r0);
+  const parked = await parkedSession(t, r0, "alpha");
   t.same(
     stack.routers[0]!.engines.loads("default", "pool").map((e) => e.free),
     [0],

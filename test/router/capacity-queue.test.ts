@@ -8,7 +8,7 @@
  * router-engines.test.ts.
  */
 import t from "tap";
-import { CapacityQueue } from "../../router/src/capacity-queue.js";
+import { CapacityQueue, type QueueHead } from "../../router/src/capacity-queue.js";
 import { HttpError } from "../../router/src/errors.js";
 import type { EngineRegistry } from "../../router/src/engine-registry.js";
 import { RouterMetrics } from "../../router/src/metrics.js";
@@ -29,10 +29,11 @@ t.test("arrival order: a request waits behind the older ones waiting for a seque
   t.equal(q.behind(pool, b), true, "the next waits behind it");
   t.equal(q.behind(pool), true, "a new arrival waits behind both");
   t.equal(q.behind(other), false, "another pool's queue is its own");
-  a.state = "placing";
+  a.set("placing");
   t.equal(q.behind(pool, b), true, "while the oldest is being placed, the next still waits (it places first)");
-  a.state = "holding";
-  t.equal(q.behind(pool, b), false, "while the oldest waits for its prefix's engine, the next may take another engine's sequence");
+  a.set("holding", "engine-x");
+  t.equal(q.behind(pool, b, "engine-y"), false, "while the oldest waits for its prefix's engine, the next may take another engine's sequence");
+  t.equal(q.behind(pool, b, "engine-x"), true, "but not that engine's: the oldest takes it first");
   q.leave(a, "placed");
   t.same([...q.queuedByPool()], [["default/pool", 1]]);
   q.leave(b, "placed");
@@ -48,7 +49,7 @@ t.test("a request waiting behind one that places is woken when it leaves, not at
   const b = q.join(pool);
   const started = performance.now();
   const woken = q.wait(pool, b);
-  a.state = "placing";
+  a.set("placing");
   q.leave(a, "placed");
   await woken;
   t.ok(performance.now() - started < 5_000, "woken by a's leaving");
@@ -85,4 +86,49 @@ t.test("bounded: one more than maxQueued is refused with 429 at once; a wait pas
   t.match(text, /interlace_router_capacity_queue_refusals_total\{reason="queue_full"\} 1/);
   t.match(text, /interlace_router_capacity_queue_refusals_total\{reason="timeout"\} 1/);
   t.equal(new CapacityQueue({ engines, metrics, maxQueued: 0, timeoutMs: 50, retryAfterSeconds: 1 }).enabled, false, "a zero bound turns it off");
+});
+
+t.test("other replicas' heads: a request waits behind another replica's older one (waiting for any sequence, or holding for the engine it would take), until that one leaves or stops being repeated; this replica's heads are announced as they change", async (t) => {
+  const silent = { changed: (_ns: string, _pool: string, timeoutMs: number) => new Promise<void>((r) => setTimeout(r, timeoutMs).unref()) } as unknown as EngineRegistry;
+  const q = new CapacityQueue({ engines: silent, metrics: new RouterMetrics(), maxQueued: 5, timeoutMs: 10_000, retryAfterSeconds: 1 });
+  const announced: [string, QueueHead][] = [];
+  q.shareHeads({ announce: (p, head) => announced.push([p.name, head]) });
+  t.teardown(() => q.close());
+
+  const a = q.join(pool);
+  t.same(announced, [["pool", { oldest: a.joinedAtEpoch }]], "joining an empty queue announces this replica's head");
+  q.observeRemote(pool, "replica-2", { oldest: a.joinedAtEpoch - 1_000 });
+  t.equal(q.behind(pool, a, "engine-x"), true, "the other replica's request joined earlier: this replica's oldest waits behind it");
+  t.equal(q.behind(pool), true, "and so does a request not queued here");
+  t.equal(q.behind(other), false, "another pool's head holds nobody back");
+  const woken = q.wait(pool, a);
+  const started = performance.now();
+  q.observeRemote(pool, "replica-2", { oldest: null });
+  await woken;
+  t.ok(performance.now() - started < 5_000, "woken when the other replica's head leaves");
+  t.equal(q.behind(pool, a, "engine-x"), false, "and first in line over both replicas now");
+  q.observeRemote(pool, "replica-2", { oldest: a.joinedAtEpoch + 1_000 });
+  t.equal(q.behind(pool, a, "engine-x"), false, "a younger head elsewhere does not hold it back");
+  t.equal(q.behind(pool), true, "but a request not queued here still waits behind it");
+  q.observeRemote(pool, "replica-2", { oldest: null, holding: { "engine-x": a.joinedAtEpoch - 1_000 } });
+  t.equal(q.behind(pool, a, "engine-x"), true, "an older request elsewhere holding for the engine this one would take holds it back");
+  t.equal(q.behind(pool, a, "engine-y"), false, "but not from another engine");
+  q.observeRemote(pool, "replica-2", { oldest: null });
+
+  a.set("holding", "engine-x");
+  t.same(announced.at(-1), ["pool", { oldest: null, holding: { "engine-x": a.joinedAtEpoch } }], "holding for its prefix's engine: announced as that engine's head only");
+  a.set("waiting");
+  t.same(announced.at(-1), ["pool", { oldest: a.joinedAtEpoch }], "waiting for any sequence again: announced again");
+  const count = announced.length;
+  const b = q.join(pool);
+  t.equal(announced.length, count, "a younger request joining changes no head");
+  q.leave(a, "placed");
+  t.same(announced.at(-1), ["pool", { oldest: b.joinedAtEpoch }], "the oldest placed: the next is the head");
+  q.leave(b, "placed");
+  t.same(announced.at(-1), ["pool", { oldest: null }], "the queue empty: withdrawn");
+
+  q.observeRemote(pool, "replica-3", { oldest: 1 });
+  t.equal(q.behind(pool), true, "a head from another replica holds back");
+  await new Promise((r) => setTimeout(r, 3_100));
+  t.equal(q.behind(pool), false, "not repeated within its TTL (the replica is gone): it holds nobody back");
 });

@@ -142,3 +142,21 @@ export function longSession(ms = 60_000): Record<string, unknown> {
     kvPolicy: "keep",
   };
 }
+
+/** Opens a `longSession` through router `base`, resolved once it is paused on its tool call; `end` deletes it and closes its stream. */
+export async function parkedSession(t: Teardownable, base: string, app: string): Promise<Opened & { end: () => Promise<void> }> {
+  const opened = await openSession(base, app, longSession());
+  const stop = new AbortController();
+  let calling = false;
+  const events = streamEvents(base, app, opened.id, stop.signal, (e) => {
+    if (e.type === "call") calling = true;
+  }).catch(() => []);
+  const end = async (): Promise<void> => {
+    await fetch(`${base}/v1/apps/default/${app}/sessions/${opened.id}`, { method: "DELETE" });
+    stop.abort();
+    await events;
+  };
+  t.teardown(() => stop.abort());
+  if (!(await eventually(() => calling, 20_000))) throw new Error(`session ${opened.id} never paused on its call`);
+  return { ...opened, end };
+}

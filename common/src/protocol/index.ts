@@ -21,5 +21,6 @@ export * from "./publish.js";
 export * from "./engine-heartbeat.js";
 export * from "./kv-events.js";
 export * from "./warm-arrivals.js";
+export * from "./queue-heads.js";
 export * from "./app-config.js";
 export * from "./stream-replicas.js";

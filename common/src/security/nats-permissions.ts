@@ -47,6 +47,7 @@
  */
 import { ALL_KV_EVENTS, KV_EVENTS_PREFIX } from "../protocol/kv-events.js";
 import { ALL_WARM_ARRIVALS } from "../protocol/warm-arrivals.js";
+import { ALL_QUEUE_HEADS } from "../protocol/queue-heads.js";
 import {
   encodeToken,
   INTR_PREFIX,
@@ -228,9 +229,11 @@ export function natsPermissions(id: NatsIdentity): NatsPermissions {
           ...kvWrite(RESERVATIONS_BUCKET),
           // The app sessions it placed, for the other replicas' hot-prefix warming (router/src/warm-arrivals.ts).
           ALL_WARM_ARRIVALS,
+          // Its capacity queues' oldest requests, so the replicas place queued requests in one order (router/src/queue-heads.ts).
+          ALL_QUEUE_HEADS,
         ],
-        // Every pool's KV events: a router places on all pools (router/src/prefix-index.ts); the other replicas' placed sessions.
-        subscribe: [inbox, ALL_KV_EVENTS, ALL_WARM_ARRIVALS],
+        // Every pool's KV events: a router places on all pools (router/src/prefix-index.ts); the other replicas' placed sessions and queue heads.
+        subscribe: [inbox, ALL_KV_EVENTS, ALL_WARM_ARRIVALS, ALL_QUEUE_HEADS],
       };
     case "operator":
       return {
