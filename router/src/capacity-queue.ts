@@ -122,8 +122,11 @@ export class CapacityQueue {
   observeRemote(pool: Pool, router: string, head: QueueHead): void {
     const k = key(pool);
     const heads = this.remote.get(k) ?? new Map<string, QueueHead & { until: number }>();
+    const now = performance.now();
+    // Replicas killed without withdrawing their heads: forgotten once expired.
+    for (const [r, h] of heads) if (h.until <= now) heads.delete(r);
     if (head.oldest === null && Object.keys(head.holding ?? {}).length === 0) heads.delete(router);
-    else heads.set(router, { ...head, until: performance.now() + HEAD_TTL_MS });
+    else heads.set(router, { ...head, until: now + HEAD_TTL_MS });
     if (heads.size === 0) this.remote.delete(k);
     else this.remote.set(k, heads);
     // Requests that waited behind it may place now.
