@@ -32,6 +32,10 @@ export interface PickerPlacement {
   prefixSlack: number;
   prefixWaitMs: number;
   engineTtlMs: number;
+  /** Hot-prefix warming (the router's `--prefix-warm-*`): sessions in the window that make an app hot (0: off), the window, and the share of an engine's sequences that must be free. */
+  prefixWarmSessions: number;
+  prefixWarmWindowMs: number;
+  prefixWarmMinFreePercent: number;
 }
 
 export interface OperatorOptions {
@@ -102,7 +106,7 @@ export interface OperatorOptions {
  * --image-pull-policy --nats-url --router-url --nats-auth-secret
  * --router-credentials-secret --nats-ca --credentials-namespace --workers
  * --resync-ms --key-grace-ms --autoscale-interval-ms --wake-check-ms --pressure-check-ms --picker-placement --picker-load-factor --picker-prefix-slack --picker-prefix-wait-ms
- * --picker-engine-ttl-ms --log-level` (each also as an upper-snake
+ * --picker-engine-ttl-ms --picker-prefix-warm-sessions --picker-prefix-warm-window-ms --picker-prefix-warm-min-free --log-level` (each also as an upper-snake
  * environment variable).
  */
 export function parseOperatorOptions(src: Source = defaultSource()): OperatorOptions {
@@ -163,6 +167,9 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
       prefixSlack: intOpt(src, "picker-prefix-slack", 1, { min: 0, max: 10_000 }),
       prefixWaitMs: intOpt(src, "picker-prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
       engineTtlMs: intOpt(src, "picker-engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
+      prefixWarmSessions: intOpt(src, "picker-prefix-warm-sessions", 3, { min: 0, max: 10_000 }),
+      prefixWarmWindowMs: intOpt(src, "picker-prefix-warm-window-ms", 20_000, { min: 100, max: 3_600_000 }),
+      prefixWarmMinFreePercent: intOpt(src, "picker-prefix-warm-min-free", 50, { min: 0, max: 100 }),
     },
     logLevel: stringOpt(src, "log-level", "info"),
   };

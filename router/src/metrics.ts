@@ -73,12 +73,7 @@ export class RouterMetrics {
       labelNames: ["outcome"],
       registers,
     });
-    this.prefixWarms = new Counter({
-      name: "interlace_router_prefix_warms_total",
-      help: "Hot-prefix warms asked of an idle engine, by outcome: warmed, held (already there), busy (engine refused for now), refused (no store or no shared prefix there), failed.",
-      labelNames: ["outcome"],
-      registers,
-    });
+    this.prefixWarms = prefixWarmsCounter("interlace_router_prefix_warms_total", registers);
     this.rejected = new Counter({ name: "interlace_router_rejected_total", help: "Requests refused by the router, by error code.", labelNames: ["code"], registers });
     this.malformedMessages = new Counter({
       name: "interlace_router_malformed_messages_total",
@@ -159,6 +154,16 @@ export class RouterMetrics {
 }
 
 /** KV writes to `interlace-reservations` (shared-reservations.ts): over placements, the round trips each placement pays. */
+/** Hot-prefix warms by outcome, as the router and the endpoint picker both count them (prefix-warmer.ts). */
+export function prefixWarmsCounter(name: string, registers: Registry[]): Counter<"outcome"> {
+  return new Counter({
+    name,
+    help: "Hot-prefix warms asked of an idle engine, by outcome: warmed, held (already there), busy (engine refused for now), refused (no store or no shared prefix there), failed.",
+    labelNames: ["outcome"],
+    registers,
+  });
+}
+
 export function reservationWritesCounter(name: string, registers: Registry[]): Counter<"write" | "outcome"> {
   return new Counter({
     name,

@@ -15,10 +15,12 @@
  * session of (with the last body placed), not at the app's next arrival: the
  * warm starts before the sessions that spill to the new engine, and they
  * fork the prefix (or wait for its fill) instead of each prefilling it.
+ * The endpoint picker, the other front door, warms the same way from the
+ * sessions it places (router/src/picker/picker-server.ts).
  */
 import type { CreateSessionRequest, Logger } from "../../common/src/index.js";
 import type { EngineRegistry } from "./engine-registry.js";
-import type { RouterMetrics } from "./metrics.js";
+import type { Counter } from "prom-client";
 import { decideWarm, type WarmSettings } from "./prefix-warming.js";
 
 /** Arrivals shared with the other router replicas (warm-arrivals.ts). */
@@ -39,7 +41,8 @@ export interface WarmArrival {
 
 export interface PrefixWarmerOptions {
   engines: EngineRegistry;
-  metrics: RouterMetrics;
+  /** The front door's counter of warms (the router's or the endpoint picker's). */
+  metrics: { prefixWarms: Counter<"outcome"> };
   log: Logger;
   engineHeaders: Record<string, string>;
   settings: WarmSettings;

@@ -57,7 +57,7 @@ t.test("app routes: merged as the router merges them, the path rewritten to the 
   t.equal(session.kind, "place");
   if (session.kind !== "place") return;
   t.equal(session.path, "/v1/sessions");
-  t.same(session.session, { app: { namespace: "default", name: "alpha" }, segments: session.chain.length });
+  t.same(session.session, { app: { namespace: "default", name: "alpha" }, segments: session.chain.length, appSegments: 2 }, "the system prompt and the tool block are the app's shared prefix");
   const body = session.body as { prompt: { role: string; content: string }[]; tools: unknown[] };
   t.equal(body.prompt[0]?.content, alpha.systemPrompt, "the app's system prompt first");
   t.same(body.tools, alpha.tools);

@@ -17,7 +17,7 @@ export interface BuildOptions {
   /** Base URL of the session router; an AgentApp's endpoint is `<routerUrl>/v1/apps/<ns>/<name>`. */
   routerUrl: string;
   /** Placement flags of the endpoint pickers (absent: the picker's defaults, which are the router's). */
-  picker?: { placement: string; loadFactorPercent: number; prefixSlack: number; prefixWaitMs: number; engineTtlMs: number };
+  picker?: { placement: string; loadFactorPercent: number; prefixSlack: number; prefixWaitMs: number; engineTtlMs: number; prefixWarmSessions: number; prefixWarmWindowMs: number; prefixWarmMinFreePercent: number };
   /** Render a NetworkPolicy per pool (network-policy.ts); absent: none (the chart's per-namespace policies only). */
   networkPolicy?: NetworkPolicyOptions;
 }

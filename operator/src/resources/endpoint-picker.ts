@@ -54,7 +54,10 @@ export function buildInferencePool(pool: EnginePool): InferencePool {
 export function pickerArgs(pool: EnginePool, opts: BuildOptions): string[] {
   const args = ["--grpc-port", String(PICKER_GRPC_PORT), "--port", String(POD_PORT), "--nats-url", opts.natsUrl, "--pool", `${pool.metadata.namespace ?? "default"}/${pool.metadata.name ?? ""}`];
   const p = opts.picker;
-  if (p !== undefined) args.push("--placement", p.placement, "--load-factor", String(p.loadFactorPercent), "--prefix-wait-ms", String(p.prefixWaitMs), "--engine-ttl-ms", String(p.engineTtlMs), "--prefix-slack", String(p.prefixSlack));
+  if (p !== undefined) {
+    args.push("--placement", p.placement, "--load-factor", String(p.loadFactorPercent), "--prefix-wait-ms", String(p.prefixWaitMs), "--engine-ttl-ms", String(p.engineTtlMs), "--prefix-slack", String(p.prefixSlack));
+    args.push("--prefix-warm-sessions", String(p.prefixWarmSessions), "--prefix-warm-window-ms", String(p.prefixWarmWindowMs), "--prefix-warm-min-free", String(p.prefixWarmMinFreePercent));
+  }
   return args;
 }
 

@@ -26,6 +26,10 @@ export interface PickerOptions {
   prefixSlack: number;
   engineTtlMs: number;
   prefixWaitMs: number;
+  /** Hot-prefix warming, as the router's `--prefix-warm-sessions` (0: off), `--prefix-warm-window-ms` and `--prefix-warm-min-free` (percent). */
+  prefixWarmSessions: number;
+  prefixWarmWindowMs: number;
+  prefixWarmMinFreePercent: number;
   retryAfterSeconds: number;
   /** Largest request body the picker buffers, bytes (→ 413). */
   maxBodyBytes: number;
@@ -55,6 +59,7 @@ function invalid(message: string): InterlaceError {
  * (required), `--pool ns/name` (required), `--placement`, `--prefix-index
  * heartbeat|events` (events, as the router), `--load-factor`
  * (percent, 125), `--prefix-slack` (1), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
+ * `--prefix-warm-sessions` (3; 0: off), `--prefix-warm-window-ms` (20000), `--prefix-warm-min-free` (50),
  * `--retry-after-seconds` (1), `--max-body-bytes` (1 MiB),
  * `--max-endpoints` (1), `--drain-ms` (2000), `--shutdown-grace-ms`
  * (30000), `--log-level`.
@@ -77,6 +82,9 @@ export function parsePickerOptions(src: Source = defaultSource()): PickerOptions
     prefixSlack: intOpt(src, "prefix-slack", 1, { min: 0, max: 10_000 }),
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
+    prefixWarmSessions: intOpt(src, "prefix-warm-sessions", 3, { min: 0, max: 10_000 }),
+    prefixWarmWindowMs: intOpt(src, "prefix-warm-window-ms", 20_000, { min: 100, max: 3_600_000 }),
+    prefixWarmMinFreePercent: intOpt(src, "prefix-warm-min-free", 50, { min: 0, max: 100 }),
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     maxBodyBytes: intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 }),
     maxEndpoints: intOpt(src, "max-endpoints", 1, { min: 1, max: 64 }),

@@ -16,11 +16,12 @@
  * accepted interrupt, a cancel: small JSON bodies, buffered), and passes
  * every other response chunk through as it comes.
  */
-import { ErrorCode, type Logger } from "../../../common/src/index.js";
+import { ErrorCode, type CreateSessionRequest, type Logger } from "../../../common/src/index.js";
 import { ADMISSION_HEADER, parseAdmission } from "../../../common/src/protocol/index.js";
 import { HttpError, toHttpError } from "../errors.js";
 import { routedSessionId } from "../session-id.js";
 import type { SessionOwners } from "../session-owner.js";
+import type { WarmArrival } from "../prefix-warmer.js";
 import { Gaie, filterMetadata, headerMutation, headerRecord, immediateError, immediateJson, pickedResponse, servedEndpoint, streamedBody, subsetHint } from "./envoy-messages.js";
 import type { EndpointPicker, Pick } from "./endpoint-picker.js";
 import type { ProcessingRequest, ProcessingResponse } from "./ext-proc-service.js";
@@ -43,6 +44,8 @@ export interface ExchangeContext {
   retryAfterSeconds: number;
   metrics: PickerMetrics;
   log: Logger;
+  /** Hot-prefix warming (prefix-warmer.ts) on the picker's pool, told of each session an engine created (absent: off). */
+  warmer?: { observe(arrival: Omit<WarmArrival, "pool">): void };
 }
 
 type Phase = "request" | "routed" | "answered";
@@ -200,7 +203,11 @@ export class ExtProcExchange {
     }
     const route = this.route;
     if (msg.responseHeaders?.endOfStream !== true && pod !== undefined && route !== undefined) {
-      if (route.kind === "place" && route.session !== undefined && status === 201) this.rewrite = (raw) => this.createdSession(raw, pod);
+      if (route.kind === "place" && route.session !== undefined && status === 201) {
+        this.rewrite = (raw) => this.createdSession(raw, pod);
+        const { app, appSegments } = route.session;
+        this.ctx.warmer?.observe({ app: `${app.namespace}/${app.name}`, chain: route.chain, affinityKey: route.affinityKey, appSegments, body: route.body as CreateSessionRequest });
+      }
       else if (route.kind === "pinned" && route.routeAnswerIds === true && route.sessionId !== undefined && status >= 200 && status < 300) {
         const id = route.sessionId;
         this.rewrite = (raw) => withRoutedIds(raw, id, pod);

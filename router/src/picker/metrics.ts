@@ -2,11 +2,11 @@
  * @module The picker's Prometheus metrics (one registry per process):
  * ext_proc streams by outcome, picks by placement reason, prefix segments
  * matched, waits for a full engine, the time from the request's last body
- * byte to the pick, engines seen, and writes to the shared placement
- * reservations.
+ * byte to the pick, engines seen, writes to the shared placement
+ * reservations, and hot-prefix warms.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import { reservationWritesCounter } from "../metrics.js";
+import { prefixWarmsCounter, reservationWritesCounter } from "../metrics.js";
 
 export class PickerMetrics {
   readonly registry = new Registry();
@@ -19,6 +19,7 @@ export class PickerMetrics {
   readonly inFlight: Gauge;
   readonly engines: Gauge;
   readonly reservationWrites: Counter<"write" | "outcome">;
+  readonly prefixWarms: Counter<"outcome">;
 
   constructor() {
     const registers = [this.registry];
@@ -57,5 +58,6 @@ export class PickerMetrics {
     this.inFlight = new Gauge({ name: "interlace_picker_streams_in_flight", help: "ext_proc streams open now.", registers });
     this.engines = new Gauge({ name: "interlace_picker_engines", help: "Ready engines of the pool with a fresh heartbeat.", registers });
     this.reservationWrites = reservationWritesCounter("interlace_picker_reservation_kv_writes_total", registers);
+    this.prefixWarms = prefixWarmsCounter("interlace_picker_prefix_warms_total", registers);
   }
 }

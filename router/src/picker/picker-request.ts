@@ -60,6 +60,8 @@ export interface PickerContext {
 export interface SessionCreation {
   app: { namespace: string; name: string };
   segments: number;
+  /** Leading entries of the chain that are the app's shared prefix (system prompt, tools): what a hot-prefix warm puts in a store. */
+  appSegments: number;
 }
 
 export type PickerRoute =
@@ -148,7 +150,7 @@ function appRoute(req: PickerRequest, ctx: PickerContext, app: AppConfig, rest: 
   }
   if (rest === "/sessions" && req.method === "POST") {
     const merged = mergeSessionRequest(app, jsonBody(req));
-    return { kind: "place", chain: merged.chain, affinityKey: merged.affinityKey, path: "/v1/sessions", body: merged.body, session: { app: appKey, segments: merged.chain.length } };
+    return { kind: "place", chain: merged.chain, affinityKey: merged.affinityKey, path: "/v1/sessions", body: merged.body, session: { app: appKey, segments: merged.chain.length, appSegments: merged.appSegments } };
   }
   if (rest === "/chat/completions" && req.method === "POST") {
     const merged = mergeChatRequest(app, jsonBody(req));

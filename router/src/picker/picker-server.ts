@@ -19,7 +19,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, listen, mountProbes, type Logger } from "../../../common/src/index.js";
 import { AppAccess } from "../app-access.js";
 import { connectNats } from "../../../common/src/security/nats-connect.js";
-import { bearerOf } from "../../../common/src/security/http-auth.js";
+import { bearerHeaders, bearerOf } from "../../../common/src/security/http-auth.js";
 import { AppRegistry } from "../app-registry.js";
 import { EngineRegistry } from "../engine-registry.js";
 import { HttpError } from "../errors.js";
@@ -34,6 +34,7 @@ import { externalProcessorService, type ProcessingRequest, type ProcessingRespon
 import { PickerMetrics } from "./metrics.js";
 import { requestApp, routeRequest } from "./picker-request.js";
 import { EventPrefixIndex } from "../event-prefix-index.js";
+import { PrefixWarmer, type WarmArrival } from "../prefix-warmer.js";
 import { watchKvEvents } from "../kv-event-watch.js";
 import { kvEventsSubject, type AppConfig } from "../../../common/src/protocol/index.js";
 
@@ -74,6 +75,21 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   };
   const access = new AppAccess(security?.apiKeys ?? null, () => apps.all().map(([, served]) => served.config));
   const engineKey = security?.engineApiKey;
+  // As the router's (router-server.ts): warming a second engine only makes sense where placement keeps an app on
+  // the engine holding its prefix. Each picker replica counts the arrivals it sees (a router shares its own).
+  const warmer = new PrefixWarmer({
+    engines,
+    metrics,
+    log: log.child({ subsystem: "prefix-warm" }),
+    engineHeaders: engineKey !== undefined ? bearerHeaders(engineKey) : {},
+    settings: {
+      sessions: options.placement === "prefix-affinity" ? options.prefixWarmSessions : 0,
+      windowMs: options.prefixWarmWindowMs,
+      minFreeShare: options.prefixWarmMinFreePercent / 100,
+    },
+    timeoutMs: 60_000,
+  });
+  engines.onReady((p, pod) => warmer.engineReady(p, pod));
   const ctx: ExchangeContext = {
     picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
     route: (req) =>
@@ -91,6 +107,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
     retryAfterSeconds: options.retryAfterSeconds,
     metrics,
     log,
+    ...(warmer.enabled ? { warmer: { observe: (arrival: Omit<WarmArrival, "pool">) => warmer.observe({ ...arrival, pool }) } } : {}),
   };
 
   const health = new HealthImplementation({ "": "SERVING", [HealthService.Liveness]: "SERVING", [HealthService.Readiness]: "NOT_SERVING", [HealthService.ExtProc]: "NOT_SERVING" });
@@ -123,6 +140,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
     await closeHttp(http);
     for (const w of watches) w.stop();
     engines.stop();
+    await warmer.settled();
     await nc?.drain().catch(() => undefined);
   };
   try {
@@ -136,7 +154,7 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
     });
     ready = true;
     setReady(true);
-    log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs }, "endpoint picker ready");
+    log.info({ grpcPort, port, pool: `${pool.namespace}/${pool.name}`, placement: options.placement, prefixIndex: options.prefixIndex, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs, prefixWarmSessions: warmer.enabled ? options.prefixWarmSessions : 0 }, "endpoint picker ready");
   } catch (err) {
     await close();
     throw err;
