@@ -8,9 +8,7 @@
  * pool (a session ended, a sequence freed) wakes the queue, the oldest
  * request places first, and a request that arrives while others wait
  * queues behind them rather than taking a sequence that frees before their
- * turn. The order is the requests' arrival at the router, not when they
- * joined: a request that first held for its prefix's engine joins with the
- * arrival it had, ahead of younger requests already queued. Bounded: past `timeoutMs` in the queue, or with `maxQueued` already
+ * turn. Bounded: past `timeoutMs` in the queue, or with `maxQueued` already
  * waiting, the request gets 429 `capacity` with `Retry-After`. Each router
  * replica keeps its own queue, and with the replicas' heads shared
  * (queue-heads.ts) a request also waits behind another replica's older one,
@@ -46,7 +44,7 @@ type Pool = { readonly namespace: string; readonly name: string };
  */
 export type TicketState = "waiting" | "placing" | "holding";
 
-/** A replica's heads of one pool's queue: its oldest request waiting for any sequence, and per engine its oldest holding for that one (their arrivals, epoch ms). */
+/** A replica's heads of one pool's queue: its oldest request waiting for any sequence, and per engine its oldest holding for that one (epoch ms). */
 export interface QueueHead {
   oldest: number | null;
   holding?: Record<string, number>;
@@ -62,12 +60,12 @@ export class QueueTicket {
   private current: TicketState = "waiting";
   private engine: string | undefined;
   readonly joinedAt = performance.now();
+  /** When it joined, in epoch ms: compared with other replicas' heads. */
+  readonly joinedAtEpoch = Date.now();
 
   constructor(
     readonly key: string,
     readonly deadline: number,
-    /** When the request reached the router, in epoch ms: its place in the queue, compared with other replicas' heads too. */
-    readonly arrivedAtEpoch: number,
     private readonly changed: () => void = () => {},
   ) {}
 
@@ -164,7 +162,7 @@ export class CapacityQueue {
       if (t === ticket) break;
       if (t.blocks(target)) return true;
     }
-    const mine = ticket?.arrivedAtEpoch ?? Infinity;
+    const mine = ticket?.joinedAtEpoch ?? Infinity;
     const now = performance.now();
     for (const head of this.remote.get(k)?.values() ?? []) {
       if (head.until <= now) continue;
@@ -175,30 +173,20 @@ export class CapacityQueue {
     return false;
   }
 
-  /**
-   * Enters `pool`'s queue at the place of its arrival (`arrivedAtEpoch`,
-   * epoch ms; default now): behind the requests that arrived before it,
-   * ahead of those that arrived after. 429 when it already holds `maxQueued`.
-   */
-  join(pool: Pool, arrivedAtEpoch = Date.now()): QueueTicket {
+  /** Enters `pool`'s queue; 429 when it already holds `maxQueued`. */
+  join(pool: Pool): QueueTicket {
     const k = key(pool);
     const queue = this.queues.get(k) ?? [];
     if (queue.length >= this.options.maxQueued) {
       this.options.metrics.capacityQueueRefusals.inc({ reason: "queue_full" });
       throw new HttpError(429, ErrorCode.Capacity, `every engine of EnginePool ${k} is full and ${queue.length} request(s) already wait for a sequence (this router queues at most ${this.options.maxQueued}); retry later`, this.retryAfter());
     }
-    const ticket = new QueueTicket(k, performance.now() + this.options.timeoutMs, arrivedAtEpoch, () => this.announce(pool));
-    const after = queue.findIndex((t) => t.arrivedAtEpoch > arrivedAtEpoch);
-    queue.splice(after < 0 ? queue.length : after, 0, ticket);
+    const ticket = new QueueTicket(k, performance.now() + this.options.timeoutMs, () => this.announce(pool));
+    queue.push(ticket);
     this.queues.set(k, queue);
     this.options.metrics.capacityQueued.set({ pool: k }, queue.length);
     this.announce(pool);
     return ticket;
-  }
-
-  /** As {@link join}, but undefined (and no refusal counted) when the queue is full: for a request that can go on without a place. */
-  joinIfRoom(pool: Pool, arrivedAtEpoch = Date.now()): QueueTicket | undefined {
-    return (this.queues.get(key(pool))?.length ?? 0) >= this.options.maxQueued ? undefined : this.join(pool, arrivedAtEpoch);
   }
 
   /** Tells the other replicas when this replica's heads of `pool`'s queue changed. */
@@ -208,8 +196,8 @@ export class CapacityQueue {
     const queue = this.queues.get(k) ?? [];
     const holding: Record<string, number> = {};
     // Oldest first: the first ticket holding for an engine is that engine's head.
-    for (const t of queue) if (t.holdFor !== undefined && holding[t.holdFor] === undefined) holding[t.holdFor] = t.arrivedAtEpoch;
-    const head: QueueHead = { oldest: queue.find((t) => t.blocks())?.arrivedAtEpoch ?? null, ...(Object.keys(holding).length > 0 ? { holding } : {}) };
+    for (const t of queue) if (t.holdFor !== undefined && holding[t.holdFor] === undefined) holding[t.holdFor] = t.joinedAtEpoch;
+    const head: QueueHead = { oldest: queue.find((t) => t.blocks())?.joinedAtEpoch ?? null, ...(Object.keys(holding).length > 0 ? { holding } : {}) };
     const text = JSON.stringify(head);
     if (text === (this.announced.get(k)?.text ?? JSON.stringify({ oldest: null }))) return;
     if (head.oldest === null && head.holding === undefined) this.announced.delete(k);

@@ -132,7 +132,7 @@ export class RouterMetrics {
     });
     this.capacityQueued = new Gauge({
       name: "interlace_router_capacity_queued_requests",
-      help: "Requests waiting now in the capacity queue (capacity-queue.ts), by pool: for a free sequence while every engine of their pool is full, or holding for the full engine with their prefix.",
+      help: "Requests waiting now for a free sequence while every engine of their pool is full (capacity-queue.ts), by pool.",
       labelNames: ["pool"],
       registers,
     });

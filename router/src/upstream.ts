@@ -13,9 +13,7 @@
  * ready or the hold times out (cold-start-hold.ts), instead of a 503 at once.
  * With a capacity queue, a request that finds every engine full (or every
  * engine refusing for capacity) waits in arrival order for a free sequence
- * (capacity-queue.ts), instead of a 429 at once; a request holding for its
- * prefix's engine has its place in that queue too, so a younger request does
- * not take that engine's next sequence ahead of it.
+ * (capacity-queue.ts), instead of a 429 at once.
  */
 import { ADMISSION_HEADER, parseAdmission, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
@@ -60,7 +58,7 @@ export interface PlacedResponse {
   matched: number;
   /** Engines that refused before this one took it (0: the placement's first choice). */
   retries: number;
-  /** Milliseconds the request spent in the capacity queue, waiting for a free sequence or holding for its prefix's engine (0: it never did). */
+  /** Milliseconds the request waited in the capacity queue for a free sequence (0: it never found every engine full). */
   queuedMs: number;
   /** performance.now() when the request went to the engine that answered (the end of the pick). */
   sentAt: number;
@@ -101,8 +99,6 @@ export async function placeAndPost(
   hints: PlaceHints = {},
 ): Promise<PlacedResponse> {
   const started = performance.now();
-  /** The request's place in the capacity queue, should it join. */
-  const arrivedAtEpoch = Date.now();
   let holdUntil = started + (ctx.prefixWaitMs ?? 0);
   const known = hints.prefixes;
   const retryAfter = { "Retry-After": String(ctx.retryAfterSeconds) };
@@ -118,13 +114,13 @@ export async function placeAndPost(
     await ctx.engines.changed(pool.namespace, pool.name, holdUntil - performance.now(), signal);
   };
   const queue = ctx.queue?.enabled === true ? ctx.queue : undefined;
-  /** This request's place in the capacity queue, once it has held for its prefix's engine or found every engine full. */
+  /** This request's place in the capacity queue, once it has found every engine full. */
   let ticket: QueueTicket | undefined;
   let queued: QueueOutcome = "failed";
   /** Waits in the queue for the pool's next change; a 429 (the queue full, or the wait run out) counts as a refusal, and `ended` is called on any error. */
   const waitForSequence = async (q: CapacityQueue, ended: () => void): Promise<void> => {
     try {
-      ticket ??= q.join(pool, arrivedAtEpoch);
+      ticket ??= q.join(pool);
       await q.wait(pool, ticket, signal);
       // Out of a wait for any sequence, the request may again wait a while for the engine holding its prefix,
       // as a client's retry would: else every queued request spills to whichever engine freed first.
@@ -159,9 +155,6 @@ export async function placeAndPost(
         }
         // A program's preferred engine (its task group's) outranks the prefix's.
         const holding = decision.holdFor !== undefined && hints.prefer === undefined && canHold();
-        // A hold is a place in the queue too: a younger request must not take the held-for engine's next sequence
-        // (nor, at another replica, learn of this one only once it gives up holding). A full queue leaves the hold unqueued.
-        if (holding && queue !== undefined && ticket === undefined) ticket = queue.joinIfRoom(pool, arrivedAtEpoch);
         // Every engine full, or requests queued before this one still waiting: wait in the queue, in arrival order.
         const waits = queue !== undefined && !holding && decision.order.length > 0 && (loads.every((e) => e.free <= 0) || queue.behind(pool, ticket, decision.order[0]));
         // Set before the reservation's round trip: a request behind this one waits for it to place or wait again.

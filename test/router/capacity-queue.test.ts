@@ -41,28 +41,6 @@ t.test("arrival order: a request waits behind the older ones waiting for a seque
   t.match(await metrics.registry.metrics(), /interlace_router_capacity_queue_seconds_count\{outcome="placed"\} 2/);
 });
 
-t.test("the order is arrival, not joining: a request that held for its prefix's engine before it joined goes ahead of younger ones already queued, and the heads carry arrivals", async (t) => {
-  const metrics = new RouterMetrics();
-  const q = new CapacityQueue({ engines, metrics, maxQueued: 3, timeoutMs: 10_000, retryAfterSeconds: 2 });
-  const announced: QueueHead[] = [];
-  q.shareHeads({ announce: (_p, head) => announced.push(head) });
-  t.teardown(() => q.close());
-  const now = Date.now();
-  const young = q.join(pool, now);
-  const old = q.join(pool, now - 2_000);
-  t.equal(q.behind(pool, old), false, "the older arrival, though it joined second, waits behind nobody");
-  t.equal(q.behind(pool, young), true, "the younger one waits behind it");
-  t.same(announced.at(-1), { oldest: now - 2_000 }, "the head announced is the oldest arrival");
-  const same = q.join(pool, now);
-  t.equal(q.behind(pool, same, "engine-x"), true, "equal arrivals keep the order they joined in");
-  t.equal(q.joinIfRoom(pool, now - 5_000), undefined, "a full queue gives a request that may go on without a place none, and refuses nobody");
-  t.notMatch(await metrics.registry.metrics(), /refusals_total\{reason="queue_full"\}/, "no refusal counted");
-  t.throws(() => q.join(pool), new HttpError(429, "capacity", ""), "while join still refuses");
-  t.match(await metrics.registry.metrics(), /refusals_total\{reason="queue_full"\} 1/);
-  for (const ticket of [young, old, same]) q.leave(ticket, "placed");
-  t.type(q.joinIfRoom(pool), "object", "room again: a place");
-});
-
 t.test("a request waiting behind one that places is woken when it leaves, not at the next heartbeat", async (t) => {
   // No heartbeat within the test: a wait ends only by a nudge (or its 10 s deadline).
   const silent = { changed: (_ns: string, _pool: string, timeoutMs: number) => new Promise<void>((r) => setTimeout(r, timeoutMs).unref()) } as unknown as EngineRegistry;
@@ -118,9 +96,9 @@ t.test("other replicas' heads: a request waits behind another replica's older on
   t.teardown(() => q.close());
 
   const a = q.join(pool);
-  t.same(announced, [["pool", { oldest: a.arrivedAtEpoch }]], "joining an empty queue announces this replica's head");
-  q.observeRemote(pool, "replica-2", { oldest: a.arrivedAtEpoch - 1_000 });
-  t.equal(q.behind(pool, a, "engine-x"), true, "the other replica's request arrived earlier: this replica's oldest waits behind it");
+  t.same(announced, [["pool", { oldest: a.joinedAtEpoch }]], "joining an empty queue announces this replica's head");
+  q.observeRemote(pool, "replica-2", { oldest: a.joinedAtEpoch - 1_000 });
+  t.equal(q.behind(pool, a, "engine-x"), true, "the other replica's request joined earlier: this replica's oldest waits behind it");
   t.equal(q.behind(pool), true, "and so does a request not queued here");
   t.equal(q.behind(other), false, "another pool's head holds nobody back");
   const woken = q.wait(pool, a);
@@ -129,23 +107,23 @@ t.test("other replicas' heads: a request waits behind another replica's older on
   await woken;
   t.ok(performance.now() - started < 5_000, "woken when the other replica's head leaves");
   t.equal(q.behind(pool, a, "engine-x"), false, "and first in line over both replicas now");
-  q.observeRemote(pool, "replica-2", { oldest: a.arrivedAtEpoch + 1_000 });
+  q.observeRemote(pool, "replica-2", { oldest: a.joinedAtEpoch + 1_000 });
   t.equal(q.behind(pool, a, "engine-x"), false, "a younger head elsewhere does not hold it back");
   t.equal(q.behind(pool), true, "but a request not queued here still waits behind it");
-  q.observeRemote(pool, "replica-2", { oldest: null, holding: { "engine-x": a.arrivedAtEpoch - 1_000 } });
+  q.observeRemote(pool, "replica-2", { oldest: null, holding: { "engine-x": a.joinedAtEpoch - 1_000 } });
   t.equal(q.behind(pool, a, "engine-x"), true, "an older request elsewhere holding for the engine this one would take holds it back");
   t.equal(q.behind(pool, a, "engine-y"), false, "but not from another engine");
   q.observeRemote(pool, "replica-2", { oldest: null });
 
   a.set("holding", "engine-x");
-  t.same(announced.at(-1), ["pool", { oldest: null, holding: { "engine-x": a.arrivedAtEpoch } }], "holding for its prefix's engine: announced as that engine's head only");
+  t.same(announced.at(-1), ["pool", { oldest: null, holding: { "engine-x": a.joinedAtEpoch } }], "holding for its prefix's engine: announced as that engine's head only");
   a.set("waiting");
-  t.same(announced.at(-1), ["pool", { oldest: a.arrivedAtEpoch }], "waiting for any sequence again: announced again");
+  t.same(announced.at(-1), ["pool", { oldest: a.joinedAtEpoch }], "waiting for any sequence again: announced again");
   const count = announced.length;
   const b = q.join(pool);
   t.equal(announced.length, count, "a younger request joining changes no head");
   q.leave(a, "placed");
-  t.same(announced.at(-1), ["pool", { oldest: b.arrivedAtEpoch }], "the oldest placed: the next is the head");
+  t.same(announced.at(-1), ["pool", { oldest: b.joinedAtEpoch }], "the oldest placed: the next is the head");
   q.leave(b, "placed");
   t.same(announced.at(-1), ["pool", { oldest: null }], "the queue empty: withdrawn");
 
