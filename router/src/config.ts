@@ -5,6 +5,7 @@
 import { defaultSource, enumOpt, parseArgv, ErrorCode, intOpt, InterlaceError, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
 import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
 import { PREFIX_INDEXES, type PrefixIndexKind } from "./prefix-index.js";
+import type { WarmSettings } from "./prefix-warming.js";
 import { apiKeysFromEnv, type ApiKeys } from "../../common/src/security/http-auth.js";
 import { natsSecurityFromEnv, type NatsSecurity } from "../../common/src/security/nats-connect.js";
 import { readKeyFile, readKeyRing, requireCredentials } from "../../common/src/security/credential-files.js";
@@ -170,9 +171,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     upstreamTimeoutMs: intOpt(src, "upstream-timeout-ms", 10_000, { min: 100, max: 600_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
-    prefixWarmSessions: intOpt(src, "prefix-warm-sessions", 3, { min: 0, max: 10_000 }),
-    prefixWarmWindowMs: intOpt(src, "prefix-warm-window-ms", 20_000, { min: 100, max: 3_600_000 }),
-    prefixWarmMinFreePercent: intOpt(src, "prefix-warm-min-free", 50, { min: 0, max: 100 }),
+    ...parsePrefixWarmOptions(src),
     coldStartHoldMs: intOpt(src, "cold-start-hold-ms", 60_000, { min: 0, max: 600_000 }),
     coldStartMaxHeld: intOpt(src, "cold-start-max-held", 100, { min: 0, max: 100_000 }),
     queueMs: intOpt(src, "queue-ms", 30_000, { min: 0, max: 600_000 }),
@@ -206,4 +205,21 @@ export function routerSecurityFromEnv(env: NodeJS.ProcessEnv): RouterSecurity {
     ...(engineApiKey !== undefined ? { engineApiKey } : {}),
     nats: natsSecurityFromEnv(env),
   };
+}
+
+/** Hot-prefix warming's flags, which both front doors take (the router and the endpoint picker). */
+export type PrefixWarmOptions = Pick<RouterOptions, "prefixWarmSessions" | "prefixWarmWindowMs" | "prefixWarmMinFreePercent">;
+
+/** `--prefix-warm-sessions` (3; 0: off), `--prefix-warm-window-ms` (20000), `--prefix-warm-min-free` (percent, 50). */
+export function parsePrefixWarmOptions(src: Source): PrefixWarmOptions {
+  return {
+    prefixWarmSessions: intOpt(src, "prefix-warm-sessions", 3, { min: 0, max: 10_000 }),
+    prefixWarmWindowMs: intOpt(src, "prefix-warm-window-ms", 20_000, { min: 100, max: 3_600_000 }),
+    prefixWarmMinFreePercent: intOpt(src, "prefix-warm-min-free", 50, { min: 0, max: 100 }),
+  };
+}
+
+/** The warm decision's settings: off unless placement keeps an app on the engine holding its prefix (warming a second one only makes sense there). */
+export function warmSettings(placement: PlacementPolicy, o: PrefixWarmOptions): WarmSettings {
+  return { sessions: placement === "prefix-affinity" ? o.prefixWarmSessions : 0, windowMs: o.prefixWarmWindowMs, minFreeShare: o.prefixWarmMinFreePercent / 100 };
 }

@@ -153,7 +153,6 @@ export class RouterMetrics {
   }
 }
 
-/** KV writes to `interlace-reservations` (shared-reservations.ts): over placements, the round trips each placement pays. */
 /** Hot-prefix warms by outcome, as the router and the endpoint picker both count them (prefix-warmer.ts). */
 export function prefixWarmsCounter(name: string, registers: Registry[]): Counter<"outcome"> {
   return new Counter({
@@ -164,6 +163,7 @@ export function prefixWarmsCounter(name: string, registers: Registry[]): Counter
   });
 }
 
+/** KV writes to `interlace-reservations` (shared-reservations.ts): over placements, the round trips each placement pays. */
 export function reservationWritesCounter(name: string, registers: Registry[]): Counter<"write" | "outcome"> {
   return new Counter({
     name,

@@ -18,7 +18,7 @@ import { mountAppRoutes, param } from "./app-routes.js";
 import { PrefixWarmer } from "./prefix-warmer.js";
 import { WarmArrivals } from "./warm-arrivals.js";
 import { QueueHeads } from "./queue-heads.js";
-import type { RouterOptions } from "./config.js";
+import { warmSettings, type RouterOptions } from "./config.js";
 import { EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode, sendError, toHttpError } from "./errors.js";
 import type { KvWatch } from "./kv-watch.js";
@@ -134,11 +134,7 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     metrics,
     log,
     engineHeaders: placeContext.engineHeaders,
-    settings: {
-      sessions: options.placement === "prefix-affinity" ? options.prefixWarmSessions : 0,
-      windowMs: options.prefixWarmWindowMs,
-      minFreeShare: options.prefixWarmMinFreePercent / 100,
-    },
+    settings: warmSettings(options.placement, options),
     timeoutMs: Math.max(options.upstreamTimeoutMs, 60_000),
   });
   // A new engine gets the hot apps' prefixes as it comes up, before the sessions that spill to it.

@@ -116,13 +116,14 @@ t.test("Interlace on a real single-node cluster", async (t) => {
   // kubectl expands the `interlace` category from the API server's discovery, which can lag the CRDs by a moment
   // (once, a fresh cache listed only the AgentApps though every kind was Ready through the API): asked again, with
   // discovery read afresh each time, until all three kinds show, for up to 30 s.
+  const names = ["qwen-small", "basic-tools", "assistant"];
   let table = "";
   for (const until = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 1000))) {
     table = await cluster.kubectl(["get", "interlace", "-n", APP_NS, "--cache-dir", path.join(cluster.dir, `kube-cache-${Date.now()}`)]);
-    if (Date.now() > until || ["qwen-small", "basic-tools", "assistant"].every((name) => new RegExp(`^\\S*${name}\\s`, "m").test(table))) break;
+    if (Date.now() > until || names.every((name) => new RegExp(`^\\S*${name}\\s`, "m").test(table))) break;
   }
   t.comment(table);
-  for (const name of ["qwen-small", "basic-tools", "assistant"]) t.match(table, new RegExp(`^\\S*${name}\\s+True\\s`, "m"), `kubectl get interlace: ${name} Ready True`);
+  for (const name of names) t.match(table, new RegExp(`^\\S*${name}\\s+True\\s`, "m"), `kubectl get interlace: ${name} Ready True`);
   const appPods = await listPods(cluster, APP_NS);
   for (const component of ["engine", "toolrunner"]) {
     const pods = appPods.filter((p) => p.metadata.labels?.["app.kubernetes.io/component"] === component);

@@ -3,6 +3,7 @@
  * the operator's config, the label set, names derived from the owner, the
  * controller owner reference and the restricted pod security settings.
  */
+import type { PickerPlacement } from "../config.js";
 import type { KubernetesObject, V1Container, V1NetworkPolicyPeer, V1OwnerReference, V1PodSecurityContext, V1SecurityContext, V1Service } from "@kubernetes/client-node";
 
 /** Operator-wide settings the builders need (one-to-one with operator flags). */
@@ -17,7 +18,7 @@ export interface BuildOptions {
   /** Base URL of the session router; an AgentApp's endpoint is `<routerUrl>/v1/apps/<ns>/<name>`. */
   routerUrl: string;
   /** Placement flags of the endpoint pickers (absent: the picker's defaults, which are the router's). */
-  picker?: { placement: string; loadFactorPercent: number; prefixSlack: number; prefixWaitMs: number; engineTtlMs: number; prefixWarmSessions: number; prefixWarmWindowMs: number; prefixWarmMinFreePercent: number };
+  picker?: PickerPlacement;
   /** Render a NetworkPolicy per pool (network-policy.ts); absent: none (the chart's per-namespace policies only). */
   networkPolicy?: NetworkPolicyOptions;
 }

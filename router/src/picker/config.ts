@@ -5,11 +5,11 @@
  * defaults, so both front doors place alike.
  */
 import { defaultSource, enumOpt, ErrorCode, intOpt, InterlaceError, optionalStringOpt, parseArgv, stringOpt, type Source } from "../../../common/src/index.js";
-import { routerSecurityFromEnv, type RouterSecurity } from "../config.js";
+import { parsePrefixWarmOptions, routerSecurityFromEnv, type PrefixWarmOptions, type RouterSecurity } from "../config.js";
 import { PLACEMENT_POLICIES, type PlacementPolicy } from "../placement.js";
 import { PREFIX_INDEXES, type PrefixIndexKind } from "../prefix-index.js";
 
-export interface PickerOptions {
+export interface PickerOptions extends PrefixWarmOptions {
   /** gRPC port of the ext_proc and health services (GAIE's default: 9002). */
   grpcPort: number;
   /** HTTP port of `/healthz`, `/readyz` and `/metrics`. */
@@ -26,10 +26,6 @@ export interface PickerOptions {
   prefixSlack: number;
   engineTtlMs: number;
   prefixWaitMs: number;
-  /** Hot-prefix warming, as the router's `--prefix-warm-sessions` (0: off), `--prefix-warm-window-ms` and `--prefix-warm-min-free` (percent). */
-  prefixWarmSessions: number;
-  prefixWarmWindowMs: number;
-  prefixWarmMinFreePercent: number;
   retryAfterSeconds: number;
   /** Largest request body the picker buffers, bytes (→ 413). */
   maxBodyBytes: number;
@@ -82,9 +78,7 @@ export function parsePickerOptions(src: Source = defaultSource()): PickerOptions
     prefixSlack: intOpt(src, "prefix-slack", 1, { min: 0, max: 10_000 }),
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
-    prefixWarmSessions: intOpt(src, "prefix-warm-sessions", 3, { min: 0, max: 10_000 }),
-    prefixWarmWindowMs: intOpt(src, "prefix-warm-window-ms", 20_000, { min: 100, max: 3_600_000 }),
-    prefixWarmMinFreePercent: intOpt(src, "prefix-warm-min-free", 50, { min: 0, max: 100 }),
+    ...parsePrefixWarmOptions(src),
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),
     maxBodyBytes: intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 }),
     maxEndpoints: intOpt(src, "max-endpoints", 1, { min: 1, max: 64 }),

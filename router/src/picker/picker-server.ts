@@ -35,6 +35,7 @@ import { PickerMetrics } from "./metrics.js";
 import { requestApp, routeRequest } from "./picker-request.js";
 import { EventPrefixIndex } from "../event-prefix-index.js";
 import { PrefixWarmer, type WarmArrival } from "../prefix-warmer.js";
+import { warmSettings } from "../config.js";
 import { watchKvEvents } from "../kv-event-watch.js";
 import { kvEventsSubject, type AppConfig } from "../../../common/src/protocol/index.js";
 
@@ -75,18 +76,13 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   };
   const access = new AppAccess(security?.apiKeys ?? null, () => apps.all().map(([, served]) => served.config));
   const engineKey = security?.engineApiKey;
-  // As the router's (router-server.ts): warming a second engine only makes sense where placement keeps an app on
-  // the engine holding its prefix. Each picker replica counts the arrivals it sees (a router shares its own).
+  // As the router's (router-server.ts); each picker replica counts the arrivals it sees (a router shares its own).
   const warmer = new PrefixWarmer({
     engines,
     metrics,
     log: log.child({ subsystem: "prefix-warm" }),
     engineHeaders: engineKey !== undefined ? bearerHeaders(engineKey) : {},
-    settings: {
-      sessions: options.placement === "prefix-affinity" ? options.prefixWarmSessions : 0,
-      windowMs: options.prefixWarmWindowMs,
-      minFreeShare: options.prefixWarmMinFreePercent / 100,
-    },
+    settings: warmSettings(options.placement, options),
     timeoutMs: 60_000,
   });
   engines.onReady((p, pod) => warmer.engineReady(p, pod));
