@@ -102,6 +102,27 @@ t.test("warms are refused while a session prefills; one runs at a time, and a se
   t.equal(copied.outcome, "held", "b's is in the store already");
 });
 
+t.test("a warm is a replica: it never replaces a home prefix, and a home prefix replaces it first", async (t) => {
+  const { engine } = await startEngine(t, { sequences: 2, prefixStore: 1 });
+  const warm = engine.warmPrefix!.bind(engine);
+  // A session the router named this engine the home of: its prefix is stored as a home entry when it ends.
+  await engine.createSession(request(SYSTEMS.b, "a poem", { maxTokens: 4 }), { prefixRole: "home" }).finished;
+  t.same([engine.stats().prefixStoreEntries, engine.stats().prefixStoreHomes], [1, 1]);
+  const full = await warm(request(SYSTEMS.c, "x"));
+  t.equal(full.outcome, "full", "the only entry holds an app homed here");
+  t.match(full.reason, /homed on this engine/);
+  t.ok(appHashes(SYSTEMS.b).every((h) => engine.advertisedPrefixes().hashes.includes(h)), "b's prefix is still held");
+
+  const { engine: fresh } = await startEngine(t, { sequences: 2, prefixStore: 1 });
+  t.equal((await fresh.warmPrefix!(request(SYSTEMS.c, "x"))).outcome, "warmed", "an empty entry takes the warm");
+  t.same([fresh.stats().prefixStoreEntries, fresh.stats().prefixStoreHomes], [1, 0], "as a replica");
+  // Replicas replace replicas, least recently used first.
+  await fresh.createSession(request(SYSTEMS.a, "where is my order?", { maxTokens: 4 }), { prefixRole: "replica" }).finished;
+  t.same([fresh.stats().prefixStoreEvictions, fresh.stats().prefixStoreHomes], [1, 0], "a spilled session's replica replaced the warmed one");
+  await fresh.createSession(request(SYSTEMS.b, "a poem", { maxTokens: 4 }), { prefixRole: "home" }).finished;
+  t.same([fresh.stats().prefixStoreEvictions, fresh.stats().prefixStoreHomes], [2, 1], "a home prefix replaces a replica");
+});
+
 t.test("an engine without a prefix store, or a request without a shared prefix, is refused", async (t) => {
   const { engine } = await startEngine(t, { sequences: 1 });
   t.equal((await engine.warmPrefix!(request(SYSTEMS.a, "x"))).outcome, "no-store");

@@ -19,6 +19,7 @@ export * from "./kv-keys.js";
 export * from "./reliability.js";
 export * from "./publish.js";
 export * from "./engine-heartbeat.js";
+export * from "./prefix-role.js";
 export * from "./kv-events.js";
 export * from "./warm-arrivals.js";
 export * from "./queue-heads.js";

@@ -13,6 +13,7 @@ import type {
   ToolChoice,
   ToolSpec,
 } from "../../../common/src/index.js";
+import type { PrefixRole } from "../../../common/src/protocol/index.js";
 
 /** A session as seen from outside the decode loop. */
 export interface EngineSession {
@@ -217,6 +218,8 @@ export interface EngineStats {
   /** The prefix store (apps' shared prefixes kept beyond the session slots): its sequences, entries held now, and prefixes stored, replaced and forked from so far. */
   prefixStoreSize: number;
   prefixStoreEntries: number;
+  /** Of the entries, those the placing router named this engine the app's home for (a replica never replaces one). */
+  prefixStoreHomes: number;
   prefixStoreInserts: number;
   prefixStoreEvictions: number;
   prefixStoreHits: number;
@@ -238,15 +241,26 @@ export interface AdvertisedPrefixes {
 }
 
 /**
+ * What the router that placed a session says about it (its
+ * `x-interlace-prefix-role` header): whether this engine is the app's home
+ * in the pool or holds its prefix as a replica, which decides what the
+ * session's shared prefix may replace in the prefix store (absent: home).
+ */
+export interface SessionPlacement {
+  prefixRole?: PrefixRole;
+}
+
+/**
  * What a prefix warm did (`POST /v1/prefixes`): the app's shared prefix
  * prefilled into a prefix-store sequence (`warmed`), already held there or
  * in a session slot (`held`: a second router asking the same is a no-op),
  * or refused: `busy` (a session is prefilling, no sequence is free, or
- * another warm runs), `no-store` (this engine keeps no prefix store),
+ * another warm runs), `full` (every store entry holds a prefix homed on
+ * this engine, which a warm, a replica, does not replace), `no-store` (this engine keeps no prefix store),
  * `no-prefix` (the request has no system prompt or tools, or too few
  * tokens to be worth a sequence).
  */
-export type PrefixWarmOutcome = "warmed" | "held" | "busy" | "no-store" | "no-prefix";
+export type PrefixWarmOutcome = "warmed" | "held" | "busy" | "full" | "no-store" | "no-prefix";
 
 export interface PrefixWarmResult {
   outcome: PrefixWarmOutcome;
@@ -266,7 +280,7 @@ export interface Engine {
    * `capacity` (all sequences busy), `context_overflow`, `unknown_tool`,
    * `bad_request`.
    */
-  createSession(request: CreateSessionRequest): EngineSession;
+  createSession(request: CreateSessionRequest, placement?: SessionPlacement): EngineSession;
   getSession(id: string): EngineSession | undefined;
   /** Queues an interrupt for a live session; false when the session is unknown or done. */
   interrupt(sessionId: string, input: InterruptInput): boolean;

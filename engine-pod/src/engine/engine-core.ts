@@ -133,6 +133,10 @@ export class EngineCore {
     this.sessions.set(s.id, s);
     this.live.add(s);
     this.constrain(s);
+    this.log.debug(
+      { session: s.id, app: s.sharedPrefix?.hashes[0], role: s.config.prefixRole, slot: admission.slot, reusePrefix: admission.reusePrefix, fork: admission.fork, handedOver: handover !== undefined, promptTokens: s.tokens.prompt.length },
+      "session admitted",
+    );
     this.work.fill(s, admission, reuse, this.following(s, admission, storeFill), handover?.ready);
   }
 

@@ -15,7 +15,8 @@ import { commonPrefix, PREFIX_STORE_MIN_TOKENS, PrefixStore, Scheduler, type Off
 import { OneWarmAtATime } from "./prefix-warming.js";
 import { StreamDetokenizer } from "./detokenizer.js";
 import { LogprobLedger } from "./logprob-ledger.js";
-import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput, PrefixWarmOutcome, PrefixWarmResult } from "./engine-api.js";
+import type { AdvertisedPrefixes, CancelReason, CompletionRequest, CompletionResult, Engine, EngineSession, EngineStats, InterruptInput, PrefixWarmOutcome, PrefixWarmResult, SessionPlacement } from "./engine-api.js";
+import type { PrefixRole } from "../../../common/src/protocol/index.js";
 import { isPrefilling, type StoreFill } from "./prefix-followers.js";
 import { EngineCore } from "./engine-core.js";
 import { defaultRetained, type EngineOptions } from "./engine-options.js";
@@ -84,7 +85,7 @@ export async function createEngine(options: EngineOptions, executor: Executor, l
     ...(extras.speculation !== undefined ? { speculation: extras.speculation } : {}),
     retention: { policy: options.kvRetention ?? "eta", ttlMs: options.kvRetentionTtlMs ?? 30_000 },
   });
-  const engine = new LlamaEngine(options, runtime, kv, scheduler, prefixStore, core, extras.inbox);
+  const engine = new LlamaEngine(options, runtime, kv, scheduler, prefixStore, core, extras.inbox, log);
   core.start();
   return engine;
 }
@@ -163,6 +164,7 @@ class LlamaEngine implements Engine {
     private readonly store: PrefixStore,
     private readonly core: EngineCore,
     private readonly inbox: InterruptInbox | undefined,
+    private readonly log: Logger,
   ) {
     inbox?.open((sessionId, input) => this.interrupt(sessionId, input));
     this.resident = new ResidentPrefixes(4 * runtime.sequences.length + 16);
@@ -176,7 +178,7 @@ class LlamaEngine implements Engine {
     return !this.closed;
   }
 
-  createSession(request: CreateSessionRequest): EngineSession {
+  createSession(request: CreateSessionRequest, placement: SessionPlacement = {}): EngineSession {
     this.ensureOpen();
     const declared = validateTools(request.tools ?? []);
     const mode = request.mode ?? "async";
@@ -213,6 +215,7 @@ class LlamaEngine implements Engine {
       kvPolicy: request.kvPolicy ?? "auto",
       ...(retention !== undefined ? { retention } : {}),
       prefixReuse,
+      ...(placement.prefixRole !== undefined ? { prefixRole: placement.prefixRole } : {}),
       priority,
       ...(request.maxBatch !== undefined ? { maxBatch: request.maxBatch } : {}),
       ...(toolChoice !== undefined ? { toolChoice } : {}),
@@ -239,7 +242,8 @@ class LlamaEngine implements Engine {
     const app = { messages, tools: [...tools.values()] };
     const none = (outcome: PrefixWarmOutcome, reason: string, tokens = 0, hashes: string[] = []): PrefixWarmResult => ({ outcome, tokens, hashes, prefilledTokens: 0, reason });
     if (!this.options.prefixCache || this.store.size === 0) return none("no-store", "this engine keeps no prefix store (--prefix-store 0 or no prefix cache)");
-    const shared = this.sharedPrefix(app, prompt, prefixHashChain(app));
+    // A warm copies a prefix another engine holds: a replica here, which never replaces an app homed on this engine.
+    const shared = this.sharedPrefix(app, prompt, prefixHashChain(app), "replica");
     if (shared === undefined || shared.tokens.length < PREFIX_STORE_MIN_TOKENS) return none("no-prefix", "the request has no shared prefix (system prompt, tools) long enough to store");
     return this.warming.run(shared, () => this.warmShared(shared));
   }
@@ -262,8 +266,10 @@ class LlamaEngine implements Engine {
       if (this.scheduler.available === 0) return result("busy", 0, "no free sequence");
     }
     const target = this.store.offer(shared);
-    if (target === null) return result("held");
+    // Held was answered above: no entry may take a replica.
+    if (target === null) return result("full", 0, "every prefix-store entry holds an app homed on this engine");
     const seq = this.allSequences()[target]!;
+    this.log.debug({ app: shared.hashes[0], sequence: target, replaced: this.store.held().find((e) => e.sequence === target)?.hashes[0], copied: source !== undefined }, "prefix store: warming");
     // Not advertised as held, nor offered to a session's store copy, while its cells change; sessions admitted
     // meanwhile with this prefix follow the fill and fork from the store once it ends (prefix-followers.ts).
     this.store.fill(target);
@@ -472,6 +478,7 @@ class LlamaEngine implements Engine {
       prefixFillWaits: this.core.followers.waits,
       prefixStoreSize: this.store.size,
       prefixStoreEntries: store.entries,
+      prefixStoreHomes: store.homes,
       prefixStoreInserts: store.inserts,
       prefixStoreEvictions: store.evictions,
       prefixStoreHits: store.hits,
@@ -506,11 +513,11 @@ class LlamaEngine implements Engine {
   }
 
   /** The app's shared prefix of a prompt (system prompt, tool block) with its hashes, which the session offers to the prefix store at its end. */
-  private sharedPrefix(app: PromptApp, prompt: readonly Token[], chain: readonly string[]): OfferedPrefix | undefined {
+  private sharedPrefix(app: PromptApp, prompt: readonly Token[], chain: readonly string[], role?: PrefixRole): OfferedPrefix | undefined {
     if (this.store.size === 0) return undefined;
     const segments = appSegmentCount(app);
     const length = segments === 0 ? 0 : sharedPrefixLength(this.runtime, app, prompt);
-    return length > 0 ? { tokens: prompt.slice(0, length), hashes: chain.slice(0, segments) } : undefined;
+    return length > 0 ? { tokens: prompt.slice(0, length), hashes: chain.slice(0, segments), ...(role !== undefined ? { role } : {}) } : undefined;
   }
 
   queuedInterrupts(sessionId: string): number {
@@ -615,7 +622,7 @@ class LlamaEngine implements Engine {
     if (fork !== null && fork.filling && this.storeFill?.sequence === fork.from) void this.storeFill.done.then(() => this.store.used(fork.from));
     else if (fork !== null) this.store.used(fork.from);
     const chain = prefixHashChain(app);
-    const shared = config.prefixReuse ? this.sharedPrefix(app, prompt, chain) : undefined;
+    const shared = config.prefixReuse ? this.sharedPrefix(app, prompt, chain, config.prefixRole) : undefined;
     const s = new SessionState({
       ...init,
       monitor: createTokenMonitor({ markerTokens: this.runtime.markerTokens, streamCallBody: init.onCallStream !== undefined }),

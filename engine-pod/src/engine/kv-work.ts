@@ -311,7 +311,11 @@ export class KvWork {
     try {
       await this.closeGenerator(s);
       if (paused !== undefined) await this.kv.discard(paused);
-      if (s.slot < 0) return; // a paused session that lent its slot holds no cells
+      if (s.slot < 0) {
+        // A paused session that lent its slot holds no cells: nothing to store or keep.
+        if (storePrefix) this.log.debug({ session: s.id }, "prefix store: the session ended without cells; nothing offered");
+        return;
+      }
       if (storePrefix) await this.storePrefix(s);
       if (keepResident && s.seq.nextTokenIndex > 0) this.scheduler.release(s.slot, s.seq.contextTokens, retainAs);
       else {
@@ -330,11 +334,19 @@ export class KvWork {
   /** Copies the session's shared prefix into the prefix store, when its cells hold it and the store does not yet. */
   private async storePrefix(s: SessionState): Promise<void> {
     const prefix = s.sharedPrefix;
-    if (prefix === undefined || commonPrefix(s.seq.contextTokens, prefix.tokens) < prefix.tokens.length) return;
+    if (prefix === undefined) return;
+    const held = commonPrefix(s.seq.contextTokens, prefix.tokens);
+    if (held < prefix.tokens.length) {
+      this.log.debug({ session: s.id, app: prefix.hashes[0], held, tokens: prefix.tokens.length }, "prefix store: the session's cells no longer hold its shared prefix; nothing offered");
+      return;
+    }
     const target = this.store.offer(prefix);
     if (target === null) return;
-    if (await this.kv.copyPrefix(this.sequenceAt(target), s.seq, prefix.tokens.length)) this.store.stored(target, prefix);
-    else {
+    const replaced = this.store.held().find((e) => e.sequence === target)?.hashes[0];
+    if (await this.kv.copyPrefix(this.sequenceAt(target), s.seq, prefix.tokens.length)) {
+      this.store.stored(target, prefix);
+      this.log.debug({ session: s.id, app: prefix.hashes[0], role: prefix.role ?? "home", sequence: target, replaced }, "prefix store: stored");
+    } else {
       this.store.emptied(target);
       this.log.debug({ session: s.id, tokens: prefix.tokens.length }, "prefix store copy failed; the entry is empty");
     }

@@ -16,6 +16,7 @@ import type { StreamDetokenizer } from "./detokenizer.js";
 import type { LogprobLedger } from "./logprob-ledger.js";
 import type { InterruptEvent } from "./interrupt-manager.js";
 import type { CallStreamEvent, EngineSession, SessionSnapshot } from "./engine-api.js";
+import type { PrefixRole } from "../../../common/src/protocol/index.js";
 import { checkedMove, type RunState } from "./run-state.js";
 import { StopSequences } from "./stop-sequences.js";
 import type { TokenDistribution } from "./token-distribution.js";
@@ -43,6 +44,8 @@ export interface SessionConfig {
   readonly retention?: { readonly expectedToolMs?: number; readonly retentionMs?: number };
   /** The session's cells may be reused as a prefix (its own re-entries, later requests). */
   readonly prefixReuse: boolean;
+  /** What the session's shared prefix may replace in the prefix store: the placing router's word (absent: home). */
+  readonly prefixRole?: PrefixRole;
   /** Admission priority, higher first (0 when the request gave none). */
   readonly priority: number;
   /** Most sequences in a step's batch while this session is in it (absent: no cap). */

@@ -92,6 +92,7 @@ export class EngineMetrics {
     gauge("kv_cells_used", "KV cells in use across all sequences.", (s) => s.kvCellsUsed);
     gauge("kv_cells_total", "KV cells allocated for all sequences.", (s) => s.kvCellsTotal);
     gauge("prefix_store_entries", "Apps' shared prefixes held in the prefix store now.", (s) => s.prefixStoreEntries);
+    gauge("prefix_store_homes", "Of the prefix store's entries, apps this engine is the home of (a replica never replaces one).", (s) => s.prefixStoreHomes);
     gauge("prefix_store_size", "Sequences of the prefix store.", (s) => s.prefixStoreSize);
     gauge("batch_size", "Sequences in the last decode step.", (s) => s.lastBatchSize);
     gauge("kv_paused_cells", "KV cells held by sessions paused across a tool wait with their cells kept.", (s) => s.retention?.keptCells ?? 0);

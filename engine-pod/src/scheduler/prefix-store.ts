@@ -7,8 +7,21 @@
  * session, only forked from, and is replaced least-recently-used (a fork from
  * it counts as a use). The store decides as plain data; the engine copies the
  * cells (llama.cpp sequence copy, about a millisecond) and reports back.
+ *
+ * Each entry has a role, which the router names per session (its
+ * `x-interlace-prefix-role` header): `home` when this engine is the app's
+ * home in the pool, `replica` when the app's home is another engine (a
+ * session that spilled here, a hot-prefix warm). A replica takes an empty
+ * entry or replaces another replica, never a home entry: with more apps
+ * than one engine's store holds but few enough for the pool's stores
+ * together, each engine keeps its own apps, and a spill no longer evicts
+ * the only copy in the pool of another app's prefix (under plain LRU every
+ * engine's store churned through every app, and an app whose entry went on
+ * both engines was prefilled cold again). A home offer replaces a replica
+ * first, then the least recently used home.
  */
 import type { Token } from "node-llama-cpp";
+import type { PrefixRole } from "../../../common/src/protocol/index.js";
 import { commonPrefix } from "./slot-allocator.js";
 
 /** One stored prefix: the sequence that holds it, its tokens and the prefix hashes they cover (engine heartbeats). */
@@ -16,17 +29,20 @@ export interface StoredPrefix {
   readonly sequence: number;
   readonly tokens: readonly Token[];
   readonly hashes: readonly string[];
+  readonly role: PrefixRole;
 }
 
-/** A prefix offered for storing: its tokens (held by a session's sequence now) and its hashes. */
+/** A prefix offered for storing: its tokens (held by a session's sequence now), its hashes and its role here (absent: home). */
 export interface OfferedPrefix {
   tokens: readonly Token[];
   hashes: readonly string[];
+  role?: PrefixRole;
 }
 
 interface Entry {
   tokens: readonly Token[];
   hashes: readonly string[];
+  role: PrefixRole;
   lastUsed: number;
 }
 
@@ -55,23 +71,34 @@ export class PrefixStore {
 
   /**
    * Where to copy an offered prefix, or null when it is already held (the
-   * holder counts as used), too short, or the store is off. The chosen
-   * sequence is emptied first: an empty one, else the least recently used.
+   * holder counts as used; a home offer makes it a home entry), too short,
+   * the store is off, or it is a replica and every entry holds a home
+   * prefix. The chosen sequence is emptied first: an empty one, else the
+   * least recently used replica, else (for a home offer) the least recently
+   * used home.
    */
   offer(prefix: OfferedPrefix): number | null {
     if (this.size === 0 || prefix.tokens.length < this.minTokens) return null;
+    const role = prefix.role ?? "home";
     const holder = this.entries.findIndex((e) => e !== undefined && commonPrefix(e.tokens, prefix.tokens) >= prefix.tokens.length);
     if (holder >= 0) {
-      this.entries[holder]!.lastUsed = ++this.clock;
+      const e = this.entries[holder]!;
+      e.lastUsed = ++this.clock;
+      if (role === "home") e.role = "home";
       return null;
     }
     const empty = this.entries.findIndex((e, i) => e === undefined && !this.filling.has(i));
     if (empty >= 0) return this.first + empty;
-    let lru = -1;
+    const lru = this.leastRecentlyUsed("replica") ?? (role === "home" ? this.leastRecentlyUsed("home") : undefined);
+    return lru === undefined ? null : this.first + lru;
+  }
+
+  private leastRecentlyUsed(role: PrefixRole): number | undefined {
+    let lru: number | undefined;
     this.entries.forEach((e, i) => {
-      if (e !== undefined && !this.filling.has(i) && (lru < 0 || e.lastUsed < this.entries[lru]!.lastUsed)) lru = i;
+      if (e !== undefined && e.role === role && !this.filling.has(i) && (lru === undefined || e.lastUsed < this.entries[lru]!.lastUsed)) lru = i;
     });
-    return lru < 0 ? null : this.first + lru;
+    return lru;
   }
 
   /** Whether an entry holds all of `tokens` (it counts as used). */
@@ -98,7 +125,7 @@ export class PrefixStore {
     const i = this.index(sequence);
     this.filling.delete(i);
     if (this.entries[i] !== undefined) this.counters.evictions++;
-    this.entries[i] = { tokens: prefix.tokens.slice(), hashes: prefix.hashes.slice(), lastUsed: ++this.clock };
+    this.entries[i] = { tokens: prefix.tokens.slice(), hashes: prefix.hashes.slice(), role: prefix.role ?? "home", lastUsed: ++this.clock };
     this.counters.inserts++;
   }
 
@@ -122,14 +149,15 @@ export class PrefixStore {
   held(): StoredPrefix[] {
     const out: StoredPrefix[] = [];
     this.entries.forEach((e, i) => {
-      if (e !== undefined) out.push({ sequence: this.first + i, tokens: e.tokens, hashes: e.hashes });
+      if (e !== undefined) out.push({ sequence: this.first + i, tokens: e.tokens, hashes: e.hashes, role: e.role });
     });
     return out;
   }
 
-  /** Inserts, evictions (an entry replaced or lost) and hits (forks served) so far. */
-  get stats(): { entries: number; inserts: number; evictions: number; hits: number } {
-    return { entries: this.entries.filter((e) => e !== undefined).length, ...this.counters };
+  /** Entries held (and of them, home entries), inserts, evictions (an entry replaced or lost) and hits (forks served) so far. */
+  get stats(): { entries: number; homes: number; inserts: number; evictions: number; hits: number } {
+    const held = this.entries.filter((e) => e !== undefined);
+    return { entries: held.length, homes: held.filter((e) => e.role === "home").length, ...this.counters };
   }
 
   private index(sequence: number): number {

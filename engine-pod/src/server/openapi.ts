@@ -15,6 +15,7 @@ import {
   responsesBodySchema,
 } from "../../../common/src/wire/index.js";
 import { ADMISSION_HEADER } from "../../../common/src/protocol/engine-heartbeat.js";
+import { PREFIX_ROLE_HEADER, PREFIX_ROLES } from "../../../common/src/protocol/prefix-role.js";
 
 const error = { $ref: "#/components/responses/Error" };
 const id = { name: "id", in: "path", required: true, schema: { type: "string" } };
@@ -50,6 +51,14 @@ export const OPENAPI_DOCUMENT = {
     "/v1/sessions": {
       post: {
         summary: "Create a session",
+        parameters: [
+          {
+            name: PREFIX_ROLE_HEADER,
+            in: "header",
+            description: "From the placing router: whether this engine is the app's home in the pool (a replica's shared prefix never replaces a home prefix in the prefix store). Absent: home",
+            schema: { enum: [...PREFIX_ROLES] },
+          },
+        ],
         requestBody: body("CreateSessionRequest"),
         responses: {
           "201": { description: "Admitted", headers: admitted, content: { "application/json": { schema: { type: "object", properties: { id: { type: "string" }, eventsUrl: { type: "string" } }, required: ["id", "eventsUrl"] } } } },
@@ -69,7 +78,7 @@ export const OPENAPI_DOCUMENT = {
           "201": { description: "Warmed: {outcome, tokens, hashes, prefilledTokens}" },
           "200": { description: "Already held (a no-op)" },
           "400": error,
-          "409": { ...error, description: "no_prefix_store (this engine keeps none) or no_shared_prefix (nothing to store)" },
+          "409": { ...error, description: "no_prefix_store (this engine keeps none), no_shared_prefix (nothing to store) or prefix_store_full (every entry holds an app homed on this engine)" },
           "413": error,
           "429": { ...error, description: "Busy: a session prefilling, no free sequence, or another warm running; see Retry-After" },
           "503": error,

@@ -9,7 +9,9 @@
  * `held` (already there: a second router replica asking the same is a
  * no-op), 429 `capacity` (busy: a session prefilling, no free sequence, or
  * another warm running; `Retry-After`), 409 (`no_prefix_store`: this engine
- * keeps none; `no_shared_prefix`: nothing to store), 400 for a bad body.
+ * keeps none; `no_shared_prefix`: nothing to store; `prefix_store_full`:
+ * every entry holds an app homed here, which a warm does not replace), 400
+ * for a bad body.
  */
 import type { Express, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger } from "../../../common/src/index.js";
@@ -29,7 +31,7 @@ export interface PrefixRoutesContext {
 }
 
 /** Refusals that are no error of the request: the engine cannot hold this prefix here. */
-const CONFLICT_CODES = { "no-store": "no_prefix_store", "no-prefix": "no_shared_prefix" } as const;
+const CONFLICT_CODES = { "no-store": "no_prefix_store", "no-prefix": "no_shared_prefix", full: "prefix_store_full" } as const;
 
 export function mountPrefixRoutes(app: Express, json: RequestHandler, ctx: PrefixRoutesContext): void {
   app.post("/v1/prefixes", json, async (req: Request, res: Response) => {
@@ -60,6 +62,7 @@ export function mountPrefixRoutes(app: Express, json: RequestHandler, ctx: Prefi
         throw new HttpError(429, ErrorCode.Capacity, `not warming now: ${reason}`, { "Retry-After": String(ctx.retryAfterSeconds) });
       case "no-store":
       case "no-prefix":
+      case "full":
         throw new HttpError(409, CONFLICT_CODES[result.outcome], reason);
     }
   });

@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { Express, NextFunction, Request, RequestHandler, Response } from "express";
 import { ErrorCode, type Logger, type SessionEvent } from "../../../common/src/index.js";
+import { parsePrefixRole, PREFIX_ROLE_HEADER } from "../../../common/src/protocol/index.js";
 import type { Engine } from "../engine/index.js";
 import type { EngineMetrics } from "../metrics/index.js";
 import { HttpError, SESSION_FINISHED } from "./http-errors.js";
@@ -46,7 +47,10 @@ export function mountSessionRoutes(app: Express, json: RequestHandler, ctx: Sess
   };
   app.post("/v1/sessions", json, (req: Request, res: Response) => {
     const request = parseCreateSessionRequest(req.body, ctx.catalog, { maxPromptBytes: ctx.maxPromptBytes });
-    const session = ctx.engine().createSession(request);
+    // The placing router's word on the app's home (absent from other callers: home).
+    const prefixRole = parsePrefixRole(req.get(PREFIX_ROLE_HEADER));
+    if (prefixRole instanceof Error) throw new HttpError(400, ErrorCode.BadRequest, prefixRole.message);
+    const session = ctx.engine().createSession(request, prefixRole !== undefined ? { prefixRole } : {});
     ctx.live.add(session.id);
     owners.set(session.id, principalOf(res));
     void session.finished.finally(() => {

@@ -7,7 +7,7 @@
  * calls; only sessions with `speculation.enabled` draft and start tools early.
  */
 import { ErrorCode, InterlaceError, type ChatMessage, type CreateSessionRequest, type Logger, type SessionEvent, type SpeculationUsage } from "../../../common/src/index.js";
-import type { Engine, EngineSession } from "../engine/index.js";
+import type { Engine, EngineSession, SessionPlacement } from "../engine/index.js";
 import type { DraftModel, DraftPrompt } from "./draft-model.js";
 import { SessionSpeculator } from "./session-speculator.js";
 import type { SpeculationStats } from "./speculation-stats.js";
@@ -35,13 +35,13 @@ function draftPrompt(request: CreateSessionRequest): DraftPrompt {
 /** Wraps `engine` so its sessions speculate (see the module comment). */
 export function withSpeculation(engine: Engine, deps: SpeculationDeps): Engine & { speculator(sessionId: string): SessionSpeculator | undefined } {
   const wrapped = new Map<string, EngineSession>();
-  const createSession = (request: CreateSessionRequest): EngineSession => {
+  const createSession = (request: CreateSessionRequest, placement?: SessionPlacement): EngineSession => {
     const settings = request.speculation ?? { enabled: false };
     const draft = deps.draft();
     if (settings.enabled && settings.draft !== undefined && draft === undefined) {
       throw new InterlaceError(ErrorCode.BadRequest, "speculation.draft needs a draft model: start the engine with --draft-model PATH");
     }
-    const session = engine.createSession(request);
+    const session = engine.createSession(request, placement);
     const speculator = new SessionSpeculator({
       sessionId: session.id,
       settings: settings.enabled ? settings : { ...settings, lambda: 0 },

@@ -278,6 +278,7 @@ export class UpstreamEngine implements Engine {
       prefixFillWaits: 0,
       prefixStoreSize: 0,
       prefixStoreEntries: 0,
+      prefixStoreHomes: 0,
       prefixStoreInserts: 0,
       prefixStoreEvictions: 0,
       prefixStoreHits: 0,
