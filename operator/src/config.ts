@@ -36,6 +36,8 @@ export interface PickerPlacement {
   prefixWarmSessions: number;
   prefixWarmWindowMs: number;
   prefixWarmMinFreePercent: number;
+  /** Apps' home engines (the router's `--app-homes`). */
+  appHomes: boolean;
 }
 
 export interface OperatorOptions {
@@ -106,7 +108,7 @@ export interface OperatorOptions {
  * --image-pull-policy --nats-url --router-url --nats-auth-secret
  * --router-credentials-secret --nats-ca --credentials-namespace --workers
  * --resync-ms --key-grace-ms --autoscale-interval-ms --wake-check-ms --pressure-check-ms --picker-placement --picker-load-factor --picker-prefix-slack --picker-prefix-wait-ms
- * --picker-engine-ttl-ms --picker-prefix-warm-sessions --picker-prefix-warm-window-ms --picker-prefix-warm-min-free --log-level` (each also as an upper-snake
+ * --picker-engine-ttl-ms --picker-prefix-warm-sessions --picker-prefix-warm-window-ms --picker-prefix-warm-min-free --picker-app-homes --log-level` (each also as an upper-snake
  * environment variable).
  */
 export function parseOperatorOptions(src: Source = defaultSource()): OperatorOptions {
@@ -170,6 +172,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
       prefixWarmSessions: intOpt(src, "picker-prefix-warm-sessions", 3, { min: 0, max: 10_000 }),
       prefixWarmWindowMs: intOpt(src, "picker-prefix-warm-window-ms", 20_000, { min: 100, max: 3_600_000 }),
       prefixWarmMinFreePercent: intOpt(src, "picker-prefix-warm-min-free", 50, { min: 0, max: 100 }),
+      appHomes: enumOpt(src, "picker-app-homes", ["on", "off"] as const, "on") === "on",
     },
     logLevel: stringOpt(src, "log-level", "info"),
   };

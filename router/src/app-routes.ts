@@ -159,6 +159,8 @@ export function mountAppRoutes(app: Express, parseJson: RequestHandler, ctx: App
       if (!res.writableEnded) gone.abort();
     };
     res.on("close", onClose);
+    // Counted as active before it is placed, so its first session already goes to its home.
+    if (merged.appSegments > 0) ctx.appHomes?.observe(pool, merged.affinityKey);
     let placed;
     try {
       placed = await placeAndPost(ctx, pool, merged, "/v1/sessions", merged.body, gone.signal);

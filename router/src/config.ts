@@ -46,6 +46,13 @@ export interface RouterOptions {
   loadFactor: number;
   /** Sessions past the pool's even share the engines holding a request's longest prefix may take when all are over the bound (placement.ts). */
   prefixSlack: number;
+  /**
+   * Prefix affinity: give each active app a home engine (app-homes.ts),
+   * where its prefix misses are seeded and whose prefix store keeps its
+   * prefix before replicas; off: a miss goes to the least loaded engine on
+   * the app's ring, and every engine's store is plain LRU.
+   */
+  appHomes: boolean;
   /** An engine whose heartbeat this router has not seen refreshed for this long is dropped. */
   engineTtlMs: number;
   /** Largest request body, bytes (→ 413). */
@@ -140,7 +147,7 @@ function invalid(message: string): InterlaceError {
  * Reads `--port` (8080), `--host`, `--nats-url` (required), `--router-id`,
  * `--placement prefix-affinity|least-loaded|round-robin`,
  * `--prefix-index heartbeat|events` (events), `--load-factor`
- * (percent, 125), `--prefix-slack` (sessions, 1), `--engine-ttl-ms` (3000), `--max-body-bytes`,
+ * (percent, 125), `--prefix-slack` (sessions, 1), `--app-homes on|off` (on), `--engine-ttl-ms` (3000), `--max-body-bytes`,
  * `--retry-after-seconds`, `--upstream-timeout-ms`, `--prefix-wait-ms` (1000),
  * `--prefix-warm-sessions` (3; 0 turns warming off), `--prefix-warm-window-ms` (20000),
  * `--prefix-warm-min-free` (percent, 50),
@@ -166,6 +173,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     prefixIndex: enumOpt(src, "prefix-index", PREFIX_INDEXES, "events"),
     loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
     prefixSlack: intOpt(src, "prefix-slack", 1, { min: 0, max: 10_000 }),
+    appHomes: enumOpt(src, "app-homes", ["on", "off"] as const, "on") === "on",
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     maxBodyBytes: intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 }),
     retryAfterSeconds: intOpt(src, "retry-after-seconds", 1, { min: 1, max: 3600 }),

@@ -18,6 +18,9 @@
  *   the least loaded under the bound, so a cold prefill never doubles up on
  *   a busy engine while another is idler, and equal engines still converge
  *   per app (consistent hashing with bounded loads, as KubeAI's CHWBL).
+ *   An app with a home engine (app-homes.ts: apps spread evenly over the
+ *   engines, so the pool's prefix stores hold them all) is seeded on its
+ *   home instead, while the home is under the bound.
  *   A request that names its conversation (a session header,
  *   session-affinity.ts) goes first to the first engine under the bound on
  *   the ring from its session key, whatever prefixes other engines hold:
@@ -66,7 +69,7 @@ export type PlacementReason =
   | "prefix-slack"
   /** the longest-prefix engines were over the bound; placed on a shorter match or the least loaded */
   | "prefix-spill"
-  /** no resident prefix: first of the least-loaded engines on the ring from the app's key */
+  /** no resident prefix: the app's home engine, else first of the least-loaded engines on the ring from the app's key */
   | "hash"
   /** the request's session (conversation) key: the first engine under the bound on the ring from it */
   | "session"
@@ -97,6 +100,8 @@ export interface PlacementRequest {
   affinityKey: string;
   /** The conversation the request belongs to (a session header), which keeps it on one engine within the bound. */
   sessionKey?: string;
+  /** The app's home engine (app-homes.ts): a prefix miss goes there first, while it is under the bound. */
+  home?: string;
 }
 
 export interface PlacementOptions {
@@ -186,6 +191,8 @@ export function place(engines: readonly EngineLoad[], request: PlacementRequest,
     return full === undefined ? spill : { ...spill, holdFor: full.pod };
   }
   const open = byName.filter(underBound);
+  const home = open.find((e) => e.pod === request.home);
+  if (home !== undefined) return finish(home, "hash");
   const least = Math.min(...open.map((e) => e.load));
   const ring = ringFor(byName.map((e) => e.pod)).walk(request.affinityKey);
   const seeded = ring.map((pod) => open.find((e) => e.pod === pod)).find((e) => e !== undefined && e.load === least);

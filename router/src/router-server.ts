@@ -17,6 +17,7 @@ import { CapacityQueue } from "./capacity-queue.js";
 import { mountAppRoutes, param } from "./app-routes.js";
 import { PrefixWarmer } from "./prefix-warmer.js";
 import { WarmArrivals } from "./warm-arrivals.js";
+import { AppHomes } from "./app-homes.js";
 import { QueueHeads } from "./queue-heads.js";
 import { warmSettings, type RouterOptions } from "./config.js";
 import { EngineRegistry } from "./engine-registry.js";
@@ -139,11 +140,14 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
   });
   // A new engine gets the hot apps' prefixes as it comes up, before the sessions that spill to it.
   engines.onReady((pool, pod) => prefixWarmer.engineReady(pool, pod));
+  // Homes only mean something where placement keeps an app on the engine holding its prefix.
+  const appHomes = options.placement === "prefix-affinity" && options.appHomes ? new AppHomes() : undefined;
   mountAppRoutes(app, json, {
     ...placeContext,
     coldStart,
     queue,
     prefixWarmer,
+    ...(appHomes !== undefined ? { appHomes } : {}),
     owners: SessionOwners.from(security?.apiKeys ?? null, security?.ownerTagKey),
     apps,
     live,
@@ -199,11 +203,16 @@ export async function startRouter(options: RouterOptions, log: Logger): Promise<
     // Events before heartbeats: an event published between the first heartbeat and the subscription would read as a gap.
     if (eventIndex !== undefined) watchKvEvents(nc, eventIndex, log.child({ subsystem: "prefix-index" }), undefined, malformed("kv_events"));
     await watchAppsAndEngines(nc, { apps, engines }, watches, log, (write, outcome) => metrics.reservationWrites.inc({ write, outcome }));
-    if (prefixWarmer.enabled) {
-      // An app's heat counts every replica's arrivals, not only this one's share of them.
+    if (prefixWarmer.enabled || appHomes !== undefined) {
+      // An app's heat, and the apps that hold homes, count every replica's arrivals, not only this one's share of them.
       const arrivals = new WarmArrivals(nc, log.child({ subsystem: "warm-arrivals" }));
-      arrivals.listen((pool, key) => prefixWarmer.observeRemote(pool, key), malformed("warm_arrivals"));
-      prefixWarmer.shareArrivals(arrivals);
+      arrivals.listen((pool, key) => {
+        prefixWarmer.observeRemote(pool, key);
+        appHomes?.observeRemote(pool, key);
+      }, malformed("warm_arrivals"));
+      // One announcement per arrival: the homes announce every app arrival when kept, else the warmer its placed sessions.
+      if (appHomes !== undefined) appHomes.shareArrivals(arrivals);
+      else prefixWarmer.shareArrivals(arrivals);
     }
     if (queue.enabled) {
       // Queued requests place in one arrival order over every replica, not per replica.

@@ -15,7 +15,7 @@
  * engine refusing for capacity) waits in arrival order for a free sequence
  * (capacity-queue.ts), instead of a 429 at once.
  */
-import { ADMISSION_HEADER, parseAdmission, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { ADMISSION_HEADER, parseAdmission, PREFIX_ROLE_HEADER, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
 import { withKnownBlocks } from "./prefix-index.js";
 import { NO_RESERVATION, type EngineRegistry } from "./engine-registry.js";
@@ -24,6 +24,7 @@ import type { RouterMetrics } from "./metrics.js";
 import { place, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "./placement.js";
 import type { ColdStartHold } from "./cold-start-hold.js";
 import type { CapacityQueue, QueueOutcome, QueueTicket } from "./capacity-queue.js";
+import type { AppHomes } from "./app-homes.js";
 
 export interface PlaceContext {
   engines: EngineRegistry;
@@ -49,6 +50,8 @@ export interface PlaceContext {
   coldStart?: ColdStartHold;
   /** Queues requests while every engine of the pool is full (absent or disabled: 429 at once). */
   queue?: CapacityQueue;
+  /** Each active app's home engine (prefix affinity with `--app-homes on`; absent: no homes, no prefix roles). */
+  appHomes?: AppHomes;
 }
 
 export interface PlacedResponse {
@@ -133,6 +136,8 @@ export async function placeAndPost(
     }
   };
   const waited = (): number => (ticket === undefined ? 0 : Math.round(performance.now() - ticket.joinedAt));
+  /** The app's home engine as of the last placement pass (undefined: no homes kept, or the app not active). */
+  let home: string | undefined;
   try {
     const placed = await placeLoop();
     queued = "placed";
@@ -148,7 +153,8 @@ export async function placeAndPost(
         const loads = ctx.engines
           .loads(pool.namespace, pool.name)
           .map((e) => (known === undefined ? e : { ...e, blocks: withKnownBlocks(e.blocks, known(e.pod)) }));
-        const decision = place(loads, placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, prefixSlack: ctx.prefixSlack, turn: ctx.nextTurn() });
+        home = ctx.appHomes?.homeOf(pool, placement.affinityKey, loads.map((e) => e.pod));
+        const decision = place(loads, home !== undefined ? { ...placement, home } : placement, { policy: ctx.policy, loadFactor: ctx.loadFactor, prefixSlack: ctx.prefixSlack, turn: ctx.nextTurn() });
         if (hints.prefer !== undefined && decision.order.includes(hints.prefer)) {
           decision.order = [hints.prefer, ...decision.order.filter((p) => p !== hints.prefer)];
           decision.matched = loads.find((e) => e.pod === hints.prefer)!.blocks.leading(placement.chain).matched;
@@ -214,9 +220,11 @@ export async function placeAndPost(
         const payload = JSON.stringify(body);
         const sentAt = performance.now();
         try {
+          // The engine's prefix store keeps the app's prefix before replicas only on its home.
+          const role = home === undefined ? {} : { [PREFIX_ROLE_HEADER]: pod === home ? "home" : "replica" };
           const response = await fetch(`${engine.endpoint}${path}`, {
             method: "POST",
-            headers: { ...ctx.engineHeaders, "content-type": "application/json" },
+            headers: { ...ctx.engineHeaders, ...role, "content-type": "application/json" },
             body: payload,
             signal: signal !== undefined && hints.completePost !== true ? AbortSignal.any([signal, timeout]) : timeout,
           });

@@ -7,10 +7,12 @@
  * counted over the pool), so warming, which exists to spare a spilled
  * session a cold prefill, fired less with two routers than with one.
  *
- * Each replica publishes every app session it places on its pool's subject
- * `interlace.warmarrivals.<namespace>.<pool>` (`{router, key}`, the key
- * being the app's affinity key, a prefix hash) and counts the others' as
- * arrivals at receipt. Core NATS, no stream: a lost message undercounts one
+ * Each replica publishes every app session it places (with apps' home
+ * engines on, app-homes.ts: every app session that arrives, placed or not)
+ * on its pool's subject `interlace.warmarrivals.<namespace>.<pool>`
+ * (`{router, key}`, the key being the app's affinity key, a prefix hash)
+ * and counts the others' as arrivals at receipt. The same arrivals tell
+ * every replica which apps are active, and so hold a home. Core NATS, no stream: a lost message undercounts one
  * arrival, which is what every replica did before. Only the replica that
  * placed a session decides on it (it has the body a warm sends), so a
  * replica's warm needs no other's.

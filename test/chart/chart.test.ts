@@ -91,6 +91,7 @@ t.test("helm template with default values", async (t) => {
   t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--cold-start-")), ["--cold-start-hold-ms=60000", "--cold-start-max-held=100"], "the cold-start hold from router.coldStart");
   t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--queue-ms") || a.startsWith("--max-queued")), ["--queue-ms=30000", "--max-queued=100"], "the capacity queue from router.queue");
   t.same(router.spec.template.spec.containers[0].args.filter((a: string) => a.startsWith("--prefix-warm-")), ["--prefix-warm-sessions=3", "--prefix-warm-window-ms=20000", "--prefix-warm-min-free=50"], "hot-prefix warming from router.prefixWarm");
+  t.ok(router.spec.template.spec.containers[0].args.includes("--app-homes=on"), "apps' home engines on by default (router.appHomes)");
   t.ok(find(ms, "Service", "interlace-router"), "router Service");
   t.ok(container.args.includes("--router-url=http://interlace-router.interlace-system.svc:8080"), "endpoints name the router Service");
   const binding = find(ms, "ClusterRoleBinding", "interlace-operator");
@@ -165,7 +166,7 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   t.same(engines.spec.ingress[1].from, prometheus, "and Prometheus (the pod port serves /metrics); nothing else by default");
   t.same(find(ms, "NetworkPolicy", "interlace-toolrunners").spec.ingress, [{ from: prometheus, ports: [{ port: 8080, protocol: "TCP" }] }], "runners: only Prometheus, on the metrics port");
   const operatorArgs: string[] = find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args;
-  t.same(operatorArgs.filter((a) => a.startsWith("--picker-")), ["--picker-placement=prefix-affinity", "--picker-load-factor=125", "--picker-prefix-slack=1", "--picker-prefix-wait-ms=1000", "--picker-engine-ttl-ms=3000", "--picker-prefix-warm-sessions=3", "--picker-prefix-warm-window-ms=20000", "--picker-prefix-warm-min-free=50"], "endpoint pickers place (and warm) as the router does");
+  t.same(operatorArgs.filter((a) => a.startsWith("--picker-")), ["--picker-placement=prefix-affinity", "--picker-load-factor=125", "--picker-prefix-slack=1", "--picker-prefix-wait-ms=1000", "--picker-engine-ttl-ms=3000", "--picker-prefix-warm-sessions=3", "--picker-prefix-warm-window-ms=20000", "--picker-prefix-warm-min-free=50", "--picker-app-homes=on"], "endpoint pickers place (and warm) as the router does");
   t.same(find(ms, "NetworkPolicy", "interlace-endpoint-pickers").spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [8080], "no gateway is let in by default");
   const gateway = await render(["networkPolicy.gatewayPeers[0].namespaceSelector.matchLabels.gateway=envoy"]);
   const peer = { namespaceSelector: { matchLabels: { gateway: "envoy" } } };
@@ -289,6 +290,7 @@ t.test("helm template with non-default values", async (t) => {
     "router.prefixWarm.sessions=0",
     "router.prefixWarm.windowMs=5000",
     "router.prefixWarm.minFreePercent=25",
+    "router.appHomes=false",
   ]);
   t.notOk(find(ms, "StatefulSet"), "no NATS StatefulSet with an external URL");
   const dep = find(ms, "Deployment", "interlace-operator");
@@ -304,6 +306,7 @@ t.test("helm template with non-default values", async (t) => {
   t.notOk(find(ms, "ConfigMap", "interlace-dashboard-interlace"), "dashboards off");
   const routerArgs: string[] = find(ms, "Deployment", "interlace-router").spec.template.spec.containers[0].args;
   t.same(routerArgs.filter((a) => a.startsWith("--prefix-warm-")), ["--prefix-warm-sessions=0", "--prefix-warm-window-ms=5000", "--prefix-warm-min-free=25"], "router.prefixWarm reaches the router (sessions 0: warming off)");
+  t.ok(routerArgs.includes("--app-homes=off"), "router.appHomes=false reaches the router");
 });
 
 t.test("values.schema.json rejects bad values", async (t) => {
@@ -317,6 +320,7 @@ t.test("values.schema.json rejects bad values", async (t) => {
     ["bad log level", ["operator.logLevel=loud"], /logLevel/],
     ["negative cold-start hold", ["router.coldStart.holdMs=-1"], /holdMs/],
     ["warming free share over 100%", ["router.prefixWarm.minFreePercent=150"], /minFreePercent/],
+    ["app homes not a boolean", ["router.appHomes=sometimes"], /appHomes/],
   ];
   for (const [name, set, expect] of cases) {
     const args = ["template", "interlace", CHART];

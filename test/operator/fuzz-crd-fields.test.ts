@@ -40,7 +40,7 @@ import { hostileValue, paths, setAt } from "../helpers/fuzz-http.js";
 const SEED = Number(process.env["FUZZ_SEED"] ?? 26);
 const RUNS = Number(process.env["FUZZ_RUNS"] ?? 1_500);
 t.comment(`fuzz seed ${SEED}, ${RUNS} objects per kind (FUZZ_SEED / FUZZ_RUNS to change)`);
-const build: BuildOptions = { image: "example/interlace:1", natsUrl: "nats://nats:4222", routerUrl: "http://router:8080", picker: { placement: "prefix", loadFactorPercent: 150, prefixSlack: 1, prefixWaitMs: 100, engineTtlMs: 5000, prefixWarmSessions: 3, prefixWarmWindowMs: 20_000, prefixWarmMinFreePercent: 50 } };
+const build: BuildOptions = { image: "example/interlace:1", natsUrl: "nats://nats:4222", routerUrl: "http://router:8080", picker: { placement: "prefix", loadFactorPercent: 150, prefixSlack: 1, prefixWaitMs: 100, engineTtlMs: 5000, prefixWarmSessions: 3, prefixWarmWindowMs: 20_000, prefixWarmMinFreePercent: 50, appHomes: true } };
 
 const sample = async <T>(file: string): Promise<T> => parse(await readFile(new URL(`../../samples/${file}`, import.meta.url), "utf8")) as T;
 const meta = (name: string) => ({ name, namespace: "team", uid: `uid-${name}`, generation: 1 });

@@ -160,6 +160,23 @@ t.test("a miss seeds affinity by consistent hashing: same key, same engine", asy
   t.equal(p.reason, "hash");
 });
 
+t.test("a miss of an app with a home goes to its home while the home is under the bound, whatever the load", async (t) => {
+  // Loads 0+1: the bound is ceil(1.25 * 2 / 2) = 2, so b may take one more.
+  const engines = [engine("a", 0), engine("b", 1)];
+  const p = place(engines, { chain: [], affinityKey: "app-h", home: "b" }, PA);
+  t.equal(p.order[0], "b", "the home, though busier than the idle engine");
+  t.equal(p.reason, "hash");
+  // Over the bound (loads 0+4+0: ceil(1.25 * 5 / 3) = 3), the miss goes on as without a home.
+  const over = place([engine("a", 0), engine("b", 4, [], 8), engine("c", 0)], { chain: [], affinityKey: "app-h", home: "b" }, PA);
+  t.not(over.order[0], "b");
+  t.equal(over.reason, "hash");
+  // A home no engine of the pool is (gone): as without one.
+  t.same(place(engines, { chain: [], affinityKey: "app-h", home: "gone" }, PA).order, place(engines, { chain: [], affinityKey: "app-h" }, PA).order);
+  // A prefix held elsewhere still wins: the home seeds misses only.
+  const chain = sys("app H", "u");
+  t.equal(place([engine("a", 0, [chain[0]!]), engine("b", 0)], { chain, affinityKey: chain[0]!, home: "b" }, PA).order[0], "a");
+});
+
 t.test("a session key keeps a conversation on its ring engine within the bound, whatever prefixes others hold", async (t) => {
   const chain = sys("shared prompt", "turn 3");
   // Another engine holds the whole chain: without a session key, prefix affinity goes there.

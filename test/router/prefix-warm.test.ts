@@ -1,6 +1,6 @@
 /**
  * Hot-prefix warming through the real stack (nats-server, two engine
- * processes on the `test` model with a prefix store of two, routers in this
+ * processes on the `test` model with a prefix store of three, routers in this
  * process). An app whose sessions keep arriving is held on one engine by
  * prefix affinity; with warming on, the router asks the other, idle engine
  * to prefill the app's shared prefix into its store, that engine's heartbeat
@@ -19,7 +19,8 @@ import { eventually } from "../helpers/wait.js";
 t.setTimeout(300_000);
 
 // `pin`: a session waiting on its tool keeps its sequence, so three sessions of one app fill an engine of two and the third spills.
-const stack = await startStack(t, { engines: 2, routers: 1, router: { prefixWaitMs: 0 }, engineArgs: ["--kv-retention", "pin", "--prefix-store", "2"] });
+// A store of three: the file's three apps have two homes at most on an engine, so a warm (a replica, which never replaces a home) finds an entry.
+const stack = await startStack(t, { engines: 2, routers: 1, router: { prefixWaitMs: 0 }, engineArgs: ["--kv-retention", "pin", "--prefix-store", "3"] });
 const warming = stack.url(0);
 const system = (name: string): string => `You are ${name}, the support agent of a bicycle shop. ${"Answer briefly, check the order system, and use tools when useful. ".repeat(8)}`;
 const alpha = appConfig("alpha", { systemPrompt: system("alpha") });

@@ -57,6 +57,7 @@ export function pickerArgs(pool: EnginePool, opts: BuildOptions): string[] {
   if (p !== undefined) {
     args.push("--placement", p.placement, "--load-factor", String(p.loadFactorPercent), "--prefix-wait-ms", String(p.prefixWaitMs), "--engine-ttl-ms", String(p.engineTtlMs), "--prefix-slack", String(p.prefixSlack));
     args.push("--prefix-warm-sessions", String(p.prefixWarmSessions), "--prefix-warm-window-ms", String(p.prefixWarmWindowMs), "--prefix-warm-min-free", String(p.prefixWarmMinFreePercent));
+    args.push("--app-homes", p.appHomes ? "on" : "off");
   }
   return args;
 }

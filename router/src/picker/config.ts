@@ -24,6 +24,8 @@ export interface PickerOptions extends PrefixWarmOptions {
   loadFactor: number;
   /** Placement's prefix slack, as the router's `--prefix-slack`. */
   prefixSlack: number;
+  /** Apps' home engines, as the router's `--app-homes` (from this picker's own arrivals: picker replicas do not share them). */
+  appHomes: boolean;
   engineTtlMs: number;
   prefixWaitMs: number;
   retryAfterSeconds: number;
@@ -54,7 +56,7 @@ function invalid(message: string): InterlaceError {
  * Reads `--grpc-port` (9002), `--port` (9090), `--host`, `--nats-url`
  * (required), `--pool ns/name` (required), `--placement`, `--prefix-index
  * heartbeat|events` (events, as the router), `--load-factor`
- * (percent, 125), `--prefix-slack` (1), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
+ * (percent, 125), `--prefix-slack` (1), `--app-homes on|off` (on), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
  * `--prefix-warm-sessions` (3; 0: off), `--prefix-warm-window-ms` (20000), `--prefix-warm-min-free` (50),
  * `--retry-after-seconds` (1), `--max-body-bytes` (1 MiB),
  * `--max-endpoints` (1), `--drain-ms` (2000), `--shutdown-grace-ms`
@@ -76,6 +78,7 @@ export function parsePickerOptions(src: Source = defaultSource()): PickerOptions
     prefixIndex: enumOpt(src, "prefix-index", PREFIX_INDEXES, "events"),
     loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
     prefixSlack: intOpt(src, "prefix-slack", 1, { min: 0, max: 10_000 }),
+    appHomes: enumOpt(src, "app-homes", ["on", "off"] as const, "on") === "on",
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
     ...parsePrefixWarmOptions(src),

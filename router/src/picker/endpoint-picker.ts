@@ -15,6 +15,7 @@ import { NO_RESERVATION, type EngineRegistry, type Reservation } from "../engine
 import { HttpError, RouterCode } from "../errors.js";
 import { place, type EngineLoad, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "../placement.js";
 import type { PickerMetrics } from "./metrics.js";
+import type { AppHomes } from "../app-homes.js";
 
 export interface EndpointPickerOptions {
   engines: EngineRegistry;
@@ -28,6 +29,8 @@ export interface EndpointPickerOptions {
   /** Endpoints in the fallback list (1: the chosen one only). */
   maxEndpoints: number;
   metrics: PickerMetrics;
+  /** Each active app's home engine (prefix affinity with `--app-homes on`; absent: no homes, no prefix roles). */
+  appHomes?: AppHomes;
 }
 
 /** A request's destination. */
@@ -41,6 +44,8 @@ export interface Pick {
   matched: number;
   /** Counts the first engine as taken until `release` (refused), `finish` (a completion answered) or, once `confirm`ed (it took the request), its heartbeat. */
   reservation: Reservation;
+  /** The request's app's home engine (absent: no home): the first engine is told whether it is (common/src/protocol/prefix-role.ts). */
+  home?: string;
 }
 
 
@@ -88,16 +93,23 @@ export class EndpointPicker {
     return new HttpError(503, RouterCode.NoEngine, `EnginePool ${namespace}/${name} has no ready engine: ${why}`, { "Retry-After": String(this.options.retryAfterSeconds) });
   }
 
+  /** A session of the app with this affinity key arrived: the app is active (it holds a home) from now. */
+  appArrived(affinityKey: string): void {
+    this.options.appHomes?.observe(this.options.pool, affinityKey);
+  }
+
   /** Places a request with prefix chain `chain`; throws 503 (no engine) or 429 (every engine full past the wait). */
   async place(request: PlacementRequest, subset: readonly string[] | null, signal?: AbortSignal): Promise<Pick> {
     const o = this.options;
     const holdUntil = performance.now() + o.prefixWaitMs;
     let held = false;
+    let home: string | undefined;
     for (;;) {
       // The decision and its reservation together (engine-registry.ts): no other pick of this pool comes between.
       const { loads, decision, full, waits, reservation } = await o.engines.exclusive(o.pool.namespace, o.pool.name, async () => {
         const loads = this.candidates(subset);
-        const decision = place(loads, request, { policy: o.policy, loadFactor: o.loadFactor, prefixSlack: o.prefixSlack, turn: this.turn++ });
+        home = o.appHomes?.homeOf(o.pool, request.affinityKey, loads.map((e) => e.pod));
+        const decision = place(loads, home !== undefined ? { ...request, home } : request, { policy: o.policy, loadFactor: o.loadFactor, prefixSlack: o.prefixSlack, turn: this.turn++ });
         const full = loads.every((e) => e.free <= 0);
         const canHold = performance.now() < holdUntil && signal?.aborted !== true;
         const waits = (decision.holdFor !== undefined || full) && canHold;
@@ -131,6 +143,7 @@ export class EndpointPicker {
         reason: decision.reason,
         matched: decision.matched,
         reservation,
+        ...(home !== undefined ? { home } : {}),
       };
     }
   }

@@ -17,7 +17,7 @@
  * every other response chunk through as it comes.
  */
 import { ErrorCode, type CreateSessionRequest, type Logger } from "../../../common/src/index.js";
-import { ADMISSION_HEADER, parseAdmission } from "../../../common/src/protocol/index.js";
+import { ADMISSION_HEADER, parseAdmission, PREFIX_ROLE_HEADER } from "../../../common/src/protocol/index.js";
 import { HttpError, toHttpError } from "../errors.js";
 import { routedSessionId } from "../session-id.js";
 import type { SessionOwners } from "../session-owner.js";
@@ -165,6 +165,8 @@ export class ExtProcExchange {
         return;
       }
       const subset = subsetHint(this.metadata);
+      // Counted as active before it is placed, so its first session already goes to its home.
+      if (route.kind === "place" && (route.session?.appSegments ?? 0) > 0) this.ctx.picker.appArrived(route.affinityKey);
       const pick = route.kind === "place" ? await this.ctx.picker.place(route, subset, this.abort.signal) : this.ctx.picker.pinned(route.pod, subset, route.sessionId !== undefined ? `session "${route.sessionId}"` : `the request pinned to engine ${route.pod}`);
       if (this.abort.signal.aborted) return pick.reservation.release();
       this.route = route;
@@ -176,6 +178,9 @@ export class ExtProcExchange {
       const remove: string[] = [];
       if (route.path !== undefined) set[":path"] = route.path;
       if (route.body !== undefined) set["content-type"] = "application/json";
+      // The engine's prefix store keeps the app's prefix before replicas only on its home; a client's own value never passes.
+      if (pick.home !== undefined) set[PREFIX_ROLE_HEADER] = pick.pods[0] === pick.home ? "home" : "replica";
+      else if (this.headers[PREFIX_ROLE_HEADER] !== undefined) remove.push(PREFIX_ROLE_HEADER);
       if (this.ctx.engineAuthorization !== undefined) set["authorization"] = this.ctx.engineAuthorization();
       else if (this.headers["authorization"] !== undefined) remove.push("authorization");
       if (route.body !== undefined && this.headers["content-length"] !== undefined) remove.push("content-length");

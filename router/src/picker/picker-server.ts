@@ -36,6 +36,7 @@ import { requestApp, routeRequest } from "./picker-request.js";
 import { EventPrefixIndex } from "../event-prefix-index.js";
 import { PrefixWarmer, type WarmArrival } from "../prefix-warmer.js";
 import { warmSettings } from "../config.js";
+import { AppHomes } from "../app-homes.js";
 import { watchKvEvents } from "../kv-event-watch.js";
 import { kvEventsSubject, type AppConfig } from "../../../common/src/protocol/index.js";
 
@@ -87,7 +88,19 @@ export async function startPicker(options: PickerOptions, log: Logger): Promise<
   });
   engines.onReady((p, pod) => warmer.engineReady(p, pod));
   const ctx: ExchangeContext = {
-    picker: new EndpointPicker({ engines, pool, policy: options.placement, loadFactor: options.loadFactor, prefixSlack: options.prefixSlack, prefixWaitMs: options.prefixWaitMs, retryAfterSeconds: options.retryAfterSeconds, maxEndpoints: options.maxEndpoints, metrics }),
+    picker: new EndpointPicker({
+      engines,
+      pool,
+      policy: options.placement,
+      loadFactor: options.loadFactor,
+      prefixSlack: options.prefixSlack,
+      prefixWaitMs: options.prefixWaitMs,
+      retryAfterSeconds: options.retryAfterSeconds,
+      maxEndpoints: options.maxEndpoints,
+      metrics,
+      // Homes only mean something where placement keeps an app on the engine holding its prefix.
+      ...(options.placement === "prefix-affinity" && options.appHomes ? { appHomes: new AppHomes() } : {}),
+    }),
     route: (req) =>
       routeRequest(req, {
         pool,
