@@ -5,6 +5,7 @@
  * `/readyz`. Used by the benchmarks and the local stack.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { watchListening } from "./listening-port.js";
@@ -17,14 +18,15 @@ export interface EngineProcess {
   stop(): Promise<void>;
 }
 
-/** `args` are engine flags (`--model-preset bench --executor nats ...`); `--port 0` is added. */
-export async function spawnEngine(args: string[], options: { readyTimeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<EngineProcess> {
+/** `args` are engine flags (`--model-preset bench --executor nats ...`); `--port 0` is added. `logFile` keeps its whole log (stdout). */
+export async function spawnEngine(args: string[], options: { readyTimeoutMs?: number; env?: NodeJS.ProcessEnv; logFile?: string } = {}): Promise<EngineProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "engine-pod/src/main.ts"), "--port", "0", "--host", "127.0.0.1", ...args], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, LOG_LEVEL: process.env["LOG_LEVEL"] ?? "info", ...options.env },
   });
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  if (options.logFile !== undefined) child.stdout!.pipe(createWriteStream(options.logFile));
   const stop = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");

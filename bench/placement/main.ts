@@ -1,7 +1,8 @@
 /**
  * @module `npm run bench -- placement [--apps A] [--prompt-tokens P]
  * [--rate R[,R2...]] [--engines E] [--sequences S] [--duration D] [--seed N]
- * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-slack N] [--queue-ms MS] [--prefix-store K] [--front router|envoy]
+ * [--slo-ms MS] [--distinct] [--patience-ms MS] [--prefix-wait-ms MS] [--prefix-slack N] [--prefix-warm-sessions N] [--app-homes on|off] [--queue-ms MS] [--prefix-store K] [--front router|envoy]
+ * [--engine-logs DIR]
  * [--index heartbeat|events] [--model-preset bench|test] [--routers N] [--policies LIST] [--quick] [--json FILE]`: session placement policies side by
  * side on the same Poisson arrivals — round-robin, least-loaded and
  * Interlace's prefix affinity under the CHWBL load bound — through the real
@@ -35,7 +36,7 @@
  * without restarting the engines.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import type { TopLevelSpec } from "vega-lite";
 import { createLogger, parseArgv, readEventStream, type SessionEvent } from "../../common/src/index.js";
 import { appKey, openAppsBucket } from "../../common/src/protocol/index.js";
@@ -87,6 +88,12 @@ interface Config {
   loadFactor: number;
   /** The router's `--prefix-slack` (prefix affinity only). */
   prefixSlack: number;
+  /** The router's `--prefix-warm-sessions` (hot-prefix warming; 0: off). */
+  prefixWarmSessions: number;
+  /** The router's `--app-homes` (prefix affinity: each active app's home engine). */
+  appHomes: boolean;
+  /** Where each engine's log (debug level) is written, one file per engine and run (absent: not kept). */
+  engineLogs?: string;
   /** The router's `--queue-ms`: how long a session waits in its capacity queue with every engine full (0: 429 at once). */
   queueMs: number;
   distinct: boolean;
@@ -147,6 +154,10 @@ function parseConfig(argv: string[]): Config {
     loadFactor: num("load-factor", 1.25),
     // The router's default; 0 is the bound alone.
     prefixSlack: f.get("prefix-slack") === "0" ? 0 : num("prefix-slack", 1),
+    // The router's default; 0 turns warming off.
+    prefixWarmSessions: f.get("prefix-warm-sessions") === "0" ? 0 : num("prefix-warm-sessions", 3),
+    appHomes: onOff(f.get("app-homes"), "app-homes", true),
+    ...(f.get("engine-logs") !== undefined ? { engineLogs: f.get("engine-logs")! } : {}),
     // The router's default; 0 turns the queue off (the client's retries are then the only wait).
     queueMs: f.get("queue-ms") === "0" ? 0 : num("queue-ms", 30_000),
     distinct: f.has("distinct"),
@@ -161,6 +172,12 @@ function parseConfig(argv: string[]): Config {
     routers: routersOf(f.get("routers")),
     policies: policiesOf(f.get("policies")),
   };
+}
+
+function onOff(value: string | undefined, name: string, def: boolean): boolean {
+  if (value === undefined) return def;
+  if (value !== "on" && value !== "off") throw new Error(`--${name} must be on or off, got "${value}"`);
+  return value === "on";
 }
 
 function policiesOf(value: string | undefined): PlacementPolicy[] {
@@ -317,7 +334,11 @@ async function startEngines(config: Config, natsUrl: string): Promise<EngineProc
           "--sequences", String(config.sequences), "--context-size", String(contextSize), "--threads", "1", "--heartbeat-ms", "250", "--kv-policy", "keep",
           "--prefix-store", String(config.prefixStore),
         ],
-        { env: { LOG_LEVEL: "info" }, readyTimeoutMs: 300_000 },
+        {
+          env: { LOG_LEVEL: config.engineLogs !== undefined ? "debug" : "info" },
+          readyTimeoutMs: 300_000,
+          ...(config.engineLogs !== undefined ? { logFile: join(config.engineLogs, `bench-engine-${i}.log`) } : {}),
+        },
       ),
     );
   }
@@ -375,7 +396,7 @@ interface FrontDoor {
 
 async function startFront(config: Config, natsUrl: string, mode: Mode): Promise<FrontDoor> {
   const log = createLogger("bench", "warn");
-  const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixSlack: config.prefixSlack, prefixWaitMs: config.prefixWaitMs, logLevel: "warn" };
+  const placement = { placement: mode.policy, loadFactor: config.loadFactor, prefixSlack: config.prefixSlack, prefixWaitMs: config.prefixWaitMs, prefixWarmSessions: config.prefixWarmSessions, appHomes: config.appHomes, logLevel: "warn" };
   const queue = { queueMs: config.queueMs };
   if (mode.front === "router" && config.routers > 1) return startRouterProcesses(config, natsUrl, mode);
   if (mode.front === "router") {
@@ -419,7 +440,7 @@ async function startRouterProcesses(config: Config, natsUrl: string, mode: Mode)
   const owner = { teardown: (fn: () => unknown) => void stops.push(fn) };
   const args = (i: number): string[] => [
     "--router-id", `bench-${mode.policy}-${i}`, "--nats-url", natsUrl, "--placement", mode.policy, "--load-factor", String(Math.round(config.loadFactor * 100)),
-    "--prefix-slack", String(config.prefixSlack), "--prefix-wait-ms", String(config.prefixWaitMs), "--prefix-index", config.index, "--upstream-timeout-ms", "30000",
+    "--prefix-slack", String(config.prefixSlack), "--prefix-warm-sessions", String(config.prefixWarmSessions), "--app-homes", config.appHomes ? "on" : "off", "--prefix-wait-ms", String(config.prefixWaitMs), "--prefix-index", config.index, "--upstream-timeout-ms", "30000",
     "--queue-ms", String(config.queueMs),
   ];
   try {
@@ -653,6 +674,7 @@ export async function run(argv: string[]): Promise<void> {
       `${config.queueMs > 0 ? `A session that finds every engine full waits up to ${config.queueMs} ms in the router's capacity queue, in arrival order (--queue-ms). ` : "The router queues nothing (--queue-ms 0): every engine full is a 429 at once. "}Clients honour admission control: a 429/503 is retried after its Retry-After for up to ${config.patienceMs} ms, and the wait counts in TTFT.\n` +
       `SLO: TTFT p90 <= ${config.sloMs} ms. Load bound: an engine takes a session only while load + 1 <= ceil(${config.loadFactor} x (total load + 1) / engines); ` +
       `prefix affinity waits up to ${config.prefixWaitMs} ms for a full engine holding the session's prefix (--prefix-wait-ms), and an engine holding it may go ${config.prefixSlack} session(s) past the even share ceil((total load + 1) / engines) when over the bound (--prefix-slack).\n` +
+      `App homes: ${config.appHomes ? "on (each active app's misses seeded on its home engine, whose prefix store keeps it before replicas)" : "off (a miss goes to the least loaded engine on the app's ring; every prefix store is plain LRU)"} (--app-homes); hot-prefix warming at ${config.prefixWarmSessions} sessions (--prefix-warm-sessions; 0: off).\n` +
       `Prefix index: ${config.index === "events" ? "the engines' KV events, heartbeats as the fallback" : "heartbeat snapshots"} (--index ${config.index}${config.front === "envoy" ? "; the router only: the endpoint picker places from heartbeats" : ""}).\n` +
       `Routers: ${config.routers === 1 ? "one, in the bench's process" : `${config.routers} replicas, each its own process; arrivals take them in turn (--routers)`}${config.front === "envoy" ? " (the router arm; Envoy asks one endpoint picker)" : ""}.\n`,
   );
@@ -673,6 +695,7 @@ export async function run(argv: string[]): Promise<void> {
   );
   const runs: Run[] = [];
   let engines: EngineProcess[] = [];
+  if (config.engineLogs !== undefined) mkdirSync(config.engineLogs, { recursive: true });
   try {
     const kv = await openAppsBucket(nc);
     const t = performance.now();
@@ -802,6 +825,8 @@ export async function run(argv: string[]): Promise<void> {
         client_patience_ms: config.patienceMs,
         load_factor: config.loadFactor,
         prefix_slack: config.prefixSlack,
+        prefix_warm_sessions: config.prefixWarmSessions,
+        app_homes: config.appHomes,
         queue_ms: config.queueMs,
         prefix_wait_ms: config.prefixWaitMs,
         prefix_store_per_engine: config.prefixStore,
