@@ -309,7 +309,22 @@ export class EnvoyGateway {
     readonly adminUrl: string,
   ) {}
 
+  /**
+   * Starts Envoy on free loopback ports. A port found free can be taken by
+   * another process before Envoy binds it (tests run in parallel): that
+   * start is retried on new ports, twice at most.
+   */
   static async start(options: EnvoyGatewayOptions): Promise<EnvoyGateway> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await EnvoyGateway.startOnce(options);
+      } catch (err) {
+        if (attempt >= 3 || !(err instanceof Error) || !err.message.includes("Address already in use")) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(options: EnvoyGatewayOptions): Promise<EnvoyGateway> {
     const bin = envoyBinary();
     const dir = mkdtempSync(join(tmpdir(), "interlace-envoy-"));
     const [port, adminPort] = [await freePort(), await freePort()];
