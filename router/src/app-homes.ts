@@ -26,11 +26,7 @@
  * is placed by prefix affinity either way, so only misses are affected.
  */
 import { ringFor } from "./consistent-hash.js";
-
-/** Announces this replica's app sessions to the others (warm-arrivals.ts). */
-export interface AppArrivalShare {
-  publish(pool: { namespace: string; name: string }, key: string): void;
-}
+import type { WarmArrivalShare } from "./prefix-warmer.js";
 
 /** `keys` (apps' affinity keys) → home pod: each takes the first pod on its ring walk with room, at most ceil(keys / pods) apps a pod. */
 export function assignHomes(keys: readonly string[], pods: readonly string[]): Map<string, string> {
@@ -51,10 +47,17 @@ export function assignHomes(keys: readonly string[], pods: readonly string[]): M
 /** Default window: an app with no session arriving for this long no longer holds a home. */
 export const APP_ACTIVE_WINDOW_MS = 300_000;
 
+/** One pool's active apps, and their homes as last assigned (kept until the apps or the engines change). */
+interface PoolApps {
+  /** Affinity key → when a session of it last arrived (epoch ms). */
+  seen: Map<string, number>;
+  assigned?: { pods: string; homes: Map<string, string> };
+}
+
 export class AppHomes {
-  /** Pool key → affinity key → when a session of it last arrived (epoch ms). */
-  private readonly seen = new Map<string, Map<string, number>>();
-  private share: AppArrivalShare | undefined;
+  /** Pool key → its active apps. */
+  private readonly pools = new Map<string, PoolApps>();
+  private share: WarmArrivalShare | undefined;
 
   constructor(
     private readonly windowMs = APP_ACTIVE_WINDOW_MS,
@@ -62,7 +65,7 @@ export class AppHomes {
   ) {}
 
   /** From now on, this replica's arrivals are announced through `share` (the others' come in through {@link observeRemote}). */
-  shareArrivals(share: AppArrivalShare): void {
+  shareArrivals(share: WarmArrivalShare): void {
     this.share = share;
   }
 
@@ -75,18 +78,22 @@ export class AppHomes {
   /** A session of the app arrived (at any replica). */
   observeRemote(pool: { namespace: string; name: string }, key: string): void {
     const poolKey = `${pool.namespace}/${pool.name}`;
-    const apps = this.seen.get(poolKey) ?? new Map<string, number>();
-    apps.set(key, this.now());
-    this.seen.set(poolKey, apps);
+    const apps = this.pools.get(poolKey) ?? { seen: new Map<string, number>() };
+    if (!apps.seen.has(key)) delete apps.assigned;
+    apps.seen.set(key, this.now());
+    this.pools.set(poolKey, apps);
   }
 
   /** The app's home among `pods`, or undefined when the app is not active (no session arrived within the window). */
   homeOf(pool: { namespace: string; name: string }, key: string, pods: readonly string[]): string | undefined {
-    const apps = this.seen.get(`${pool.namespace}/${pool.name}`);
+    const apps = this.pools.get(`${pool.namespace}/${pool.name}`);
     if (apps === undefined) return undefined;
     const since = this.now() - this.windowMs;
-    for (const [k, at] of apps) if (at <= since) apps.delete(k);
-    if (!apps.has(key)) return undefined;
-    return assignHomes([...apps.keys()], pods).get(key);
+    for (const [k, at] of apps.seen) if (at <= since) (apps.seen.delete(k), delete apps.assigned);
+    if (!apps.seen.has(key)) return undefined;
+    // Assigned again only when the active apps or the engines changed: placement asks on every pass.
+    const podsKey = [...pods].sort().join("\u0000");
+    if (apps.assigned?.pods !== podsKey) apps.assigned = { pods: podsKey, homes: assignHomes([...apps.seen.keys()], pods) };
+    return apps.assigned.homes.get(key);
   }
 }
