@@ -13,17 +13,15 @@ import { connect } from "@nats-io/transport-node";
 import { openReservationsBucket, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { EngineRegistry } from "../../router/src/engine-registry.js";
 import { EndpointPicker } from "../../router/src/picker/endpoint-picker.js";
-import { ExtProcExchange, type ExchangeContext } from "../../router/src/picker/ext-proc-exchange.js";
+import { ExtProcExchange } from "../../router/src/picker/ext-proc-exchange.js";
 import type { HttpHeaders } from "../../router/src/picker/ext-proc-service.js";
 import { PickerMetrics } from "../../router/src/picker/metrics.js";
-import { routeRequest } from "../../router/src/picker/picker-request.js";
-import { SessionOwners } from "../../router/src/session-owner.js";
 import { SharedReservations } from "../../router/src/shared-reservations.js";
 import { startNatsServer } from "../helpers/nats-server.js";
 import { eventually } from "../helpers/wait.js";
-import { appConfig, log, POOL } from "../router/fixtures.js";
+import { appConfig, log } from "../router/fixtures.js";
+import { exchangeContext, pool } from "./fixtures.js";
 
-const pool = { namespace: "default", name: POOL };
 const app = appConfig("alpha");
 
 function heartbeat(busy: number): EngineHeartbeat {
@@ -36,19 +34,8 @@ function headers(record: Record<string, string>, endOfStream = false): HttpHeade
 
 /** One HTTP request through the exchange up to the engine's answer headers; returns the exchange to go on with. */
 async function routed(engines: EngineRegistry, path: string, body: unknown, status: number): Promise<ExtProcExchange> {
-  const owners = SessionOwners.from(null, undefined);
   const metrics = new PickerMetrics();
-  const ctx: ExchangeContext = {
-    picker: new EndpointPicker({ engines, pool, policy: "prefix-affinity", loadFactor: 1.25, prefixSlack: 0, prefixWaitMs: 0, retryAfterSeconds: 1, maxEndpoints: 1, metrics }),
-    route: (req) => routeRequest(req, { pool, owners, app: (ns, name) => (ns === app.namespace && name === app.name ? app : undefined) }),
-    authenticate: () => "",
-    owners,
-    maxBodyBytes: 1 << 20,
-    notReadyReason: () => null,
-    retryAfterSeconds: 1,
-    metrics,
-    log,
-  };
+  const ctx = exchangeContext(new EndpointPicker({ engines, pool, policy: "prefix-affinity", loadFactor: 1.25, prefixSlack: 0, prefixWaitMs: 0, retryAfterSeconds: 1, maxEndpoints: 1, metrics }), app, metrics);
   const sent: unknown[] = [];
   const exchange = new ExtProcExchange(ctx, (r) => sent.push(r));
   await exchange.handle({ request: "requestHeaders", requestHeaders: headers({ ":method": "POST", ":path": path, "content-type": "application/json" }) });

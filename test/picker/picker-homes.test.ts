@@ -11,15 +11,13 @@ import { PREFIX_ROLE_HEADER, type EngineHeartbeat } from "../../common/src/proto
 import { AppHomes, assignHomes } from "../../router/src/app-homes.js";
 import { EngineRegistry } from "../../router/src/engine-registry.js";
 import { EndpointPicker } from "../../router/src/picker/endpoint-picker.js";
-import { ExtProcExchange, type ExchangeContext } from "../../router/src/picker/ext-proc-exchange.js";
+import { ExtProcExchange } from "../../router/src/picker/ext-proc-exchange.js";
 import type { HttpHeaders, ProcessingResponse } from "../../router/src/picker/ext-proc-service.js";
 import { PickerMetrics } from "../../router/src/picker/metrics.js";
-import { routeRequest } from "../../router/src/picker/picker-request.js";
 import { mergeSessionRequest } from "../../router/src/request-merge.js";
-import { SessionOwners } from "../../router/src/session-owner.js";
-import { appConfig, log, POOL } from "../router/fixtures.js";
+import { appConfig, log } from "../router/fixtures.js";
+import { exchangeContext, pool } from "./fixtures.js";
 
-const pool = { namespace: "default", name: POOL };
 const app = appConfig("alpha", { systemPrompt: `You are alpha. ${"Use the tools when useful. ".repeat(8)}` });
 
 function heartbeat(pod: string, busy: number, total = 4): EngineHeartbeat {
@@ -32,20 +30,8 @@ function headers(record: Record<string, string>, endOfStream = false): HttpHeade
 
 /** Routes one request through a fresh exchange; returns the header mutation Envoy is told to apply. */
 async function route(picker: EndpointPicker, path: string, body: unknown, extra: Record<string, string> = {}): Promise<{ set: Record<string, string>; remove: string[] }> {
-  const owners = SessionOwners.from(null, undefined);
-  const ctx: ExchangeContext = {
-    picker,
-    route: (req) => routeRequest(req, { pool, owners, app: (ns, name) => (ns === app.namespace && name === app.name ? app : undefined) }),
-    authenticate: () => "",
-    owners,
-    maxBodyBytes: 1 << 20,
-    notReadyReason: () => null,
-    retryAfterSeconds: 1,
-    metrics: new PickerMetrics(),
-    log,
-  };
   const sent: ProcessingResponse[] = [];
-  const exchange = new ExtProcExchange(ctx, (r) => sent.push(r));
+  const exchange = new ExtProcExchange(exchangeContext(picker, app), (r) => sent.push(r));
   await exchange.handle({ request: "requestHeaders", requestHeaders: headers({ ":method": "POST", ":path": path, "content-type": "application/json", ...extra }) });
   await exchange.handle({ request: "requestBody", requestBody: { body: Buffer.from(JSON.stringify(body)), endOfStream: true } });
   const mutation = sent.find((r) => r.requestHeaders !== undefined)?.requestHeaders?.response?.headerMutation;
