@@ -15,7 +15,7 @@
  * engine refusing for capacity) waits in arrival order for a free sequence
  * (capacity-queue.ts), instead of a 429 at once.
  */
-import { ADMISSION_HEADER, parseAdmission, PREFIX_ROLE_HEADER, type EngineHeartbeat } from "../../common/src/protocol/index.js";
+import { ADMISSION_HEADER, parseAdmission, PREFIX_ROLE_HEADER, prefixRoleOn, type EngineHeartbeat } from "../../common/src/protocol/index.js";
 import { ErrorCode, type Logger } from "../../common/src/index.js";
 import { withKnownBlocks } from "./prefix-index.js";
 import { NO_RESERVATION, type EngineRegistry } from "./engine-registry.js";
@@ -221,7 +221,7 @@ export async function placeAndPost(
         const sentAt = performance.now();
         try {
           // The engine's prefix store keeps the app's prefix before replicas only on its home.
-          const role = home === undefined ? {} : { [PREFIX_ROLE_HEADER]: pod === home ? "home" : "replica" };
+          const role = home === undefined ? {} : { [PREFIX_ROLE_HEADER]: prefixRoleOn(pod, home) };
           const response = await fetch(`${engine.endpoint}${path}`, {
             method: "POST",
             headers: { ...ctx.engineHeaders, ...role, "content-type": "application/json" },

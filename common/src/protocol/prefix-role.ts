@@ -17,3 +17,8 @@ export function parsePrefixRole(value: string | undefined): PrefixRole | undefin
   if (value === undefined || value === "") return undefined;
   return (PREFIX_ROLES as readonly string[]).includes(value) ? (value as PrefixRole) : new Error(`${PREFIX_ROLE_HEADER} must be one of ${PREFIX_ROLES.join(", ")}, got "${value.slice(0, 40)}"`);
 }
+
+/** The role of a session sent to `pod` when its app's home is `home` (no pod named: not the home). */
+export function prefixRoleOn(pod: string | undefined, home: string): PrefixRole {
+  return pod === home ? "home" : "replica";
+}

@@ -17,7 +17,7 @@
  * every other response chunk through as it comes.
  */
 import { ErrorCode, type CreateSessionRequest, type Logger } from "../../../common/src/index.js";
-import { ADMISSION_HEADER, parseAdmission, PREFIX_ROLE_HEADER } from "../../../common/src/protocol/index.js";
+import { ADMISSION_HEADER, parseAdmission, PREFIX_ROLE_HEADER, prefixRoleOn } from "../../../common/src/protocol/index.js";
 import { HttpError, toHttpError } from "../errors.js";
 import { routedSessionId } from "../session-id.js";
 import type { SessionOwners } from "../session-owner.js";
@@ -179,7 +179,7 @@ export class ExtProcExchange {
       if (route.path !== undefined) set[":path"] = route.path;
       if (route.body !== undefined) set["content-type"] = "application/json";
       // The engine's prefix store keeps the app's prefix before replicas only on its home; a client's own value never passes.
-      if (pick.home !== undefined) set[PREFIX_ROLE_HEADER] = pick.pods[0] === pick.home ? "home" : "replica";
+      if (pick.home !== undefined) set[PREFIX_ROLE_HEADER] = prefixRoleOn(pick.pods[0], pick.home);
       else if (this.headers[PREFIX_ROLE_HEADER] !== undefined) remove.push(PREFIX_ROLE_HEADER);
       if (this.ctx.engineAuthorization !== undefined) set["authorization"] = this.ctx.engineAuthorization();
       else if (this.headers["authorization"] !== undefined) remove.push("authorization");
