@@ -26,6 +26,11 @@ interface Result {
   cold_starts: number;
   tasks: number;
   completed: number;
+  follower_replica_seconds_engines: number;
+  follower_replica_seconds_tools: number;
+  follower_held_replica_seconds: number;
+  follower_cost_vs_static: number | null;
+  follower_held_cost_vs_static: number | null;
 }
 
 interface Run {
@@ -62,7 +67,16 @@ t.test("a tiny trace through every policy writes the results JSON and chart", as
     t.ok(r.tasks > 0, `${r.policy}: the trace sent tasks`);
     t.ok(r.completed > 0, `${r.policy}: and some completed (${r.completed}/${r.tasks})`);
     t.ok(r.replica_seconds_engines > 0 && r.replica_seconds_tools > 0, `${r.policy}: both sides cost something`);
+    // The clairvoyant follower keeps at least the minimum (1 each) and at most the maximum (2 each) for the run; holding only adds.
+    const follower = r.follower_replica_seconds_engines + r.follower_replica_seconds_tools;
+    const end = out.runs.find((x) => x.policy === r.policy)!.end_ms / 1000;
+    t.ok(follower >= 2 * end - 2 && follower <= 4 * end + 2, `${r.policy}: the follower's ${follower} replica-seconds lie within the bounds over ${end.toFixed(0)} s`);
+    // Each side is rounded on its own, the held total once: one replica-second apart at most.
+    t.ok(r.follower_held_replica_seconds >= follower - 1, `${r.policy}: holding through the window costs no less`);
+    t.ok(typeof r.follower_cost_vs_static === "number" && typeof r.follower_held_cost_vs_static === "number", `${r.policy}: both floors against static`);
   }
+  t.match(stdout, /The follower is the cost floor/, "says what the follower is");
+  t.match(out.targets.find((c) => /60%/.test(c.target)), { measured: /clairvoyant follower at its targets: \d+\.\d%; held through the scale-down window: \d+\.\d%/ }, "the cost target quotes both floors");
   t.equal(new Set(out.results.map((r) => r.tasks)).size, 1, "the same arrivals for every policy");
   t.match(out.config, { duration_s: 20, seed: 3, slo_task_p90_ms: 30000, model_preset: "test", policies: ["static", "engine-only", "joint"] });
 

@@ -116,6 +116,7 @@ t.test("summary: attainment over every task (failed ones missed), replica-second
       ticks: [],
     },
     2000,
+    { calls: 3, toolMs: 2000, sequencesPerEngine: 4, runnerConcurrency: 1, engines: { minReplicas: 1, maxReplicas: 3 }, runners: { minReplicas: 1, maxReplicas: 4 }, holdMs: 30_000 },
   );
   t.equal(s.slo_attainment, 0.5, "2 of 4 within 2 s");
   t.equal(s.replica_seconds_engines, 12);
@@ -124,6 +125,10 @@ t.test("summary: attainment over every task (failed ones missed), replica-second
   t.equal(s.cold_start_p50_ms, 800);
   t.equal(s.scale_decisions, 1);
   t.equal(s.task_p90_ms, 3000);
+  // No task carries its time split, so none is placed in time: the follower keeps each side at its minimum for the 10 s.
+  t.equal(s.follower_replica_seconds_engines, 10);
+  t.equal(s.follower_replica_seconds_tools, 10);
+  t.equal(s.follower_held_replica_seconds, 20);
 });
 
 t.test("flags: unknown ones and bad bounds are refused", async (t) => {
@@ -138,12 +143,15 @@ t.test("flags: unknown ones and bad bounds are refused", async (t) => {
 t.test("the issue's targets are checked against the joint run", async (t) => {
   const row = (policy: string, slo_attainment: number, engines: number, tools: number) => ({
     policy, slo_attainment, replica_seconds_engines: engines, replica_seconds_tools: tools, task_p90_ms: 1, cold_starts: 0, task_p50_ms: 1, tasks: 10, completed: 10, scale_decisions: 0, cold_start_p50_ms: null,
+    follower_replica_seconds_engines: 30, follower_replica_seconds_tools: 20, follower_held_replica_seconds: 80,
   });
   const results = withCost([row("static", 1, 100, 100), row("engine-only", 0.7, 60, 20), row("joint", 0.96, 50, 60)]);
   t.equal(results[2]!.cost_vs_static, 0.55);
+  t.equal(results[2]!.follower_cost_vs_static, 0.25, "the follower's 50 replica-seconds of static's 200");
+  t.equal(results[2]!.follower_held_cost_vs_static, 0.4, "held through the window: 80 of 200");
   t.same(
     checkTargets(results).map((c) => [c.met, c.measured]),
-    [[true, "96.0%"], [true, "55.0%"], [true, "96.0% vs 70.0%"]],
+    [[true, "96.0%"], [true, "55.0% (the clairvoyant follower at its targets: 25.0%; held through the scale-down window: 40.0%)"], [true, "96.0% vs 70.0%"]],
   );
   const missed = checkTargets(withCost([row("static", 1, 100, 100), row("joint", 0.9, 100, 40)]));
   t.same(missed.map((c) => c.met), [false, false], "below 95%, above 60%; no engine-only run, no comparison");
