@@ -6,9 +6,10 @@
  * stabilisation hold: runners for the slice's tool work at
  * {@link TOOL_TARGET_UTILISATION} of their slots, engines for the slice's
  * sequence-seconds at {@link ENGINE_SEQUENCE_TARGET} of their sequences,
- * each within its pool's bounds. A scaler that reads the same signals can
- * only come near it from above: it sees load after it arrives, pays for
- * every start, and holds replicas through its scale-down window. The gap
+ * each within its pool's bounds. A scaler that reads live signals comes
+ * near it from above: it sees load after it arrives, pays for every start,
+ * and holds replicas through its scale-down window (it can dip below it for
+ * a moment only by letting work queue that the follower would not). The gap
  * between a policy's replica-seconds and this floor is what its lag and
  * holds cost; the floor's own gap to static max is what the trace leaves
  * to save at all.
