@@ -61,7 +61,8 @@ export function summarize(run: PolicyRun, sloMs: number, follower: Omit<Follower
     cold_start_p50_ms: ready.length === 0 ? null : Math.round(quantile(ready, 0.5)),
     follower_replica_seconds_engines: Math.round(floor.engineSeconds),
     follower_replica_seconds_tools: Math.round(floor.runnerSeconds),
-    follower_held_replica_seconds: Math.round(held.engineSeconds + held.runnerSeconds),
+    // Rounded per side as the plain floor is, so the held floor is never below it by rounding.
+    follower_held_replica_seconds: Math.round(held.engineSeconds) + Math.round(held.runnerSeconds),
   };
 }
 
