@@ -28,6 +28,7 @@
  * window's share and the scaler's own (lag, starts, noisy samples).
  */
 import { CALL_RATE_WINDOW_MS, ENGINE_SEQUENCE_TARGET, TOOL_TARGET_UTILISATION } from "../../operator/src/autoscaling/policy.js";
+import { runnersForLoad } from "../../operator/src/autoscaling/runner-demand.js";
 import type { PoolBounds } from "./policies.js";
 import type { TaskResult } from "./task-client.js";
 
@@ -58,10 +59,7 @@ interface Slice {
   runners: number;
 }
 
-/** Replicas for `load` units of concurrent demand at `target` of `perReplica` each, within the bounds. */
-function sized(load: number, perReplica: number, target: number, b: PoolBounds): number {
-  // The epsilon keeps a load of exactly n replicas' worth from asking for n + 1 through rounding.
-  const want = Math.ceil(load / Math.max(1, perReplica) / target - 1e-9);
+function within(want: number, b: PoolBounds): number {
   return Math.min(b.maxReplicas, Math.max(b.minReplicas, want));
 }
 
@@ -81,12 +79,11 @@ function slices(tasks: readonly TaskResult[], o: FollowerSetup, sliceMs: number)
       const length = s.to - s.from;
       toolWorkMs += length > 0 ? (overlap / length) * o.calls * o.toolMs : 0;
     }
-    out.push({
-      fromMs: lo,
-      toMs: hi,
-      engines: sized(sequenceMs / (hi - lo), o.sequencesPerEngine, ENGINE_SEQUENCE_TARGET, o.engines),
-      runners: sized(toolWorkMs / (hi - lo), o.runnerConcurrency, TOOL_TARGET_UTILISATION, o.runners),
-    });
+    // The epsilon keeps a load of exactly n engines' worth from asking for n + 1 through rounding.
+    const engines = Math.ceil(sequenceMs / (hi - lo) / Math.max(1, o.sequencesPerEngine) / ENGINE_SEQUENCE_TARGET - 1e-9);
+    // The slice's tool work as the scaler's offered load (its calls' rate × their time), sized by the scaler's own rule.
+    const offered = toolWorkMs > 0 ? { callsPerSecond: toolWorkMs / o.toolMs / ((hi - lo) / 1000), callMs: o.toolMs } : undefined;
+    out.push({ fromMs: lo, toMs: hi, engines: within(engines, o.engines), runners: within(runnersForLoad(offered, o.runnerConcurrency), o.runners) });
   }
   return out;
 }
