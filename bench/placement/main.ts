@@ -260,6 +260,8 @@ interface Run {
   kvWrites?: ReservationWrites;
   /** Through routers: hot-prefix warms asked and warmed, summed over replicas. */
   warms?: PrefixWarms;
+  /** Through routers: sessions held for the full engine holding their prefix, by how the hold ended, summed over replicas. */
+  holds?: PrefixHolds;
   rate: number;
   sessions: SessionResult[];
   wallS: number;
@@ -360,10 +362,24 @@ interface PrefixWarms {
   warmed: number;
 }
 
-/** Sums the reservation-write, placement and warm counters over the routers at `bases`. */
-async function routerCounters(bases: readonly string[]): Promise<{ writes: ReservationWrites; warms: PrefixWarms }> {
+/** Sessions a router held for the full engine holding their prefix: placed there, or spilled when the wait ran out. */
+interface PrefixHolds {
+  placed: number;
+  spilled: number;
+}
+
+/** What the routers' counters say about a run, summed over the replicas. */
+interface RouterCounters {
+  writes: ReservationWrites;
+  warms: PrefixWarms;
+  holds: PrefixHolds;
+}
+
+/** Sums the reservation-write, placement, warm and hold counters over the routers at `bases`. */
+async function routerCounters(bases: readonly string[]): Promise<RouterCounters> {
   const out: ReservationWrites = { reserve: 0, release: 0, conflicts: 0, placements: 0 };
   const warms: PrefixWarms = { asked: 0, warmed: 0 };
+  const holds: PrefixHolds = { placed: 0, spilled: 0 };
   for (const base of bases) {
     const text = await fetch(`${base}/metrics`).then((r) => r.text());
     for (const m of text.matchAll(/^interlace_router_reservation_kv_writes_total\{([^}]*)\} (\S+)$/gm)) {
@@ -377,8 +393,9 @@ async function routerCounters(bases: readonly string[]): Promise<{ writes: Reser
       warms.asked += Number(m[2]);
       if (m[1] === "warmed") warms.warmed += Number(m[2]);
     }
+    for (const m of text.matchAll(/^interlace_router_prefix_holds_total\{outcome="(placed|spilled)"\} (\S+)$/gm)) holds[m[1] as keyof PrefixHolds] += Number(m[2]);
   }
-  return { writes: out, warms };
+  return { writes: out, warms, holds };
 }
 
 /** The front door a run's sessions come in through, started for the run and closed after it. */
@@ -390,7 +407,7 @@ interface FrontDoor {
   /** Through Envoy: the requests' ext_proc timings (read before closing). */
   timings?(): Promise<ExtProcTiming[]>;
   /** Through routers: their reservation writes, placements and warms so far (read before closing). */
-  counters?(): Promise<{ writes: ReservationWrites; warms: PrefixWarms }>;
+  counters?(): Promise<RouterCounters>;
   close(): Promise<void>;
 }
 
@@ -498,7 +515,7 @@ async function runOnce(config: Config, natsUrl: string, run: number, mode: Mode,
       sessions,
       wallS,
       ...(front.timings !== undefined ? { timings: await front.timings() } : {}),
-      ...(counters !== undefined ? { kvWrites: counters.writes, warms: counters.warms } : {}),
+      ...(counters !== undefined ? { kvWrites: counters.writes, warms: counters.warms, holds: counters.holds } : {}),
     };
   } finally {
     await front.close();
@@ -533,6 +550,8 @@ interface Summary {
   reservation_kv_writes?: ReservationWrites;
   /** Through routers: hot-prefix warms asked and answered `warmed`, summed over replicas. */
   prefix_warms?: PrefixWarms;
+  /** Through routers: sessions held for the full engine holding their prefix, placed there or spilled when the wait ran out, summed over replicas. */
+  prefix_holds?: PrefixHolds;
 }
 
 /**
@@ -579,6 +598,7 @@ function summarize(run: Run, appPrefix: Map<number, number>): Summary {
       ? { reservation_kv_writes_per_placement: run.kvWrites.placements === 0 ? 0 : r3((run.kvWrites.reserve + run.kvWrites.release) / run.kvWrites.placements), reservation_kv_writes: run.kvWrites }
       : {}),
     ...(run.warms !== undefined ? { prefix_warms: run.warms } : {}),
+    ...(run.holds !== undefined ? { prefix_holds: run.holds } : {}),
   };
 }
 
@@ -753,7 +773,7 @@ export async function run(argv: string[]): Promise<void> {
   }
   for (const r of rows) {
     const w = r.reservation_kv_writes;
-    if (w !== undefined) console.log(`reservation KV writes, ${r.policy} at ${r.rate}/s: ${r.reservation_kv_writes_per_placement} per placement (${w.reserve} reserve + ${w.release} release, ${w.conflicts} of them lost a compare-and-set, over ${w.placements} placements)${r.prefix_warms !== undefined && r.prefix_warms.asked > 0 ? `; hot-prefix warms ${r.prefix_warms.warmed} warmed of ${r.prefix_warms.asked} asked` : ""}`);
+    if (w !== undefined) console.log(`reservation KV writes, ${r.policy} at ${r.rate}/s: ${r.reservation_kv_writes_per_placement} per placement (${w.reserve} reserve + ${w.release} release, ${w.conflicts} of them lost a compare-and-set, over ${w.placements} placements)${r.prefix_warms !== undefined && r.prefix_warms.asked > 0 ? `; hot-prefix warms ${r.prefix_warms.warmed} warmed of ${r.prefix_warms.asked} asked` : ""}${r.prefix_holds !== undefined ? `; prefix holds ${r.prefix_holds.placed} placed on the prefix's engine, ${r.prefix_holds.spilled} spilled` : ""}`);
   }
   const results = modes.map((mode) => {
     const h = rows.find((r) => r.policy === mode.policy && r.front === mode.front && r.rate === headline)!;

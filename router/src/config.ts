@@ -61,7 +61,7 @@ export interface RouterOptions {
   retryAfterSeconds: number;
   /**
    * Prefix affinity: how long a session may wait for the engine holding its
-   * prefix when that engine is full but within the load bound, before it
+   * prefix when that engine is full (within the load bound or past it), before it
    * spills to another (0: never waits). About one cold prefill of the apps'
    * shared prompt on the pool's hardware is the break-even.
    */

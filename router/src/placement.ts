@@ -9,11 +9,15 @@
  *   prefix of the request, unless its load is over the bound (among equal
  *   matches, one whose cells hold it before one still prefilling it: a
  *   session there would wait for that fill); then engines
- *   with shorter matches, then the least loaded. When that engine is full
- *   but within the bound, the placement names it in `holdFor`: a caller that
- *   can wait briefly for a free sequence there saves re-prefilling the prefix
- *   elsewhere (under saturation a spill costs a whole cold prefill and evicts
- *   another app's prefix). On a miss, affinity is seeded by consistent
+ *   with shorter matches, then the least loaded. When that engine is full,
+ *   within the bound or past it, the placement names it in `holdFor`: a
+ *   caller that can wait briefly for a free sequence there saves
+ *   re-prefilling the prefix elsewhere (a spill costs a whole cold prefill
+ *   and evicts another app's prefix). The caller waits at most about one cold
+ *   prefill (its `prefixWaitMs`) and then spills, so a hold costs at most
+ *   twice what the better of the two choices would have (ski rental), where
+ *   spilling at once costs a whole prefill even when a sequence frees a
+ *   moment later. On a miss, affinity is seeded by consistent
  *   hashing of the app's shared prefix: the first engine on the ring among
  *   the least loaded under the bound, so a cold prefill never doubles up on
  *   a busy engine while another is idler, and equal engines still converge
@@ -187,7 +191,8 @@ export function place(engines: readonly EngineLoad[], request: PlacementRequest,
     const slack = ranked.find((e) => matched.get(e.pod) === best && filled.get(e.pod) === best && e.free > 0 && e.load + 1 <= slackBound);
     if (slack !== undefined) return finish(slack, "prefix-slack");
     const spill = finish(ranked.find(underBound) ?? byLoad(byName)[0]!, "prefix-spill");
-    const full = ranked.find((e) => matched.get(e.pod) === best && e.free <= 0 && e.load + 1 <= bound);
+    // Past the bound too: the hold is bounded by about one cold prefill, and the spill after it still seeds a second engine.
+    const full = ranked.find((e) => matched.get(e.pod) === best && e.free <= 0);
     return full === undefined ? spill : { ...spill, holdFor: full.pod };
   }
   const open = byName.filter(underBound);

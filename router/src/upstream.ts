@@ -5,10 +5,10 @@
  * engine at once; any other answer is the request's own and goes back to
  * the client as it is. When every engine refused, the client gets 429 with
  * `Retry-After` — never a hang. Under prefix affinity a request whose
- * prefix's engine is full (but within the load bound) waits for it, up to
- * `prefixWaitMs` from its arrival, woken by each heartbeat of the pool:
- * re-prefilling a long prefix on another engine costs more than a short
- * wait, and evicts another app's prefix there. With a cold-start hold (app
+ * prefix's engine is full (within the load bound or past it) waits for it,
+ * up to `prefixWaitMs` from its arrival, woken by each heartbeat of the
+ * pool: re-prefilling a long prefix on another engine costs more than a
+ * short wait, and evicts another app's prefix there. With a cold-start hold (app
  * requests), a pool with no ready engine holds the request until one is
  * ready or the hold times out (cold-start-hold.ts), instead of a 503 at once.
  * With a capacity queue, a request that finds every engine full (or every
@@ -42,7 +42,7 @@ export interface PlaceContext {
   nextTurn(): number;
   /**
    * How long after its arrival a request may wait for the engine holding its
-   * prefix when that engine is full but within the load bound, before it
+   * prefix when that engine is full (within the load bound or past it), before it
    * spills (absent or 0: never waits).
    */
   prefixWaitMs?: number;

@@ -110,17 +110,28 @@ t.test("a full engine is over the bound whatever the mean", async (t) => {
   t.equal(p.holdFor, "e0", "full but within the bound ceil(1.25 * 9 / 2) = 6: worth waiting for");
 });
 
-t.test("holdFor names a full prefix engine only while it is within the bound", async (t) => {
+t.test("holdFor names a full prefix engine, within the bound or past it", async (t) => {
   const chain = sys("p", "u");
   // Loads 4 (full) + 3: bound ceil(1.25 * 8 / 2) = 5, so e0 + 1 is within it.
   const saturated = place([engine("e0", 4, [chain[0]!]), engine("e1", 3)], { chain, affinityKey: "k" }, PA);
   t.equal(saturated.reason, "prefix-spill");
   t.equal(saturated.order[0], "e1");
   t.equal(saturated.holdFor, "e0");
-  // Loads 4 + 0: bound ceil(1.25 * 5 / 2) = 4, e0 is over it: spill, nothing to wait for (sglang 34513).
+  // Loads 4 + 0: bound ceil(1.25 * 5 / 2) = 4, e0 is over it. A free sequence there may come long before a cold
+  // prefill on e1 ends, so it is still worth a wait bounded by about one cold prefill; e1 is where the spill goes
+  // when the wait runs out (sglang 34513: the prefix's engine does not take the burst alone).
   const hot = place([engine("e0", 4, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: "k" }, PA);
+  t.equal(hot.reason, "prefix-spill");
   t.equal(hot.order[0], "e1");
-  t.equal(hot.holdFor, undefined);
+  t.equal(hot.holdFor, "e0");
+  // Past the bound with a free sequence (loads 3 + 0, bound 3): no hold, it spills at once, as the bound says.
+  const open = place([engine("e0", 3, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: "k" }, PA);
+  t.equal(open.order[0], "e1");
+  t.equal(open.holdFor, undefined);
+  // Only an engine holding the longest match is waited for: a full engine with a shorter one is not.
+  const shorter = place([engine("e0", 4, [chain[0]!]), engine("e1", 0, [chain[0]!, chain[1]!])], { chain, affinityKey: "k" }, PA);
+  t.equal(shorter.order[0], "e1");
+  t.equal(shorter.holdFor, undefined);
   // Room on the prefix's engine: placed there, nothing held.
   t.equal(place([engine("e0", 1, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: "k" }, PA).holdFor, undefined);
   t.equal(place([engine("e0", 4, [chain[0]!]), engine("e1", 3)], { chain, affinityKey: "k" }, { ...PA, policy: "least-loaded" }).holdFor, undefined, "baselines never hold");

@@ -4,7 +4,7 @@
  * over the same engine heartbeats (engine-registry.ts), restricted to the
  * data plane's subset hint when it sends one. The order is the fallback
  * list, best first. As in the router, a request whose prefix's engine is
- * full but within the load bound waits for it (up to `prefixWaitMs`, woken
+ * full waits for it (up to `prefixWaitMs`, woken
  * by each heartbeat), and a request no engine has a free sequence for waits
  * as long and is then shed (429 with `Retry-After`). The first engine is
  * counted as taken while the request is in flight, so a burst between two
