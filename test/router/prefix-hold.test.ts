@@ -1,9 +1,10 @@
 /**
  * Prefix affinity holds a session for the engine that holds its prefix when
- * that engine is full but within the load bound (real nats-server, two real
- * engine processes of two sequences each, routers in this process): a router
- * with `prefixWaitMs` places it there as soon as a sequence frees, though the
- * other engine had room all along; one whose wait runs out spills then.
+ * that engine is full, within the load bound or past it (real nats-server,
+ * two real engine processes of two sequences each, routers in this process):
+ * a router with `prefixWaitMs` places it there as soon as a sequence frees,
+ * though the other engine had room all along; one whose wait runs out spills
+ * then.
  */
 import t from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
@@ -78,4 +79,27 @@ t.test("a full prefix engine within the bound: held for, not spilled", async (t)
   await close(a2);
   await close(a3);
   await close(b, "beta");
+});
+
+t.test("a full prefix engine past the bound, the other idle: held for too, not spilled cold", async (t) => {
+  const E = (await openSession(holding, "alpha", QUICK)).engine;
+  t.ok(await eventually(() => stack.routers[0]!.engines.loads("default", POOL).every((e) => e.load === 0), 10_000), "both engines idle");
+  const a1 = await openSession(holding, "alpha", longSession());
+  const a2 = await openSession(holding, "alpha", longSession());
+  t.same([a1.engine, a2.engine], [E, E], "both on the prefix's engine");
+  const F = stack.routers[0]!.engines.loads("default", POOL).find((e) => e.pod !== E)!.pod;
+  t.ok(await eventually(() => loadOf(E) === 2 && loadOf(F) === 0, 5_000), "heartbeats show E full, F idle");
+  // E at 2 of 2, F at 0: the bound is ceil(1.25 * 3 / 2) = 2, so E + 1 is past it. A spill would prefill alpha's prompt cold on F.
+
+  let settled = false;
+  const held = openSession(holding, "alpha", QUICK).finally(() => (settled = true));
+  await new Promise((r) => setTimeout(r, 1500));
+  t.notOk(settled, "held while E is full, though F is idle");
+  t.equal((await close(a1)).status, 200);
+  const placed = await held;
+  t.equal(placed.engine, E, "placed on the prefix's engine once a sequence freed");
+  t.equal(placed.placement.reason, "prefix");
+  await streamEvents(holding, "alpha", placed.id);
+  t.match(await (await fetch(`${holding}/metrics`)).text(), /interlace_router_prefix_holds_total\{outcome="placed"\} 2/);
+  await close(a2);
 });
