@@ -78,8 +78,10 @@ t.test("a new prompt that shares a prefix is placed on the engine that has its b
 t.test("an engine that evicts a prefix loses the events router's preference before its next heartbeat; the heartbeat router still prefers it", async (t) => {
   t.ok(E !== "", "the first test placed alpha");
   const engine = stack.engines.get(E)!;
-  // Start right after a heartbeat that shows alpha on E: the next is HEARTBEAT_MS away.
-  t.ok(await eventually(() => held(heartbeatRouter, E) === 2, 2 * HEARTBEAT_MS + 5_000), "a heartbeat shows alpha's blocks on E");
+  // Start right after a heartbeat that shows alpha on E, and E idle (one taken while the first test's sessions ran
+  // shows E full, so no router would place there): the next is HEARTBEAT_MS away.
+  const idleBeat = (): boolean => held(heartbeatRouter, E) === 2 && heartbeatRouter.engines.loads("default", POOL).find((e) => e.pod === E)?.load === 0;
+  t.ok(await eventually(idleBeat, 2 * HEARTBEAT_MS + 5_000), "a heartbeat shows alpha's blocks on E, and E idle");
   const synced = beatAt(heartbeatRouter, E);
   // With each router's view of the loads in the message: a placement away from E is then readable (a reservation still counted, a busy beat).
   const view = (router: Router): string => JSON.stringify(router.engines.loads("default", POOL).map((e) => ({ pod: e.pod, load: e.load, free: e.free, held: e.blocks.leading(appChain).matched })));
