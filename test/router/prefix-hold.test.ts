@@ -6,7 +6,7 @@
  * though the other engine had room all along; one whose wait runs out spills
  * then.
  */
-import t from "tap";
+import t, { type Test } from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
 import { startRouter } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
@@ -35,6 +35,19 @@ const alphaPrefix = prefixHashChain({ messages: [{ role: "system", content: alph
 const loadOf = (pod: string): number | undefined => stack.routers[0]!.engines.loads("default", POOL).find((e) => e.pod === pod)?.load;
 const close = (s: Opened, app = "alpha"): Promise<Response> => fetch(`${holding}/v1/apps/default/${app}/sessions/${s.id}`, { method: "DELETE" });
 
+/** Opens an alpha session while E is full, checks it is held, frees a sequence on E by closing `freeing`, and checks it lands there. */
+async function heldUntilFreed(t: Test, E: string, freeing: Opened, why: string): Promise<Opened> {
+  let settled = false;
+  const held = openSession(holding, "alpha", QUICK).finally(() => (settled = true));
+  await new Promise((r) => setTimeout(r, 1500));
+  t.notOk(settled, why);
+  t.equal((await close(freeing)).status, 200);
+  const placed = await held;
+  t.equal(placed.engine, E, "placed on the prefix's engine once a sequence freed");
+  t.equal(placed.placement.reason, "prefix");
+  return placed;
+}
+
 t.test("a full prefix engine within the bound: held for, not spilled", async (t) => {
   // alpha's prefix on one engine, E, which then runs two alpha sessions (full); beta's one session runs on F.
   const warm = await openSession(holding, "alpha", QUICK);
@@ -51,14 +64,7 @@ t.test("a full prefix engine within the bound: held for, not spilled", async (t)
   t.ok(await eventually(() => loadOf(E) === 2 && loadOf(F) === 1, 5_000), "heartbeats show E full, F with one free sequence");
   // E at 2 of 2, F at 1: the bound is ceil(1.25 * 4 / 2) = 3, so E + 1 is within it.
 
-  let settled = false;
-  const held = openSession(holding, "alpha", QUICK).finally(() => (settled = true));
-  await new Promise((r) => setTimeout(r, 1500));
-  t.notOk(settled, "held while E is full, though F has a free sequence");
-  t.equal((await close(a1)).status, 200);
-  const placed = await held;
-  t.equal(placed.engine, E, "placed on the prefix's engine once a sequence freed");
-  t.equal(placed.placement.reason, "prefix");
+  const placed = await heldUntilFreed(t, E, a1, "held while E is full, though F has a free sequence");
   t.ok(placed.placement.matchedSegments >= 2, "system prompt and tools resident");
   await streamEvents(holding, "alpha", placed.id);
   t.match(await (await fetch(`${holding}/metrics`)).text(), /interlace_router_prefix_holds_total\{outcome="placed"\} 1/);
@@ -91,14 +97,7 @@ t.test("a full prefix engine past the bound, the other idle: held for too, not s
   t.ok(await eventually(() => loadOf(E) === 2 && loadOf(F) === 0, 5_000), "heartbeats show E full, F idle");
   // E at 2 of 2, F at 0: the bound is ceil(1.25 * 3 / 2) = 2, so E + 1 is past it. A spill would prefill alpha's prompt cold on F.
 
-  let settled = false;
-  const held = openSession(holding, "alpha", QUICK).finally(() => (settled = true));
-  await new Promise((r) => setTimeout(r, 1500));
-  t.notOk(settled, "held while E is full, though F is idle");
-  t.equal((await close(a1)).status, 200);
-  const placed = await held;
-  t.equal(placed.engine, E, "placed on the prefix's engine once a sequence freed");
-  t.equal(placed.placement.reason, "prefix");
+  const placed = await heldUntilFreed(t, E, a1, "held while E is full, though F is idle");
   await streamEvents(holding, "alpha", placed.id);
   t.match(await (await fetch(`${holding}/metrics`)).text(), /interlace_router_prefix_holds_total\{outcome="placed"\} 2/);
   await close(a2);
