@@ -84,6 +84,11 @@ export type PlacementReason =
   /** no engine in the pool */
   | "no-engine";
 
+/** Whether a placement went to an engine holding the request's longest prefix (a hold that ends so was worth it). */
+export function onPrefixEngine(reason: PlacementReason): boolean {
+  return reason === "prefix" || reason === "prefix-slack";
+}
+
 /** One engine as placement sees it (plain data). */
 export interface EngineLoad {
   pod: string;

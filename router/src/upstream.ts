@@ -21,7 +21,7 @@ import { withKnownBlocks } from "./prefix-index.js";
 import { NO_RESERVATION, type EngineRegistry } from "./engine-registry.js";
 import { HttpError, RouterCode } from "./errors.js";
 import type { RouterMetrics } from "./metrics.js";
-import { place, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "./placement.js";
+import { onPrefixEngine, place, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "./placement.js";
 import type { ColdStartHold } from "./cold-start-hold.js";
 import type { CapacityQueue, QueueOutcome, QueueTicket } from "./capacity-queue.js";
 import type { AppHomes } from "./app-homes.js";
@@ -231,7 +231,7 @@ export async function placeAndPost(
           if (response.status !== 429 && response.status !== 503) {
             if (response.ok) {
               reservation.confirm(parseAdmission(response.headers.get(ADMISSION_HEADER)));
-              count(i === 0 && decision.reason === "prefix");
+              count(i === 0 && onPrefixEngine(decision.reason));
               const hits = i === 0 ? decision.matched : 0;
               ctx.metrics.prefixSegments.inc({ outcome: "hit" }, hits);
               ctx.metrics.prefixSegments.inc({ outcome: "miss" }, placement.chain.length - hits);

@@ -4,7 +4,7 @@
  */
 import t from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
-import { loadBound, place, prefixBound, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
+import { loadBound, onPrefixEngine, place, prefixBound, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
 import { HashRing } from "../../router/src/consistent-hash.js";
 import { snapshotBlocks } from "../../router/src/prefix-index.js";
 
@@ -245,4 +245,10 @@ t.test("the hash ring moves only the removed node's keys", async (t) => {
     else moved++;
   }
   t.ok(moved > 40 && moved < 180, `about a quarter of keys were on d (${moved}/400)`);
+});
+
+t.test("a hold counts as placed when it ends on an engine holding the longest prefix, by the bound or by the slack", async (t) => {
+  t.ok(onPrefixEngine("prefix"));
+  t.ok(onPrefixEngine("prefix-slack"), "the slack places on the prefix's engine too");
+  for (const reason of ["prefix-spill", "hash", "least-loaded", "session", "round-robin", "no-engine"] as const) t.notOk(onPrefixEngine(reason), reason);
 });

@@ -13,7 +13,7 @@
 import { ErrorCode } from "../../../common/src/index.js";
 import { NO_RESERVATION, type EngineRegistry, type Reservation } from "../engine-registry.js";
 import { HttpError, RouterCode } from "../errors.js";
-import { place, type EngineLoad, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "../placement.js";
+import { onPrefixEngine, place, type EngineLoad, type PlacementPolicy, type PlacementReason, type PlacementRequest } from "../placement.js";
 import type { PickerMetrics } from "./metrics.js";
 import type { AppHomes } from "../app-homes.js";
 
@@ -127,7 +127,7 @@ export class EndpointPicker {
         await o.engines.changed(o.pool.namespace, o.pool.name, holdUntil - performance.now(), signal);
         continue;
       }
-      if (held) o.metrics.holds.inc({ outcome: decision.reason === "prefix" ? "placed" : full ? "shed" : "spilled" });
+      if (held) o.metrics.holds.inc({ outcome: onPrefixEngine(decision.reason) ? "placed" : full ? "shed" : "spilled" });
       if (full) {
         o.metrics.picks.inc({ reason: "shed" });
         throw new HttpError(429, ErrorCode.Capacity, `no engine of EnginePool ${o.pool.namespace}/${o.pool.name} has a free sequence; retry later`, { "Retry-After": String(o.retryAfterSeconds) });
