@@ -45,7 +45,7 @@ import { NatsServer } from "../../hack/nats.js";
 import { spawnToolRunner } from "../../hack/stack.js";
 import { routerOptions } from "../../router/src/config.js";
 import { PREFIX_INDEXES, type PrefixIndexKind } from "../../router/src/prefix-index.js";
-import { startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
+import { DEFAULT_PREFIX_SLACK, startRouter, type PlacementPolicy, type Router } from "../../router/src/index.js";
 import { pickerOptions, startPicker, type Picker } from "../../router/src/picker/index.js";
 import { EnvoyGateway, type ExtProcTiming } from "../../hack/envoy.js";
 import { spawnRouter, type RouterProcess } from "../../hack/router-process.js";
@@ -153,7 +153,7 @@ function parseConfig(argv: string[]): Config {
     toolMs: num("tool-ms", 150),
     loadFactor: num("load-factor", 1.25),
     // The router's default; 0 is the bound alone.
-    prefixSlack: f.get("prefix-slack") === "0" ? 0 : num("prefix-slack", 1),
+    prefixSlack: f.get("prefix-slack") === "0" ? 0 : num("prefix-slack", DEFAULT_PREFIX_SLACK),
     // The router's default; 0 turns warming off.
     prefixWarmSessions: f.get("prefix-warm-sessions") === "0" ? 0 : num("prefix-warm-sessions", 3),
     appHomes: onOff(f.get("app-homes"), "app-homes", true),

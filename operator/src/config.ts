@@ -166,7 +166,7 @@ export function parseOperatorOptions(src: Source = defaultSource()): OperatorOpt
     picker: {
       placement: pickerPlacement,
       loadFactorPercent: intOpt(src, "picker-load-factor", 125, { min: 100, max: 1000 }),
-      prefixSlack: intOpt(src, "picker-prefix-slack", 1, { min: 0, max: 10_000 }),
+      prefixSlack: intOpt(src, "picker-prefix-slack", 2, { min: 0, max: 10_000 }),
       prefixWaitMs: intOpt(src, "picker-prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
       engineTtlMs: intOpt(src, "picker-engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
       prefixWarmSessions: intOpt(src, "picker-prefix-warm-sessions", 3, { min: 0, max: 10_000 }),

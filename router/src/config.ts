@@ -3,7 +3,7 @@
  * flags over environment variables over defaults (common/config).
  */
 import { defaultSource, enumOpt, parseArgv, ErrorCode, intOpt, InterlaceError, optionalStringOpt, stringOpt, type Source } from "../../common/src/index.js";
-import { PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
+import { DEFAULT_PREFIX_SLACK, PLACEMENT_POLICIES, type PlacementPolicy } from "./placement.js";
 import { PREFIX_INDEXES, type PrefixIndexKind } from "./prefix-index.js";
 import type { WarmSettings } from "./prefix-warming.js";
 import { apiKeysFromEnv, type ApiKeys } from "../../common/src/security/http-auth.js";
@@ -147,7 +147,7 @@ function invalid(message: string): InterlaceError {
  * Reads `--port` (8080), `--host`, `--nats-url` (required), `--router-id`,
  * `--placement prefix-affinity|least-loaded|round-robin`,
  * `--prefix-index heartbeat|events` (events), `--load-factor`
- * (percent, 125), `--prefix-slack` (sessions, 1), `--app-homes on|off` (on), `--engine-ttl-ms` (3000), `--max-body-bytes`,
+ * (percent, 125), `--prefix-slack` (sessions, 2), `--app-homes on|off` (on), `--engine-ttl-ms` (3000), `--max-body-bytes`,
  * `--retry-after-seconds`, `--upstream-timeout-ms`, `--prefix-wait-ms` (1000),
  * `--prefix-warm-sessions` (3; 0 turns warming off), `--prefix-warm-window-ms` (20000),
  * `--prefix-warm-min-free` (percent, 50),
@@ -172,7 +172,7 @@ export function parseRouterOptions(src: Source = defaultSource()): RouterOptions
     placement: enumOpt(src, "placement", PLACEMENT_POLICIES, "prefix-affinity"),
     prefixIndex: enumOpt(src, "prefix-index", PREFIX_INDEXES, "events"),
     loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
-    prefixSlack: intOpt(src, "prefix-slack", 1, { min: 0, max: 10_000 }),
+    prefixSlack: intOpt(src, "prefix-slack", DEFAULT_PREFIX_SLACK, { min: 0, max: 10_000 }),
     appHomes: enumOpt(src, "app-homes", ["on", "off"] as const, "on") === "on",
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     maxBodyBytes: intOpt(src, "max-body-bytes", 1_048_576, { min: 1024, max: 256 * 1_048_576 }),

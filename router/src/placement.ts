@@ -63,6 +63,17 @@ import { ringFor } from "./consistent-hash.js";
 import type { EngineBlocks } from "./prefix-index.js";
 
 export const PLACEMENT_POLICIES = ["prefix-affinity", "least-loaded", "round-robin"] as const;
+
+/**
+ * The prefix slack the router and the endpoint picker default to. With two
+ * engines of four sequences it lets the prefix's engine take its last free
+ * sequence while the other idles (loads 3 + 0), where 1 sent that session to
+ * prefill the whole prompt cold on the idle engine: paired on the same
+ * arrivals, 2 reused more and was faster per session than 1 (README,
+ * *Placement benchmark*). On larger engines c's share is the larger
+ * allowance well before the slack matters.
+ */
+export const DEFAULT_PREFIX_SLACK = 2;
 export type PlacementPolicy = (typeof PLACEMENT_POLICIES)[number];
 
 /** Why an engine was chosen (the `reason` label of the placement counter). */

@@ -166,7 +166,7 @@ t.test("security objects: a 3-node TLS NATS cluster, its certificate, NetworkPol
   t.same(engines.spec.ingress[1].from, prometheus, "and Prometheus (the pod port serves /metrics); nothing else by default");
   t.same(find(ms, "NetworkPolicy", "interlace-toolrunners").spec.ingress, [{ from: prometheus, ports: [{ port: 8080, protocol: "TCP" }] }], "runners: only Prometheus, on the metrics port");
   const operatorArgs: string[] = find(ms, "Deployment", "interlace-operator").spec.template.spec.containers[0].args;
-  t.same(operatorArgs.filter((a) => a.startsWith("--picker-")), ["--picker-placement=prefix-affinity", "--picker-load-factor=125", "--picker-prefix-slack=1", "--picker-prefix-wait-ms=1000", "--picker-engine-ttl-ms=3000", "--picker-prefix-warm-sessions=3", "--picker-prefix-warm-window-ms=20000", "--picker-prefix-warm-min-free=50", "--picker-app-homes=on"], "endpoint pickers place (and warm) as the router does");
+  t.same(operatorArgs.filter((a) => a.startsWith("--picker-")), ["--picker-placement=prefix-affinity", "--picker-load-factor=125", "--picker-prefix-slack=2", "--picker-prefix-wait-ms=1000", "--picker-engine-ttl-ms=3000", "--picker-prefix-warm-sessions=3", "--picker-prefix-warm-window-ms=20000", "--picker-prefix-warm-min-free=50", "--picker-app-homes=on"], "endpoint pickers place (and warm) as the router does");
   t.same(find(ms, "NetworkPolicy", "interlace-endpoint-pickers").spec.ingress.map((r: { ports: { port: number }[] }) => r.ports[0]!.port), [8080], "no gateway is let in by default");
   const gateway = await render(["networkPolicy.gatewayPeers[0].namespaceSelector.matchLabels.gateway=envoy"]);
   const peer = { namespaceSelector: { matchLabels: { gateway: "envoy" } } };

@@ -188,7 +188,7 @@ t.test("EnginePool exposed as an InferencePool: the picker and the InferencePool
   const picker = await waitFor("picker deployment", () => get<V1Deployment>(CoreTypes.Deployment, "gw-picker").then((d) => d ?? undefined));
   const c = picker.spec?.template.spec?.containers[0];
   t.same(c?.command, ["node", "dist/router/src/picker/main.js"]);
-  t.match(c?.args?.join(" "), /--grpc-port 9002 .*--pool team\/gw --placement prefix-affinity --load-factor 125 --prefix-wait-ms 1000 --engine-ttl-ms 3000 --prefix-slack 1/, "placement flags as the operator was told");
+  t.match(c?.args?.join(" "), /--grpc-port 9002 .*--pool team\/gw --placement prefix-affinity --load-factor 125 --prefix-wait-ms 1000 --engine-ttl-ms 3000 --prefix-slack 2/, "placement flags as the operator was told");
   t.equal(picker.spec?.replicas, 2);
   t.equal(picker.metadata?.ownerReferences?.[0]?.uid, created.metadata?.uid);
   const svc = await waitFor("picker service", () => get<V1Service>(CoreTypes.Service, "gw-picker").then((s) => s ?? undefined));

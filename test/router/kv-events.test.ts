@@ -16,7 +16,7 @@ import { kvEventsSubject, type KvEvent } from "../../common/src/protocol/index.j
 import { startRouter, type Router } from "../../router/src/index.js";
 import { routerOptions } from "../../router/src/config.js";
 import { EventPrefixIndex } from "../../router/src/event-prefix-index.js";
-import { place } from "../../router/src/placement.js";
+import { DEFAULT_PREFIX_SLACK, place } from "../../router/src/placement.js";
 import type { EngineRegistry } from "../../router/src/engine-registry.js";
 import { pickerOptions } from "../../router/src/picker/config.js";
 import { startPicker } from "../../router/src/picker/picker-server.js";
@@ -53,7 +53,7 @@ const held = (router: { engines: EngineRegistry }, pod: string): number => route
 const beatAt = (router: Router, pod: string): number | undefined => router.engines.find("default", pod)?.at;
 /** Where `router` would place an alpha session now (its own index, no side effects). */
 const wouldPlace = (router: Router): ReturnType<typeof place> =>
-  place(router.engines.loads("default", POOL), { chain: appChain, affinityKey: appChain.at(-1)! }, { policy: "prefix-affinity", loadFactor: 1.25, prefixSlack: 1, turn: 0 });
+  place(router.engines.loads("default", POOL), { chain: appChain, affinityKey: appChain.at(-1)! }, { policy: "prefix-affinity", loadFactor: 1.25, prefixSlack: DEFAULT_PREFIX_SLACK, turn: 0 });
 
 let E = "";
 

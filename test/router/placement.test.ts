@@ -4,7 +4,7 @@
  */
 import t from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
-import { loadBound, onPrefixEngine, place, prefixBound, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
+import { DEFAULT_PREFIX_SLACK, loadBound, onPrefixEngine, place, prefixBound, type EngineLoad, type PlacementOptions } from "../../router/src/placement.js";
 import { HashRing } from "../../router/src/consistent-hash.js";
 import { snapshotBlocks } from "../../router/src/prefix-index.js";
 
@@ -80,6 +80,18 @@ t.test("the prefix slack keeps a session on its prefix's engine past a bound tha
   const past = place([engine("e0", 3, [chain[0]!], 8), engine("e1", 0, [], 8)], { chain, affinityKey: chain[0]! }, slack1);
   t.equal(past.order[0], "e1");
   t.equal(past.reason, "prefix-spill");
+  // The default slack, 2: at loads 3+0 on engines of four sequences the holder takes its last free one (even share 2 + 2 = 4) rather than a cold prefill on the idle engine.
+  const defaults = { ...PA, prefixSlack: DEFAULT_PREFIX_SLACK };
+  const last = place([engine("e0", 3, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: chain[0]! }, defaults);
+  t.equal(last.order[0], "e0", "the holder's last free sequence");
+  t.equal(last.reason, "prefix-slack");
+  // Full, it is waited for (briefly) and spilled past, as before.
+  const fullHolder = place([engine("e0", 4, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: chain[0]! }, defaults);
+  t.equal(fullHolder.order[0], "e1");
+  t.equal(fullHolder.holdFor, "e0");
+  // With four engines the even share is smaller: loads 3+0+0+0 are past ceil(4 / 4) + 2 = 3, so the session spills.
+  const four = place([engine("e0", 3, [chain[0]!]), engine("e1", 0), engine("e2", 0), engine("e3", 0)], { chain, affinityKey: chain[0]! }, defaults);
+  t.equal(four.reason, "prefix-spill");
   // At a higher load c's share is the larger allowance: loads 8+0 of 16 each, bound ceil(1.25 * 9 / 2) = 6, even share 5 + 1.
   const busy = [engine("e0", 8, [chain[0]!], 16), engine("e1", 0, [], 16)];
   t.equal(prefixBound(busy, 1.25, 1), 6);
@@ -124,7 +136,7 @@ t.test("holdFor names a full prefix engine, within the bound or past it", async 
   t.equal(hot.reason, "prefix-spill");
   t.equal(hot.order[0], "e1");
   t.equal(hot.holdFor, "e0");
-  // Past the bound with a free sequence (loads 3 + 0, bound 3): no hold, it spills at once, as the bound says.
+  // Past the bound with a free sequence (loads 3 + 0, bound 3) and no slack: no hold, it spills at once, as the bound says.
   const open = place([engine("e0", 3, [chain[0]!]), engine("e1", 0)], { chain, affinityKey: "k" }, PA);
   t.equal(open.order[0], "e1");
   t.equal(open.holdFor, undefined);

@@ -3,9 +3,11 @@
  * four sequences on the `test` model, two router replicas): at low load the
  * CHWBL bound rounds tight (2 sessions on the prefix's engine, 0 on the
  * other: a third is over it), and the engine holding the app's prefix keeps
- * the third session within the slack instead of sending it to prefill the
- * whole prompt cold on the idle engine; the fourth is past the slack and
- * spills. With `--prefix-slack 0` the third spills, as the bound alone says.
+ * the session within the slack instead of sending it to prefill the whole
+ * prompt cold on the idle engine. With the default slack (2) the engine keeps
+ * the third and the fourth, its last free sequence; with `--prefix-slack 1`
+ * the fourth is past the slack and spills; with 0 the third spills, as the
+ * bound alone says.
  */
 import t, { type Test } from "tap";
 import { prefixHashChain } from "../../common/src/index.js";
@@ -15,8 +17,9 @@ import { appConfig, longSession, openSession, POOL, QUICK, startStack, streamEve
 
 t.setTimeout(300_000);
 
-async function stackWith(t: Test, prefixSlack: number) {
-  const stack = await startStack(t, { engines: 2, routers: 2, engineArgs: ["--sequences", "4"], router: { prefixSlack } });
+/** A stack whose routers take `prefixSlack` (absent: the router's default). */
+async function stackWith(t: Test, prefixSlack?: number) {
+  const stack = await startStack(t, { engines: 2, routers: 2, engineArgs: ["--sequences", "4"], router: prefixSlack === undefined ? {} : { prefixSlack } });
   const app = appConfig("alpha");
   await stack.putApp(app);
   const prefix = prefixHashChain({ messages: [{ role: "system", content: app.systemPrompt }], tools: app.tools })[1]!;
@@ -48,7 +51,24 @@ async function stackWith(t: Test, prefixSlack: number) {
   return { r0, r1, E, loadOf, filledOnE, open, closeAll };
 }
 
-t.test("the prefix's engine keeps a third session within the slack; the fourth spills", async (t) => {
+t.test("with the default slack the prefix's engine keeps the third and fourth sessions, its last free sequence", async (t) => {
+  const { r0, r1, E, loadOf, filledOnE, open, closeAll } = await stackWith(t);
+  for (const router of [r0, r1]) t.equal((await open(router)).engine, E, "under the bound: the prefix's engine");
+  t.ok(await eventually(() => loadOf(E) === 2 && filledOnE(), 5_000), "the heartbeat shows both, their prompt in E's cells");
+  const third = await open(r0);
+  t.equal(third.engine, E, "within the slack");
+  t.equal(third.placement.reason, "prefix-slack");
+  t.ok(await eventually(() => loadOf(E) === 3 && filledOnE(), 5_000), "the heartbeat shows all three, their prompt in E's cells");
+  // Loads 3 + 0: the bound ceil(1.25 * 4 / 2) = 3 is passed, the even share ceil(4 / 2) = 2 plus the slack 2 is not.
+  const fourth = await open(r1);
+  t.equal(fourth.engine, E, "E's last free sequence, rather than prefilling the prompt cold on the idle engine");
+  t.equal(fourth.placement.reason, "prefix-slack");
+  t.equal(fourth.placement.retries, 0, "chosen by placement, not by a refusal");
+  t.ok(fourth.placement.matchedSegments >= 2, "system prompt and tools resident there");
+  await closeAll();
+});
+
+t.test("with --prefix-slack 1 the prefix's engine keeps a third session; the fourth spills", async (t) => {
   const { r0, r1, E, loadOf, filledOnE, open, closeAll } = await stackWith(t, 1);
   for (const router of [r0, r1]) t.equal((await open(router)).engine, E, "under the bound: the prefix's engine");
   t.ok(await eventually(() => loadOf(E) === 2 && filledOnE(), 5_000), "the heartbeat shows both, their prompt in E's cells");

@@ -6,7 +6,7 @@
  */
 import { defaultSource, enumOpt, ErrorCode, intOpt, InterlaceError, optionalStringOpt, parseArgv, stringOpt, type Source } from "../../../common/src/index.js";
 import { parsePrefixWarmOptions, routerSecurityFromEnv, type PrefixWarmOptions, type RouterSecurity } from "../config.js";
-import { PLACEMENT_POLICIES, type PlacementPolicy } from "../placement.js";
+import { DEFAULT_PREFIX_SLACK, PLACEMENT_POLICIES, type PlacementPolicy } from "../placement.js";
 import { PREFIX_INDEXES, type PrefixIndexKind } from "../prefix-index.js";
 
 export interface PickerOptions extends PrefixWarmOptions {
@@ -56,7 +56,7 @@ function invalid(message: string): InterlaceError {
  * Reads `--grpc-port` (9002), `--port` (9090), `--host`, `--nats-url`
  * (required), `--pool ns/name` (required), `--placement`, `--prefix-index
  * heartbeat|events` (events, as the router), `--load-factor`
- * (percent, 125), `--prefix-slack` (1), `--app-homes on|off` (on), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
+ * (percent, 125), `--prefix-slack` (2), `--app-homes on|off` (on), `--engine-ttl-ms` (3000), `--prefix-wait-ms` (1000),
  * `--prefix-warm-sessions` (3; 0: off), `--prefix-warm-window-ms` (20000), `--prefix-warm-min-free` (50),
  * `--retry-after-seconds` (1), `--max-body-bytes` (1 MiB),
  * `--max-endpoints` (1), `--drain-ms` (2000), `--shutdown-grace-ms`
@@ -77,7 +77,7 @@ export function parsePickerOptions(src: Source = defaultSource()): PickerOptions
     placement: enumOpt(src, "placement", PLACEMENT_POLICIES, "prefix-affinity"),
     prefixIndex: enumOpt(src, "prefix-index", PREFIX_INDEXES, "events"),
     loadFactor: intOpt(src, "load-factor", 125, { min: 100, max: 1000 }) / 100,
-    prefixSlack: intOpt(src, "prefix-slack", 1, { min: 0, max: 10_000 }),
+    prefixSlack: intOpt(src, "prefix-slack", DEFAULT_PREFIX_SLACK, { min: 0, max: 10_000 }),
     appHomes: enumOpt(src, "app-homes", ["on", "off"] as const, "on") === "on",
     engineTtlMs: intOpt(src, "engine-ttl-ms", 3000, { min: 500, max: 60_000 }),
     prefixWaitMs: intOpt(src, "prefix-wait-ms", 1000, { min: 0, max: 600_000 }),
