@@ -129,11 +129,22 @@ export class NatsServer {
     this.configFile = `${this.storeDir}.conf`;
   }
 
-  /** Starts a server and resolves once it accepts connections. */
+  /**
+   * Starts a server and resolves once it accepts connections. A port found
+   * free can be taken by another process before nats-server binds it
+   * (parallel tests): the ports picked here are picked again, twice at most.
+   */
   static async start(options: NatsServerOptions = {}): Promise<NatsServer> {
-    const server = new NatsServer(options.port ?? (await freePort()), await freePort(), options.storeDir, options.verbose ?? false, options);
-    await server.launch();
-    return server;
+    for (let attempt = 0; ; attempt++) {
+      const server = new NatsServer(options.port ?? (await freePort()), await freePort(), options.storeDir, options.verbose ?? false, options);
+      try {
+        await server.launch();
+        return server;
+      } catch (err) {
+        await server.stop();
+        if (attempt >= 2 || !String(err).includes("address already in use")) throw err;
+      }
+    }
   }
 
   /** `nats://127.0.0.1:<port>` (`tls://` when the server requires TLS). */
@@ -247,7 +258,7 @@ export class NatsCluster {
   static async start(options: NatsClusterOptions = {}): Promise<NatsCluster> {
     const size = options.size ?? 3;
     const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
-    const nodes = await Promise.all(
+    const started = await Promise.allSettled(
       clusterPorts.map((port, i) =>
         NatsServer.start({
           verbose: options.verbose ?? false,
@@ -256,6 +267,13 @@ export class NatsCluster {
         }),
       ),
     );
+    const nodes = started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed !== undefined) {
+      // The nodes that did start would keep the caller's process alive with no handle to stop them.
+      await Promise.all(nodes.map((n) => n.stop()));
+      throw failed.reason;
+    }
     const cluster = new NatsCluster(nodes);
     await cluster.waitHealthy();
     return cluster;
