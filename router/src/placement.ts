@@ -63,6 +63,7 @@ import { ringFor } from "./consistent-hash.js";
 import type { EngineBlocks } from "./prefix-index.js";
 
 export const PLACEMENT_POLICIES = ["prefix-affinity", "least-loaded", "round-robin"] as const;
+export type PlacementPolicy = (typeof PLACEMENT_POLICIES)[number];
 
 /**
  * The prefix slack the router and the endpoint picker default to. With two
@@ -74,7 +75,6 @@ export const PLACEMENT_POLICIES = ["prefix-affinity", "least-loaded", "round-rob
  * allowance well before the slack matters.
  */
 export const DEFAULT_PREFIX_SLACK = 2;
-export type PlacementPolicy = (typeof PLACEMENT_POLICIES)[number];
 
 /** Why an engine was chosen (the `reason` label of the placement counter). */
 export type PlacementReason =

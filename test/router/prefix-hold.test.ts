@@ -73,7 +73,7 @@ t.test("a full prefix engine within the bound: held for, not spilled", async (t)
   const placed = await heldUntilFreed(t, E, a1, "held while E is full, though F has a free sequence");
   t.ok(placed.placement.matchedSegments >= 2, "system prompt and tools resident");
   await streamEvents(holding, "alpha", placed.id);
-  t.match(await (await fetch(`${holding}/metrics`)).text(), /interlace_router_prefix_holds_total\{outcome="placed"\} 1/);
+  t.equal(await holdsPlaced(), 1, "the hold counted as placed on the prefix's engine");
   // E full again (a2 and a3), F at 1.
   const a3 = await openSession(holding, "alpha", longSession());
   t.equal(a3.engine, E);
