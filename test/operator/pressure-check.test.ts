@@ -138,3 +138,25 @@ t.test("a standby operator (the autoscaler does not run here) looks at nothing",
   await check(true).check();
   t.equal(looks, 1, "the leader looks at the app with a pool with replicas");
 });
+
+t.test("an app with a pool awake and its EnginePool at zero: the check leaves the wake to the zero-pool waker", async (t) => {
+  let held = 0;
+  const clock = Date.now();
+  const engine: EnginePool = { apiVersion: "interlace.dev/v1alpha1", kind: "EnginePool", metadata: { name: "gen", namespace: NS }, spec: { model: { path: "/m.gguf" }, runtime: { backend: "llama-cpp" }, replicas: 0, autoscaling: { minReplicas: 0, maxReplicas: 3 } } };
+  const tool: ToolPool = { apiVersion: "interlace.dev/v1alpha1", kind: "ToolPool", metadata: { name: "tools", namespace: NS }, spec: { replicas: 1, concurrency: 2, tools: [], autoscaling: { minReplicas: 0, maxReplicas: 3 } } };
+  const apps = informer<AgentApp>([{ apiVersion: "interlace.dev/v1alpha1", kind: "AgentApp", metadata: { name: "app", namespace: NS }, spec: { enginePool: { name: "gen" }, toolPools: [{ name: "tools" }] } }]);
+  const live: LiveState = { ...unobservedLiveState, observed: true, engineSignals: async () => [], heldRequests: async () => held, toolPoolSignal: async () => ({ pending: 0, ackPending: 0 }) };
+  const client = { mergePatch: async () => ({}), apply: async () => ({}) } as unknown as KubeClient;
+  const log = createLogger("test", "silent");
+  const ctx: ReconcilerContext = { client, recorder: { record: async () => {} } as unknown as ReconcilerContext["recorder"], build: {} as ReconcilerContext["build"], log, now: () => new Date(clock), live };
+  const metrics = createOperatorMetrics().autoscaler;
+  const scaler = new AutoscalerReconciler(ctx, apps, informer([engine]), informer([tool]), metrics, TICK_MS);
+  await scaler.reconcile({ namespace: NS, name: "app" });
+  held = 2;
+  t.match(await scaler.pressure(NS, "app"), [{ kind: "EnginePool", name: "gen", current: 0, desired: 1, direction: "up" }], "the decision wakes the EnginePool for the requests held");
+  let queued = 0;
+  const check = new PressureCheck({ apps, enginePools: informer([engine]), toolPools: informer([tool]), autoscaler: { enqueue: () => void queued++, isRunning: () => true }, pressure: (ns, name) => scaler.pressure(ns, name), checkMs: 2_000, metrics, log });
+  t.same(await check.check(), [], "the pressure check queues no pass for it");
+  t.equal(queued, 0);
+  t.equal((await metrics.pressurePasses.get()).values.length, 0, "nor counts one: the waker's early-wake counter is the one that says a pool at zero was woken between ticks");
+});

@@ -11,7 +11,8 @@
  * `--autoscale-interval-ms` later. Scale-downs wait for the tick. It costs a
  * pass's reads per app per check (the engines' heartbeats, the routers'
  * presences, one consumer info per tool pool) and no write. Pools at zero are
- * the zero-pool waker's.
+ * the zero-pool waker's, even where the app's other pools bring the check to
+ * it: a scale-up of one is not queued or counted here.
  */
 import type { Logger } from "pino";
 import type { AgentApp, EnginePool, ToolPool } from "../api/index.js";
@@ -63,7 +64,8 @@ export class PressureCheck {
       const name = app.metadata.name ?? "";
       const pools = [enginePools.get(ns, app.spec.enginePool.name), ...(app.spec.toolPools ?? []).map((r) => toolPools.get(ns, r.name))];
       if (!pools.some(awake)) continue;
-      const ups = await this.opts.pressure(ns, name);
+      // The decision also wakes the app's pools at zero; that is the waker's to count and queue.
+      const ups = (await this.opts.pressure(ns, name)).filter((d) => awake(d.kind === "EnginePool" ? enginePools.get(ns, d.name) : toolPools.get(ns, d.name)));
       if (ups.length === 0) continue;
       for (const d of ups) metrics.pressurePasses.inc({ kind: d.kind, pool_namespace: ns, pool: d.name });
       log.info({ app: `${ns}/${name}`, reasons: ups.map((d) => d.reason) }, "pools under pressure between ticks; autoscaler pass now");
