@@ -20,12 +20,14 @@ import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile, mkdir, open } from "node:fs/promises";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { generateCa, generateClientCert, generateServerCert, openssl } from "./certs.js";
+import { freePort, retryOnPortTaken } from "./free-port.js";
+
+export { freePort };
 
 const execFileP = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -97,20 +99,6 @@ export interface ControlPlane {
   kubeconfigPathFor(namespace: string, name: string): Promise<string>;
   /** Stops kube-apiserver and etcd and removes the work folder. Idempotent. */
   stop(): Promise<void>;
-}
-
-/** A free TCP port on 127.0.0.1 (the OS picks it; there is a small race until it is bound again). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function binDirOf(opts: ControlPlaneOptions): string {
@@ -241,13 +229,8 @@ async function waitEtcd(url: string, child: ChildProcess, deadline: number): Pro
  * is ready (RBAC bootstrap roles included). Retries once with fresh ports if
  * a port was taken in between.
  */
-export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
-  try {
-    return await startOnce(opts);
-  } catch (err) {
-    if (err instanceof Error && /address already in use/i.test(err.message)) return startOnce(opts);
-    throw err;
-  }
+export function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  return retryOnPortTaken(() => startOnce(opts), 2);
 }
 
 async function startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {

@@ -28,7 +28,8 @@ import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, startProcess, stopProcess, tail } from "./control-plane.js";
+import { startProcess, stopProcess, tail } from "./control-plane.js";
+import { freePort, retryOnPortTaken } from "./free-port.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -314,14 +315,8 @@ export class EnvoyGateway {
    * another process before Envoy binds it (tests run in parallel): that
    * start is retried on new ports, twice at most.
    */
-  static async start(options: EnvoyGatewayOptions): Promise<EnvoyGateway> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await EnvoyGateway.startOnce(options);
-      } catch (err) {
-        if (attempt >= 3 || !(err instanceof Error) || !err.message.includes("Address already in use")) throw err;
-      }
-    }
+  static start(options: EnvoyGatewayOptions): Promise<EnvoyGateway> {
+    return retryOnPortTaken(() => EnvoyGateway.startOnce(options), 3);
   }
 
   private static async startOnce(options: EnvoyGatewayOptions): Promise<EnvoyGateway> {

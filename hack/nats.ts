@@ -13,7 +13,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, connect as tcpConnect } from "node:net";
+import { connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +21,9 @@ import { createTrustRoot, mintUserCreds, serverAuthConfig, type NatsTrustRoot } 
 import type { NatsSecurity } from "../common/src/security/nats-connect.js";
 import type { NatsIdentity } from "../common/src/security/nats-permissions.js";
 import { generateCa, generateServerCert } from "./certs.js";
+import { freePort, retryOnPortTaken } from "./free-port.js";
+
+export { freePort };
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -86,18 +89,6 @@ export function natsServerBinary(): string {
   return bin;
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((done) => {
@@ -134,17 +125,17 @@ export class NatsServer {
    * free can be taken by another process before nats-server binds it
    * (parallel tests): the ports picked here are picked again, twice at most.
    */
-  static async start(options: NatsServerOptions = {}): Promise<NatsServer> {
-    for (let attempt = 0; ; attempt++) {
+  static start(options: NatsServerOptions = {}): Promise<NatsServer> {
+    return retryOnPortTaken(async () => {
       const server = new NatsServer(options.port ?? (await freePort()), await freePort(), options.storeDir, options.verbose ?? false, options);
       try {
         await server.launch();
         return server;
       } catch (err) {
         await server.stop();
-        if (attempt >= 2 || !String(err).includes("address already in use")) throw err;
+        throw err;
       }
-    }
+    }, 3);
   }
 
   /** `nats://127.0.0.1:<port>` (`tls://` when the server requires TLS). */
